@@ -1,0 +1,87 @@
+import type { Clock } from "../clock/clock.js";
+import { systemClock } from "../clock/clock.js";
+import type { Config } from "../config/env.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import { resolveRegistry } from "../config/registry-source.js";
+import { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { PeriodicJob } from "../connections/reaper.js";
+import { createLogger, type Logger } from "../log/logger.js";
+import { HttpServer, sendJson } from "../server/http-server.js";
+import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
+import type { Store } from "../store/store.js";
+import { resolveKeyRing } from "../vault/key-source.js";
+import { Vault } from "../vault/vault.js";
+import { VERSION } from "./version.js";
+
+/** Overrides for the composition root; production uses the defaults. */
+export interface AppOptions {
+  readonly config: Config;
+  readonly clock?: Clock;
+  readonly log?: Logger;
+  readonly registry?: ServiceRegistry;
+  /** How often the TTL reaper runs. */
+  readonly reapIntervalMs?: number;
+}
+
+/** A running broker process. */
+export interface RunningApp {
+  readonly port: number;
+  readonly url: string;
+  readonly store: Store;
+  readonly lifecycle: ConnectionLifecycle;
+  /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
+  close(): Promise<void>;
+}
+
+/** The composition root: builds the real adapters from config and starts serving. */
+export async function startApp(opts: AppOptions): Promise<RunningApp> {
+  const { config } = opts;
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger(config.logLevel);
+
+  const keys = resolveKeyRing(config);
+  if (keys.origin !== "env") {
+    log.warn("DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.", {
+      keyFile: keys.devKeyFile ?? null,
+      generated: keys.origin === "dev-generated",
+    });
+  }
+  const registrySource = opts.registry ? { registry: opts.registry, path: undefined } : resolveRegistry(config);
+  if ("note" in registrySource && registrySource.note) log.warn(registrySource.note);
+
+  const { store, migrations } = openSqliteStore(config.dbPath, () => clock.now());
+  if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
+  const vault = new Vault(keys.ring);
+  const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
+
+  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
+  reaper.start();
+
+  const http = new HttpServer(log);
+  http.route({
+    method: "GET",
+    path: "/healthz",
+    handler: async (_req, res) => {
+      const dbOk = await store.ping();
+      sendJson(res, dbOk ? 200 : 503, { status: dbOk ? "ok" : "degraded", version: VERSION, db: dbOk ? "ok" : "error" });
+    },
+  });
+
+  const port = await http.listen(config.port, config.bindHost);
+  log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services: registrySource.registry.list().length });
+
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    url: `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`,
+    store,
+    lifecycle,
+    close: () =>
+      (closing ??= (async () => {
+        await http.close();
+        await reaper.stop();
+        await store.close();
+        log.info("slaude-connect stopped");
+      })()),
+  };
+}

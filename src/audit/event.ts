@@ -1,0 +1,58 @@
+/** Every kind of thing the audit log records (brief §9). */
+export type AuditEventKind =
+  | "call"
+  | "call_denied"
+  | "approval_requested"
+  | "approval_decided"
+  | "approval_rejected_click"
+  | "grant_created"
+  | "grant_revoked"
+  | "connection_created"
+  | "connection_replaced"
+  | "connection_revoked"
+  | "connection_expired"
+  | "connection_needs_login"
+  | "connection_refreshed"
+  | "login_started"
+  | "login_completed"
+  | "login_refused"
+  | "keys_rotated"
+  | "admin_action";
+
+/** An audit row as written: identifiers, decisions and sizes only, never values or secrets. */
+export interface AuditEvent {
+  readonly at: number;
+  readonly event: AuditEventKind;
+  readonly teamId?: string | null;
+  readonly channelId?: string | null;
+  readonly threadTs?: string | null;
+  readonly callerUserId?: string | null;
+  readonly ownerUserId?: string | null;
+  readonly connectionId?: string | null;
+  readonly service?: string | null;
+  readonly tool?: string | null;
+  readonly argsHash?: string | null;
+  readonly decision?: string | null;
+  readonly approverUserId?: string | null;
+  readonly durationMs?: number | null;
+  readonly resultBytes?: number | null;
+  readonly errorCode?: string | null;
+  readonly actor?: string | null;
+}
+
+/** An audit row read back, with its sequence number. */
+export interface AuditRecord extends AuditEvent {
+  readonly seq: number;
+}
+
+/** Filters for querying the audit log; all optional, combined with AND. */
+export interface AuditQuery {
+  readonly since?: number;
+  readonly until?: number;
+  readonly teamId?: string;
+  readonly userId?: string;
+  readonly connectionId?: string;
+  readonly service?: string;
+  readonly event?: AuditEventKind;
+  readonly limit?: number;
+}

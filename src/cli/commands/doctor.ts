@@ -1,0 +1,146 @@
+import { accessSync, constants, existsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { loadConfig, type Config } from "../../config/env.js";
+import { resolveRegistry } from "../../config/registry-source.js";
+import { openDatabase } from "../../store/sqlite/db.js";
+import { readMigrations } from "../../store/sqlite/migrator.js";
+import { devKeyPath } from "../../vault/key-source.js";
+import { decodeMasterKey } from "../../vault/keyring.js";
+import type { CliContext } from "../context.js";
+
+/** One finding of `doctor`: what was checked, how it went and, if not ok, how to fix it. */
+export interface Finding {
+  readonly check: string;
+  readonly level: "ok" | "warn" | "error";
+  readonly message: string;
+  readonly fix?: string;
+}
+
+function checkKey(config: Config): Finding[] {
+  const out: Finding[] = [];
+  if (config.encryptionKey) {
+    try {
+      decodeMasterKey(config.encryptionKey);
+      out.push({ check: "encryption key", level: "ok", message: "SLAUDE_ENCRYPTION_KEY is a valid 32-byte key" });
+    } catch (e) {
+      out.push({ check: "encryption key", level: "error", message: (e as Error).message, fix: "generate one with `slaude-connect keys generate`" });
+    }
+    config.previousEncryptionKeys.forEach((k, i) => {
+      try {
+        decodeMasterKey(k, `SLAUDE_ENCRYPTION_KEY_PREVIOUS[${i}]`);
+      } catch (e) {
+        out.push({ check: "previous keys", level: "error", message: (e as Error).message });
+      }
+    });
+  } else if (config.production) {
+    out.push({ check: "encryption key", level: "error", message: "SLAUDE_ENCRYPTION_KEY is not set and NODE_ENV=production", fix: "set it to `slaude-connect keys generate` output" });
+  } else {
+    const file = devKeyPath(config.dataDir);
+    out.push({
+      check: "encryption key",
+      level: "warn",
+      message: existsSync(file) ? `development key file in use (${file})` : "no key: a development key will be generated on first start",
+      fix: "set SLAUDE_ENCRYPTION_KEY and NODE_ENV=production for real credentials",
+    });
+  }
+  return out;
+}
+
+function checkDatabase(config: Config): Finding {
+  if (!existsSync(config.dbPath)) {
+    return { check: "database", level: "warn", message: `${config.dbPath} does not exist yet`, fix: "run `slaude-connect migrate` or start the server" };
+  }
+  try {
+    const db = openDatabase(config.dbPath, { readonly: true });
+    try {
+      const known = readMigrations().at(-1)?.version ?? 0;
+      const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+      const current = hasTable ? ((db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0) : 0;
+      const check = (db.pragma("quick_check", { simple: true }) as string) ?? "unknown";
+      if (check !== "ok") return { check: "database", level: "error", message: `integrity check failed: ${check}`, fix: "restore from a backup" };
+      if (current > known) return { check: "database", level: "error", message: `schema ${current} is newer than this version knows (${known})`, fix: "upgrade slaude-connect" };
+      if (current < known) return { check: "database", level: "warn", message: `schema ${current}, ${known - current} migration(s) pending`, fix: "run `slaude-connect migrate`" };
+      return { check: "database", level: "ok", message: `${config.dbPath} (schema ${current}, integrity ok)` };
+    } finally {
+      db.close();
+    }
+  } catch (e) {
+    return { check: "database", level: "error", message: (e as Error).message };
+  }
+}
+
+function checkRegistry(config: Config): Finding {
+  try {
+    const src = resolveRegistry(config);
+    if (!src.path) return { check: "service registry", level: "warn", message: src.note ?? "no registry", fix: "cp services.example.json services.json" };
+    return { check: "service registry", level: "ok", message: `${src.path}: ${src.registry.list().length} service(s): ${src.registry.list().map((s) => s.name).join(", ")}` };
+  } catch (e) {
+    return { check: "service registry", level: "error", message: (e as Error).message };
+  }
+}
+
+function checkChromium(config: Config): Finding {
+  const fix = "install Debian's Chromium (`apt-get install -y chromium`) or set SLAUDE_CHROMIUM_PATH; needed for browser logins only";
+  try {
+    accessSync(config.chromiumPath, constants.X_OK);
+  } catch {
+    return { check: "chromium", level: "warn", message: `${config.chromiumPath} not found or not executable`, fix };
+  }
+  const r = spawnSync(config.chromiumPath, ["--version"], { encoding: "utf8", timeout: 10_000 });
+  if (r.status !== 0) return { check: "chromium", level: "warn", message: `${config.chromiumPath} --version failed`, fix };
+  return { check: "chromium", level: "ok", message: r.stdout.trim() };
+}
+
+function checkSlack(config: Config): Finding {
+  const s = config.slack;
+  if (s.configured) return { check: "slack", level: "ok", message: `${s.mode} mode${s.apiUrl ? `, API at ${s.apiUrl}` : ""}` };
+  const missing = [!s.botToken && "SLACK_BOT_TOKEN", s.mode === "http" && !s.signingSecret && "SLACK_SIGNING_SECRET", s.mode === "socket" && !s.appToken && "SLACK_APP_TOKEN"].filter(Boolean);
+  return {
+    check: "slack",
+    level: "warn",
+    message: `Slack is not configured (missing ${missing.join(", ")}): approvals and consent cards are unavailable, borrowing is refused`,
+    fix: "see docs/slack-setup.md",
+  };
+}
+
+function checkHostTokens(config: Config): Finding {
+  if (config.hostTokens.length === 0) {
+    return { check: "host tokens", level: "warn", message: "SLAUDE_HOST_TOKENS is empty: no agent host can use the MCP endpoint", fix: "set SLAUDE_HOST_TOKENS to a long random value shared with the host" };
+  }
+  const weak = config.hostTokens.filter((t) => t.length < 32).length;
+  if (weak) return { check: "host tokens", level: "warn", message: `${weak} host token(s) shorter than 32 characters`, fix: "use `openssl rand -base64 32`" };
+  return { check: "host tokens", level: "ok", message: `${config.hostTokens.length} host token(s)` };
+}
+
+/** Runs every check; never throws for a bad setup, it reports it. */
+export function runChecks(env: NodeJS.ProcessEnv): Finding[] {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (e) {
+    return [{ check: "environment", level: "error", message: (e as Error).message, fix: "see .env.example" }];
+  }
+  return [
+    { check: "environment", level: "ok", message: `NODE_ENV=${config.nodeEnv}, data dir ${config.dataDir}` },
+    ...checkKey(config),
+    checkDatabase(config),
+    checkRegistry(config),
+    checkChromium(config),
+    checkSlack(config),
+    checkHostTokens(config),
+  ];
+}
+
+/** `doctor`: prints each check; exit 1 if any is an error, 0 with warnings. */
+export async function doctorCommand(ctx: CliContext): Promise<number> {
+  const findings = runChecks(ctx.io.env);
+  for (const f of findings) {
+    const tag = f.level === "ok" ? "ok   " : f.level === "warn" ? "WARN " : "ERROR";
+    ctx.out(`${tag} ${f.check}: ${f.message.replace(/\n/g, "\n        ")}`);
+    if (f.fix && f.level !== "ok") ctx.out(`        fix: ${f.fix}`);
+  }
+  const errors = findings.filter((f) => f.level === "error").length;
+  const warns = findings.filter((f) => f.level === "warn").length;
+  ctx.out(errors ? `${errors} error(s), ${warns} warning(s)` : `no errors, ${warns} warning(s)`);
+  return errors ? 1 : 0;
+}

@@ -1,0 +1,15 @@
+import { openDatabase } from "../../store/sqlite/db.js";
+import { migrate } from "../../store/sqlite/migrator.js";
+import type { CliContext } from "../context.js";
+
+/** `migrate`: applies pending migrations and reports the schema version. */
+export async function migrateCommand(ctx: CliContext): Promise<number> {
+  const db = openDatabase(ctx.config.dbPath);
+  try {
+    const r = migrate(db, undefined, () => ctx.clock.now());
+    ctx.out(r.applied.length ? `applied ${r.applied.join(", ")}; schema is at ${r.current}` : `nothing to do; schema is at ${r.current}`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,70 @@
+import type { Readable, Writable } from "node:stream";
+import { systemClock, type Clock } from "../clock/clock.js";
+import { loadConfig, type Config } from "../config/env.js";
+import { resolveRegistry, type RegistrySource } from "../config/registry-source.js";
+import { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { createLogger, type Logger } from "../log/logger.js";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite-store.js";
+import { resolveKeyRing } from "../vault/key-source.js";
+import { Vault } from "../vault/vault.js";
+
+/** The CLI's standard streams and environment, injected so tests can drive it in-process. */
+export interface CliIo {
+  readonly stdin: Readable & { isTTY?: boolean };
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+  readonly env: NodeJS.ProcessEnv;
+  readonly clock?: Clock;
+}
+
+/** Lazily built dependencies of a CLI command; each is created on first use and closed at the end. */
+export class CliContext {
+  private cfg: Config | undefined;
+  private storeInst: SqliteStore | undefined;
+  private registrySrc: RegistrySource | undefined;
+  private vaultInst: Vault | undefined;
+  readonly log: Logger;
+  readonly clock: Clock;
+
+  constructor(readonly io: CliIo) {
+    this.clock = io.clock ?? systemClock;
+    this.log = createLogger("warn", (l) => io.stderr.write(l));
+  }
+
+  get config(): Config {
+    return (this.cfg ??= loadConfig(this.io.env));
+  }
+
+  get store(): SqliteStore {
+    return (this.storeInst ??= openSqliteStore(this.config.dbPath, () => this.clock.now()).store);
+  }
+
+  get registry(): RegistrySource {
+    return (this.registrySrc ??= resolveRegistry(this.config));
+  }
+
+  get vault(): Vault {
+    return (this.vaultInst ??= new Vault(resolveKeyRing(this.config).ring));
+  }
+
+  lifecycle(): ConnectionLifecycle {
+    return new ConnectionLifecycle({ store: this.store, vault: this.vault, registry: this.registry.registry, clock: this.clock, log: this.log });
+  }
+
+  out(line = ""): void {
+    this.io.stdout.write(line + "\n");
+  }
+
+  err(line: string): void {
+    this.io.stderr.write(line + "\n");
+  }
+
+  async close(): Promise<void> {
+    await this.storeInst?.close();
+  }
+}
+
+/** A usage mistake: printed with the command's help, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}

@@ -1,0 +1,132 @@
+import path from "node:path";
+import { z } from "zod";
+import { ConfigError } from "./errors.js";
+
+// The only place that reads environment variables. Everything else receives a Config.
+
+const csv = z
+  .string()
+  .optional()
+  .transform((v) =>
+    (v ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  SLAUDE_ENCRYPTION_KEY: z.string().optional(),
+  SLAUDE_ENCRYPTION_KEY_PREVIOUS: csv,
+  SLAUDE_DATA_DIR: z.string().min(1).default("./data"),
+  SLAUDE_DB_PATH: z.string().min(1).optional(),
+  SLAUDE_REGISTRY_PATH: z.string().min(1).optional(),
+  PORT: port.default(8080),
+  SLAUDE_BIND_HOST: z.string().min(1).default("127.0.0.1"),
+  SLAUDE_PUBLIC_URL: z.url().optional(),
+  SLAUDE_HOST_TOKENS: csv,
+  SLAUDE_ADMINS: csv,
+  SLAUDE_ALLOWED_HOSTS: csv,
+  SLAUDE_ALLOWED_ORIGINS: csv,
+  SLAUDE_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  SLAUDE_POOL_MAX_CHILDREN: positiveInt.default(32),
+  SLAUDE_POOL_IDLE_SECONDS: positiveInt.default(600),
+  SLAUDE_CALL_TIMEOUT_SECONDS: positiveInt.default(120),
+  SLAUDE_RESULT_MAX_BYTES: positiveInt.default(50_000),
+  SLAUDE_RESULT_MAX_LINES: positiveInt.default(2_000),
+  SLAUDE_CHILD_UID_BASE: z.coerce.number().int().min(0).optional(),
+  SLAUDE_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
+  SLACK_MODE: z.enum(["http", "socket"]).default("http"),
+  SLACK_BOT_TOKEN: z.string().optional(),
+  SLACK_SIGNING_SECRET: z.string().optional(),
+  SLACK_APP_TOKEN: z.string().optional(),
+  SLACK_API_URL: z.url().optional(),
+});
+
+/** Slack settings; `configured` is false when the bot token or the mode's secret is missing. */
+export interface SlackConfig {
+  readonly mode: "http" | "socket";
+  readonly botToken: string | undefined;
+  readonly signingSecret: string | undefined;
+  readonly appToken: string | undefined;
+  readonly apiUrl: string | undefined;
+  readonly configured: boolean;
+}
+
+/** The parsed, validated process configuration. Secret-bearing fields are never logged. */
+export interface Config {
+  readonly production: boolean;
+  readonly nodeEnv: "development" | "production" | "test";
+  /** Base64 master key, or undefined: only a development start may then generate one. */
+  readonly encryptionKey: string | undefined;
+  readonly previousEncryptionKeys: readonly string[];
+  readonly dataDir: string;
+  readonly dbPath: string;
+  /** Explicit registry path, or undefined for the default `./services.json` (optional in development). */
+  readonly registryPath: string | undefined;
+  readonly port: number;
+  readonly bindHost: string;
+  readonly publicUrl: string;
+  readonly hostTokens: readonly string[];
+  readonly admins: readonly string[];
+  readonly allowedHosts: readonly string[];
+  readonly allowedOrigins: readonly string[];
+  readonly logLevel: "debug" | "info" | "warn" | "error";
+  readonly pool: { readonly maxChildren: number; readonly idleMs: number; readonly callTimeoutMs: number; readonly childUidBase: number | undefined };
+  readonly resultLimits: { readonly maxBytes: number; readonly maxLines: number };
+  readonly chromiumPath: string;
+  readonly slack: SlackConfig;
+}
+
+/** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    // Name the variable and the problem; never echo its value (it may be a secret).
+    const lines = parsed.error.issues.map((i) => `${i.path.map(String).join(".") || "(env)"}: ${i.message}`);
+    throw new ConfigError("invalid_env", `invalid environment\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  const production = e.NODE_ENV === "production";
+  if (production && !e.SLAUDE_ENCRYPTION_KEY) {
+    throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
+  }
+  const dataDir = path.resolve(e.SLAUDE_DATA_DIR);
+  const slackConfigured = Boolean(e.SLACK_BOT_TOKEN) && (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
+  return {
+    production,
+    nodeEnv: e.NODE_ENV,
+    encryptionKey: e.SLAUDE_ENCRYPTION_KEY,
+    previousEncryptionKeys: e.SLAUDE_ENCRYPTION_KEY_PREVIOUS,
+    dataDir,
+    dbPath: path.resolve(e.SLAUDE_DB_PATH ?? path.join(dataDir, "slaude.db")),
+    registryPath: e.SLAUDE_REGISTRY_PATH ? path.resolve(e.SLAUDE_REGISTRY_PATH) : undefined,
+    port: e.PORT,
+    bindHost: e.SLAUDE_BIND_HOST,
+    publicUrl: (e.SLAUDE_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    hostTokens: e.SLAUDE_HOST_TOKENS,
+    admins: e.SLAUDE_ADMINS,
+    allowedHosts: e.SLAUDE_ALLOWED_HOSTS,
+    allowedOrigins: e.SLAUDE_ALLOWED_ORIGINS,
+    logLevel: e.SLAUDE_LOG_LEVEL,
+    pool: {
+      maxChildren: e.SLAUDE_POOL_MAX_CHILDREN,
+      idleMs: e.SLAUDE_POOL_IDLE_SECONDS * 1000,
+      callTimeoutMs: e.SLAUDE_CALL_TIMEOUT_SECONDS * 1000,
+      childUidBase: e.SLAUDE_CHILD_UID_BASE,
+    },
+    resultLimits: { maxBytes: e.SLAUDE_RESULT_MAX_BYTES, maxLines: e.SLAUDE_RESULT_MAX_LINES },
+    chromiumPath: e.SLAUDE_CHROMIUM_PATH,
+    slack: {
+      mode: e.SLACK_MODE,
+      botToken: e.SLACK_BOT_TOKEN,
+      signingSecret: e.SLACK_SIGNING_SECRET,
+      appToken: e.SLACK_APP_TOKEN,
+      apiUrl: e.SLACK_API_URL,
+      configured: slackConfigured,
+    },
+  };
+}

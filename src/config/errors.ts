@@ -1,0 +1,14 @@
+/** Codes of configuration failures; each message names the variable or file path at fault. */
+export type ConfigErrorCode = "invalid_env" | "missing_key" | "invalid_key" | "invalid_registry" | "registry_not_found";
+
+/** A start-up configuration error; its message is safe to print (never contains a secret value). */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(
+    readonly code: ConfigErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

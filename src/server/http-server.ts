@@ -1,0 +1,81 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "../log/logger.js";
+
+/** A route handler; returns false to fall through to the next route. */
+export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<boolean | void> | boolean | void;
+
+/** A route: a method (or "*"), a path or path prefix, and its handler. */
+export interface Route {
+  readonly method: string;
+  readonly path: string;
+  readonly prefix?: boolean;
+  readonly handler: RouteHandler;
+}
+
+/** Writes a JSON response. */
+export function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers });
+  res.end(text);
+}
+
+/** The broker's HTTP server: a tiny router in front of route handlers, bound to one host and port. */
+export class HttpServer {
+  private readonly server: http.Server;
+  private readonly routes: Route[] = [];
+
+  constructor(private readonly log: Logger) {
+    this.server = http.createServer((req, res) => void this.dispatch(req, res));
+    this.server.keepAliveTimeout = 5_000;
+  }
+
+  /** Adds a route; earlier routes win. */
+  route(r: Route): void {
+    this.routes.push(r);
+  }
+
+  private async dispatch(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://localhost");
+    } catch {
+      return sendJson(res, 400, { error: "bad_request" });
+    }
+    try {
+      for (const r of this.routes) {
+        const pathMatch = r.prefix ? url.pathname === r.path || url.pathname.startsWith(r.path.endsWith("/") ? r.path : r.path + "/") : url.pathname === r.path;
+        if (!pathMatch || (r.method !== "*" && r.method !== req.method)) continue;
+        const handled = await r.handler(req, res, url);
+        if (handled !== false) return;
+      }
+      // Only the path is logged: query strings may carry one-time tokens.
+      sendJson(res, 404, { error: "not_found" });
+    } catch (err) {
+      this.log.error("http handler failed", { path: url.pathname, error: (err as Error).message });
+      if (!res.headersSent) sendJson(res, 500, { error: "internal_error" });
+      else res.end();
+    }
+  }
+
+  /** Listens on host:port (port 0 picks a free one) and resolves with the bound port. */
+  async listen(port: number, host: string): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(port, host, () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Stops accepting connections and closes idle ones; resolves when the server is closed. */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeIdleConnections();
+      setTimeout(() => this.server.closeAllConnections(), 2_000).unref();
+    });
+  }
+}

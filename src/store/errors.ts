@@ -1,0 +1,14 @@
+/** Codes of storage failures. */
+export type StoreErrorCode = "newer_schema" | "migration_failed" | "migration_modified" | "open_failed";
+
+/** A storage failure with a message an operator can act on. */
+export class StoreError extends Error {
+  override readonly name = "StoreError";
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,119 @@
+import type { SealedSecret } from "../vault/aead.js";
+
+/** A connection's scope: one thread (default), the owner everywhere, or the broker's shared identity. */
+export type ConnectionScope = "thread" | "user" | "shared";
+
+/** A connection's lifecycle state. Only `active` connections run calls. */
+export type ConnectionStatus = "active" | "needs_login" | "revoked" | "expired";
+
+/** A thread: where a conversation (and so a turn, grant or thread-scoped connection) lives. */
+export interface ThreadRef {
+  readonly teamId: string;
+  readonly channelId: string;
+  readonly threadTs: string;
+}
+
+/** One owner's credential for one service in one scope; the secret stays sealed. */
+export interface Connection {
+  readonly id: string;
+  readonly teamId: string;
+  readonly ownerUserId: string | null;
+  readonly service: string;
+  readonly scope: ConnectionScope;
+  readonly channelId: string | null;
+  readonly threadTs: string | null;
+  readonly status: ConnectionStatus;
+  readonly sealed: SealedSecret | null;
+  readonly label: string | null;
+  readonly createdBy: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly expiresAt: number;
+  readonly endedAt: number | null;
+  readonly endedReason: string | null;
+}
+
+/** What it takes to create a connection (the id is chosen by the caller so the AAD can bind it). */
+export interface NewConnection {
+  readonly id: string;
+  readonly teamId: string;
+  readonly ownerUserId: string | null;
+  readonly service: string;
+  readonly scope: ConnectionScope;
+  readonly channelId: string | null;
+  readonly threadTs: string | null;
+  readonly sealed: SealedSecret;
+  readonly label: string | null;
+  readonly createdBy: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/** Standing permission for a borrower to use an owner's connection in one thread. */
+export interface Grant {
+  readonly id: string;
+  readonly connectionId: string;
+  readonly teamId: string;
+  readonly channelId: string;
+  readonly threadTs: string;
+  readonly ownerUserId: string;
+  readonly borrowerUserId: string;
+  readonly service: string;
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+  readonly revokedBy: string | null;
+}
+
+/** The state of an approval: pending until decided, then consumed at most once. */
+export type ApprovalStatus = "pending" | "allowed_thread" | "allowed_once" | "denied" | "expired" | "consumed";
+
+/** A question to an owner, bound to (connection, borrower, service, tool, args hash, nonce). */
+export interface Approval {
+  readonly id: string;
+  readonly nonce: string;
+  readonly connectionId: string;
+  readonly teamId: string;
+  readonly channelId: string;
+  readonly threadTs: string;
+  readonly ownerUserId: string;
+  readonly borrowerUserId: string;
+  readonly service: string;
+  readonly tool: string;
+  readonly argsHash: string;
+  readonly status: ApprovalStatus;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly decidedAt: number | null;
+  readonly decidedBy: string | null;
+  readonly cardChannel: string | null;
+  readonly cardTs: string | null;
+}
+
+/** A login flow's state. */
+export type LoginStatus = "minted" | "opened" | "completed" | "cancelled" | "expired" | "failed";
+
+/** One login flow, keyed by the hash of its one-time link token. */
+export interface LoginSession {
+  readonly id: string;
+  readonly tokenHash: string;
+  readonly teamId: string;
+  readonly userId: string;
+  readonly service: string;
+  readonly scope: ConnectionScope;
+  readonly channelId: string | null;
+  readonly threadTs: string | null;
+  readonly status: LoginStatus;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly openedAt: number | null;
+  readonly endedAt: number | null;
+  readonly connectionId: string | null;
+}
+
+/** A service's cached tools/list. */
+export interface ToolMetadata {
+  readonly service: string;
+  readonly contentHash: string;
+  readonly tools: readonly unknown[];
+  readonly fetchedAt: number;
+}

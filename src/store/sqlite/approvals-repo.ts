@@ -1,0 +1,151 @@
+import type { AuditEvent } from "../../audit/event.js";
+import type { Approval, Grant } from "../records.js";
+import type { ApprovalRepo } from "../store.js";
+import { makeAuditWriter } from "./audit-repo.js";
+import type { Db } from "./db.js";
+import { insertGrantInTx } from "./grants-repo.js";
+
+interface ApprovalRow {
+  id: string;
+  nonce: string;
+  connection_id: string;
+  team_id: string;
+  channel_id: string;
+  thread_ts: string;
+  owner_user_id: string;
+  borrower_user_id: string;
+  service: string;
+  tool: string;
+  args_hash: string;
+  status: Approval["status"];
+  created_at: number;
+  expires_at: number;
+  decided_at: number | null;
+  decided_by: string | null;
+  card_channel: string | null;
+  card_ts: string | null;
+}
+
+function toApproval(r: ApprovalRow): Approval {
+  return {
+    id: r.id,
+    nonce: r.nonce,
+    connectionId: r.connection_id,
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    ownerUserId: r.owner_user_id,
+    borrowerUserId: r.borrower_user_id,
+    service: r.service,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    status: r.status,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    decidedAt: r.decided_at,
+    decidedBy: r.decided_by,
+    cardChannel: r.card_channel,
+    cardTs: r.card_ts,
+  };
+}
+
+/** SQLite approvals repository: every transition is a conditional UPDATE that applies at most once. */
+export class SqliteApprovalRepo implements ApprovalRepo {
+  private readonly audit: (events: readonly AuditEvent[]) => void;
+  constructor(private readonly db: Db) {
+    this.audit = makeAuditWriter(db);
+  }
+  async create(a: Approval, audit: readonly AuditEvent[]): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db
+          .prepare(`INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id,
+          service, tool, args_hash, status, created_at, expires_at) VALUES (@id, @nonce, @connectionId, @teamId, @channelId, @threadTs,
+          @ownerUserId, @borrowerUserId, @service, @tool, @argsHash, 'pending', @createdAt, @expiresAt)`)
+          .run({ ...a });
+        this.audit(audit);
+      })
+      .immediate();
+  }
+  async get(id: string): Promise<Approval | undefined> {
+    const r = this.db.prepare("SELECT * FROM approvals WHERE id = ?").get(id) as ApprovalRow | undefined;
+    return r ? toApproval(r) : undefined;
+  }
+  async getByNonce(nonce: string): Promise<Approval | undefined> {
+    const r = this.db.prepare("SELECT * FROM approvals WHERE nonce = ?").get(nonce) as ApprovalRow | undefined;
+    return r ? toApproval(r) : undefined;
+  }
+  async decide(
+    id: string,
+    d: { status: "allowed_thread" | "allowed_once" | "denied"; by: string; at: number; grant?: Omit<Grant, "revokedAt" | "revokedBy"> },
+    audit: readonly AuditEvent[],
+  ): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const res = this.db
+          .prepare(
+            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending' AND expires_at > ? AND owner_user_id = ?",
+          )
+          .run(d.status, d.at, d.by, id, d.at, d.by);
+        if (res.changes !== 1) return false;
+        if (d.status === "allowed_thread" && d.grant) insertGrantInTx(this.db, d.grant);
+        this.audit(audit);
+        return true;
+      })
+      .immediate();
+  }
+  async consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const res = this.db
+          .prepare("UPDATE approvals SET status = 'consumed' WHERE id = ? AND args_hash = ? AND status IN ('allowed_once', 'allowed_thread')")
+          .run(id, argsHash);
+        if (res.changes === 1) this.audit(audit);
+        return res.changes === 1;
+      })
+      .immediate();
+  }
+  async expire(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const res = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'").run(at, id);
+        if (res.changes === 1) this.audit(audit);
+        return res.changes === 1;
+      })
+      .immediate();
+  }
+  async expirePending(now: number, all = false): Promise<Approval[]> {
+    return this.db
+      .transaction(() => {
+        const rows = this.db
+          .prepare(`SELECT * FROM approvals WHERE status = 'pending' ${all ? "" : "AND expires_at <= ?"}`)
+          .all(...(all ? [] : [now])) as ApprovalRow[];
+        const upd = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'");
+        for (const r of rows) {
+          upd.run(now, r.id);
+          this.audit([
+            {
+              at: now,
+              event: "approval_decided",
+              decision: "expired",
+              teamId: r.team_id,
+              channelId: r.channel_id,
+              threadTs: r.thread_ts,
+              callerUserId: r.borrower_user_id,
+              ownerUserId: r.owner_user_id,
+              connectionId: r.connection_id,
+              service: r.service,
+              tool: r.tool,
+              argsHash: r.args_hash,
+              actor: all ? "startup" : "reaper",
+            },
+          ]);
+        }
+        return rows.map((r) => toApproval({ ...r, status: "expired", decided_at: now }));
+      })
+      .immediate();
+  }
+  async setCard(id: string, channel: string, ts: string): Promise<void> {
+    this.db.prepare("UPDATE approvals SET card_channel = ?, card_ts = ? WHERE id = ?").run(channel, ts, id);
+  }
+}

@@ -1,0 +1,112 @@
+import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
+import type { AuditRepo } from "../store.js";
+import type { Db } from "./db.js";
+
+interface AuditRow {
+  seq: number;
+  at: number;
+  event: string;
+  team_id: string | null;
+  channel_id: string | null;
+  thread_ts: string | null;
+  caller_user_id: string | null;
+  owner_user_id: string | null;
+  connection_id: string | null;
+  service: string | null;
+  tool: string | null;
+  args_hash: string | null;
+  decision: string | null;
+  approver_user_id: string | null;
+  duration_ms: number | null;
+  result_bytes: number | null;
+  error_code: string | null;
+  actor: string | null;
+}
+
+function toRecord(r: AuditRow): AuditRecord {
+  return {
+    seq: r.seq,
+    at: r.at,
+    event: r.event as AuditRecord["event"],
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    callerUserId: r.caller_user_id,
+    ownerUserId: r.owner_user_id,
+    connectionId: r.connection_id,
+    service: r.service,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    decision: r.decision,
+    approverUserId: r.approver_user_id,
+    durationMs: r.duration_ms,
+    resultBytes: r.result_bytes,
+    errorCode: r.error_code,
+    actor: r.actor,
+  };
+}
+
+/** Writes audit rows; called inside the transaction of the change they describe. */
+export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
+  const insert = db.prepare(`INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id,
+    connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor)
+    VALUES (@at, @event, @teamId, @channelId, @threadTs, @callerUserId, @ownerUserId, @connectionId, @service, @tool,
+    @argsHash, @decision, @approverUserId, @durationMs, @resultBytes, @errorCode, @actor)`);
+  return (events) => {
+    for (const e of events) {
+      insert.run({
+        at: e.at,
+        event: e.event,
+        teamId: e.teamId ?? null,
+        channelId: e.channelId ?? null,
+        threadTs: e.threadTs ?? null,
+        callerUserId: e.callerUserId ?? null,
+        ownerUserId: e.ownerUserId ?? null,
+        connectionId: e.connectionId ?? null,
+        service: e.service ?? null,
+        tool: e.tool ?? null,
+        argsHash: e.argsHash ?? null,
+        decision: e.decision ?? null,
+        approverUserId: e.approverUserId ?? null,
+        durationMs: e.durationMs ?? null,
+        resultBytes: e.resultBytes ?? null,
+        errorCode: e.errorCode ?? null,
+        actor: e.actor ?? null,
+      });
+    }
+  };
+}
+
+function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> } {
+  const clauses: string[] = [];
+  const params: Record<string, unknown> = {};
+  if (q.since !== undefined) (clauses.push("at >= @since"), (params.since = q.since));
+  if (q.until !== undefined) (clauses.push("at < @until"), (params.until = q.until));
+  if (q.teamId) (clauses.push("team_id = @teamId"), (params.teamId = q.teamId));
+  if (q.userId) (clauses.push("(caller_user_id = @userId OR owner_user_id = @userId OR approver_user_id = @userId)"), (params.userId = q.userId));
+  if (q.connectionId) (clauses.push("connection_id = @connectionId"), (params.connectionId = q.connectionId));
+  if (q.service) (clauses.push("service = @service"), (params.service = q.service));
+  if (q.event) (clauses.push("event = @event"), (params.event = q.event));
+  return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
+}
+
+/** SQLite audit repository. */
+export class SqliteAuditRepo implements AuditRepo {
+  private readonly write: (events: readonly AuditEvent[]) => void;
+  constructor(private readonly db: Db) {
+    this.write = makeAuditWriter(db);
+  }
+  async append(events: readonly AuditEvent[]): Promise<void> {
+    this.db.transaction(() => this.write(events))();
+  }
+  async query(q: AuditQuery): Promise<AuditRecord[]> {
+    const { sql, params } = whereOf(q);
+    const limit = q.limit ?? 1000;
+    const rows = this.db.prepare(`SELECT * FROM audit ${sql} ORDER BY seq LIMIT ${Math.max(1, Math.floor(limit))}`).all(params) as AuditRow[];
+    return rows.map(toRecord);
+  }
+  async count(q: AuditQuery = {}): Promise<number> {
+    const { sql, params } = whereOf(q);
+    return (this.db.prepare(`SELECT count(*) AS n FROM audit ${sql}`).get(params) as { n: number }).n;
+  }
+}

@@ -1,0 +1,257 @@
+import type { AuditEvent } from "../../audit/event.js";
+import type { SealedSecret } from "../../vault/aead.js";
+import type { Connection, NewConnection } from "../records.js";
+import type { ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import { makeAuditWriter } from "./audit-repo.js";
+import type { Db } from "./db.js";
+
+interface ConnectionRow {
+  id: string;
+  team_id: string;
+  owner_user_id: string | null;
+  service: string;
+  scope: Connection["scope"];
+  channel_id: string | null;
+  thread_ts: string | null;
+  status: Connection["status"];
+  key_id: string | null;
+  secret_nonce: Buffer | null;
+  secret_ct: Buffer | null;
+  secret_tag: Buffer | null;
+  label: string | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+  expires_at: number;
+  ended_at: number | null;
+  ended_reason: string | null;
+}
+
+/** Maps a row to the domain object; snake_case stays in here. */
+export function toConnection(r: ConnectionRow): Connection {
+  const sealed: SealedSecret | null =
+    r.secret_ct && r.secret_nonce && r.secret_tag && r.key_id ? { keyId: r.key_id, nonce: r.secret_nonce, ciphertext: r.secret_ct, tag: r.secret_tag } : null;
+  return {
+    id: r.id,
+    teamId: r.team_id,
+    ownerUserId: r.owner_user_id,
+    service: r.service,
+    scope: r.scope,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    status: r.status,
+    sealed,
+    label: r.label,
+    createdBy: r.created_by,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    expiresAt: r.expires_at,
+    endedAt: r.ended_at,
+    endedReason: r.ended_reason,
+  };
+}
+
+const LIVE = "status IN ('active', 'needs_login')";
+
+/** SQLite connections repository. */
+export class SqliteConnectionRepo implements ConnectionRepo {
+  private readonly audit: (events: readonly AuditEvent[]) => void;
+  private readonly byId;
+  private readonly insert;
+  private readonly endRow;
+  private readonly endGrants;
+  private readonly liveGrants;
+  private readonly expireApprovals;
+
+  constructor(private readonly db: Db) {
+    this.audit = makeAuditWriter(db);
+    this.byId = db.prepare("SELECT * FROM connections WHERE id = ?");
+    this.insert = db.prepare(`INSERT INTO connections (id, team_id, owner_user_id, service, scope, channel_id, thread_ts, status,
+      key_id, secret_nonce, secret_ct, secret_tag, label, created_by, created_at, updated_at, expires_at)
+      VALUES (@id, @teamId, @ownerUserId, @service, @scope, @channelId, @threadTs, 'active',
+      @keyId, @nonce, @ct, @tag, @label, @createdBy, @createdAt, @createdAt, @expiresAt)`);
+    this.endRow = db.prepare(`UPDATE connections SET status = @status, ended_at = @at, ended_reason = @reason, updated_at = @at,
+      key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = @id AND ${LIVE}`);
+    this.liveGrants = db.prepare("SELECT id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service FROM grants WHERE connection_id = ? AND revoked_at IS NULL");
+    this.endGrants = db.prepare("UPDATE grants SET revoked_at = @at, revoked_by = @by WHERE connection_id = @id AND revoked_at IS NULL");
+    this.expireApprovals = db.prepare("UPDATE approvals SET status = 'expired', decided_at = @at WHERE connection_id = @id AND status IN ('pending', 'allowed_once', 'allowed_thread')");
+  }
+
+  private row(id: string): Connection | undefined {
+    const r = this.byId.get(id) as ConnectionRow | undefined;
+    return r ? toConnection(r) : undefined;
+  }
+
+  /** Ends one live row and everything hanging off it; must run inside a transaction. */
+  private endInTx(id: string, how: EndConnection): Connection | undefined {
+    const before = this.row(id);
+    if (!before || (before.status !== "active" && before.status !== "needs_login")) return undefined;
+    this.endRow.run({ id, status: how.status, at: how.at, reason: how.reason });
+    const grants = this.liveGrants.all(id) as { id: string; team_id: string; channel_id: string; thread_ts: string; owner_user_id: string; borrower_user_id: string; service: string }[];
+    this.endGrants.run({ id, at: how.at, by: how.actor });
+    this.expireApprovals.run({ id, at: how.at });
+    this.audit(how.audit);
+    this.audit(
+      grants.map((g) => ({
+        at: how.at,
+        event: "grant_revoked" as const,
+        teamId: g.team_id,
+        channelId: g.channel_id,
+        threadTs: g.thread_ts,
+        ownerUserId: g.owner_user_id,
+        callerUserId: g.borrower_user_id,
+        connectionId: id,
+        service: g.service,
+        decision: `connection_${how.status}`,
+        actor: how.actor,
+      })),
+    );
+    return this.row(id);
+  }
+
+  async create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }> {
+    return this.db.transaction(() => {
+      const existing = this.findLiveSameKey(c);
+      let replaced: Connection | null = null;
+      if (existing) {
+        replaced =
+          this.endInTx(existing.id, {
+            status: "revoked",
+            reason: "replaced",
+            at: c.createdAt,
+            actor: c.createdBy,
+            audit: [{ at: c.createdAt, event: "connection_replaced", teamId: c.teamId, ownerUserId: c.ownerUserId, connectionId: existing.id, service: c.service, actor: c.createdBy }],
+          }) ?? null;
+      }
+      this.insert.run({
+        id: c.id,
+        teamId: c.teamId,
+        ownerUserId: c.ownerUserId,
+        service: c.service,
+        scope: c.scope,
+        channelId: c.channelId,
+        threadTs: c.threadTs,
+        keyId: c.sealed.keyId,
+        nonce: c.sealed.nonce,
+        ct: c.sealed.ciphertext,
+        tag: c.sealed.tag,
+        label: c.label,
+        createdBy: c.createdBy,
+        createdAt: c.createdAt,
+        expiresAt: c.expiresAt,
+      });
+      this.audit(audit);
+      return { connection: this.row(c.id)!, replaced };
+    }).immediate();
+  }
+
+  private findLiveSameKey(c: NewConnection): Connection | undefined {
+    let r: ConnectionRow | undefined;
+    if (c.scope === "thread") {
+      r = this.db
+        .prepare(`SELECT * FROM connections WHERE scope = 'thread' AND ${LIVE} AND team_id = ? AND owner_user_id = ? AND service = ? AND channel_id = ? AND thread_ts = ?`)
+        .get(c.teamId, c.ownerUserId, c.service, c.channelId, c.threadTs) as ConnectionRow | undefined;
+    } else if (c.scope === "user") {
+      r = this.db
+        .prepare(`SELECT * FROM connections WHERE scope = 'user' AND ${LIVE} AND team_id = ? AND owner_user_id = ? AND service = ?`)
+        .get(c.teamId, c.ownerUserId, c.service) as ConnectionRow | undefined;
+    } else {
+      r = this.db.prepare(`SELECT * FROM connections WHERE scope = 'shared' AND ${LIVE} AND team_id = ? AND service = ?`).get(c.teamId, c.service) as
+        | ConnectionRow
+        | undefined;
+    }
+    return r ? toConnection(r) : undefined;
+  }
+
+  async get(id: string): Promise<Connection | undefined> {
+    return this.row(id);
+  }
+
+  async list(f: ConnectionFilter): Promise<Connection[]> {
+    const clauses: string[] = [];
+    const p: Record<string, unknown> = {};
+    if (f.teamId) (clauses.push("team_id = @teamId"), (p.teamId = f.teamId));
+    if (f.ownerUserId) (clauses.push("owner_user_id = @owner"), (p.owner = f.ownerUserId));
+    if (f.service) (clauses.push("service = @service"), (p.service = f.service));
+    if (f.scope) (clauses.push("scope = @scope"), (p.scope = f.scope));
+    if (f.thread) {
+      clauses.push("team_id = @tTeam AND channel_id = @tChannel AND thread_ts = @tTs");
+      Object.assign(p, { tTeam: f.thread.teamId, tChannel: f.thread.channelId, tTs: f.thread.threadTs });
+    }
+    if (f.statuses?.length) {
+      const names = f.statuses.map((s, i) => {
+        p[`st${i}`] = s;
+        return `@st${i}`;
+      });
+      clauses.push(`status IN (${names.join(", ")})`);
+    }
+    const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
+    return (this.db.prepare(`SELECT * FROM connections ${where} ORDER BY created_at, id`).all(p) as ConnectionRow[]).map(toConnection);
+  }
+
+  async end(id: string, how: EndConnection): Promise<Connection | undefined> {
+    return this.db.transaction(() => this.endInTx(id, how)).immediate();
+  }
+
+  async expireDue(now: number): Promise<Connection[]> {
+    return this.db
+      .transaction(() => {
+        const due = (this.db.prepare(`SELECT id, team_id, owner_user_id, service FROM connections WHERE ${LIVE} AND expires_at <= ?`).all(now) as ConnectionRow[]).map(
+          (r) => r,
+        );
+        const out: Connection[] = [];
+        for (const r of due) {
+          const ended = this.endInTx(r.id, {
+            status: "expired",
+            reason: "ttl",
+            at: now,
+            actor: "reaper",
+            audit: [{ at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" }],
+          });
+          if (ended) out.push(ended);
+        }
+        return out;
+      })
+      .immediate();
+  }
+
+  async markNeedsLogin(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const res = this.db
+          .prepare("UPDATE connections SET status = 'needs_login', updated_at = ? WHERE id = ? AND status = 'active'")
+          .run(at, id);
+        if (res.changes === 1) this.audit(audit);
+        return res.changes === 1;
+      })
+      .immediate();
+  }
+
+  async updateSecret(id: string, sealed: SealedSecret, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const res = this.db
+          .prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ?, updated_at = ? WHERE id = ? AND status = 'active'")
+          .run(sealed.keyId, sealed.nonce, sealed.ciphertext, sealed.tag, at, id);
+        if (res.changes === 1) this.audit(audit);
+        return res.changes === 1;
+      })
+      .immediate();
+  }
+
+  async reencryptAll(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number> {
+    return this.db
+      .transaction(() => {
+        const rows = (this.db.prepare("SELECT * FROM connections WHERE secret_ct IS NOT NULL").all() as ConnectionRow[]).map(toConnection);
+        const update = this.db.prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ? WHERE id = ?");
+        for (const c of rows) {
+          // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
+          const next = reseal(c as Connection & { sealed: SealedSecret });
+          update.run(next.keyId, next.nonce, next.ciphertext, next.tag, c.id);
+        }
+        this.audit([audit]);
+        return rows.length;
+      })
+      .immediate();
+  }
+}

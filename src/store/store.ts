@@ -1,0 +1,117 @@
+import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
+import type { SealedSecret } from "../vault/aead.js";
+import type {
+  Approval,
+  Connection,
+  ConnectionScope,
+  ConnectionStatus,
+  Grant,
+  NewConnection,
+  ThreadRef,
+  ToolMetadata,
+} from "./records.js";
+
+// The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
+// and a PostgreSQL adapter can implement the same contract. Every method that changes state takes
+// the audit events describing the change and writes them in the same transaction.
+
+/** Filters for listing connections; all optional, combined with AND. */
+export interface ConnectionFilter {
+  readonly teamId?: string;
+  readonly ownerUserId?: string;
+  readonly service?: string;
+  readonly scope?: ConnectionScope;
+  readonly statuses?: readonly ConnectionStatus[];
+  /** Thread-scoped connections of this thread. */
+  readonly thread?: ThreadRef;
+}
+
+/** How a connection ended. */
+export interface EndConnection {
+  readonly status: "revoked" | "expired";
+  readonly reason: string;
+  readonly at: number;
+  /** Audit rows for this change; the store adds one `grant_revoked` row per grant it revokes. */
+  readonly audit: readonly AuditEvent[];
+  readonly actor: string;
+}
+
+/** Connections repository. */
+export interface ConnectionRepo {
+  /**
+   * Inserts a connection. A live row with the same dedupe key (owner, service, scope, thread) is
+   * ended as `revoked`/"replaced" first (ciphertext wiped, grants revoked), in the same transaction.
+   */
+  create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }>;
+  get(id: string): Promise<Connection | undefined>;
+  list(filter: ConnectionFilter): Promise<Connection[]>;
+  /** Ends a live connection: status set, ciphertext wiped, its grants revoked, pending approvals expired. Undefined if not live. */
+  end(id: string, how: EndConnection): Promise<Connection | undefined>;
+  /** Expires every live connection whose expires_at <= now, wiping each; returns those expired. */
+  expireDue(now: number): Promise<Connection[]>;
+  /** Marks a live connection as needing a new login (e.g. failed OAuth refresh); keeps nothing usable. */
+  markNeedsLogin(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  /** Replaces the ciphertext of an active connection (e.g. refreshed OAuth tokens). */
+  updateSecret(id: string, sealed: SealedSecret, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  /** Re-encrypts every row holding a ciphertext with `reseal`, all in one transaction; returns the count. */
+  reencryptAll(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number>;
+}
+
+/** Grants repository. */
+export interface GrantRepo {
+  /** Creates a live grant, or returns the existing live one for the same (connection, borrower, thread). */
+  create(g: Omit<Grant, "revokedAt" | "revokedBy">, audit: readonly AuditEvent[]): Promise<Grant>;
+  findLive(connectionId: string, borrowerUserId: string, thread: ThreadRef): Promise<Grant | undefined>;
+  list(filter: { teamId?: string; ownerUserId?: string; borrowerUserId?: string; connectionId?: string; liveOnly?: boolean }): Promise<Grant[]>;
+  get(id: string): Promise<Grant | undefined>;
+  /** Revokes a live grant; false if it was not live. */
+  revoke(id: string, by: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+}
+
+/** Approvals repository. Decisions and consumption are conditional updates: each succeeds at most once. */
+export interface ApprovalRepo {
+  create(a: Approval, audit: readonly AuditEvent[]): Promise<void>;
+  get(id: string): Promise<Approval | undefined>;
+  getByNonce(nonce: string): Promise<Approval | undefined>;
+  /**
+   * Records the owner's decision if the approval is still pending, unexpired and `by` is its owner.
+   * An `allowed_thread` decision creates `grant` in the same transaction. Returns whether it applied.
+   */
+  decide(
+    id: string,
+    d: { status: "allowed_thread" | "allowed_once" | "denied"; by: string; at: number; grant?: Omit<Grant, "revokedAt" | "revokedBy"> },
+    audit: readonly AuditEvent[],
+  ): Promise<boolean>;
+  /** Consumes an allowed approval for exactly `argsHash`; true once, false ever after. */
+  consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  /** Marks a pending approval expired (timeout); returns whether it was pending. */
+  expire(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  /** Expires every pending approval with expires_at <= now (or all pending, at start-up). */
+  expirePending(now: number, all?: boolean): Promise<Approval[]>;
+  setCard(id: string, channel: string, ts: string): Promise<void>;
+}
+
+/** The append-only audit log. */
+export interface AuditRepo {
+  append(events: readonly AuditEvent[]): Promise<void>;
+  query(q: AuditQuery): Promise<AuditRecord[]>;
+  count(q?: AuditQuery): Promise<number>;
+}
+
+/** The tool metadata cache for mcp_describe. */
+export interface ToolMetadataRepo {
+  get(service: string): Promise<ToolMetadata | undefined>;
+  put(m: ToolMetadata): Promise<void>;
+}
+
+/** The whole store. */
+export interface Store {
+  readonly connections: ConnectionRepo;
+  readonly grants: GrantRepo;
+  readonly approvals: ApprovalRepo;
+  readonly audit: AuditRepo;
+  readonly toolMetadata: ToolMetadataRepo;
+  /** A cheap liveness probe for /healthz. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,43 @@
+import { open, seal, type SealedSecret, type SecretBinding } from "./aead.js";
+import { credentialSchema, type Credential, type CredentialInput } from "./credential.js";
+import { VaultError } from "./errors.js";
+import type { KeyRing } from "./keyring.js";
+
+/** Encrypts credentials for a connection row and decrypts them back, failing closed on any doubt. */
+export class Vault {
+  constructor(private readonly keys: KeyRing) {}
+
+  /** The key id new ciphertexts are written under. */
+  get primaryKeyId(): string {
+    return this.keys.primaryId;
+  }
+
+  /** Seals a credential for the connection described by `binding` under the primary key. */
+  sealCredential(credential: CredentialInput, binding: SecretBinding): SealedSecret {
+    const valid = credentialSchema.parse(credential);
+    const keyId = this.keys.primaryId;
+    return seal(this.keys.subkey("credential-encryption", keyId), keyId, Buffer.from(JSON.stringify(valid)), binding);
+  }
+
+  /** Opens a sealed credential; a wiped row, unknown key, tampering or a moved row all throw VaultError. */
+  openCredential(sealed: SealedSecret | null, binding: SecretBinding): Credential {
+    if (!sealed) throw new VaultError("wiped", "connection has no credential (revoked or expired)");
+    const plain = open(this.keys.subkey("credential-encryption", sealed.keyId), sealed, binding);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(plain.toString("utf8"));
+    } catch (cause) {
+      throw new VaultError("malformed_credential", "decrypted credential is not valid JSON", { cause });
+    } finally {
+      plain.fill(0);
+    }
+    const parsed = credentialSchema.safeParse(doc);
+    if (!parsed.success) throw new VaultError("malformed_credential", "decrypted credential has an unexpected shape");
+    return parsed.data;
+  }
+
+  /** Re-encrypts `sealed` under the primary key (for rotation); the binding must still match. */
+  reseal(sealed: SealedSecret, binding: SecretBinding): SealedSecret {
+    return this.sealCredential(this.openCredential(sealed, binding), binding);
+  }
+}
