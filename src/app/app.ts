@@ -6,7 +6,13 @@ import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../connections/reaper.js";
 import { createLogger, type Logger } from "../log/logger.js";
+import path from "node:path";
+import type { ApprovalChannel } from "../approvals/channel.js";
+import { Broker } from "../broker/broker.js";
+import type { MembershipSource } from "../membership/membership.js";
+import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
+import { McpEndpoint, turnsHandler } from "../server/mcp-endpoint.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -21,6 +27,10 @@ export interface AppOptions {
   readonly registry?: ServiceRegistry;
   /** How often the TTL reaper runs. */
   readonly reapIntervalMs?: number;
+  /** Channel membership (Slack in production); without one nobody is a member (fail closed). */
+  readonly membership?: MembershipSource;
+  /** How owners are asked to approve borrows (Slack in production); without one borrows needing approval are refused. */
+  readonly approvalChannel?: ApprovalChannel;
 }
 
 /** A running broker process. */
@@ -29,6 +39,7 @@ export interface RunningApp {
   readonly url: string;
   readonly store: Store;
   readonly lifecycle: ConnectionLifecycle;
+  readonly broker: Broker;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -54,6 +65,25 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const vault = new Vault(keys.ring);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
 
+  const broker = new Broker({
+    store,
+    vault,
+    registry: registrySource.registry,
+    lifecycle,
+    clock,
+    log,
+    ...(opts.membership ? { membership: opts.membership } : {}),
+    ...(opts.approvalChannel ? { approvalChannel: opts.approvalChannel } : {}),
+    runDir: path.join(config.dataDir, "run"),
+    childBaseEnv: config.childBaseEnv,
+    pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, childUidBase: config.pool.childUidBase },
+    limits: config.resultLimits,
+    callTimeoutMs: config.pool.callTimeoutMs,
+    approvalTimeoutMs: config.approvalTimeoutMs,
+  });
+  await broker.start();
+  if (!opts.membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
+
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
   reaper.start();
 
@@ -67,7 +97,14 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
 
+  const auth = new HostTokenAuth(config.hostTokens);
+  const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
+  const mcp = new McpEndpoint(broker, auth, origin, log);
+  http.route({ method: "*", path: "/mcp", handler: mcp.handler });
+  http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
+
   const port = await http.listen(config.port, config.bindHost);
+  origin.allowPort(port);
   log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services: registrySource.registry.list().length });
 
   let closing: Promise<void> | undefined;
@@ -76,10 +113,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     url: `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`,
     store,
     lifecycle,
+    broker,
     close: () =>
       (closing ??= (async () => {
+        await mcp.close();
         await http.close();
         await reaper.stop();
+        await broker.shutdown();
         await store.close();
         log.info("slaude-connect stopped");
       })()),

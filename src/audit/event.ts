@@ -55,4 +55,6 @@ export interface AuditQuery {
   readonly service?: string;
   readonly event?: AuditEventKind;
   readonly limit?: number;
+  /** "latest": the newest `limit` rows (still returned oldest first). Default "earliest". */
+  readonly take?: "earliest" | "latest";
 }

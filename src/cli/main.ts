@@ -95,6 +95,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 // Run when executed directly (npm start, bin/slaude-connect.js), not when imported by tests.
 const entry = process.argv[1] ? fileURLToPath(import.meta.url) === process.argv[1] || process.argv[1].endsWith("bin/slaude-connect.js") : false;
 if (entry) {
+  // `slaude-connect audit --jsonl | head` closes our stdout early: that is a normal end, not a crash.
+  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code === "EPIPE") process.exit(0);
+    throw e;
+  });
   const code = await runCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
   process.exitCode = code;
 }

@@ -4,7 +4,11 @@ const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** Parses "90s", "30m", "8h", "7d" or a bare number of seconds into milliseconds; undefined if malformed. */
 export function parseDurationMs(input: string | number): number | undefined {
-  if (typeof input === "number") return Number.isFinite(input) && input > 0 ? Math.round(input * 1000) : undefined;
+  if (typeof input === "number") {
+    // Checked after rounding: a tiny positive number of seconds must not become a 0 ms TTL.
+    const ms = Number.isFinite(input) ? Math.round(input * 1000) : 0;
+    return ms > 0 ? ms : undefined;
+  }
   const m = /^(\d+)(s|m|h|d)?$/.exec(input.trim());
   if (!m) return undefined;
   const n = Number(m[1]);

@@ -44,6 +44,10 @@ const envSchema = z.object({
   SLACK_SIGNING_SECRET: z.string().optional(),
   SLACK_APP_TOKEN: z.string().optional(),
   SLACK_API_URL: z.url().optional(),
+  SLAUDE_APPROVAL_TIMEOUT_SECONDS: positiveInt.default(120),
+  PATH: z.string().optional(),
+  LANG: z.string().optional(),
+  TZ: z.string().optional(),
 });
 
 /** Slack settings; `configured` is false when the bot token or the mode's secret is missing. */
@@ -79,11 +83,16 @@ export interface Config {
   readonly resultLimits: { readonly maxBytes: number; readonly maxLines: number };
   readonly chromiumPath: string;
   readonly slack: SlackConfig;
+  /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
+  readonly childBaseEnv: Readonly<Record<string, string>>;
+  readonly approvalTimeoutMs: number;
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+  // An empty value means "not set" (a blank line in an env file), never 0 or the empty string.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
+  const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     // Name the variable and the problem; never echo its value (it may be a secret).
     const lines = parsed.error.issues.map((i) => `${i.path.map(String).join(".") || "(env)"}: ${i.message}`);
@@ -128,5 +137,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiUrl: e.SLACK_API_URL,
       configured: slackConfigured,
     },
+    childBaseEnv: {
+      PATH: e.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+      ...(e.LANG ? { LANG: e.LANG } : {}),
+      ...(e.TZ ? { TZ: e.TZ } : {}),
+    },
+    approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
   };
 }

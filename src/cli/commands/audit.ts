@@ -47,6 +47,8 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
     ...(values.connection ? { connectionId: values.connection } : {}),
     ...(values.event ? { event: values.event as AuditEventKind } : {}),
     limit: limit ?? (values.jsonl ? Number.MAX_SAFE_INTEGER : 200),
+    // The table shows the most recent rows; an export runs from the oldest.
+    take: values.jsonl ? "earliest" : "latest",
   };
   const rows = await ctx.store.audit.query(q);
   if (values.jsonl) {

@@ -102,7 +102,10 @@ export class SqliteAuditRepo implements AuditRepo {
   async query(q: AuditQuery): Promise<AuditRecord[]> {
     const { sql, params } = whereOf(q);
     const limit = q.limit ?? 1000;
-    const rows = this.db.prepare(`SELECT * FROM audit ${sql} ORDER BY seq LIMIT ${Math.max(1, Math.floor(limit))}`).all(params) as AuditRow[];
+    const n = Math.max(1, Math.min(Math.floor(limit), Number.MAX_SAFE_INTEGER));
+    const latest = q.take === "latest";
+    const rows = this.db.prepare(`SELECT * FROM audit ${sql} ORDER BY seq ${latest ? "DESC" : "ASC"} LIMIT ${n}`).all(params) as AuditRow[];
+    if (latest) rows.reverse();
     return rows.map(toRecord);
   }
   async count(q: AuditQuery = {}): Promise<number> {

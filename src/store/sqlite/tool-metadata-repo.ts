@@ -13,7 +13,13 @@ export class SqliteToolMetadataRepo implements ToolMetadataRepo {
       | { service: string; content_hash: string; tools_json: string; fetched_at: number }
       | undefined;
     if (!r) return undefined;
-    const parsed = toolsJson.safeParse(JSON.parse(r.tools_json));
+    let doc: unknown;
+    try {
+      doc = JSON.parse(r.tools_json);
+    } catch {
+      return undefined;
+    }
+    const parsed = toolsJson.safeParse(doc);
     if (!parsed.success) return undefined;
     return { service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
   }

@@ -1,0 +1,180 @@
+import { randomBytes } from "node:crypto";
+import type { Clock } from "../clock/clock.js";
+import { newId } from "../connections/ids.js";
+import type { Logger } from "../log/logger.js";
+import type { Approval, ThreadRef } from "../store/records.js";
+import type { Store } from "../store/store.js";
+import type { ApprovalCard } from "./card.js";
+import type { ApprovalChannel, ApprovalOutcome } from "./channel.js";
+
+/** What a borrower's waiting call learns. `unavailable`: the owner could not be asked at all. */
+export type WaitOutcome = { kind: "allowed_thread" | "allowed_once"; approval: Approval } | { kind: "denied" | "expired" | "unavailable" | "cancelled" };
+
+/** The result of a click, for the channel to answer the clicker. */
+export type ClickResult = "applied" | "not_owner" | "expired" | "already_decided" | "unknown";
+
+/** The call an approval is about. */
+export interface ApprovalSubject {
+  readonly thread: ThreadRef;
+  readonly connectionId: string;
+  readonly ownerUserId: string;
+  readonly borrowerUserId: string;
+  readonly service: string;
+  readonly tool: string;
+  readonly argsHash: string;
+}
+
+/**
+ * Asks owners, waits (bounded) for their decision, and applies clicks: each approval is decided
+ * at most once, only by its owner, before it expires, and consumed at most once for its exact hash.
+ */
+export class ApprovalService {
+  private readonly waiting = new Map<string, (a: Approval) => void>();
+
+  constructor(
+    private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number },
+  ) {}
+
+  get available(): boolean {
+    return this.deps.channel.available;
+  }
+
+  /** Creates the approval, asks the owner, and waits for a decision, the timeout, or `signal`. */
+  async requestAndWait(subject: ApprovalSubject, card: Omit<ApprovalCard, "expiresAt">, signal?: AbortSignal): Promise<WaitOutcome> {
+    if (!this.deps.channel.available) return { kind: "unavailable" };
+    const now = this.deps.clock.now();
+    const approval: Approval = {
+      id: newId("appr"),
+      nonce: randomBytes(16).toString("base64url"),
+      connectionId: subject.connectionId,
+      teamId: subject.thread.teamId,
+      channelId: subject.thread.channelId,
+      threadTs: subject.thread.threadTs,
+      ownerUserId: subject.ownerUserId,
+      borrowerUserId: subject.borrowerUserId,
+      service: subject.service,
+      tool: subject.tool,
+      argsHash: subject.argsHash,
+      status: "pending",
+      createdAt: now,
+      expiresAt: now + this.deps.timeoutMs,
+      decidedAt: null,
+      decidedBy: null,
+      cardChannel: null,
+      cardTs: null,
+    };
+    await this.deps.store.approvals.create(approval, [this.auditOf(approval, "approval_requested", null, now)]);
+    const decided = new Promise<Approval | "timeout" | "cancelled">((resolve) => {
+      const timer = setTimeout(() => finish("timeout"), this.deps.timeoutMs);
+      const onAbort = () => finish("cancelled");
+      const finish = (v: Approval | "timeout" | "cancelled") => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        this.waiting.delete(approval.id);
+        resolve(v);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiting.set(approval.id, (a) => finish(a));
+    });
+    try {
+      await this.deps.channel.ask(approval, { ...card, expiresAt: approval.expiresAt });
+    } catch (err) {
+      this.deps.log.warn("approval could not be delivered", { approvalId: approval.id, error: (err as Error).message });
+      this.waiting.get(approval.id)?.({ ...approval, status: "expired" });
+      await this.expire(approval);
+      return { kind: "unavailable" };
+    }
+    const result = await decided;
+    if (result === "timeout" || result === "cancelled") {
+      await this.expire(approval);
+      return { kind: result === "timeout" ? "expired" : "cancelled" };
+    }
+    if (result.status === "allowed_thread" || result.status === "allowed_once") return { kind: result.status, approval: result };
+    return { kind: result.status === "denied" ? "denied" : "expired" };
+  }
+
+  private async expire(approval: Approval): Promise<void> {
+    const now = this.deps.clock.now();
+    if (await this.deps.store.approvals.expire(approval.id, now, [this.auditOf(approval, "approval_decided", "expired", now)])) {
+      await this.safeSettled({ ...approval, status: "expired" }, "expired");
+    }
+  }
+
+  private async safeSettled(a: Approval, outcome: ApprovalOutcome): Promise<void> {
+    try {
+      await this.deps.channel.settled(a, outcome);
+    } catch (err) {
+      this.deps.log.warn("approval card update failed", { approvalId: a.id, error: (err as Error).message });
+    }
+  }
+
+  /**
+   * Applies a click on an approval card. Only the owner's click on a pending, unexpired approval
+   * changes anything; every other click is audited and ignored.
+   */
+  async decide(approvalId: string, nonce: string, clicker: string, decision: "allowed_thread" | "allowed_once" | "denied"): Promise<ClickResult> {
+    const now = this.deps.clock.now();
+    const a = await this.deps.store.approvals.get(approvalId);
+    if (!a || a.nonce !== nonce) {
+      await this.deps.store.audit.append([{ at: now, event: "approval_rejected_click", approverUserId: clicker, decision: "unknown", actor: clicker }]);
+      return "unknown";
+    }
+    const grant =
+      decision === "allowed_thread"
+        ? {
+            id: newId("grant"),
+            connectionId: a.connectionId,
+            teamId: a.teamId,
+            channelId: a.channelId,
+            threadTs: a.threadTs,
+            ownerUserId: a.ownerUserId,
+            borrowerUserId: a.borrowerUserId,
+            service: a.service,
+            createdAt: now,
+          }
+        : undefined;
+    const audit = [this.auditOf(a, "approval_decided", decision, now, clicker)];
+    if (grant) audit.push({ ...this.auditOf(a, "grant_created", "allowed_thread", now, clicker) });
+    const applied = await this.deps.store.approvals.decide(approvalId, { status: decision, by: clicker, at: now, ...(grant ? { grant } : {}) }, audit);
+    if (!applied) {
+      const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : a.status !== "pending" ? "already_decided" : "expired";
+      await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", why, now, clicker)]);
+      return why;
+    }
+    const decided: Approval = { ...a, status: decision, decidedAt: now, decidedBy: clicker };
+    this.waiting.get(a.id)?.(decided);
+    await this.safeSettled(decided, decision);
+    return "applied";
+  }
+
+  /** Consumes an allowed approval for exactly `argsHash`: true once, false ever after. */
+  async consume(approval: Approval, argsHash: string): Promise<boolean> {
+    const now = this.deps.clock.now();
+    return this.deps.store.approvals.consume(approval.id, argsHash, now, [this.auditOf(approval, "approval_decided", "consumed", now)]);
+  }
+
+  /** Expires approvals left pending by a previous process (their callers are gone). */
+  async expireAbandoned(): Promise<number> {
+    const expired = await this.deps.store.approvals.expirePending(this.deps.clock.now(), true);
+    for (const a of expired) await this.safeSettled(a, "expired");
+    return expired.length;
+  }
+
+  private auditOf(a: Approval, event: "approval_requested" | "approval_decided" | "approval_rejected_click" | "grant_created", decision: string | null, at: number, approver?: string) {
+    return {
+      at,
+      event,
+      teamId: a.teamId,
+      channelId: a.channelId,
+      threadTs: a.threadTs,
+      callerUserId: a.borrowerUserId,
+      ownerUserId: a.ownerUserId,
+      connectionId: a.connectionId,
+      service: a.service,
+      tool: a.tool,
+      argsHash: a.argsHash,
+      decision,
+      approverUserId: approver ?? null,
+    };
+  }
+}

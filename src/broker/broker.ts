@@ -1,0 +1,158 @@
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { ApprovalService } from "../approvals/approval-service.js";
+import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
+import type { Clock } from "../clock/clock.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { PeriodicJob } from "../connections/reaper.js";
+import type { ResultLimits } from "../hygiene/truncate.js";
+import type { Logger } from "../log/logger.js";
+import { noMembership, type MembershipSource } from "../membership/membership.js";
+import { ChildLedger } from "../pool/child-ledger.js";
+import { ProductionLauncher, UidAllocator, type VendorLauncher } from "../pool/launcher.js";
+import { VendorPool } from "../pool/pool.js";
+import type { ThreadRef } from "../store/records.js";
+import type { Store } from "../store/store.js";
+import { threadKey, TurnState } from "../turns/turn-state.js";
+import type { Vault } from "../vault/vault.js";
+import type { BrokerDeps, CallerContext } from "./deps.js";
+import { refreshMetadata } from "./describe.js";
+import { createBrokerServer, type CallerResolver } from "./mcp-server.js";
+
+/** Everything the broker is built from; the composition root passes real adapters, tests fakes. */
+export interface BrokerOptions {
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly registry: ServiceRegistry;
+  readonly lifecycle: ConnectionLifecycle;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly membership?: MembershipSource;
+  readonly approvalChannel?: ApprovalChannel;
+  readonly turns?: TurnState;
+  /** Where per-connection HOME/TMPDIR and the child ledger live (under the data dir). */
+  readonly runDir: string;
+  readonly childBaseEnv: Readonly<Record<string, string>>;
+  readonly pool?: { maxChildren?: number; idleMs?: number; acquireTimeoutMs?: number; stopGraceMs?: number; childUidBase?: number | undefined };
+  readonly limits?: ResultLimits;
+  readonly callTimeoutMs?: number;
+  readonly approvalTimeoutMs?: number;
+  /** Replaces the process launcher (tests of the pool bookkeeping). */
+  readonly launcher?: VendorLauncher;
+}
+
+/** The caller as an embedding host reports it, on every tool call. */
+export interface EmbeddedCaller {
+  readonly teamId: string;
+  readonly channelId: string;
+  readonly threadTs: string;
+  readonly userId: string;
+}
+
+/** The broker: pool, approvals, turn state and the per-session MCP servers over them. */
+export class Broker {
+  readonly deps: BrokerDeps;
+  readonly pool: VendorPool;
+  readonly turns: TurnState;
+  readonly approvals: ApprovalService;
+  readonly ledger: ChildLedger;
+  private readonly launcher: VendorLauncher;
+  private readonly jobs: PeriodicJob[] = [];
+
+  constructor(private readonly o: BrokerOptions) {
+    this.turns = o.turns ?? new TurnState();
+    this.ledger = new ChildLedger(path.join(o.runDir, "children"));
+    const uidBase = o.pool?.childUidBase;
+    const maxChildren = o.pool?.maxChildren ?? 32;
+    const production = new ProductionLauncher({
+      baseEnv: o.childBaseEnv,
+      runDir: path.join(o.runDir, "vendors"),
+      ledger: this.ledger,
+      uids: uidBase !== undefined && process.geteuid?.() === 0 ? new UidAllocator(uidBase, maxChildren) : undefined,
+      ...(o.pool?.stopGraceMs !== undefined ? { stopGraceMs: o.pool.stopGraceMs } : {}),
+      clock: o.clock,
+      log: o.log,
+    });
+    this.launcher = o.launcher ?? production;
+    this.pool = new VendorPool(this.launcher, { maxChildren, idleMs: o.pool?.idleMs ?? 600_000, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? 30_000 }, o.clock, o.log);
+    this.approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000 });
+    this.deps = {
+      store: o.store,
+      vault: o.vault,
+      registry: o.registry,
+      lifecycle: o.lifecycle,
+      pool: this.pool,
+      approvals: this.approvals,
+      membership: o.membership ?? noMembership,
+      turns: this.turns,
+      clock: o.clock,
+      log: o.log,
+      limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
+      callTimeoutMs: o.callTimeoutMs ?? 120_000,
+      backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
+    };
+    this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
+    // A revoked, replaced or expired connection's child dies with it.
+    o.lifecycle.onEnded((c) => this.pool.drop(c.id, "kill"));
+  }
+
+  /** Kills children left by a crashed predecessor, expires its abandoned approvals, starts the reapers. */
+  async start(opts: { idleReapIntervalMs?: number } = {}): Promise<void> {
+    const killed = this.ledger.sweep();
+    if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
+    const abandoned = await this.approvals.expireAbandoned();
+    if (abandoned) this.o.log.info("expired approvals left pending by a previous run", { count: abandoned });
+    const idle = new PeriodicJob("idle reaper", opts.idleReapIntervalMs ?? 15_000, () => this.pool.reapIdle(), this.o.log);
+    idle.start();
+    this.jobs.push(idle);
+  }
+
+  /** An MCP server for a session bound to `thread`; the caller is the thread's live turn at each call. */
+  serverForThread(thread: ThreadRef): McpServer {
+    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }));
+  }
+
+  /**
+   * An MCP server for an embedding host: `getCaller` is called on every tool call. The session
+   * binds to the first thread it sees; a later call from another thread is refused.
+   */
+  serverForHost(getCaller: () => EmbeddedCaller | undefined): McpServer {
+    let bound: string | undefined;
+    const resolve: CallerResolver = () => {
+      const c = getCaller();
+      if (!c) return { thread: { teamId: "", channelId: "", threadTs: "" }, userId: undefined } satisfies CallerContext;
+      const thread = { teamId: c.teamId, channelId: c.channelId, threadTs: c.threadTs };
+      const key = threadKey(thread);
+      bound ??= key;
+      if (bound !== key) return "thread_mismatch";
+      this.turns.set(thread, c.userId, this.o.clock.now());
+      return { thread, userId: c.userId };
+    };
+    return createBrokerServer(this.deps, resolve);
+  }
+
+  /** Connects an in-process MCP client to a host-embedded session (library use). */
+  async connectEmbedded(getCaller: () => EmbeddedCaller | undefined): Promise<{ client: Client; close(): Promise<void> }> {
+    const server = this.serverForHost(getCaller);
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: "slaude-host", version: "1" });
+    await client.connect(clientSide);
+    return {
+      client,
+      close: async () => {
+        await client.close();
+        await server.close();
+      },
+    };
+  }
+
+  /** Stops the reapers and every vendor child. */
+  async shutdown(): Promise<void> {
+    for (const j of this.jobs) await j.stop();
+    await this.pool.shutdown();
+  }
+}

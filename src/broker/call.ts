@@ -1,0 +1,358 @@
+import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { WaitOutcome } from "../approvals/approval-service.js";
+import { renderKeyArgs } from "../approvals/card.js";
+import type { AuditEvent } from "../audit/event.js";
+import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
+import { bindingOf } from "../connections/binding.js";
+import { Redactor } from "../hygiene/redact.js";
+import { truncateText, truncationNotice } from "../hygiene/truncate.js";
+import { callHash } from "../policy/args-hash.js";
+import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
+import { PoolError } from "../pool/errors.js";
+import { renderTemplate } from "../pool/credential-template.js";
+import type { Connection } from "../store/records.js";
+import { credentialSecrets, type Credential } from "../vault/credential.js";
+import { VaultError } from "../vault/errors.js";
+import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
+import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
+
+/** A validated mcp_call request. */
+export interface McpCallInput {
+  readonly service: string;
+  readonly tool: string;
+  readonly args: Record<string, unknown>;
+  readonly on_behalf_of: string;
+}
+
+/** How a call ran, reported in structuredContent. */
+export type RanVia = "own" | "grant" | "shared" | "approval_once" | "approval_thread";
+
+/** The broker's answer to mcp_call, before it is shaped into an MCP result. */
+export type CallOutcome =
+  | { readonly kind: "ok"; readonly via: RanVia; readonly connectionId: string; readonly ownerUserId: string | null; readonly result: CallToolResult; readonly truncated: boolean }
+  | { readonly kind: "failed"; readonly code: FailureCode; readonly message: string };
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === "object") {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+/** Runs mcp_call: identity, membership, policy, approval, the vendor call, hygiene and audit. */
+export class CallService {
+  constructor(private readonly d: BrokerDeps) {}
+
+  async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
+    const started = Date.now();
+    const { thread } = ctx;
+    // The exact arguments the approval (if any) is bound to and the vendor receives: a private frozen copy.
+    const args = deepFreeze(structuredClone(input.args));
+    const argsHash = callHash(input.service, input.tool, args);
+    const service = this.d.registry.get(input.service);
+    const toolClass = service ? service.classOf(input.tool) : FAIL_CLOSED_CLASS;
+    const base = {
+      teamId: thread.teamId,
+      channelId: thread.channelId,
+      threadTs: thread.threadTs,
+      callerUserId: ctx.userId ?? null,
+      service: input.service,
+      tool: input.tool,
+      argsHash,
+    };
+    const fail = async (code: FailureCode, facts: MessageFacts = {}, audit: Partial<AuditEvent> = {}): Promise<CallOutcome> => {
+      await this.d.store.audit.append([
+        { at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit },
+      ]);
+      return { kind: "failed", code, message: failureMessage(code, { service: input.service, tool: input.tool, ...facts }) };
+    };
+
+    const caller = ctx.userId;
+    const callerIsMember = caller && service ? await this.isMember(thread.teamId, thread.channelId, caller) : false;
+    const facts = caller && service && callerIsMember ? await this.gatherConnections(ctx, caller, service) : { own: undefined, others: [], shared: undefined };
+    const decision: CallDecision = resolveCall({
+      caller,
+      onBehalfOf: input.on_behalf_of,
+      serviceKnown: service !== undefined,
+      callerIsMember,
+      toolClass,
+      ...facts,
+    });
+
+    switch (decision.kind) {
+      case "refuse": {
+        const detail = decision.code === "unknown_service" ? this.d.registry.list().map((s) => s.name).join(", ") : undefined;
+        return fail(decision.code, { ...(decision.turnUser ? { turnUser: decision.turnUser } : {}), ...(decision.ownerUserId ? { ownerUserId: decision.ownerUserId } : {}), ...(detail ? { detail } : {}) }, decision.ownerUserId ? { ownerUserId: decision.ownerUserId } : {});
+      }
+      case "needs_connect":
+        return fail("needs_connect");
+      case "run":
+        return this.run(ctx, service!, decision.connectionId, decision.via, args, argsHash, base, started, extra);
+      case "ask_owner": {
+        const owner = decision.ownerUserId;
+        const conn = await this.d.store.connections.get(decision.connectionId);
+        const redactor = conn ? this.redactorFor(conn, service!) : new Redactor([]);
+        const outcome = await this.askOwner(ctx, caller!, service!, input.tool, decision, args, argsHash, redactor, extra);
+        switch (outcome.kind) {
+          case "denied":
+            return this.failNoAudit("approval_denied", input, owner);
+          case "expired":
+            return this.failNoAudit("approval_expired", input, owner);
+          case "cancelled":
+            return this.failNoAudit("approval_cancelled", input, owner);
+          case "unavailable":
+            return fail("approval_unavailable", { ownerUserId: owner }, { ownerUserId: owner, connectionId: decision.connectionId });
+          case "allowed_once":
+          case "allowed_thread": {
+            // Forward only what was approved: the approval's hash must equal this call's, consumed once.
+            if (outcome.approval.argsHash !== callHash(input.service, input.tool, args) || !(await this.d.approvals.consume(outcome.approval, argsHash))) {
+              return fail("approval_mismatch", { ownerUserId: owner });
+            }
+            return this.run(ctx, service!, decision.connectionId, outcome.kind === "allowed_once" ? "approval_once" : "approval_thread", args, argsHash, base, started, extra, owner);
+          }
+        }
+      }
+    }
+  }
+
+  private failNoAudit(code: FailureCode, input: McpCallInput, owner: string): CallOutcome {
+    // The approval's own audit rows (requested, decided/expired) already record this outcome.
+    return { kind: "failed", code, message: failureMessage(code, { service: input.service, tool: input.tool, ownerUserId: owner }) };
+  }
+
+  private async isMember(teamId: string, channelId: string, userId: string): Promise<boolean> {
+    try {
+      return await this.d.membership.isMember(teamId, channelId, userId);
+    } catch (err) {
+      this.d.log.warn("membership check failed; treating as not a member", { channelId, error: (err as Error).message });
+      return false;
+    }
+  }
+
+  /** The caller's own, other members', and the shared connection for this service, usable in this thread now. */
+  private async gatherConnections(ctx: CallerContext, caller: string, service: Service) {
+    const now = this.d.clock.now();
+    const { thread } = ctx;
+    const rows = (await this.d.store.connections.list({ teamId: thread.teamId, service: service.name, statuses: ["active"] })).filter((c) => c.expiresAt > now);
+    const inThread = (c: Connection) => c.scope === "thread" && c.channelId === thread.channelId && c.threadTs === thread.threadTs;
+    const own = rows.find((c) => c.ownerUserId === caller && inThread(c)) ?? rows.find((c) => c.ownerUserId === caller && c.scope === "user");
+    const shared = rows.find((c) => c.scope === "shared");
+    const participants = this.d.turns.participantsOf(thread);
+    const others: BorrowCandidate[] = [];
+    if (!own) {
+      for (const c of rows) {
+        if (c.ownerUserId === null || c.ownerUserId === caller) continue;
+        if (!(inThread(c) || (c.scope === "user" && participants.has(c.ownerUserId)))) continue;
+        const grant = (await this.d.store.grants.findLive(c.id, caller, thread)) !== undefined;
+        const ownerIsMember = await this.isMember(thread.teamId, thread.channelId, c.ownerUserId);
+        others.push({ id: c.id, ownerUserId: c.ownerUserId, createdAt: c.createdAt, grant, ownerIsMember });
+      }
+    }
+    return {
+      own: own ? { id: own.id, ownerUserId: own.ownerUserId, createdAt: own.createdAt } : undefined,
+      others,
+      shared: shared ? { id: shared.id, ownerUserId: null, createdAt: shared.createdAt } : undefined,
+    };
+  }
+
+  private async askOwner(
+    ctx: CallerContext,
+    caller: string,
+    service: Service,
+    tool: string,
+    decision: Extract<CallDecision, { kind: "ask_owner" }>,
+    args: Record<string, unknown>,
+    argsHash: string,
+    redactor: Redactor,
+    extra: CallExtra,
+  ): Promise<WaitOutcome> {
+    let ticks = 0;
+    const heartbeat = extra.progress
+      ? setInterval(() => {
+          void extra.progress?.({ progress: ++ticks, message: `waiting for <@${decision.ownerUserId}> to approve` }).catch(() => {});
+        }, 10_000)
+      : undefined;
+    heartbeat?.unref();
+    try {
+      return await this.d.approvals.requestAndWait(
+        { thread: ctx.thread, connectionId: decision.connectionId, ownerUserId: decision.ownerUserId, borrowerUserId: caller, service: service.name, tool, argsHash },
+        {
+          borrowerUserId: caller,
+          ownerUserId: decision.ownerUserId,
+          service: service.name,
+          serviceDisplayName: service.displayName,
+          tool,
+          write: service.classOf(tool).write,
+          reason: decision.reason,
+          keyArgs: renderKeyArgs(args, redactor),
+          teamId: ctx.thread.teamId,
+          channelId: ctx.thread.channelId,
+          threadTs: ctx.thread.threadTs,
+        },
+        extra.signal,
+      );
+    } finally {
+      if (heartbeat) clearInterval(heartbeat);
+    }
+  }
+
+  private redactorFor(conn: Connection, service: Service): Redactor {
+    try {
+      const cred = this.d.vault.openCredential(conn.sealed, bindingOf(conn));
+      return this.redactorOf(cred, service);
+    } catch {
+      return new Redactor([]);
+    }
+  }
+
+  private redactorOf(cred: Credential, service: Service): Redactor {
+    const t = service.entry.transport;
+    const rendered: string[] = [];
+    try {
+      if (t.type === "stdio") for (const tpl of Object.values(t.credentialEnv)) rendered.push(renderTemplate(tpl, cred));
+      else rendered.push(renderTemplate(t.credentialHeader.value, cred));
+    } catch {
+      // An incomplete credential fails later, at launch; redaction still covers the raw values.
+    }
+    // Pasted fields the registry marks non-secret (an email, a user name) are redacted only inside secret pairs.
+    const capture = service.entry.capture;
+    const open = capture.strategy === "paste" ? new Set(capture.fields.filter((f) => !f.secret).map((f) => f.name)) : new Set<string>();
+    if (cred.kind === "fields" && open.size) {
+      const secrets = Object.entries(cred.fields).filter(([k]) => !open.has(k)).map(([, v]) => v);
+      const companions = Object.entries(cred.fields).filter(([k]) => open.has(k)).map(([, v]) => v);
+      const renderedSecret = rendered.filter((r) => !companions.includes(r));
+      return new Redactor(secrets, renderedSecret, companions);
+    }
+    return new Redactor(credentialSecrets(cred), rendered);
+  }
+
+  private async run(
+    ctx: CallerContext,
+    service: Service,
+    connectionId: string,
+    via: RanVia,
+    args: Record<string, unknown>,
+    argsHash: string,
+    base: Omit<AuditEvent, "at" | "event">,
+    started: number,
+    extra: CallExtra,
+    approver?: string,
+  ): Promise<CallOutcome> {
+    const now = this.d.clock.now();
+    const conn = await this.d.store.connections.get(connectionId);
+    const audit = async (e: Partial<AuditEvent>) =>
+      this.d.store.audit.append([
+        {
+          at: this.d.clock.now(),
+          event: "call",
+          ...base,
+          ownerUserId: conn?.ownerUserId ?? null,
+          connectionId,
+          decision: via,
+          approverUserId: approver ?? null,
+          durationMs: Date.now() - started,
+          ...e,
+        },
+      ]);
+    const failed = async (code: FailureCode, facts: MessageFacts = {}): Promise<CallOutcome> => {
+      await audit({ errorCode: code });
+      return { kind: "failed", code, message: failureMessage(code, { service: service.name, tool: base.tool ?? "", ...facts }) };
+    };
+    if (!conn || conn.status !== "active" || conn.expiresAt <= now) return failed("connection_unusable");
+    let credential: Credential;
+    try {
+      credential = this.d.vault.openCredential(conn.sealed, bindingOf(conn));
+    } catch (err) {
+      this.d.log.error("credential refused by the vault", { connectionId, code: err instanceof VaultError ? err.code : "error" });
+      await this.d.pool.drop(connectionId);
+      return failed("credential_unusable");
+    }
+    const redactor = this.redactorOf(credential, service);
+    const secretVersion = `${conn.sealed!.keyId}:${conn.sealed!.nonce.toString("hex")}`;
+    try {
+      const result = await this.d.pool.withLease(conn, service, secretVersion, () => credential, async (client) => {
+        const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
+          timeout: this.d.callTimeoutMs,
+          maxTotalTimeout: this.d.callTimeoutMs,
+          ...(extra.signal ? { signal: extra.signal } : {}),
+          ...(extra.progress
+            ? {
+                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
+                  void extra.progress?.({ progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) }).catch(() => {});
+                },
+              }
+            : {}),
+        });
+        return r as CallToolResult;
+      });
+      const { result: clean, truncated, bytes } = this.clean(result, redactor);
+      await audit({ resultBytes: bytes, ...(clean.isError ? { errorCode: "vendor_tool_error" } : {}) });
+      return { kind: "ok", via, connectionId, ownerUserId: conn.ownerUserId, result: clean, truncated };
+    } catch (err) {
+      return this.vendorFailure(err, connectionId, redactor, failed, extra);
+    }
+  }
+
+  private async vendorFailure(
+    err: unknown,
+    connectionId: string,
+    redactor: Redactor,
+    failed: (code: FailureCode, facts?: MessageFacts) => Promise<CallOutcome>,
+    extra: CallExtra,
+  ): Promise<CallOutcome> {
+    if (err instanceof PoolError) {
+      switch (err.code) {
+        case "pool_busy":
+          return failed("pool_busy");
+        case "backoff":
+          return failed("vendor_backoff", err.retryAt ? { retryAt: err.retryAt } : {});
+        case "vendor_unreachable":
+          return failed("vendor_unreachable", err.retryAt ? { retryAt: err.retryAt } : {});
+        case "credential_incomplete":
+          return failed("credential_unusable");
+        default:
+          this.d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+          return failed("vendor_crashed");
+      }
+    }
+    if (extra.signal?.aborted) return failed("cancelled");
+    if (err instanceof McpError) {
+      if (err.code === ErrorCode.RequestTimeout) {
+        // A hung vendor holds nothing we want: kill it so the next call starts fresh.
+        await this.d.pool.drop(connectionId, "kill");
+        return failed("vendor_timeout");
+      }
+      if (err.code === ErrorCode.ConnectionClosed) return failed("vendor_crashed");
+      return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.message)) });
+    }
+    this.d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
+    return failed("vendor_crashed");
+  }
+
+  /** Redacts every credential form and caps the size; returns the size seen before truncation. */
+  private clean(result: CallToolResult, redactor: Redactor): { result: CallToolResult; truncated: boolean; bytes: number } {
+    const redacted = redactor.deep({ content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
+    const bytes = Buffer.byteLength(JSON.stringify(redacted));
+    const limits = this.d.limits;
+    const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
+    const textBytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
+    const lines = texts.reduce((n, t) => n + t.split("\n").length, 0);
+    if (bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
+      return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
+    }
+    const joined = texts.join("\n");
+    const cut = truncateText(joined || JSON.stringify(redacted.structuredContent ?? redacted.content), limits);
+    return {
+      result: { content: [{ type: "text", text: cut.text + truncationNotice(bytes, limits) }], ...(result.isError ? { isError: true } : {}) },
+      truncated: true,
+      bytes,
+    };
+  }
+}
+
+/** A vendor's error text made safe to show: one line, no URLs, at most 200 characters. */
+export function sanitizeVendorText(text: string): string {
+  const oneLine = text.replace(/\s+/g, " ").replace(/https?:\/\/\S+/g, "[url]").trim();
+  return oneLine.length > 200 ? oneLine.slice(0, 199) + "…" : oneLine;
+}

@@ -1,0 +1,43 @@
+import type { ApprovalService } from "../approvals/approval-service.js";
+import type { Clock } from "../clock/clock.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { ResultLimits } from "../hygiene/truncate.js";
+import type { Logger } from "../log/logger.js";
+import type { MembershipSource } from "../membership/membership.js";
+import type { BackoffState } from "../pool/launcher.js";
+import type { VendorPool } from "../pool/pool.js";
+import type { ThreadRef } from "../store/records.js";
+import type { Store } from "../store/store.js";
+import type { TurnState } from "../turns/turn-state.js";
+import type { Vault } from "../vault/vault.js";
+
+/** What the broker core needs; built once by the composition root. */
+export interface BrokerDeps {
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly registry: ServiceRegistry;
+  readonly lifecycle: ConnectionLifecycle;
+  readonly pool: VendorPool;
+  readonly approvals: ApprovalService;
+  readonly membership: MembershipSource;
+  readonly turns: TurnState;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly limits: ResultLimits;
+  readonly callTimeoutMs: number;
+  /** The remote-vendor backoff of a connection, if any (reported by describe and list). */
+  readonly backoffOf: (connectionId: string) => BackoffState | undefined;
+}
+
+/** Who is calling, read live for each call: the session's thread and the user whose turn it is. */
+export interface CallerContext {
+  readonly thread: ThreadRef;
+  readonly userId: string | undefined;
+}
+
+/** The per-request bits of an MCP tool call the broker forwards: cancellation and progress. */
+export interface CallExtra {
+  readonly signal?: AbortSignal;
+  readonly progress?: (p: { progress: number; total?: number; message?: string }) => Promise<void>;
+}

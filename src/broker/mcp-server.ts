@@ -1,0 +1,214 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { VERSION } from "../app/version.js";
+import { CallService } from "./call.js";
+import { listConnections, revokeConnections } from "./connections-tools.js";
+import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
+import { describeService } from "./describe.js";
+import { failureMessage, type FailureCode } from "./outcome.js";
+
+/** The fixed tool list: it never changes during a session. */
+export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
+
+const name = z.string().min(1).max(128);
+const userId = z.string().regex(/^[UW][A-Z0-9]{2,30}$/, "a Slack user id such as U012ABCDEF");
+
+/** Strict input schemas of the five tools. */
+export const toolInputs = {
+  mcp_call: z
+    .object({
+      service: name.describe("Service name from connections_list or mcp_describe"),
+      tool: name.describe("The vendor tool to run"),
+      args: z.record(z.string(), z.unknown()).default({}).describe("Arguments for the vendor tool"),
+      on_behalf_of: userId.describe("The Slack user id whose turn this is (a cross-check; the broker knows the caller)"),
+    })
+    .strict(),
+  mcp_describe: z
+    .object({
+      service: name,
+      tool: name.optional().describe("One tool: returns its full input schema"),
+      query: z.string().max(200).optional().describe("Rank tools by these words"),
+    })
+    .strict(),
+  connect: z.object({ service: name }).strict(),
+  connections_list: z.object({}).strict(),
+  connections_revoke: z
+    .object({
+      service: name.optional(),
+      connection_id: z.string().min(1).max(64).optional(),
+    })
+    .strict(),
+} as const;
+
+/** Resolves the caller of one tool call, live; a string is a refusal code. */
+export type CallerResolver = () => CallerContext | "thread_mismatch";
+
+function failure(code: FailureCode, message: string): CallToolResult {
+  return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message }, isError: true };
+}
+
+function ok(text: string, structured: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: "text", text }], structuredContent: { status: "ok", ...structured } };
+}
+
+/**
+ * Builds the slaude_connect MCP server for one session. `resolveCaller` is called on every tool
+ * call: the caller is never captured when the session opens.
+ */
+export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolver, opts: { connectAvailable?: (ctx: CallerContext, caller: string, service: string) => Promise<CallToolResult> } = {}): McpServer {
+  const server = new McpServer(
+    { name: "slaude_connect", version: VERSION },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions:
+        "slaude_connect runs vendor tools (Jira, GitHub, GitLab, Notion…) on the Slack user's own accounts. Use mcp_describe to find tools, mcp_call to run one with on_behalf_of set to the user whose turn it is, connect when a service is not connected yet.",
+    },
+  );
+  const calls = new CallService(deps);
+
+  const withCaller = async (fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
+    const ctx = resolveCaller();
+    if (ctx === "thread_mismatch") return failure("thread_mismatch", failureMessage("thread_mismatch"));
+    if (!ctx.userId) return failure("no_turn", failureMessage("no_turn"));
+    try {
+      return await fn(ctx, ctx.userId);
+    } catch (err) {
+      deps.log.error("broker tool failed", { error: (err as Error).message });
+      return failure("internal_error", failureMessage("internal_error"));
+    }
+  };
+
+  server.registerTool(
+    "mcp_call",
+    {
+      title: "Run a vendor tool",
+      description:
+        "Run a tool of a connected service as the user whose turn it is. If only another thread member connected the service, the owner may be asked to approve in Slack; the call waits for the answer.",
+      inputSchema: toolInputs.mcp_call.shape,
+      annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true, idempotentHint: false },
+    },
+    async (input, extra) => {
+      const ctx = resolveCaller();
+      if (ctx === "thread_mismatch") return failure("thread_mismatch", failureMessage("thread_mismatch"));
+      const progressToken = extra._meta?.progressToken;
+      const callExtra: CallExtra = {
+        signal: extra.signal,
+        ...(progressToken !== undefined
+          ? {
+              progress: (p) =>
+                extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
+            }
+          : {}),
+      };
+      try {
+        const out = await calls.call(ctx, { service: input.service, tool: input.tool, args: input.args, on_behalf_of: input.on_behalf_of }, callExtra);
+        if (out.kind === "failed") return failure(out.code, out.message);
+        const note =
+          out.via === "shared"
+            ? `[Ran with the shared ${input.service} identity, not the user's own account.]`
+            : out.via === "grant" || out.via.startsWith("approval")
+              ? `[Ran on <@${out.ownerUserId}>'s ${input.service} account${out.via === "grant" ? " under their thread grant" : " with their approval"}.]`
+              : undefined;
+        return {
+          content: [...out.result.content, ...(note ? [{ type: "text" as const, text: note }] : [])],
+          structuredContent: {
+            status: "ok",
+            service: input.service,
+            tool: input.tool,
+            ranAs: out.via,
+            connectionOwner: out.ownerUserId,
+            truncated: out.truncated,
+            vendorIsError: out.result.isError === true,
+            ...(out.result.structuredContent ? { result: out.result.structuredContent } : {}),
+          },
+          ...(out.result.isError ? { isError: true } : {}),
+        };
+      } catch (err) {
+        deps.log.error("mcp_call failed", { error: (err as Error).message });
+        return failure("internal_error", failureMessage("internal_error"));
+      }
+    },
+  );
+
+  server.registerTool(
+    "mcp_describe",
+    {
+      title: "Describe a service's tools",
+      description: "List a service's tools with their class (personal / borrowable, read / write); give `tool` for one full input schema, or `query` to rank tools by words.",
+      inputSchema: toolInputs.mcp_describe.shape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async (input) =>
+      withCaller(async () => {
+        const service = deps.registry.get(input.service);
+        if (!service) return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
+        const r = await describeService(deps, service, { ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
+        if ("notFound" in r) return failure("invalid_request", failureMessage("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` }));
+        const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
+        const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
+        return ok(text, { ...r });
+      }),
+  );
+
+  server.registerTool(
+    "connect",
+    {
+      title: "Connect an account",
+      description: "Start connecting the caller's own account for a service. The login link is sent to the user privately in Slack, never into the conversation.",
+      inputSchema: toolInputs.connect.shape,
+      annotations: { readOnlyHint: false, openWorldHint: true },
+    },
+    async (input) =>
+      withCaller(async (ctx, caller) => {
+        if (!deps.registry.get(input.service)) {
+          return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
+        }
+        if (opts.connectAvailable) return opts.connectAvailable(ctx, caller, input.service);
+        const message = `Connecting an account from a conversation is not available yet on this slaude-connect: the login flow has not been enabled. An operator can add a connection with \`slaude-connect connections add\`.`;
+        return { content: [{ type: "text", text: message }], structuredContent: { status: "not_available", code: "not_available", service: input.service, message } };
+      }),
+  );
+
+  server.registerTool(
+    "connections_list",
+    {
+      title: "List connections",
+      description: "The caller's own connections, plus connections usable in this thread whose owners are current members, with expiry and grant state.",
+      inputSchema: toolInputs.connections_list.shape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async () =>
+      withCaller(async (ctx, caller) => {
+        const rows = await listConnections(deps, ctx, caller);
+        const text = rows.length
+          ? rows
+              .map(
+                (r) =>
+                  `- ${r.id} ${r.service} ${r.mine ? "(yours)" : r.owner ? `(<@${r.owner}>, ${r.grant === "granted" ? "you have a thread grant" : "use asks the owner"})` : "(shared identity)"} ${r.where}, ${r.status}, expires ${r.expiresAt}${r.unreachableUntil ? `, unreachable until ${r.unreachableUntil}` : ""}`,
+              )
+              .join("\n")
+          : "No connections usable here. Use connect(service) to connect an account.";
+        return ok(text, { connections: rows });
+      }),
+  );
+
+  server.registerTool(
+    "connections_revoke",
+    {
+      title: "Revoke my connections",
+      description: "Revoke the caller's own connections (by service or id): the credential is wiped, its process stopped and every grant on it revoked, immediately.",
+      inputSchema: toolInputs.connections_revoke.shape,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    async (input) =>
+      withCaller(async (ctx, caller) => {
+        if (!input.service && !input.connection_id) return failure("invalid_request", failureMessage("invalid_request", { detail: "give service or connection_id" }));
+        const ended = await revokeConnections(deps, ctx, caller, { ...(input.service ? { service: input.service } : {}), ...(input.connection_id ? { connectionId: input.connection_id } : {}) });
+        if (ended.length === 0) return failure("not_found", failureMessage("not_found"));
+        return ok(`Revoked ${ended.length} connection(s): ${ended.map((c) => `${c.id} (${c.service})`).join(", ")}.`, { revoked: ended.map((c) => ({ id: c.id, service: c.service })) });
+      }),
+  );
+
+  return server;
+}

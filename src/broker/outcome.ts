@@ -1,0 +1,99 @@
+// Every way a broker tool call can end, and the one sentence the model (and through it a person)
+// is told for each. Full detail goes to logs and audit; this text never carries vendor bodies,
+// internal URLs or secrets. The switch is exhaustive: a new code fails to compile until worded.
+
+/** Codes of calls that did not run (or did not complete). */
+export type FailureCode =
+  | "no_turn"
+  | "on_behalf_of_mismatch"
+  | "unknown_service"
+  | "not_member"
+  | "owner_only"
+  | "needs_connect"
+  | "approval_denied"
+  | "approval_expired"
+  | "approval_unavailable"
+  | "approval_cancelled"
+  | "approval_mismatch"
+  | "connection_unusable"
+  | "credential_unusable"
+  | "vendor_timeout"
+  | "vendor_crashed"
+  | "vendor_error"
+  | "vendor_unreachable"
+  | "vendor_backoff"
+  | "pool_busy"
+  | "cancelled"
+  | "thread_mismatch"
+  | "not_found"
+  | "invalid_request"
+  | "not_available"
+  | "internal_error";
+
+/** Facts a message may mention: user ids, service and tool names (never values). */
+export interface MessageFacts {
+  readonly service?: string;
+  readonly tool?: string;
+  readonly turnUser?: string;
+  readonly ownerUserId?: string;
+  readonly retryAt?: number;
+  readonly detail?: string;
+}
+
+/** The human-readable message for a failure code. */
+export function failureMessage(code: FailureCode, f: MessageFacts = {}): string {
+  const svc = f.service ? `"${f.service}"` : "the service";
+  const owner = f.ownerUserId ? `<@${f.ownerUserId}>` : "the owner";
+  switch (code) {
+    case "no_turn":
+      return "No live turn is known for this thread, so there is no caller to act for. The host must report the turn (POST /v1/turns) before tool calls.";
+    case "on_behalf_of_mismatch":
+      return `It is <@${f.turnUser}>'s turn in this thread, not the user named in on_behalf_of. Calls always run for the user whose message is being answered; set on_behalf_of to ${f.turnUser}.`;
+    case "unknown_service":
+      return `There is no service ${svc}.${f.detail ? ` Known services: ${f.detail}.` : ""}`;
+    case "not_member":
+      return "The caller is not (or can no longer be verified as) a member of this thread's channel, so nothing can run for them here.";
+    case "owner_only":
+      return `${f.tool ? `"${f.tool}"` : "This tool"} on ${svc} only runs on the caller's own account; ${owner}'s connection cannot be borrowed for it. Call connect(${f.service ?? "service"}) to use your own account.`;
+    case "needs_connect":
+      return `You have no ${svc} connection usable here. Call connect with service ${svc} to connect your account.`;
+    case "approval_denied":
+      return `${owner} declined to let this call run on their ${svc} account.`;
+    case "approval_expired":
+      return `${owner} did not answer the approval request in time, so the call did not run. Ask them, or connect your own account.`;
+    case "approval_unavailable":
+      return `This call needs ${owner}'s approval, but approval requests cannot be delivered right now (no approval channel is configured or Slack is unreachable), so it did not run.`;
+    case "approval_cancelled":
+      return "The call was cancelled while waiting for the owner's approval.";
+    case "approval_mismatch":
+      return "The approval does not match this exact call, so it did not run.";
+    case "connection_unusable":
+      return `The ${svc} connection is no longer active (revoked or expired). Call connect(${f.service ?? "service"}) to connect again.`;
+    case "credential_unusable":
+      return `The stored ${svc} credential cannot be used (it failed its integrity check), so nothing ran. Reconnect the account.`;
+    case "vendor_timeout":
+      return `${svc} did not answer in time; the call was stopped.`;
+    case "vendor_crashed":
+      return `The ${svc} vendor process stopped while handling the call. It is restarted on the next call.`;
+    case "vendor_error":
+      return `${svc} reported an error${f.detail ? `: ${f.detail}` : "."}`;
+    case "vendor_unreachable":
+      return `${svc} cannot be reached right now${f.retryAt ? `; the next attempt is after ${new Date(f.retryAt).toISOString()}` : ""}.`;
+    case "vendor_backoff":
+      return `${svc} has been failing to connect; the next attempt is after ${f.retryAt ? new Date(f.retryAt).toISOString() : "a short wait"}.`;
+    case "pool_busy":
+      return "Every vendor slot is busy with calls in progress; try again in a moment.";
+    case "cancelled":
+      return "The call was cancelled.";
+    case "thread_mismatch":
+      return "This session is bound to another thread.";
+    case "not_found":
+      return "No such connection of yours.";
+    case "invalid_request":
+      return `The request is invalid${f.detail ? `: ${f.detail}` : "."}`;
+    case "not_available":
+      return f.detail ?? "Not available yet.";
+    case "internal_error":
+      return "slaude-connect hit an internal error; the call did not complete. The operator can find details in the logs.";
+  }
+}

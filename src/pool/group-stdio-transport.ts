@@ -1,0 +1,150 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+/** How to start a vendor child. `env` is the complete environment: nothing is inherited. */
+export interface ChildSpec {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly uid?: number;
+  readonly gid?: number;
+  /** Grace periods of the stop sequence: stdin close → SIGTERM → SIGKILL. */
+  readonly stopGraceMs?: number;
+  /** Cap on one buffered stdout message, so a flooding vendor cannot exhaust memory. */
+  readonly maxMessageBytes?: number;
+  /** Receives stderr lines (already capped); never logged with credential values unredacted by the caller. */
+  readonly onStderr?: (chunk: string) => void;
+  /** Called as soon as the child exists, before any message (to record it for crash recovery). */
+  readonly onSpawn?: (pid: number) => void;
+}
+
+/** Sends `signal` to a whole process group, ignoring "no such process". */
+export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether any process of the group is still alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An MCP client transport over a child's stdio, with the child leading its own process group
+ * (`detached`), no shell, an explicit environment, and a stop sequence that reaches grandchildren:
+ * stdin close → SIGTERM to the group → SIGKILL to the group.
+ */
+export class GroupStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private child: ChildProcess | undefined;
+  private readonly buffer: ReadBuffer;
+  private exited: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly spec: ChildSpec) {
+    this.buffer = new ReadBuffer({ maxBufferSize: spec.maxMessageBytes ?? 16 * 1024 * 1024 });
+  }
+
+  /** The child's pid, which is also its process group id. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(): Promise<void> {
+    if (this.child) throw new Error("transport already started");
+    const child = spawn(this.spec.command, [...this.spec.args], {
+      env: { ...this.spec.env },
+      cwd: this.spec.cwd,
+      stdio: ["pipe", "pipe", "pipe"],
+      shell: false,
+      detached: true,
+      ...(this.spec.uid !== undefined ? { uid: this.spec.uid } : {}),
+      ...(this.spec.gid !== undefined ? { gid: this.spec.gid } : {}),
+    });
+    this.child = child;
+    this.exited = new Promise((resolve) => child.once("close", () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      child.once("error", reject);
+      child.once("spawn", () => {
+        child.off("error", reject);
+        if (child.pid) this.spec.onSpawn?.(child.pid);
+        resolve();
+      });
+    });
+    child.on("error", (e) => this.onerror?.(e));
+    child.stdin?.on("error", (e) => this.onerror?.(e));
+    child.stdout?.on("data", (chunk: Buffer) => {
+      try {
+        this.buffer.append(chunk);
+        for (;;) {
+          const msg = this.buffer.readMessage();
+          if (msg === null) break;
+          this.onmessage?.(msg);
+        }
+      } catch (e) {
+        // Malformed or oversized output: this child can no longer be trusted to frame messages.
+        this.onerror?.(e as Error);
+        void this.close();
+      }
+    });
+    child.stderr?.on("data", (chunk: Buffer) => this.spec.onStderr?.(chunk.toString("utf8").slice(0, 4096)));
+    void this.exited.then(() => {
+      // The leader is gone; sweep anything it left in its group (grandchildren of `npx`).
+      if (child.pid) killGroup(child.pid, "SIGKILL");
+      this.buffer.clear();
+      this.onclose?.();
+    });
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.child?.stdin;
+    if (!stdin || stdin.destroyed) throw new Error("vendor process is not running");
+    await new Promise<void>((resolve, reject) => {
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once("drain", resolve).once("error", reject);
+    });
+  }
+
+  /** Stops the child and its whole group; resolves once the leader has exited. */
+  async close(): Promise<void> {
+    return (this.closing ??= this.stop());
+  }
+
+  private async stop(): Promise<void> {
+    const child = this.child;
+    if (!child?.pid || !this.exited) return;
+    const pgid = child.pid;
+    const grace = this.spec.stopGraceMs ?? 2_000;
+    const wait = (ms: number) =>
+      Promise.race([this.exited!.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+    child.stdin?.end();
+    if (!(await wait(grace))) {
+      killGroup(pgid, "SIGTERM");
+      if (!(await wait(grace))) killGroup(pgid, "SIGKILL");
+    }
+    await this.exited;
+    killGroup(pgid, "SIGKILL");
+  }
+
+  /** Immediate SIGKILL of the whole group (hung child, revoked connection). */
+  async kill(): Promise<void> {
+    const pid = this.child?.pid;
+    if (pid) killGroup(pid, "SIGKILL");
+    if (this.exited) await this.exited;
+  }
+}

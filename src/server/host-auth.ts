@@ -1,0 +1,66 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type http from "node:http";
+
+/** Checks `Authorization: Bearer <token>` against the configured host tokens in constant time. */
+export class HostTokenAuth {
+  private readonly digests: Buffer[];
+  constructor(tokens: readonly string[]) {
+    // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
+    this.digests = tokens.map((t) => createHash("sha256").update(t).digest());
+  }
+
+  get configured(): boolean {
+    return this.digests.length > 0;
+  }
+
+  verify(req: http.IncomingMessage): boolean {
+    const header = req.headers.authorization;
+    if (!header || !header.startsWith("Bearer ")) return false;
+    const presented = createHash("sha256").update(header.slice(7).trim()).digest();
+    let ok = false;
+    for (const d of this.digests) ok = timingSafeEqual(d, presented) || ok;
+    return ok;
+  }
+}
+
+/**
+ * Host/Origin validation against DNS rebinding: the Host header must name this server, and a
+ * browser Origin, when present, must be one we serve.
+ */
+export class OriginGuard {
+  private readonly hosts: Set<string>;
+  private readonly origins: Set<string>;
+
+  constructor(opts: { publicUrl: string; port: number; allowedHosts: readonly string[]; allowedOrigins: readonly string[] }) {
+    const pub = new URL(opts.publicUrl);
+    this.hosts = new Set(
+      [pub.host, `localhost:${opts.port}`, `127.0.0.1:${opts.port}`, `[::1]:${opts.port}`, ...opts.allowedHosts].map((h) => h.toLowerCase()),
+    );
+    this.origins = new Set([pub.origin, ...opts.allowedOrigins].map((o) => o.toLowerCase()));
+  }
+
+  /** Adds the actually bound port (when listening on port 0). */
+  allowPort(port: number): void {
+    for (const h of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) this.hosts.add(h);
+  }
+
+  check(req: http.IncomingMessage): "ok" | "bad_host" | "bad_origin" {
+    const host = (req.headers.host ?? "").toLowerCase();
+    if (!this.hosts.has(host)) return "bad_host";
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.origins.has(origin.toLowerCase())) return "bad_origin";
+    return "ok";
+  }
+}
+
+/** Reads a request body as UTF-8, refusing more than `max` bytes. */
+export async function readBody(req: http.IncomingMessage, max = 1 << 20): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > max) throw Object.assign(new Error("body too large"), { status: 413 });
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
