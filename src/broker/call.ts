@@ -70,14 +70,16 @@ export class CallService {
 
     const caller = ctx.userId;
     const callerIsMember = caller && service ? await this.isMember(thread.teamId, thread.channelId, caller) : false;
-    const facts = caller && service && callerIsMember ? await this.gatherConnections(ctx, caller, service) : { own: undefined, others: [], shared: undefined };
+    const facts = caller && service && callerIsMember ? await this.gatherConnections(ctx, caller, service) : { own: undefined, others: [], shared: undefined, ownRow: undefined };
     const decision: CallDecision = resolveCall({
       caller,
       onBehalfOf: input.on_behalf_of,
       serviceKnown: service !== undefined,
       callerIsMember,
       toolClass,
-      ...facts,
+      own: facts.own,
+      others: facts.others,
+      shared: facts.shared,
     });
 
     switch (decision.kind) {
@@ -88,7 +90,7 @@ export class CallService {
       case "needs_connect":
         return fail("needs_connect");
       case "run":
-        return this.run(ctx, service!, decision.connectionId, decision.via, args, argsHash, base, started, extra);
+        return this.run(ctx, service!, decision.connectionId, decision.via, args, argsHash, base, started, extra, undefined, decision.via === "own" ? facts.ownRow : undefined);
       case "ask_owner": {
         const owner = decision.ownerUserId;
         const conn = await this.d.store.connections.get(decision.connectionId);
@@ -134,25 +136,28 @@ export class CallService {
   private async gatherConnections(ctx: CallerContext, caller: string, service: Service) {
     const now = this.d.clock.now();
     const { thread } = ctx;
+    // Hot path: the caller's own connection is one indexed lookup; everything else only when it is missing.
+    const ownRow = await this.d.store.connections.findOwnActive(caller, service.name, thread);
+    if (ownRow && ownRow.expiresAt > now) {
+      return { own: { id: ownRow.id, ownerUserId: ownRow.ownerUserId, createdAt: ownRow.createdAt }, others: [], shared: undefined, ownRow };
+    }
     const rows = (await this.d.store.connections.list({ teamId: thread.teamId, service: service.name, statuses: ["active"] })).filter((c) => c.expiresAt > now);
     const inThread = (c: Connection) => c.scope === "thread" && c.channelId === thread.channelId && c.threadTs === thread.threadTs;
-    const own = rows.find((c) => c.ownerUserId === caller && inThread(c)) ?? rows.find((c) => c.ownerUserId === caller && c.scope === "user");
     const shared = rows.find((c) => c.scope === "shared");
     const participants = this.d.turns.participantsOf(thread);
     const others: BorrowCandidate[] = [];
-    if (!own) {
-      for (const c of rows) {
-        if (c.ownerUserId === null || c.ownerUserId === caller) continue;
-        if (!(inThread(c) || (c.scope === "user" && participants.has(c.ownerUserId)))) continue;
-        const grant = (await this.d.store.grants.findLive(c.id, caller, thread)) !== undefined;
-        const ownerIsMember = await this.isMember(thread.teamId, thread.channelId, c.ownerUserId);
-        others.push({ id: c.id, ownerUserId: c.ownerUserId, createdAt: c.createdAt, grant, ownerIsMember });
-      }
+    for (const c of rows) {
+      if (c.ownerUserId === null || c.ownerUserId === caller) continue;
+      if (!(inThread(c) || (c.scope === "user" && participants.has(c.ownerUserId)))) continue;
+      const grant = (await this.d.store.grants.findLive(c.id, caller, thread)) !== undefined;
+      const ownerIsMember = await this.isMember(thread.teamId, thread.channelId, c.ownerUserId);
+      others.push({ id: c.id, ownerUserId: c.ownerUserId, createdAt: c.createdAt, grant, ownerIsMember });
     }
     return {
-      own: own ? { id: own.id, ownerUserId: own.ownerUserId, createdAt: own.createdAt } : undefined,
+      own: undefined,
       others,
       shared: shared ? { id: shared.id, ownerUserId: null, createdAt: shared.createdAt } : undefined,
+      ownRow: undefined,
     };
   }
 
@@ -197,6 +202,26 @@ export class CallService {
     }
   }
 
+  private readonly opened = new Map<string, { version: string; credential: Credential; redactor: Redactor }>();
+
+  /**
+   * Decrypts a connection's credential, memoised per exact ciphertext and binding: any change to
+   * the row's sealed bytes or to a bound field (owner, scope, thread…) decrypts (and verifies) again.
+   */
+  private openCached(conn: Connection, service: Service): { credential: Credential; redactor: Redactor; version: string } {
+    const s = conn.sealed;
+    if (!s) throw new VaultError("wiped", "connection has no credential");
+    const b = bindingOf(conn);
+    const version = [s.keyId, s.nonce.toString("hex"), s.tag.toString("hex"), s.ciphertext.length, b.teamId, b.ownerUserId, b.service, b.scope, b.channelId, b.threadTs].join("|");
+    const hit = this.opened.get(conn.id);
+    if (hit && hit.version === version) return hit;
+    const credential = this.d.vault.openCredential(s, b);
+    const entry = { version, credential, redactor: this.redactorOf(credential, service) };
+    if (this.opened.size > 10_000) this.opened.clear();
+    this.opened.set(conn.id, entry);
+    return entry;
+  }
+
   private redactorFor(conn: Connection, service: Service): Redactor {
     try {
       const cred = this.d.vault.openCredential(conn.sealed, bindingOf(conn));
@@ -238,9 +263,11 @@ export class CallService {
     started: number,
     extra: CallExtra,
     approver?: string,
+    fresh?: Connection,
   ): Promise<CallOutcome> {
     const now = this.d.clock.now();
-    const conn = await this.d.store.connections.get(connectionId);
+    // `fresh` was read in this same call; otherwise re-read: a revoke since the decision must win.
+    const conn = fresh?.id === connectionId ? fresh : await this.d.store.connections.get(connectionId);
     const audit = async (e: Partial<AuditEvent>) =>
       this.d.store.audit.append([
         {
@@ -260,16 +287,15 @@ export class CallService {
       return { kind: "failed", code, message: failureMessage(code, { service: service.name, tool: base.tool ?? "", ...facts }) };
     };
     if (!conn || conn.status !== "active" || conn.expiresAt <= now) return failed("connection_unusable");
-    let credential: Credential;
+    let opened: { credential: Credential; redactor: Redactor; version: string };
     try {
-      credential = this.d.vault.openCredential(conn.sealed, bindingOf(conn));
+      opened = this.openCached(conn, service);
     } catch (err) {
       this.d.log.error("credential refused by the vault", { connectionId, code: err instanceof VaultError ? err.code : "error" });
       await this.d.pool.drop(connectionId);
       return failed("credential_unusable");
     }
-    const redactor = this.redactorOf(credential, service);
-    const secretVersion = `${conn.sealed!.keyId}:${conn.sealed!.nonce.toString("hex")}`;
+    const { credential, redactor, version: secretVersion } = opened;
     try {
       const result = await this.d.pool.withLease(conn, service, secretVersion, () => credential, async (client) => {
         const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {

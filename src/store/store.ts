@@ -45,6 +45,8 @@ export interface ConnectionRepo {
   create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }>;
   get(id: string): Promise<Connection | undefined>;
   list(filter: ConnectionFilter): Promise<Connection[]>;
+  /** The caller's own active connection for `service` usable in `thread` (thread-scoped there first, else user-scoped). */
+  findOwnActive(owner: string, service: string, thread: ThreadRef): Promise<Connection | undefined>;
   /** Ends a live connection: status set, ciphertext wiped, its grants revoked, pending approvals expired. Undefined if not live. */
   end(id: string, how: EndConnection): Promise<Connection | undefined>;
   /** Expires every live connection whose expires_at <= now, wiping each; returns those expired. */

@@ -17,7 +17,7 @@ import { parseRegistry, type ServiceRegistry } from "../../src/config/registry.j
 import { ConnectionLifecycle } from "../../src/connections/lifecycle.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import type { Approval, Connection } from "../../src/store/records.js";
+import type { Approval, Connection, ThreadRef } from "../../src/store/records.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
@@ -90,7 +90,7 @@ export class FakeApprovalChannel implements ApprovalChannel {
 }
 
 /** The thread most tests run in. */
-export const THREAD = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" } as const;
+export const THREAD: ThreadRef = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 export const ALICE = "UALICE01";
 export const BOB = "UBOB0002";
 export const CAROL = "UCAROL03";
@@ -110,9 +110,9 @@ export interface Harness {
   readonly clock: ManualClock;
   readonly log: ReturnType<typeof memoryLogger>;
   /** Adds a thread-scoped `vendor` connection for `owner` with a fresh canary token. */
-  connect(owner: string | null, opts?: { scope?: "thread" | "user" | "shared"; thread?: typeof THREAD; token?: string; service?: string }): Promise<{ connection: Connection; token: string }>;
+  connect(owner: string | null, opts?: { scope?: "thread" | "user" | "shared"; thread?: ThreadRef; token?: string; service?: string }): Promise<{ connection: Connection; token: string }>;
   /** An in-process MCP client for a host session whose caller is whatever `turn.user` is at call time. */
-  session(thread?: typeof THREAD): Promise<{ client: Client; turn: { user: string }; close(): Promise<void> }>;
+  session(thread?: ThreadRef): Promise<{ client: Client; turn: { user: string }; close(): Promise<void> }>;
   close(): Promise<void>;
 }
 

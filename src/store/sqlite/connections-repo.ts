@@ -1,8 +1,9 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
-import type { Connection, NewConnection } from "../records.js";
+import type { Connection, NewConnection, ThreadRef } from "../records.js";
 import type { ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
+import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 
 interface ConnectionRow {
@@ -75,6 +76,15 @@ export class SqliteConnectionRepo implements ConnectionRepo {
     this.liveGrants = db.prepare("SELECT id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service FROM grants WHERE connection_id = ? AND revoked_at IS NULL");
     this.endGrants = db.prepare("UPDATE grants SET revoked_at = @at, revoked_by = @by WHERE connection_id = @id AND revoked_at IS NULL");
     this.expireApprovals = db.prepare("UPDATE approvals SET status = 'expired', decided_at = @at WHERE connection_id = @id AND status IN ('pending', 'allowed_once', 'allowed_thread')");
+  }
+
+  private readonly statements = new Map<string, Statement<unknown[]>>();
+
+  /** Prepared statements by SQL text: list() is on every call's hot path. */
+  private cached(sql: string): Statement<unknown[]> {
+    let st = this.statements.get(sql);
+    if (!st) this.statements.set(sql, (st = this.db.prepare(sql)));
+    return st;
   }
 
   private row(id: string): Connection | undefined {
@@ -186,7 +196,16 @@ export class SqliteConnectionRepo implements ConnectionRepo {
       clauses.push(`status IN (${names.join(", ")})`);
     }
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
-    return (this.db.prepare(`SELECT * FROM connections ${where} ORDER BY created_at, id`).all(p) as ConnectionRow[]).map(toConnection);
+    return (this.cached(`SELECT * FROM connections ${where} ORDER BY created_at, id`).all(p) as ConnectionRow[]).map(toConnection);
+  }
+
+  async findOwnActive(owner: string, service: string, t: ThreadRef): Promise<Connection | undefined> {
+    const r = this.cached(
+      `SELECT * FROM connections WHERE team_id = ? AND owner_user_id = ? AND service = ? AND status = 'active'
+       AND ((scope = 'thread' AND channel_id = ? AND thread_ts = ?) OR scope = 'user')
+       ORDER BY CASE scope WHEN 'thread' THEN 0 ELSE 1 END, created_at LIMIT 1`,
+    ).get(t.teamId, owner, service, t.channelId, t.threadTs) as ConnectionRow | undefined;
+    return r ? toConnection(r) : undefined;
   }
 
   async end(id: string, how: EndConnection): Promise<Connection | undefined> {
