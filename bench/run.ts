@@ -90,9 +90,11 @@ async function main(): Promise<void> {
     const coldVendor: number[] = [];
     const coldBroker: number[] = [];
     for (let i = 0; i < 5; i++) {
+      // Like the broker's children, the vendor gets a fresh HOME/TMPDIR (tsx keeps its transform cache in TMPDIR).
+      const fresh = mkdtempSync(path.join(tmp, "cold-"));
       let t = performance.now();
       const c = new Client({ name: "bench", version: "1" });
-      await c.connect(vendorTransport({ VENDOR_TOKEN: `cold${i}`, VENDOR_USER: "cold" }));
+      await c.connect(vendorTransport({ VENDOR_TOKEN: `cold${i}`, VENDOR_USER: "cold", HOME: fresh, TMPDIR: fresh }));
       await c.callTool({ name: "echo", arguments: echo });
       coldVendor.push(performance.now() - t);
       await c.close();
