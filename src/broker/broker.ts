@@ -1,3 +1,4 @@
+import { chmodSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -67,11 +68,19 @@ export class Broker {
     this.ledger = new ChildLedger(path.join(o.runDir, "children"));
     const uidBase = o.pool?.childUidBase;
     const maxChildren = o.pool?.maxChildren ?? 32;
+    const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
+    if (perChildUid) {
+      // Children under their own uids must traverse to their private HOME: execute-only, no listing.
+      for (const d of [path.dirname(o.runDir), o.runDir]) {
+        mkdirSync(d, { recursive: true, mode: 0o711 });
+        chmodSync(d, 0o711);
+      }
+    }
     const production = new ProductionLauncher({
       baseEnv: o.childBaseEnv,
       runDir: path.join(o.runDir, "vendors"),
       ledger: this.ledger,
-      uids: uidBase !== undefined && process.geteuid?.() === 0 ? new UidAllocator(uidBase, maxChildren) : undefined,
+      uids: perChildUid ? new UidAllocator(uidBase, maxChildren) : undefined,
       ...(o.pool?.stopGraceMs !== undefined ? { stopGraceMs: o.pool.stopGraceMs } : {}),
       clock: o.clock,
       log: o.log,
