@@ -14,7 +14,11 @@ export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections
 const name = z.string().min(1).max(128);
 const userId = z.string().regex(/^[UW][A-Z0-9]{2,30}$/, "a Slack user id such as U012ABCDEF");
 
-/** Strict input schemas of the five tools. */
+/**
+ * Strict input schemas of the five tools. Register the objects themselves, never `.shape`: the SDK
+ * rebuilds a plain (non-strict) object from a shape, which drops `additionalProperties: false`
+ * and silently strips unknown arguments instead of refusing them.
+ */
 export const toolInputs = {
   mcp_call: z
     .object({
@@ -85,7 +89,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       title: "Run a vendor tool",
       description:
         "Run a tool of a connected service as the user whose turn it is. If only another thread member connected the service, the owner may be asked to approve in Slack; the call waits for the answer.",
-      inputSchema: toolInputs.mcp_call.shape,
+      inputSchema: toolInputs.mcp_call,
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true, idempotentHint: false },
     },
     async (input, extra) => {
@@ -136,7 +140,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     {
       title: "Describe a service's tools",
       description: "List a service's tools with their class (personal / borrowable, read / write); give `tool` for one full input schema, or `query` to rank tools by words.",
-      inputSchema: toolInputs.mcp_describe.shape,
+      inputSchema: toolInputs.mcp_describe,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async (input) =>
@@ -156,7 +160,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     {
       title: "Connect an account",
       description: "Start connecting the caller's own account for a service. The login link is sent to the user privately in Slack, never into the conversation.",
-      inputSchema: toolInputs.connect.shape,
+      inputSchema: toolInputs.connect,
       annotations: { readOnlyHint: false, openWorldHint: true },
     },
     async (input) =>
@@ -175,7 +179,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     {
       title: "List connections",
       description: "The caller's own connections, plus connections usable in this thread whose owners are current members, with expiry and grant state.",
-      inputSchema: toolInputs.connections_list.shape,
+      inputSchema: toolInputs.connections_list,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async () =>
@@ -198,7 +202,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     {
       title: "Revoke my connections",
       description: "Revoke the caller's own connections (by service or id): the credential is wiped, its process stopped and every grant on it revoked, immediately.",
-      inputSchema: toolInputs.connections_revoke.shape,
+      inputSchema: toolInputs.connections_revoke,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     async (input) =>
