@@ -9,7 +9,13 @@ import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
 import { Broker } from "../broker/broker.js";
-import type { MembershipSource } from "../membership/membership.js";
+import { CachedMembership, type MembershipSource } from "../membership/membership.js";
+import { AdminDirectory } from "../slack/admins.js";
+import { SlackApprovalChannel } from "../slack/approval-channel.js";
+import { SlackConsent } from "../slack/consent.js";
+import { registerSlackHandlers } from "../slack/handlers.js";
+import { SlackMembership } from "../slack/membership.js";
+import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { McpEndpoint, turnsHandler } from "../server/mcp-endpoint.js";
@@ -65,6 +71,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const vault = new Vault(keys.ring);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
 
+  // Slack, when configured, is the membership source, the approval channel and the consent port.
+  const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
+  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, 60_000) : undefined);
+  const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const broker = new Broker({
     store,
     vault,
@@ -72,8 +82,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    ...(opts.membership ? { membership: opts.membership } : {}),
-    ...(opts.approvalChannel ? { approvalChannel: opts.approvalChannel } : {}),
+    ...(membership ? { membership } : {}),
+    ...(approvalChannel ? { approvalChannel } : {}),
+    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry) } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, childUidBase: config.pool.childUidBase },
@@ -82,7 +93,21 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     approvalTimeoutMs: config.approvalTimeoutMs,
   });
   await broker.start();
-  if (!opts.membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
+  if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
+  if (slack) {
+    registerSlackHandlers(slack.app, {
+      api: slack.api,
+      store,
+      registry: registrySource.registry,
+      lifecycle,
+      approvals: broker.approvals,
+      turns: broker.turns,
+      admins: new AdminDirectory(config.admins, slack.api, clock),
+      ...(membership instanceof CachedMembership ? { membership } : {}),
+      clock,
+      log,
+    });
+  }
 
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
   reaper.start();
@@ -102,9 +127,14 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const mcp = new McpEndpoint(broker, auth, origin, log);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
+  if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
 
   const port = await http.listen(config.port, config.bindHost);
   origin.allowPort(port);
+  if (slack) {
+    await slack.start();
+    log.info("slack app ready", { mode: slack.mode });
+  }
   log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services: registrySource.registry.list().length });
 
   let closing: Promise<void> | undefined;
@@ -117,6 +147,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     close: () =>
       (closing ??= (async () => {
         await mcp.close();
+        await slack?.stop();
         await http.close();
         await reaper.stop();
         await broker.shutdown();

@@ -41,8 +41,15 @@ export interface BrokerOptions {
   readonly limits?: ResultLimits;
   readonly callTimeoutMs?: number;
   readonly approvalTimeoutMs?: number;
+  /** Delivers the consent card for `connect` (Slack in production). */
+  readonly consent?: ConsentNotifier;
   /** Replaces the process launcher (tests of the pool bookkeeping). */
   readonly launcher?: VendorLauncher;
+}
+
+/** The consent port: shows a user the card that starts connecting a service (privately). */
+export interface ConsentNotifier {
+  sendConsent(thread: ThreadRef, userId: string, service: string): Promise<void>;
 }
 
 /** The caller as an embedding host reports it, on every tool call. */
@@ -121,7 +128,8 @@ export class Broker {
 
   /** An MCP server for a session bound to `thread`; the caller is the thread's live turn at each call. */
   serverForThread(thread: ThreadRef): McpServer {
-    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }));
+    this.turns.markServed(thread);
+    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }), this.connectOptions());
   }
 
   /**
@@ -140,7 +148,26 @@ export class Broker {
       this.turns.set(thread, c.userId, this.o.clock.now());
       return { thread, userId: c.userId };
     };
-    return createBrokerServer(this.deps, resolve);
+    return createBrokerServer(this.deps, resolve, this.connectOptions());
+  }
+
+  /** How the `connect` tool answers: a consent card through the consent port when one is configured. */
+  private connectOptions(): Parameters<typeof createBrokerServer>[2] {
+    const consent = this.o.consent;
+    if (!consent) return {};
+    return {
+      connectAvailable: async (ctx, caller, service) => {
+        try {
+          await consent.sendConsent(ctx.thread, caller, service);
+        } catch (err) {
+          this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
+          const message = `I could not reach <@${caller}> in Slack to start connecting ${service}; try /connect ${service}.`;
+          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "approval_unavailable", message }, isError: true };
+        }
+        const message = `I've sent <@${caller}> a private card to connect ${service}. The login link goes only to them, never into this conversation.`;
+        return { content: [{ type: "text", text: message }], structuredContent: { status: "consent_sent", service, message } };
+      },
+    };
   }
 
   /** Connects an in-process MCP client to a host-embedded session (library use). */

@@ -29,6 +29,19 @@ export class TurnState {
     p.add(userId);
   }
 
+  private readonly served = new Set<string>();
+
+  /** Marks a thread as one the agent serves (a session is bound to it), so Slack messages there count as turns. */
+  markServed(thread: ThreadRef): void {
+    this.served.add(threadKey(thread));
+  }
+
+  /** Whether the agent serves `thread` (a session was bound to it or the host reported a turn there). */
+  isServed(thread: ThreadRef): boolean {
+    const key = threadKey(thread);
+    return this.served.has(key) || this.turns.has(key);
+  }
+
   /** The user whose turn it is in `thread`, or undefined when no turn is known. */
   current(thread: ThreadRef): string | undefined {
     return this.turns.get(threadKey(thread))?.userId;

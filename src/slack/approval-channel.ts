@@ -1,0 +1,47 @@
+import type { ApprovalCard } from "../approvals/card.js";
+import type { ApprovalChannel, ApprovalOutcome } from "../approvals/channel.js";
+import type { Logger } from "../log/logger.js";
+import type { Approval } from "../store/records.js";
+import type { Store } from "../store/store.js";
+import { approvalCardBlocks, approvalSettledBlocks, threadNoteText } from "./blocks.js";
+import type { SlackApi } from "./slack-api.js";
+
+/**
+ * The approval port over Slack: a DM card to the owner with Allow for thread / Just once / Deny,
+ * a note to the borrower in the thread, and both updated with the outcome.
+ */
+export class SlackApprovalChannel implements ApprovalChannel {
+  readonly available = true;
+
+  constructor(
+    private readonly api: SlackApi,
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async ask(approval: Approval, card: ApprovalCard): Promise<void> {
+    // If the owner cannot be reached, this throws and the borrow is refused (fail closed).
+    const dm = await this.api.openDm(approval.ownerUserId);
+    const posted = await this.api.postMessage({
+      channel: dm,
+      text: `<@${approval.borrowerUserId}> wants to use your ${card.serviceDisplayName} account (${card.tool}).`,
+      blocks: approvalCardBlocks(approval, card),
+    });
+    await this.store.approvals.setCard(approval.id, posted.channel, posted.ts);
+    try {
+      await this.api.postMessage({ channel: approval.channelId, threadTs: approval.threadTs, text: threadNoteText(approval, "asked", this.timeoutMs) });
+    } catch (err) {
+      // The owner has the card; a missing thread note is worth a log line, not a refusal.
+      this.log.warn("could not post the waiting note in the thread", { approvalId: approval.id, error: (err as Error).message });
+    }
+  }
+
+  async settled(approval: Approval, outcome: ApprovalOutcome): Promise<void> {
+    const row = (await this.store.approvals.get(approval.id)) ?? approval;
+    if (row.cardChannel && row.cardTs) {
+      await this.api.updateMessage({ channel: row.cardChannel, ts: row.cardTs, text: `Request ${outcome.replace("_", " ")}`, blocks: approvalSettledBlocks(row, outcome) });
+    }
+    await this.api.postMessage({ channel: row.channelId, threadTs: row.threadTs, text: threadNoteText(row, outcome) });
+  }
+}

@@ -1,0 +1,24 @@
+import type { ConsentNotifier } from "../broker/broker.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import type { ThreadRef } from "../store/records.js";
+import { consentBlocks } from "./blocks.js";
+import type { SlackApi } from "./slack-api.js";
+
+/** Sends the consent card for `connect` to the user privately (a DM), never into the thread. */
+export class SlackConsent implements ConsentNotifier {
+  constructor(
+    private readonly api: SlackApi,
+    private readonly registry: ServiceRegistry,
+  ) {}
+
+  async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
+    const service = this.registry.get(serviceName);
+    if (!service) throw new Error(`unknown service ${serviceName}`);
+    const dm = await this.api.openDm(userId);
+    await this.api.postMessage({
+      channel: dm,
+      text: `Connect ${service.displayName} for the thread in <#${thread.channelId}>`,
+      blocks: consentBlocks(service, { loginAvailable: false }),
+    });
+  }
+}

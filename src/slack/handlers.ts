@@ -1,0 +1,202 @@
+import type { App } from "@slack/bolt";
+import { z } from "zod";
+import type { ApprovalService } from "../approvals/approval-service.js";
+import type { Clock } from "../clock/clock.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { Logger } from "../log/logger.js";
+import type { CachedMembership } from "../membership/membership.js";
+import type { Store } from "../store/store.js";
+import type { TurnState } from "../turns/turn-state.js";
+import type { AdminDirectory } from "./admins.js";
+import { ACTIONS, connectionsBlocks, consentBlocks, type ConnectionsModel } from "./blocks.js";
+import { looksLikeSecret } from "./secret-detect.js";
+import type { SlackApi } from "./slack-api.js";
+
+/** What the Slack listeners act on. */
+export interface SlackHandlerDeps {
+  readonly api: SlackApi;
+  readonly store: Store;
+  readonly registry: ServiceRegistry;
+  readonly lifecycle: ConnectionLifecycle;
+  readonly approvals: ApprovalService;
+  readonly turns: TurnState;
+  readonly admins: AdminDirectory;
+  readonly membership?: CachedMembership;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+const approvalValue = z.object({ a: z.string().min(1).max(64), n: z.string().min(1).max(64) }).strict();
+const idValue = z.string().regex(/^(conn|grant)_[A-Za-z0-9_-]{8,40}$/);
+
+const DECISIONS = {
+  [ACTIONS.allowThread]: "allowed_thread",
+  [ACTIONS.allowOnce]: "allowed_once",
+  [ACTIONS.deny]: "denied",
+} as const;
+
+const CLICK_REPLIES = {
+  not_owner: "Only the account owner can answer this request.",
+  expired: "This request has expired; nothing was run.",
+  already_decided: "This request was already answered.",
+  unknown: "This request is not valid.",
+} as const;
+
+/** One user's connections and grants (and, for admins, everyone's plus recent audit). */
+export async function connectionsModel(d: SlackHandlerDeps, teamId: string, userId: string): Promise<ConnectionsModel> {
+  const [mine, grantsGiven, grantsReceived] = await Promise.all([
+    d.store.connections.list({ teamId, ownerUserId: userId, statuses: ["active", "needs_login"] }),
+    d.store.grants.list({ teamId, ownerUserId: userId, liveOnly: true }),
+    d.store.grants.list({ teamId, borrowerUserId: userId, liveOnly: true }),
+  ]);
+  if (!(await d.admins.isAdmin(userId))) return { mine, grantsGiven, grantsReceived };
+  const [all, recentAudit] = await Promise.all([
+    d.store.connections.list({ teamId, statuses: ["active", "needs_login"] }),
+    d.store.audit.query({ teamId, limit: 15, take: "latest" }),
+  ]);
+  return { mine, grantsGiven, grantsReceived, admin: { all, recentAudit } };
+}
+
+/** Publishes the App Home tab for a user. */
+export async function publishHome(d: SlackHandlerDeps, teamId: string, userId: string): Promise<void> {
+  await d.api.publishHome(userId, { type: "home", blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)) });
+}
+
+/** Registers every Slack listener on `app`. */
+export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
+  // --- approval card clicks: verified by Bolt (signature), authorised here (owner only), applied once by the store.
+  app.action(new RegExp(`^(${ACTIONS.allowThread}|${ACTIONS.allowOnce}|${ACTIONS.deny})$`), async ({ ack, body, action, respond }) => {
+    await ack();
+    const a = action as { action_id: keyof typeof DECISIONS; value?: string };
+    let parsed: z.infer<typeof approvalValue> | undefined;
+    try {
+      parsed = approvalValue.parse(JSON.parse(a.value ?? ""));
+    } catch {
+      parsed = undefined;
+    }
+    const result = parsed ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, DECISIONS[a.action_id]) : "unknown";
+    if (result !== "applied") await respond({ response_type: "ephemeral", replace_original: false, text: CLICK_REPLIES[result] });
+  });
+
+  // --- revoke buttons (/connections and App Home)
+  app.action(ACTIONS.revokeConnection, async ({ ack, body, action, respond }) => {
+    await ack();
+    const id = idValue.safeParse((action as { value?: string }).value);
+    const teamId = body.team?.id ?? "";
+    const conn = id.success ? await d.store.connections.get(id.data) : undefined;
+    if (!conn || conn.ownerUserId !== body.user.id || conn.teamId !== teamId) {
+      await respond({ response_type: "ephemeral", replace_original: false, text: "That is not one of your connections." });
+      return;
+    }
+    await d.lifecycle.revoke(conn.id, body.user.id, "revoked by owner");
+    await respond({ response_type: "ephemeral", replace_original: false, text: `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.` });
+    await publishHome(d, teamId, body.user.id).catch(() => {});
+  });
+
+  app.action(ACTIONS.revokeGrant, async ({ ack, body, action, respond }) => {
+    await ack();
+    const id = idValue.safeParse((action as { value?: string }).value);
+    const g = id.success ? await d.store.grants.get(id.data) : undefined;
+    const user = body.user.id;
+    if (!g || (g.ownerUserId !== user && g.borrowerUserId !== user) || g.teamId !== body.team?.id) {
+      await respond({ response_type: "ephemeral", replace_original: false, text: "That is not a grant you gave or got." });
+      return;
+    }
+    const at = d.clock.now();
+    await d.store.grants.revoke(g.id, user, at, [
+      { at, event: "grant_revoked", teamId: g.teamId, channelId: g.channelId, threadTs: g.threadTs, ownerUserId: g.ownerUserId, callerUserId: g.borrowerUserId, connectionId: g.connectionId, service: g.service, actor: user },
+    ]);
+    await respond({ response_type: "ephemeral", replace_original: false, text: "Grant revoked. It takes effect on the next call." });
+    await publishHome(d, g.teamId, user).catch(() => {});
+  });
+
+  app.action(ACTIONS.adminRevoke, async ({ ack, body, action, respond }) => {
+    await ack();
+    const admin = body.user.id;
+    const teamId = body.team?.id ?? "";
+    const id = idValue.safeParse((action as { value?: string }).value);
+    if (!(await d.admins.isAdmin(admin))) {
+      await d.store.audit.append([{ at: d.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: admin, ...(id.success ? { connectionId: id.data } : {}) }]);
+      await respond({ response_type: "ephemeral", replace_original: false, text: "Only slaude-connect admins can do that." });
+      return;
+    }
+    const conn = id.success ? await d.store.connections.get(id.data) : undefined;
+    if (!conn || conn.teamId !== teamId) {
+      await respond({ response_type: "ephemeral", replace_original: false, text: "No such connection." });
+      return;
+    }
+    const ended = await d.lifecycle.revoke(conn.id, `admin:${admin}`, "revoked by admin");
+    await d.store.audit.append([{ at: d.clock.now(), event: "admin_action", teamId, ownerUserId: conn.ownerUserId, connectionId: conn.id, service: conn.service, decision: "revoke", actor: admin }]);
+    if (ended && conn.ownerUserId) {
+      try {
+        const dm = await d.api.openDm(conn.ownerUserId);
+        await d.api.postMessage({ channel: dm, text: `An admin (<@${admin}>) revoked your ${conn.service} connection. Its credential was wiped and its grants revoked. Connect again with /connect ${conn.service} if you still need it.` });
+      } catch (err) {
+        d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
+      }
+    }
+    await respond({ response_type: "ephemeral", replace_original: false, text: ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.` });
+    await publishHome(d, teamId, admin).catch(() => {});
+  });
+
+  // --- /connect <service>
+  app.command("/connect", async ({ ack, command, respond }) => {
+    await ack();
+    const text = command.text.trim();
+    if (looksLikeSecret(text)) {
+      // Never echo, store or log it: say so and ask for rotation.
+      d.log.warn("a secret was typed into /connect; it was discarded", { user: command.user_id });
+      await respond({ response_type: "ephemeral", text: ":warning: That looked like a password or token. It was *not* stored or shown to anyone, but it has left your password manager: please rotate it now. Use `/connect <service>` and enter credentials only on the private login page." });
+      return;
+    }
+    const service = d.registry.get(text.toLowerCase());
+    if (!service) {
+      const names = d.registry.list().map((s) => `\`${s.name}\``).join(", ");
+      await respond({ response_type: "ephemeral", text: text ? `There is no service called that. Available: ${names || "none"}.` : `Usage: /connect <service>. Available: ${names || "none"}.` });
+      return;
+    }
+    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: false }) as never });
+  });
+
+  // --- /connections
+  app.command("/connections", async ({ ack, command, respond }) => {
+    await ack();
+    const model = await connectionsModel(d, command.team_id, command.user_id);
+    await respond({ response_type: "ephemeral", text: "Your connections", blocks: connectionsBlocks(model) as never });
+  });
+
+  // --- App Home
+  app.event("app_home_opened", async ({ event, body }) => {
+    if (event.tab && event.tab !== "home") return;
+    const teamId = (body as { team_id?: string }).team_id ?? "";
+    await publishHome(d, teamId, event.user);
+  });
+
+  // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
+  app.event("message", async ({ event, body }) => {
+    const m = event as { subtype?: string; bot_id?: string; user?: string; text?: string; channel: string; ts: string; thread_ts?: string };
+    if (m.bot_id || !m.user || (m.subtype && m.subtype !== "thread_broadcast" && m.subtype !== "file_share")) return;
+    const teamId = (body as { team_id?: string }).team_id ?? "";
+    if (m.text && looksLikeSecret(m.text)) {
+      try {
+        await d.api.deleteMessage(m.channel, m.ts);
+      } catch (err) {
+        d.log.warn("could not delete a message carrying a secret", { channel: m.channel, error: (err as Error).message });
+      }
+      await d.api
+        .postEphemeral({ channel: m.channel, user: m.user, text: ":warning: Your message looked like it contained a password or token, so I removed it. Please rotate that secret, and use /connect to connect accounts.", ...(m.thread_ts ? { threadTs: m.thread_ts } : {}) })
+        .catch(() => {});
+    }
+    if (!m.thread_ts) return;
+    const thread = { teamId, channelId: m.channel, threadTs: m.thread_ts };
+    if (d.turns.isServed(thread)) d.turns.set(thread, m.user, d.clock.now());
+  });
+
+  // --- membership changes invalidate the cached answers at once.
+  const invalidate = async ({ event, body }: { event: { channel: string }; body: unknown }) => {
+    d.membership?.invalidate((body as { team_id?: string }).team_id ?? "", event.channel);
+  };
+  app.event("member_left_channel", invalidate);
+  app.event("member_joined_channel", invalidate);
+}
