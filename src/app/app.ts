@@ -146,6 +146,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     broker,
     close: () =>
       (closing ??= (async () => {
+        // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
+        await broker.approvals.shutdown();
         await mcp.close();
         await slack?.stop();
         await http.close();

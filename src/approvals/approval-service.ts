@@ -8,7 +8,7 @@ import type { ApprovalCard } from "./card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "./channel.js";
 
 /** What a borrower's waiting call learns. `unavailable`: the owner could not be asked at all. */
-export type WaitOutcome = { kind: "allowed_thread" | "allowed_once"; approval: Approval } | { kind: "denied" | "expired" | "unavailable" | "cancelled" };
+export type WaitOutcome = { kind: "allowed_thread" | "allowed_once"; approval: Approval } | { kind: "denied" | "expired" | "unavailable" | "cancelled" | "interrupted" };
 
 /** The result of a click, for the channel to answer the clicker. */
 export type ClickResult = "applied" | "not_owner" | "expired" | "already_decided" | "unknown";
@@ -29,7 +29,10 @@ export interface ApprovalSubject {
  * at most once, only by its owner, before it expires, and consumed at most once for its exact hash.
  */
 export class ApprovalService {
-  private readonly waiting = new Map<string, (a: Approval) => void>();
+  private readonly waiting = new Map<string, (a: Approval | "interrupted") => void>();
+  private closed = false;
+  /** Card deliveries in flight, so a shutdown can settle a card only once it exists. */
+  private readonly asking = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number },
@@ -41,7 +44,7 @@ export class ApprovalService {
 
   /** Creates the approval, asks the owner, and waits for a decision, the timeout, or `signal`. */
   async requestAndWait(subject: ApprovalSubject, card: Omit<ApprovalCard, "expiresAt">, signal?: AbortSignal): Promise<WaitOutcome> {
-    if (!this.deps.channel.available) return { kind: "unavailable" };
+    if (!this.deps.channel.available || this.closed) return { kind: "unavailable" };
     const now = this.deps.clock.now();
     const approval: Approval = {
       id: newId("appr"),
@@ -64,10 +67,10 @@ export class ApprovalService {
       cardTs: null,
     };
     await this.deps.store.approvals.create(approval, [this.auditOf(approval, "approval_requested", null, now)]);
-    const decided = new Promise<Approval | "timeout" | "cancelled">((resolve) => {
+    const decided = new Promise<Approval | "timeout" | "cancelled" | "interrupted">((resolve) => {
       const timer = setTimeout(() => finish("timeout"), this.deps.timeoutMs);
       const onAbort = () => finish("cancelled");
-      const finish = (v: Approval | "timeout" | "cancelled") => {
+      const finish = (v: Approval | "timeout" | "cancelled" | "interrupted") => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         this.waiting.delete(approval.id);
@@ -76,15 +79,20 @@ export class ApprovalService {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiting.set(approval.id, (a) => finish(a));
     });
+    const delivery = this.deps.channel.ask(approval, { ...card, expiresAt: approval.expiresAt });
+    this.asking.set(approval.id, delivery.catch(() => {}));
     try {
-      await this.deps.channel.ask(approval, { ...card, expiresAt: approval.expiresAt });
+      await delivery;
     } catch (err) {
       this.deps.log.warn("approval could not be delivered", { approvalId: approval.id, error: (err as Error).message });
       this.waiting.get(approval.id)?.({ ...approval, status: "expired" });
       await this.expire(approval);
       return { kind: "unavailable" };
+    } finally {
+      this.asking.delete(approval.id);
     }
     const result = await decided;
+    if (result === "interrupted") return { kind: "interrupted" };
     if (result === "timeout" || result === "cancelled") {
       await this.expire(approval);
       return { kind: result === "timeout" ? "expired" : "cancelled" };
@@ -137,7 +145,8 @@ export class ApprovalService {
     if (grant) audit.push({ ...this.auditOf(a, "grant_created", "allowed_thread", now, clicker) });
     const applied = await this.deps.store.approvals.decide(approvalId, { status: decision, by: clicker, at: now, ...(grant ? { grant } : {}) }, audit);
     if (!applied) {
-      const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : a.status !== "pending" ? "already_decided" : "expired";
+      const why: ClickResult =
+        clicker !== a.ownerUserId ? "not_owner" : a.status === "expired" || a.expiresAt <= now ? "expired" : a.status !== "pending" ? "already_decided" : "expired";
       await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", why, now, clicker)]);
       return why;
     }
@@ -151,6 +160,21 @@ export class ApprovalService {
   async consume(approval: Approval, argsHash: string): Promise<boolean> {
     const now = this.deps.clock.now();
     return this.deps.store.approvals.consume(approval.id, argsHash, now, [this.auditOf(approval, "approval_decided", "consumed", now)]);
+  }
+
+  /**
+   * Graceful shutdown: every waiting call is answered "interrupted", its approval expired and its
+   * card marked expired, so nothing stays pending and no click can apply to a call that is gone.
+   */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    const ids = [...this.waiting.keys()];
+    for (const id of ids) {
+      this.waiting.get(id)?.("interrupted");
+      await this.asking.get(id);
+      const a = await this.deps.store.approvals.get(id);
+      if (a) await this.expire(a);
+    }
   }
 
   /** Expires approvals left pending by a previous process (their callers are gone). */

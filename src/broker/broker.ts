@@ -188,6 +188,7 @@ export class Broker {
 
   /** Stops the reapers and every vendor child. */
   async shutdown(): Promise<void> {
+    await this.approvals.shutdown();
     for (const j of this.jobs) await j.stop();
     await this.pool.shutdown();
   }

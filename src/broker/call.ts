@@ -103,6 +103,8 @@ export class CallService {
             return this.failNoAudit("approval_expired", input, owner);
           case "cancelled":
             return this.failNoAudit("approval_cancelled", input, owner);
+          case "interrupted":
+            return this.failNoAudit("approval_interrupted", input, owner);
           case "unavailable":
             return fail("approval_unavailable", { ownerUserId: owner }, { ownerUserId: owner, connectionId: decision.connectionId });
           case "allowed_once":

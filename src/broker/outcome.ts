@@ -14,6 +14,7 @@ export type FailureCode =
   | "approval_expired"
   | "approval_unavailable"
   | "approval_cancelled"
+  | "approval_interrupted"
   | "approval_mismatch"
   | "connection_unusable"
   | "credential_unusable"
@@ -65,6 +66,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `This call needs ${owner}'s approval, but approval requests cannot be delivered right now (no approval channel is configured or Slack is unreachable), so it did not run.`;
     case "approval_cancelled":
       return "The call was cancelled while waiting for the owner's approval.";
+    case "approval_interrupted":
+      return "slaude-connect restarted while waiting for the owner's approval, so the call did not run. Ask again.";
     case "approval_mismatch":
       return "The approval does not match this exact call, so it did not run.";
     case "connection_unusable":

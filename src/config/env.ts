@@ -103,6 +103,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (production && !e.SLAUDE_ENCRYPTION_KEY) {
     throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
   }
+  // Half a Slack setup is a mistake to report, not a reason to run silently without Slack.
+  const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN].some(Boolean);
+  if (slackVars) {
+    const missing = [
+      !e.SLACK_BOT_TOKEN && "SLACK_BOT_TOKEN",
+      e.SLACK_MODE === "http" && !e.SLACK_SIGNING_SECRET && "SLACK_SIGNING_SECRET",
+      e.SLACK_MODE === "socket" && !e.SLACK_APP_TOKEN && "SLACK_APP_TOKEN",
+    ].filter(Boolean);
+    if (missing.length) throw new ConfigError("invalid_env", `invalid environment\nSlack is partly configured (SLACK_MODE=${e.SLACK_MODE}): set ${missing.join(" and ")}, or unset the other SLACK_* variables`);
+  }
   const dataDir = path.resolve(e.SLAUDE_DATA_DIR);
   const slackConfigured = Boolean(e.SLACK_BOT_TOKEN) && (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
   return {

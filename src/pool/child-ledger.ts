@@ -58,7 +58,11 @@ export class ChildLedger {
       if (!file.endsWith(".json")) continue;
       try {
         const rec = JSON.parse(readFileSync(path.join(this.dir, file), "utf8")) as { pid: number; startTicks: number };
-        if (Number.isInteger(rec.pid) && rec.pid > 1) {
+        // A live process under the recorded pid that started at another time is a different
+        // process (pid reuse) leading its own group: not ours. Later start ticks do not prove
+        // descent: a reused pid always starts later than the child we recorded.
+        const leaderStart = processStartTicks(rec.pid);
+        if (Number.isInteger(rec.pid) && rec.pid > 1 && (leaderStart === undefined || leaderStart === rec.startTicks)) {
           const members = groupMembers(rec.pid, rec.startTicks);
           if (members.length) {
             killGroup(rec.pid, "SIGKILL");

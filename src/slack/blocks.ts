@@ -72,11 +72,15 @@ export function approvalSettledBlocks(a: Approval, outcome: ApprovalOutcome): Bl
   ];
 }
 
+function waitText(ms: number): string {
+  return ms < 120_000 ? `${Math.max(1, Math.round(ms / 1000))} seconds` : `${Math.round(ms / 60_000)} minutes`;
+}
+
 /** The note in the thread telling the borrower what happened. */
 export function threadNoteText(a: Approval, outcome: ApprovalOutcome | "asked", timeoutMs?: number): string {
   switch (outcome) {
     case "asked":
-      return `<@${a.borrowerUserId}>: this needs <@${a.ownerUserId}>'s ${a.service} account. I've asked them to approve \`${a.tool}\`; I'll wait up to ${Math.round((timeoutMs ?? 0) / 60_000) || 1} minute(s).`;
+      return `<@${a.borrowerUserId}>: this needs <@${a.ownerUserId}>'s ${a.service} account. I've asked them to approve \`${a.tool}\`; I'll wait up to ${waitText(timeoutMs ?? 0)}.`;
     case "allowed_thread":
       return `<@${a.ownerUserId}> allowed <@${a.borrowerUserId}> to use their ${a.service} account in this thread.`;
     case "allowed_once":
@@ -102,7 +106,7 @@ export function captureDescription(service: Service): string {
 }
 
 /** The consent card for connecting an account. */
-export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string }): Block[] {
+export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string; inThread?: boolean }): Block[] {
   const hours = Math.round(service.ttlMs / 3_600_000);
   const ttl = hours >= 1 ? `${hours} hour(s)` : `${Math.round(service.ttlMs / 60_000)} minute(s)`;
   const blocks: Block[] = [
@@ -111,7 +115,7 @@ export function consentBlocks(service: Service, opts: { loginAvailable: boolean;
       type: "section",
       text: {
         type: "mrkdwn",
-        text: `• *What is captured:* ${esc(captureDescription(service))}\n• *Storage:* encrypted (AES-256-GCM), never shown to the assistant\n• *Scope:* this thread only; others here can use it only with your approval\n• *Expires:* after ${ttl}, or when you revoke it (/connections)`,
+        text: `• *What is captured:* ${esc(captureDescription(service))}\n• *Storage:* encrypted (AES-256-GCM), never shown to the assistant\n• *Scope:* ${opts.inThread === false ? "the thread where you connect it" : "this thread only"}; others there can use it only with your approval\n• *Expires:* after ${ttl}, or when you revoke it (/connections)`,
       },
     },
   ];

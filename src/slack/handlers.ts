@@ -43,6 +43,16 @@ const CLICK_REPLIES = {
   unknown: "This request is not valid.",
 } as const;
 
+/** Answers a click privately; Home-tab clicks carry no response_url, so there is nothing to answer into. */
+async function reply(respond: (m: { response_type: "ephemeral"; replace_original: false; text: string }) => Promise<unknown>, body: unknown, text: string, log: Logger): Promise<void> {
+  if (!(body as { response_url?: string }).response_url) return;
+  try {
+    await respond({ response_type: "ephemeral", replace_original: false, text });
+  } catch (err) {
+    log.warn("could not answer a click", { error: (err as Error).message });
+  }
+}
+
 /** One user's connections and grants (and, for admins, everyone's plus recent audit). */
 export async function connectionsModel(d: SlackHandlerDeps, teamId: string, userId: string): Promise<ConnectionsModel> {
   const [mine, grantsGiven, grantsReceived] = await Promise.all([
@@ -76,7 +86,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       parsed = undefined;
     }
     const result = parsed ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, DECISIONS[a.action_id]) : "unknown";
-    if (result !== "applied") await respond({ response_type: "ephemeral", replace_original: false, text: CLICK_REPLIES[result] });
+    if (result !== "applied") await reply(respond, body, CLICK_REPLIES[result], d.log);
   });
 
   // --- revoke buttons (/connections and App Home)
@@ -86,11 +96,11 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     const teamId = body.team?.id ?? "";
     const conn = id.success ? await d.store.connections.get(id.data) : undefined;
     if (!conn || conn.ownerUserId !== body.user.id || conn.teamId !== teamId) {
-      await respond({ response_type: "ephemeral", replace_original: false, text: "That is not one of your connections." });
+      await reply(respond, body, "That is not one of your connections.", d.log);
       return;
     }
     await d.lifecycle.revoke(conn.id, body.user.id, "revoked by owner");
-    await respond({ response_type: "ephemeral", replace_original: false, text: `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.` });
+    await reply(respond, body, `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.`, d.log);
     await publishHome(d, teamId, body.user.id).catch(() => {});
   });
 
@@ -100,14 +110,14 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     const g = id.success ? await d.store.grants.get(id.data) : undefined;
     const user = body.user.id;
     if (!g || (g.ownerUserId !== user && g.borrowerUserId !== user) || g.teamId !== body.team?.id) {
-      await respond({ response_type: "ephemeral", replace_original: false, text: "That is not a grant you gave or got." });
+      await reply(respond, body, "That is not a grant you gave or got.", d.log);
       return;
     }
     const at = d.clock.now();
     await d.store.grants.revoke(g.id, user, at, [
       { at, event: "grant_revoked", teamId: g.teamId, channelId: g.channelId, threadTs: g.threadTs, ownerUserId: g.ownerUserId, callerUserId: g.borrowerUserId, connectionId: g.connectionId, service: g.service, actor: user },
     ]);
-    await respond({ response_type: "ephemeral", replace_original: false, text: "Grant revoked. It takes effect on the next call." });
+    await reply(respond, body, "Grant revoked. It takes effect on the next call.", d.log);
     await publishHome(d, g.teamId, user).catch(() => {});
   });
 
@@ -118,12 +128,12 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     const id = idValue.safeParse((action as { value?: string }).value);
     if (!(await d.admins.isAdmin(admin))) {
       await d.store.audit.append([{ at: d.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: admin, ...(id.success ? { connectionId: id.data } : {}) }]);
-      await respond({ response_type: "ephemeral", replace_original: false, text: "Only slaude-connect admins can do that." });
+      await reply(respond, body, "Only slaude-connect admins can do that.", d.log);
       return;
     }
     const conn = id.success ? await d.store.connections.get(id.data) : undefined;
     if (!conn || conn.teamId !== teamId) {
-      await respond({ response_type: "ephemeral", replace_original: false, text: "No such connection." });
+      await reply(respond, body, "No such connection.", d.log);
       return;
     }
     const ended = await d.lifecycle.revoke(conn.id, `admin:${admin}`, "revoked by admin");
@@ -136,7 +146,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
         d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
       }
     }
-    await respond({ response_type: "ephemeral", replace_original: false, text: ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.` });
+    await reply(respond, body, ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.`, d.log);
     await publishHome(d, teamId, admin).catch(() => {});
   });
 
@@ -156,7 +166,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       await respond({ response_type: "ephemeral", text: text ? `There is no service called that. Available: ${names || "none"}.` : `Usage: /connect <service>. Available: ${names || "none"}.` });
       return;
     }
-    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: false }) as never });
+    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: false, inThread: false }) as never });
   });
 
   // --- /connections
@@ -179,14 +189,18 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     if (m.bot_id || !m.user || (m.subtype && m.subtype !== "thread_broadcast" && m.subtype !== "file_share")) return;
     const teamId = (body as { team_id?: string }).team_id ?? "";
     if (m.text && looksLikeSecret(m.text)) {
+      let deleted = false;
       try {
         await d.api.deleteMessage(m.channel, m.ts);
+        deleted = true;
       } catch (err) {
+        // A bot token can only delete the bot's own messages; say so rather than claim it is gone.
         d.log.warn("could not delete a message carrying a secret", { channel: m.channel, error: (err as Error).message });
       }
-      await d.api
-        .postEphemeral({ channel: m.channel, user: m.user, text: ":warning: Your message looked like it contained a password or token, so I removed it. Please rotate that secret, and use /connect to connect accounts.", ...(m.thread_ts ? { threadTs: m.thread_ts } : {}) })
-        .catch(() => {});
+      const text = deleted
+        ? ":warning: Your message looked like it contained a password or token, so I removed it. Please rotate that secret, and use /connect to connect accounts."
+        : ":warning: Your message looked like it contained a password or token. I could not remove it: please delete it yourself and rotate that secret. Use /connect to connect accounts.";
+      await d.api.postEphemeral({ channel: m.channel, user: m.user, text, ...(m.thread_ts ? { threadTs: m.thread_ts } : {}) }).catch(() => {});
     }
     if (!m.thread_ts) return;
     const thread = { teamId, channelId: m.channel, threadTs: m.thread_ts };

@@ -13,8 +13,22 @@ const KNOWN_PREFIXES = [
   /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/, // JWT
 ];
 
+const HEX_OR_UUID = /^[0-9a-f-]+$/i;
+
+/** A long word mixing upper case, lower case and digits, in a token alphabet: how random API keys look. */
+function randomLooking(w: string): boolean {
+  return (
+    w.length >= 32 &&
+    /^[A-Za-z0-9_\-+=]+$/.test(w) && // no "/", "." or ":": paths, hosts and file:line references are not keys
+    /[a-z]/.test(w) &&
+    /[A-Z]/.test(w) &&
+    /\d/.test(w) &&
+    !HEX_OR_UUID.test(w) // commit hashes and UUIDs are identifiers, not secrets
+  );
+}
+
 /** Whether `text` looks like it carries a secret: a known token format or a long random-looking word. */
 export function looksLikeSecret(text: string): boolean {
   if (KNOWN_PREFIXES.some((re) => re.test(text))) return true;
-  return text.split(/\s+/).some((w) => w.length >= 24 && /[A-Za-z]/.test(w) && /\d/.test(w) && /^[A-Za-z0-9_\-+/=.:]+$/.test(w) && !/^https?:/.test(w));
+  return text.split(/\s+/).some(randomLooking);
 }

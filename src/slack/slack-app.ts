@@ -1,12 +1,10 @@
 import type http from "node:http";
-import bolt from "@slack/bolt";
-import type { App as BoltApp } from "@slack/bolt";
+import { App, HTTPReceiver, LogLevel, type App as BoltApp } from "@slack/bolt";
 import type { SlackConfig } from "../config/env.js";
 import type { Logger as OurLogger } from "../log/logger.js";
 import type { RouteHandler } from "../server/http-server.js";
 import { WebClientSlackApi, type SlackApi } from "./slack-api.js";
 
-const { App, HTTPReceiver, LogLevel } = bolt;
 
 /** A running (or startable) Bolt app and the Slack API port built from its client. */
 export interface SlackRuntime {
@@ -40,7 +38,12 @@ function boltLogger(log: OurLogger) {
  */
 export function createSlackRuntime(cfg: SlackConfig, log: OurLogger): SlackRuntime {
   if (!cfg.botToken) throw new Error("SLACK_BOT_TOKEN is required for the Slack app");
-  const clientOptions = cfg.apiUrl ? { slackApiUrl: cfg.apiUrl.endsWith("/") ? cfg.apiUrl : cfg.apiUrl + "/" } : {};
+  // Bounded retries: an approval must fail closed quickly when Slack is unreachable, not retry for 30 minutes.
+  const clientOptions = {
+    ...(cfg.apiUrl ? { slackApiUrl: cfg.apiUrl.endsWith("/") ? cfg.apiUrl : cfg.apiUrl + "/" } : {}),
+    retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 1_000 },
+    timeout: 10_000,
+  };
   const logger = boltLogger(log);
   if (cfg.mode === "socket") {
     if (!cfg.appToken) throw new Error("SLACK_APP_TOKEN is required in Socket Mode");

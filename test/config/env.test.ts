@@ -61,7 +61,8 @@ describe("loadConfig", () => {
     expect(c.admins).toEqual(["U1", "U2"]);
     expect(c.pool.idleMs).toBe(30_000);
     expect(c.slack.configured).toBe(true);
-    expect(loadConfig({ SLACK_MODE: "socket", SLACK_BOT_TOKEN: "xoxb-1", SLACK_SIGNING_SECRET: "s" }).slack.configured).toBe(false);
+    // Socket Mode without its app token is a half setup: refused, naming the variable.
+    expect(() => loadConfig({ SLACK_MODE: "socket", SLACK_BOT_TOKEN: "xoxb-1", SLACK_SIGNING_SECRET: "s" })).toThrow(/SLACK_APP_TOKEN/);
   });
 
   it("refuses production without SLAUDE_ENCRYPTION_KEY, naming it", () => {
@@ -95,5 +96,15 @@ describe("loadConfig", () => {
       expect(err.message).toMatch(new RegExp(`^${name}: `, "m"));
     }
     expect(err.message).not.toContain(canary);
+  });
+});
+
+describe("partial Slack configuration", () => {
+  it("names the missing variable instead of silently running without Slack", async () => {
+    const { loadConfig } = await import("../../src/config/env.js");
+    expect(() => loadConfig({ SLACK_BOT_TOKEN: "xoxb-1" })).toThrow(/SLACK_SIGNING_SECRET/);
+    expect(() => loadConfig({ SLACK_MODE: "socket", SLACK_BOT_TOKEN: "xoxb-1" })).toThrow(/SLACK_APP_TOKEN/);
+    expect(() => loadConfig({ SLACK_SIGNING_SECRET: "s" })).toThrow(/SLACK_BOT_TOKEN/);
+    expect(loadConfig({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_SIGNING_SECRET: "s" }).slack.configured).toBe(true);
   });
 });

@@ -34,6 +34,14 @@ export function isAlive(pid: number): boolean {
   return state !== undefined && state !== "Z" && state !== "X";
 }
 
+/** Live (non-zombie) members of process group `pgid`. */
+export function groupMembers(pgid: number): number[] {
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => processGroup(pid) === pgid && isAlive(pid));
+}
+
 /** Waits up to `ms` for every pid to be dead; returns the ones still alive. */
 export async function waitDead(pids: readonly number[], ms = 3_000): Promise<number[]> {
   const deadline = Date.now() + ms;
@@ -45,7 +53,7 @@ export async function waitDead(pids: readonly number[], ms = 3_000): Promise<num
 }
 
 /** Polls `cond` every 10 ms until it holds or `ms` passes; returns its last value. */
-export async function waitFor(cond: () => boolean, ms = 5_000): Promise<boolean> {
+export async function waitFor(cond: () => boolean, ms = 20_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (;;) {
     if (cond()) return true;
@@ -56,7 +64,7 @@ export async function waitFor(cond: () => boolean, ms = 5_000): Promise<boolean>
 
 function readProcFile(pid: number, name: "environ" | "cmdline"): string {
   try {
-    return readFileSync(`/proc/${pid}/${name}`, "latin1");
+    return readFileSync(`/proc/${pid}/${name}`, "utf8");
   } catch {
     return "";
   }
@@ -93,4 +101,9 @@ export function processesReferencing(needles: readonly string[]): number[] {
     if (needles.some((n) => blob.includes(n)) && isAlive(pid)) out.push(pid);
   }
   return out;
+}
+
+/** The distinct process groups of the live processes whose environ or cmdline contains any needle. */
+export function groupsReferencing(needles: readonly string[]): number[] {
+  return [...new Set(processesReferencing(needles).map((p) => processGroup(p) ?? p))].sort((a, b) => a - b);
 }

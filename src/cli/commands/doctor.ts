@@ -98,7 +98,7 @@ function checkSlack(config: Config): Finding {
   return {
     check: "slack",
     level: "warn",
-    message: `Slack is not configured (missing ${missing.join(", ")}): approvals and consent cards are unavailable, borrowing is refused`,
+    message: `Slack is not configured (missing ${missing.join(", ")}): channel membership cannot be verified, so every tool call is refused (not_member), and no approval or consent card can be sent`,
     fix: "see docs/slack-setup.md",
   };
 }
