@@ -20,8 +20,9 @@ import type { Store } from "../store/store.js";
 import { threadKey, TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
+import { CallService } from "./call.js";
 import { refreshMetadata } from "./describe.js";
-import { createBrokerServer, type CallerResolver } from "./mcp-server.js";
+import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
 
 /** Everything the broker is built from; the composition root passes real adapters, tests fakes. */
 export interface BrokerOptions {
@@ -68,6 +69,8 @@ export class Broker {
   readonly approvals: ApprovalService;
   readonly ledger: ChildLedger;
   private readonly launcher: VendorLauncher;
+  /** One call service for every session, so decrypted credentials are cached (and forgotten) in one place. */
+  private readonly calls: CallService;
   private readonly jobs: PeriodicJob[] = [];
 
   constructor(private readonly o: BrokerOptions) {
@@ -78,7 +81,7 @@ export class Broker {
     const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
     if (perChildUid) {
       // Children under their own uids must traverse to their private HOME: execute-only, no listing.
-      for (const d of [path.dirname(o.runDir), o.runDir]) {
+      for (const d of [path.dirname(o.runDir), o.runDir, path.join(o.runDir, "vendors")]) {
         mkdirSync(d, { recursive: true, mode: 0o711 });
         chmodSync(d, 0o711);
       }
@@ -111,8 +114,12 @@ export class Broker {
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
     };
     this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
-    // A revoked, replaced or expired connection's child dies with it.
-    o.lifecycle.onEnded((c) => this.pool.drop(c.id, "kill"));
+    this.calls = new CallService(this.deps);
+    // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
+    o.lifecycle.onEnded((c) => {
+      this.calls.forget(c.id);
+      return this.pool.drop(c.id, "kill");
+    });
   }
 
   /** Kills children left by a crashed predecessor, expires its abandoned approvals, starts the reapers. */
@@ -121,15 +128,40 @@ export class Broker {
     if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
     const abandoned = await this.approvals.expireAbandoned();
     if (abandoned) this.o.log.info("expired approvals left pending by a previous run", { count: abandoned });
-    const idle = new PeriodicJob("idle reaper", opts.idleReapIntervalMs ?? 15_000, () => this.pool.reapIdle(), this.o.log);
+    const idle = new PeriodicJob(
+      "idle reaper",
+      opts.idleReapIntervalMs ?? 15_000,
+      async () => {
+        await this.reconcile();
+        await this.pool.reapIdle();
+      },
+      this.o.log,
+    );
     idle.start();
     this.jobs.push(idle);
+  }
+
+  /**
+   * Stops children whose connection is no longer active in the store: a revoke or expiry done by
+   * another process (the CLI) reaches the pool here, within one reaper interval.
+   */
+  async reconcile(): Promise<number> {
+    let dropped = 0;
+    for (const id of this.pool.liveConnectionIds()) {
+      const c = await this.o.store.connections.get(id);
+      if (!c || c.status !== "active" || c.expiresAt <= this.o.clock.now()) {
+        this.calls.forget(id);
+        await this.pool.drop(id, "kill");
+        dropped++;
+      }
+    }
+    return dropped;
   }
 
   /** An MCP server for a session bound to `thread`; the caller is the thread's live turn at each call. */
   serverForThread(thread: ThreadRef): McpServer {
     this.turns.markServed(thread);
-    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }), this.connectOptions());
+    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }), { ...this.connectOptions(), calls: this.calls });
   }
 
   /**
@@ -148,11 +180,11 @@ export class Broker {
       this.turns.set(thread, c.userId, this.o.clock.now());
       return { thread, userId: c.userId };
     };
-    return createBrokerServer(this.deps, resolve, this.connectOptions());
+    return createBrokerServer(this.deps, resolve, { ...this.connectOptions(), calls: this.calls });
   }
 
   /** How the `connect` tool answers: a consent card through the consent port when one is configured. */
-  private connectOptions(): Parameters<typeof createBrokerServer>[2] {
+  private connectOptions(): BrokerServerOptions {
     const consent = this.o.consent;
     if (!consent) return {};
     return {

@@ -206,6 +206,11 @@ export class CallService {
 
   private readonly opened = new Map<string, { version: string; credential: Credential; redactor: Redactor }>();
 
+  /** Drops the decrypted credential of an ended connection from memory. */
+  forget(connectionId: string): void {
+    this.opened.delete(connectionId);
+  }
+
   /**
    * Decrypts a connection's credential, memoised per exact ciphertext and binding: any change to
    * the row's sealed bytes or to a bound field (owner, scope, thread…) decrypts (and verifies) again.

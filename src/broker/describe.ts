@@ -51,7 +51,8 @@ export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" |
     if (prev?.contentHash === contentHash) return;
     await deps.store.toolMetadata.put({ service: service.name, contentHash, tools, fetchedAt: deps.clock.now() });
   } catch (err) {
-    deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).message.slice(0, 200) });
+    // Only the error's kind: vendor text may carry the credential.
+    deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).name, code: String((err as { code?: unknown }).code ?? "") });
   }
 }
 

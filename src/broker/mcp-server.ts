@@ -60,7 +60,16 @@ function ok(text: string, structured: Record<string, unknown>): CallToolResult {
  * Builds the slaude_connect MCP server for one session. `resolveCaller` is called on every tool
  * call: the caller is never captured when the session opens.
  */
-export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolver, opts: { connectAvailable?: (ctx: CallerContext, caller: string, service: string) => Promise<CallToolResult> } = {}): McpServer {
+/** How the `connect` tool answers when a consent channel exists. */
+export type ConnectHandler = (ctx: CallerContext, caller: string, service: string) => Promise<CallToolResult>;
+
+/** Options of a session's server: the connect handler and the broker-wide call service. */
+export interface BrokerServerOptions {
+  readonly connectAvailable?: ConnectHandler;
+  readonly calls?: CallService;
+}
+
+export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolver, opts: BrokerServerOptions = {}): McpServer {
   const server = new McpServer(
     { name: "slaude_connect", version: VERSION },
     {
@@ -69,7 +78,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
         "slaude_connect runs vendor tools (Jira, GitHub, GitLab, Notion…) on the Slack user's own accounts. Use mcp_describe to find tools, mcp_call to run one with on_behalf_of set to the user whose turn it is, connect when a service is not connected yet.",
     },
   );
-  const calls = new CallService(deps);
+  const calls = opts.calls ?? new CallService(deps);
 
   const withCaller = async (fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
     const ctx = resolveCaller();
@@ -159,7 +168,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     "connect",
     {
       title: "Connect an account",
-      description: "Start connecting the caller's own account for a service. The login link is sent to the user privately in Slack, never into the conversation.",
+      description: "Start connecting the caller's own account for a service: the user gets a private consent card in Slack (never in the conversation). Call it when mcp_call says needs_connect.",
       inputSchema: toolInputs.connect,
       annotations: { readOnlyHint: false, openWorldHint: true },
     },

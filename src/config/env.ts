@@ -37,7 +37,8 @@ const envSchema = z.object({
   SLAUDE_CALL_TIMEOUT_SECONDS: positiveInt.default(120),
   SLAUDE_RESULT_MAX_BYTES: positiveInt.default(50_000),
   SLAUDE_RESULT_MAX_LINES: positiveInt.default(2_000),
-  SLAUDE_CHILD_UID_BASE: z.coerce.number().int().min(0).optional(),
+  // Never 0 (root) or a system uid: children must be unprivileged.
+  SLAUDE_CHILD_UID_BASE: z.coerce.number().int().min(1000, "must be an unprivileged uid (>= 1000)").max(4_000_000_000).optional(),
   SLAUDE_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
   SLACK_MODE: z.enum(["http", "socket"]).default("http"),
   SLACK_BOT_TOKEN: z.string().optional(),

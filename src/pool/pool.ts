@@ -68,6 +68,11 @@ export class VendorPool {
     return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned };
   }
 
+  /** Connection ids with a live (or starting) vendor. */
+  liveConnectionIds(): string[] {
+    return [...this.entries.keys()];
+  }
+
   /** Whether a vendor is currently live for `connectionId`. */
   has(connectionId: string): boolean {
     return this.entries.has(connectionId);

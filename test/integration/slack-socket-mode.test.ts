@@ -1,0 +1,58 @@
+// The app in Socket Mode: connects to a fake Socket Mode WebSocket (via apps.connections.open on the
+// fake Web API), receives a slash command envelope, acks it and answers through response_url.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { startApp, type RunningApp } from "../../src/app/app.js";
+import { loadConfig } from "../../src/config/env.js";
+import { parseRegistry } from "../../src/config/registry.js";
+import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { messageEvent, slashCommand } from "../fixtures/slack/signed-request.js";
+import { fixtureRegistryDoc } from "./broker-harness.js";
+
+let fake: FakeSlack | undefined;
+let app: RunningApp | undefined;
+let dir: string | undefined;
+
+afterEach(async () => {
+  await app?.close();
+  await fake?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+it("runs in Socket Mode against a fake WebSocket server: commands are acked and answered, events become turns", async () => {
+  fake = await startFakeSlack();
+  dir = mkdtempSync(path.join(os.tmpdir(), "slaude-socket-"));
+  const config = loadConfig({
+    NODE_ENV: "test",
+    SLAUDE_DATA_DIR: dir,
+    PORT: "0",
+    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+    SLACK_MODE: "socket",
+    SLACK_BOT_TOKEN: fake.botToken,
+    SLACK_APP_TOKEN: fake.appToken,
+    SLACK_API_URL: fake.apiUrl,
+    PATH: process.env.PATH ?? "",
+  });
+  app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") });
+  await fake.socketMode.waitForConnection(10_000);
+  expect(fake.callsOf("apps.connections.open")[0]?.token).toBe(fake.appToken);
+
+  const id = fake.socketMode.send({
+    type: "slash_commands",
+    accepts_response_payload: true,
+    payload: slashCommand({ teamId: fake.teamId, channelId: "C0SOCKET1", userId: "UALICE01", command: "/connect", text: "vendor", responseUrl: fake.responseUrl("sock") }),
+  });
+  await fake.socketMode.waitForAck(id, 10_000);
+  for (let i = 0; i < 200 && !fake.responses.some((r) => r.id === "sock"); i++) await new Promise((r) => setTimeout(r, 25));
+  expect(JSON.stringify(fake.responses.find((r) => r.id === "sock")?.body)).toContain("Connect vendor");
+
+  const thread = { teamId: fake.teamId, channelId: "C0SOCKET1", threadTs: "1700000000.000500" };
+  app.broker.serverForThread(thread);
+  const ev = fake.socketMode.send({ type: "events_api", payload: messageEvent({ teamId: fake.teamId, channelId: thread.channelId, user: "UBOB0002", text: "hi", threadTs: thread.threadTs }) });
+  await fake.socketMode.waitForAck(ev, 10_000);
+  for (let i = 0; i < 200 && app.broker.turns.current(thread) !== "UBOB0002"; i++) await new Promise((r) => setTimeout(r, 25));
+  expect(app.broker.turns.current(thread)).toBe("UBOB0002");
+});
