@@ -46,6 +46,9 @@ const envSchema = z.object({
   SLACK_APP_TOKEN: z.string().optional(),
   SLACK_API_URL: z.url().optional(),
   SLAUDE_APPROVAL_TIMEOUT_SECONDS: positiveInt.default(120),
+  SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
+  SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
+  SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -87,6 +90,7 @@ export interface Config {
   /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
+  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number };
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
@@ -154,5 +158,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.TZ ? { TZ: e.TZ } : {}),
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
+    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT },
   };
 }

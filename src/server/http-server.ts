@@ -30,6 +30,15 @@ export class HttpServer {
     this.server.keepAliveTimeout = 5_000;
   }
 
+  /** Handles HTTP upgrades (WebSockets) for requests under `path`; anything else is refused. */
+  upgrade(path: string, handler: (req: http.IncomingMessage, socket: import("node:stream").Duplex, head: Buffer) => void): void {
+    this.server.on("upgrade", (req, socket, head) => {
+      const pathname = (req.url ?? "").split("?")[0];
+      if (pathname === path) handler(req, socket, head);
+      else if (this.server.listenerCount("upgrade") === 1) socket.destroy();
+    });
+  }
+
   /** Adds a route; earlier routes win. */
   route(r: Route): void {
     this.routes.push(r);
@@ -49,10 +58,11 @@ export class HttpServer {
         const handled = await r.handler(req, res, url);
         if (handled !== false) return;
       }
-      // Only the path is logged: query strings may carry one-time tokens.
       sendJson(res, 404, { error: "not_found" });
     } catch (err) {
-      this.log.error("http handler failed", { path: url.pathname, error: (err as Error).message });
+      // Login link paths are bearer secrets: never logged.
+      const path = url.pathname.startsWith("/login/l/") ? "/login/l/[link]" : url.pathname;
+      this.log.error("http handler failed", { path, error: (err as Error).message });
       if (!res.headersSent) sendJson(res, 500, { error: "internal_error" });
       else res.end();
     }

@@ -15,6 +15,8 @@ export const ACTIONS = {
   revokeConnection: "revoke_connection",
   revokeGrant: "revoke_grant",
   adminRevoke: "admin_revoke_connection",
+  consentAccept: "consent_accept",
+  consentOpen: "consent_open",
 } as const;
 
 /** Escapes Slack mrkdwn control characters in user-derived text. */
@@ -106,7 +108,12 @@ export function captureDescription(service: Service): string {
 }
 
 /** The consent card for connecting an account. */
-export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string; inThread?: boolean }): Block[] {
+/** What the consent card's Continue button carries: who may accept, for which service and thread. */
+export function consentValue(v: { userId: string; service: string; channelId: string | null; threadTs: string | null }): string {
+  return JSON.stringify({ u: v.userId, s: v.service, c: v.channelId, t: v.threadTs });
+}
+
+export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string; inThread?: boolean; acceptValue?: string }): Block[] {
   const hours = Math.round(service.ttlMs / 3_600_000);
   const ttl = hours >= 1 ? `${hours} hour(s)` : `${Math.round(service.ttlMs / 60_000)} minute(s)`;
   const blocks: Block[] = [
@@ -120,7 +127,10 @@ export function consentBlocks(service: Service, opts: { loginAvailable: boolean;
     },
   ];
   if (opts.loginAvailable && opts.loginUrl) {
-    blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Connect" }, style: "primary", url: opts.loginUrl, action_id: "consent_open" }] });
+    blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Open private sign-in page" }, style: "primary", url: opts.loginUrl, action_id: ACTIONS.consentOpen }] });
+    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: "This link works once, for you only, and expires soon. Don't share it." }] });
+  } else if (opts.loginAvailable && opts.acceptValue) {
+    blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Continue" }, style: "primary", value: opts.acceptValue, action_id: ACTIONS.consentAccept }] });
   } else {
     blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: "Browser login is not available on this server yet. An operator can add the connection with `slaude-connect connections add`." }] });
   }

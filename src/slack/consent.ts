@@ -1,7 +1,7 @@
 import type { ConsentNotifier } from "../broker/broker.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ThreadRef } from "../store/records.js";
-import { consentBlocks } from "./blocks.js";
+import { consentBlocks, consentValue } from "./blocks.js";
 import type { SlackApi } from "./slack-api.js";
 
 /** Sends the consent card for `connect` to the user privately (a DM), never into the thread. */
@@ -9,6 +9,7 @@ export class SlackConsent implements ConsentNotifier {
   constructor(
     private readonly api: SlackApi,
     private readonly registry: ServiceRegistry,
+    private readonly loginAvailable = false,
   ) {}
 
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
@@ -18,7 +19,7 @@ export class SlackConsent implements ConsentNotifier {
     await this.api.postMessage({
       channel: dm,
       text: `Connect ${service.displayName} for the thread in <#${thread.channelId}>`,
-      blocks: consentBlocks(service, { loginAvailable: false }),
+      blocks: consentBlocks(service, { loginAvailable: this.loginAvailable, acceptValue: consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs }) }),
     });
   }
 }

@@ -8,8 +8,9 @@ import type { Logger } from "../log/logger.js";
 import type { CachedMembership } from "../membership/membership.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
+import type { LoginService } from "../login/login-service.js";
 import type { AdminDirectory } from "./admins.js";
-import { ACTIONS, connectionsBlocks, consentBlocks, type ConnectionsModel } from "./blocks.js";
+import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
 
@@ -23,9 +24,15 @@ export interface SlackHandlerDeps {
   readonly turns: TurnState;
   readonly admins: AdminDirectory;
   readonly membership?: CachedMembership;
+  /** Mints one-time login links; without it the consent card says login is not available. */
+  readonly logins?: Pick<LoginService, "mint">;
   readonly clock: Clock;
   readonly log: Logger;
 }
+
+const consentAcceptValue = z
+  .object({ u: z.string().regex(/^[UW][A-Z0-9]{2,30}$/), s: z.string().min(1).max(64), c: z.string().max(64).nullable(), t: z.string().max(32).nullable() })
+  .strict();
 
 const approvalValue = z.object({ a: z.string().min(1).max(64), n: z.string().min(1).max(64) }).strict();
 const idValue = z.string().regex(/^(conn|grant)_[A-Za-z0-9_-]{8,40}$/);
@@ -166,7 +173,42 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       await respond({ response_type: "ephemeral", text: text ? `There is no service called that. Available: ${names || "none"}.` : `Usage: /connect <service>. Available: ${names || "none"}.` });
       return;
     }
-    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: false, inThread: false }) as never });
+    const acceptValue = consentValue({ userId: command.user_id, service: service.name, channelId: command.channel_id, threadTs: null });
+    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: Boolean(d.logins), inThread: false, acceptValue }) as never });
+  });
+
+  // --- consent accepted: mint a one-time link for the clicker, shown only to them.
+  app.action(ACTIONS.consentAccept, async ({ ack, body, action, respond }) => {
+    await ack();
+    let v: z.infer<typeof consentAcceptValue> | undefined;
+    try {
+      v = consentAcceptValue.parse(JSON.parse((action as { value?: string }).value ?? ""));
+    } catch {
+      v = undefined;
+    }
+    const teamId = body.team?.id ?? "";
+    if (!v || v.u !== body.user.id) {
+      await d.store.audit.append([{ at: d.clock.now(), event: "login_refused", teamId, callerUserId: body.user.id, decision: "consent_not_yours", ...(v ? { service: v.s } : {}) }]);
+      await reply(respond, body, "This card is for someone else.", d.log);
+      return;
+    }
+    const service = d.registry.get(v.s);
+    if (!service || !d.logins) {
+      await reply(respond, body, "Signing in is not available for this service right now.", d.log);
+      return;
+    }
+    try {
+      const link = await d.logins.mint({ teamId, userId: v.u, service: v.s, channelId: v.c, threadTs: v.t, ...(v.t ? {} : { scope: service.entry.scopes.includes("user") ? "user" as const : "thread" as const }) });
+      if (!(body as { response_url?: string }).response_url) return;
+      await respond({ response_type: "ephemeral", replace_original: true, text: `Sign in to ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: true, loginUrl: link.url, inThread: Boolean(v.t) }) as never });
+    } catch (err) {
+      d.log.warn("could not mint a login link", { service: v.s, error: (err as Error).message });
+      await reply(respond, body, `A ${service.displayName} connection can only be made from the thread that needs it: ask the assistant there to connect it.`, d.log);
+    }
+  });
+  // The link button opens a URL; Slack still sends the click, which only needs an ack.
+  app.action(ACTIONS.consentOpen, async ({ ack }) => {
+    await ack();
   });
 
   // --- /connections

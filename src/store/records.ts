@@ -108,6 +108,8 @@ export interface LoginSession {
   readonly openedAt: number | null;
   readonly endedAt: number | null;
   readonly connectionId: string | null;
+  /** Hash of the session secret of the browser that opened the link; null until opened. */
+  readonly viewerHash: string | null;
 }
 
 /** A service's cached tools/list. */

@@ -6,6 +6,7 @@ import type {
   ConnectionScope,
   ConnectionStatus,
   Grant,
+  LoginSession,
   NewConnection,
   ThreadRef,
   ToolMetadata,
@@ -100,6 +101,19 @@ export interface AuditRepo {
   count(q?: AuditQuery): Promise<number>;
 }
 
+/** Login flows: one-time links (stored as hashes) and their state. */
+export interface LoginSessionRepo {
+  create(s: Omit<LoginSession, "status" | "openedAt" | "endedAt" | "connectionId" | "viewerHash">, audit: readonly AuditEvent[]): Promise<void>;
+  get(id: string): Promise<LoginSession | undefined>;
+  getByTokenHash(tokenHash: string): Promise<LoginSession | undefined>;
+  /** Consumes a minted, unexpired link for one viewer (the flow then lives until `flowExpiresAt`); undefined if it was already opened, ended or expired. */
+  open(tokenHash: string, viewerHash: string, at: number, flowExpiresAt: number, audit: readonly AuditEvent[]): Promise<LoginSession | undefined>;
+  /** Ends an opened or minted flow; false if it had already ended. */
+  end(id: string, status: "completed" | "cancelled" | "expired" | "failed", at: number, connectionId: string | null, audit: readonly AuditEvent[]): Promise<boolean>;
+  /** Expires flows past their deadline; returns them. */
+  expireDue(now: number): Promise<LoginSession[]>;
+}
+
 /** The tool metadata cache for mcp_describe. */
 export interface ToolMetadataRepo {
   get(service: string): Promise<ToolMetadata | undefined>;
@@ -113,6 +127,7 @@ export interface Store {
   readonly approvals: ApprovalRepo;
   readonly audit: AuditRepo;
   readonly toolMetadata: ToolMetadataRepo;
+  readonly loginSessions: LoginSessionRepo;
   /** A cheap liveness probe for /healthz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

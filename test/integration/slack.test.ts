@@ -257,7 +257,7 @@ describe("/connect, /connections, App Home and admin revoke", () => {
     await waitForResponse("c1");
     const consent = JSON.stringify(fake.responses.find((r) => r.id === "c1")!.body);
     expect(consent).toContain("encrypted");
-    expect(consent).toContain("not available");
+    expect(consent).toContain("consent_accept");
 
     const secret = "glpat-" + randomBytes(16).toString("hex");
     await postSlashCommand(events(), SECRET, slashCommand({ teamId: thread.teamId, channelId: thread.channelId, userId: ALICE, command: "/connect", text: secret, responseUrl: fake.responseUrl("c2") }));
@@ -339,6 +339,47 @@ describe("/connect, /connections, App Home and admin revoke", () => {
       [ADMIN, "revoke"],
     ]);
     await s.close();
+  });
+});
+
+describe("consent leads to a one-time login link", () => {
+  it("Continue mints a link only for the card's user; the login completes and the owner is told in a DM", async () => {
+    await postSlashCommand(events(), SECRET, slashCommand({ teamId: thread.teamId, channelId: thread.channelId, userId: ALICE, command: "/connect", text: "vendor", responseUrl: fake.responseUrl("cc") }));
+    await waitForResponse("cc");
+    const card = fake.responses.find((r) => r.id === "cc")!.body as { blocks: { type: string; elements?: { action_id: string; value?: string }[] }[] };
+    const cont = card.blocks.flatMap((b) => b.elements ?? []).find((e) => e.action_id === "consent_accept")!;
+    expect(cont.value).toBeTruthy();
+
+    // Someone else pressing Continue (a forwarded card) gets nothing.
+    await click(BOB, "consent_accept", cont.value!, { channel: thread.channelId, ts: "1700000000.000300" });
+    expect((await app.store.audit.query({ event: "login_refused" })).map((a) => a.decision)).toContain("consent_not_yours");
+
+    await postSlackInteraction(events(), SECRET, blockActionPayload({ userId: ALICE, teamId: thread.teamId, actionId: "consent_accept", value: cont.value!, channelId: thread.channelId, messageTs: "1700000000.000301", responseUrl: fake.responseUrl("link") }));
+    await waitForResponse("link");
+    const linkBody = JSON.stringify(fake.responses.find((r) => r.id === "link")!.body);
+    const url = /"url":"([^"]+\/login\/l\/[A-Za-z0-9_-]{43})"/.exec(linkBody)?.[1];
+    expect(url).toBeTruthy();
+    // The link never went anywhere but that ephemeral answer: not into any channel message.
+    expect(JSON.stringify(fake.calls)).not.toContain(new URL(url!).pathname);
+
+    const local = app.url + new URL(url!).pathname;
+    const page = await fetch(local);
+    expect(page.status).toBe(200);
+    const cookie = page.headers.get("set-cookie")!.split(";")[0]!;
+    const sessionId = cookie.split("=")[1]!.split(".")[0]!;
+    const { default: WebSocket } = await import("ws");
+    const ws = new WebSocket(`${app.url.replace("http", "ws")}/login/ws?s=${sessionId}`, { headers: { origin: app.url, cookie } });
+    const seen: { type: string; state?: string }[] = [];
+    ws.on("message", (d) => seen.push(JSON.parse(String(d)) as { type: string }));
+    await new Promise((r) => ws.once("open", r));
+    ws.send(JSON.stringify({ type: "viewport", width: 800, height: 600 }));
+    await waitUntil(() => seen.some((m) => m.type === "paste_form"));
+    ws.send(JSON.stringify({ type: "paste", fields: { token: "canary-" + randomBytes(8).toString("hex"), user: "alice" } }));
+    await waitUntil(() => seen.some((m) => m.state === "captured"));
+    ws.close();
+    const [conn] = await app.store.connections.list({ ownerUserId: ALICE });
+    expect(conn).toMatchObject({ service: "vendor", scope: "user", status: "active" });
+    await fake.waitFor("chat.postMessage", (c) => c.args.channel === "D" + ALICE && String(c.args.text).includes("is ready"));
   });
 });
 

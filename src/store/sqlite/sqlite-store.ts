@@ -4,6 +4,7 @@ import { SqliteAuditRepo } from "./audit-repo.js";
 import { SqliteConnectionRepo } from "./connections-repo.js";
 import { openDatabase, type Db } from "./db.js";
 import { SqliteGrantRepo } from "./grants-repo.js";
+import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
 import { migrate, type MigrationReport } from "./migrator.js";
 import { SqliteToolMetadataRepo } from "./tool-metadata-repo.js";
 
@@ -14,6 +15,7 @@ export class SqliteStore implements Store {
   readonly approvals: SqliteApprovalRepo;
   readonly audit: SqliteAuditRepo;
   readonly toolMetadata: SqliteToolMetadataRepo;
+  readonly loginSessions: SqliteLoginSessionRepo;
 
   constructor(readonly db: Db) {
     this.connections = new SqliteConnectionRepo(db);
@@ -21,6 +23,7 @@ export class SqliteStore implements Store {
     this.approvals = new SqliteApprovalRepo(db);
     this.audit = new SqliteAuditRepo(db);
     this.toolMetadata = new SqliteToolMetadataRepo(db);
+    this.loginSessions = new SqliteLoginSessionRepo(db);
   }
 
   async ping(): Promise<boolean> {
