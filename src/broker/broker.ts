@@ -42,6 +42,8 @@ export interface BrokerOptions {
   readonly limits?: ResultLimits;
   readonly callTimeoutMs?: number;
   readonly approvalTimeoutMs?: number;
+  /** Refreshes OAuth credentials before calls (src/login/oauth). */
+  readonly refresher?: { fresh(connection: { id: string }): Promise<unknown> };
   /** Delivers the consent card for `connect` (Slack in production). */
   readonly consent?: ConsentNotifier;
   /** Replaces the process launcher (tests of the pool bookkeeping). */
@@ -112,6 +114,7 @@ export class Broker {
       limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
       callTimeoutMs: o.callTimeoutMs ?? 120_000,
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
+      ...(o.refresher ? { refresher: o.refresher } : {}),
     };
     this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
     this.calls = new CallService(this.deps);

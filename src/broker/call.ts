@@ -295,16 +295,34 @@ export class CallService {
     };
     if (!conn || conn.status !== "active" || conn.expiresAt <= now) return failed("connection_unusable");
     let opened: { credential: Credential; redactor: Redactor; version: string };
+    let live: Connection = conn;
     try {
       opened = this.openCached(conn, service);
+      const cred = opened.credential;
+      if (cred.kind === "oauth" && cred.expiresAt !== undefined && this.d.refresher && cred.expiresAt - now <= (this.d.refreshSkewMs ?? 60_000)) {
+        // Refresh first (shared with concurrent calls), then use the row as stored: the child is
+        // respawned with the new token because the ciphertext version changed.
+        await this.d.refresher.fresh({ id: conn.id });
+        const reread = await this.d.store.connections.get(conn.id);
+        if (!reread || reread.status !== "active") return failed("connection_unusable");
+        live = reread;
+        opened = this.openCached(reread, service);
+      }
     } catch (err) {
-      this.d.log.error("credential refused by the vault", { connectionId, code: err instanceof VaultError ? err.code : "error" });
+      if (!(err instanceof VaultError)) {
+        // A refresh that failed: a rejected refresh token means a new login; anything else is transient.
+        const code = (err as { code?: string }).code;
+        if (code === "needs_login" || code === "connection_inactive") return failed("connection_unusable");
+        this.d.log.warn("oauth refresh failed", { connectionId, code: code ?? "error" });
+        return failed("vendor_unreachable");
+      }
+      this.d.log.error("credential refused by the vault", { connectionId, code: err.code });
       await this.d.pool.drop(connectionId);
       return failed("credential_unusable");
     }
     const { credential, redactor, version: secretVersion } = opened;
     try {
-      const result = await this.d.pool.withLease(conn, service, secretVersion, () => credential, async (client) => {
+      const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
         const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
           timeout: this.d.callTimeoutMs,
           maxTotalTimeout: this.d.callTimeoutMs,

@@ -26,6 +26,10 @@ export interface BrokerDeps {
   readonly log: Logger;
   readonly limits: ResultLimits;
   readonly callTimeoutMs: number;
+  /** Refreshes OAuth credentials near expiry, one refresh per connection at a time (src/login/oauth). */
+  readonly refresher?: { fresh(connection: { id: string }): Promise<unknown> };
+  /** Refresh OAuth tokens expiring within this many ms before a call. */
+  readonly refreshSkewMs?: number;
   /** The remote-vendor backoff of a connection, if any (reported by describe and list). */
   readonly backoffOf: (connectionId: string) => BackoffState | undefined;
 }

@@ -161,3 +161,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT },
   };
 }
+
+/**
+ * Reads a secret named by the service registry (e.g. an OAuth client secret's `clientSecretEnv`).
+ * It lives here because config/ is the only module that reads the environment.
+ */
+export function envSecretSource(env: NodeJS.ProcessEnv = process.env): (name: string) => string | undefined {
+  return (name) => {
+    const v = env[name];
+    return v && v.trim() !== "" ? v : undefined;
+  };
+}

@@ -17,3 +17,17 @@ export class SlackLoginNotifier implements LoginNotifier {
     });
   }
 }
+
+/** Tells an owner their connection needs a new login (a refused OAuth refresh). */
+export class SlackNeedsLoginNotifier {
+  constructor(private readonly api: SlackApi) {}
+
+  async needsLogin(connection: Connection): Promise<void> {
+    if (!connection.ownerUserId) return;
+    const dm = await this.api.openDm(connection.ownerUserId);
+    await this.api.postMessage({
+      channel: dm,
+      text: `Your ${connection.service} connection stopped working: the service refused to renew its access. Connect it again with /connect ${connection.service} (or ask the assistant to connect it in the thread).`,
+    });
+  }
+}

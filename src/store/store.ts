@@ -52,7 +52,7 @@ export interface ConnectionRepo {
   end(id: string, how: EndConnection): Promise<Connection | undefined>;
   /** Expires every live connection whose expires_at <= now, wiping each; returns those expired. */
   expireDue(now: number): Promise<Connection[]>;
-  /** Marks a live connection as needing a new login (e.g. failed OAuth refresh); keeps nothing usable. */
+  /** Marks a live connection as needing a new login (e.g. failed OAuth refresh) and wipes its ciphertext. */
   markNeedsLogin(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
   /** Replaces the ciphertext of an active connection (e.g. refreshed OAuth tokens). */
   updateSecret(id: string, sealed: SealedSecret, at: number, audit: readonly AuditEvent[]): Promise<boolean>;

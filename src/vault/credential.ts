@@ -18,6 +18,14 @@ export const credentialSchema = z.discriminatedUnion("kind", [
       /** Access-token expiry, ms since epoch. */
       expiresAt: z.number().int().optional(),
       scope: z.string().optional(),
+      /**
+       * The OAuth client the tokens were issued to, when it is not in the registry (discovery +
+       * dynamic registration): a refresh token only works with the client that obtained it.
+       */
+      client: z
+        .object({ tokenEndpoint: z.url(), clientId: z.string().min(1), clientSecret: z.string().min(1).optional(), resource: z.string().optional() })
+        .strict()
+        .optional(),
     })
     .strict(),
   z
@@ -62,7 +70,7 @@ export function credentialSecrets(c: Credential): string[] {
     case "fields":
       return Object.values(c.fields);
     case "oauth":
-      return [c.accessToken, ...(c.refreshToken ? [c.refreshToken] : [])];
+      return [c.accessToken, ...(c.refreshToken ? [c.refreshToken] : []), ...(c.client?.clientSecret ? [c.client.clientSecret] : [])];
     case "cookies":
       return c.cookies.map((k) => k.value).filter((v) => v.length > 0);
   }

@@ -238,7 +238,8 @@ export class SqliteConnectionRepo implements ConnectionRepo {
     return this.db
       .transaction(() => {
         const res = this.db
-          .prepare("UPDATE connections SET status = 'needs_login', updated_at = ? WHERE id = ? AND status = 'active'")
+          // The refused credential is useless and still secret: wipe it with the status change.
+          .prepare("UPDATE connections SET status = 'needs_login', updated_at = ?, key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = ? AND status = 'active'")
           .run(at, id);
         if (res.changes === 1) this.audit(audit);
         return res.changes === 1;

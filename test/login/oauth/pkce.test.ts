@@ -1,0 +1,35 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { createPkce, randomState, s256Challenge } from "../../../src/login/oauth/pkce.js";
+
+describe("createPkce", () => {
+  it("makes an RFC 7636 verifier: 43-128 unreserved characters, different every time", () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 50; i++) {
+      const p = createPkce();
+      expect(p.verifier).toMatch(/^[A-Za-z0-9._~-]{43,128}$/);
+      expect(p.method).toBe("S256");
+      seen.add(p.verifier);
+    }
+    expect(seen.size).toBe(50);
+  });
+
+  it("derives the challenge as BASE64URL(SHA256(verifier)) without padding", () => {
+    const p = createPkce();
+    const expected = createHash("sha256").update(p.verifier).digest("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    expect(p.challenge).toBe(expected);
+    expect(p.challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it("matches the RFC 7636 appendix B example", () => {
+    expect(s256Challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+  });
+});
+
+describe("randomState", () => {
+  it("is 256 random bits, base64url, never repeated", () => {
+    const a = randomState();
+    expect(a).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(randomState()).not.toBe(a);
+  });
+});
