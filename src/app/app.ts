@@ -13,6 +13,14 @@ import { CachedMembership, type MembershipSource } from "../membership/membershi
 import { AdminDirectory } from "../slack/admins.js";
 import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
+import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-notifier.js";
+import { envSecretSource } from "../config/env.js";
+import { oauthFlows } from "../login/oauth-flow.js";
+import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
+import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
+import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
+import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
+import { chromiumBrowsers } from "../login/browser-factory.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
@@ -37,6 +45,10 @@ export interface AppOptions {
   readonly membership?: MembershipSource;
   /** How owners are asked to approve borrows (Slack in production); without one borrows needing approval are refused. */
   readonly approvalChannel?: ApprovalChannel;
+  /** Launches login browsers (Chromium through playwright-core by default). */
+  readonly browsers?: LoginBrowserFactory;
+  /** Starts OAuth flows (src/login/oauth by default). */
+  readonly oauth?: OAuthFlowFactory;
 }
 
 /** A running broker process. */
@@ -46,6 +58,7 @@ export interface RunningApp {
   readonly store: Store;
   readonly lifecycle: ConnectionLifecycle;
   readonly broker: Broker;
+  readonly logins: LoginService;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -75,7 +88,18 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
   const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, 60_000) : undefined);
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
+  const secretOf = envSecretSource();
+  const refresher = new OAuthRefresher({
+    store,
+    vault,
+    registry: registrySource.registry,
+    clock,
+    log,
+    clients: new OAuthClientResolver({ secretOf }),
+    notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
+  });
   const broker = new Broker({
+    refresher,
     store,
     vault,
     registry: registrySource.registry,
@@ -84,7 +108,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     ...(membership ? { membership } : {}),
     ...(approvalChannel ? { approvalChannel } : {}),
-    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry) } : {}),
+    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry, true) } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, childUidBase: config.pool.childUidBase },
@@ -93,6 +117,20 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     approvalTimeoutMs: config.approvalTimeoutMs,
   });
   await broker.start();
+  const logins = new LoginService({
+    store,
+    keys: keys.ring,
+    registry: registrySource.registry,
+    lifecycle,
+    clock,
+    log,
+    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log),
+    ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
+    oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
+    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent },
+  });
+  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log);
+  loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
     registerSlackHandlers(slack.app, {
@@ -104,6 +142,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       turns: broker.turns,
       admins: new AdminDirectory(config.admins, slack.api, clock),
       ...(membership instanceof CachedMembership ? { membership } : {}),
+      logins,
       clock,
       log,
     });
@@ -128,6 +167,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
+  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
+  http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);
   origin.allowPort(port);
@@ -144,10 +186,14 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     store,
     lifecycle,
     broker,
+    logins,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await broker.approvals.shutdown();
+        await logins.shutdown();
+        await loginReaper.stop();
+        liveView.close();
         await mcp.close();
         await slack?.stop();
         await http.close();
