@@ -44,6 +44,11 @@ function registryDoc(idpUrl: string) {
     services: {
       cookiesvc: { transport: { ...transport, credentialEnv: { COOKIE: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `${idpUrl}/login`, requiredCookies: ["idp_session"] }, loginDomains: [host] },
       ssosvc: { transport: { ...transport, credentialEnv: { COOKIE: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `${idpUrl}/sso`, requiredCookies: ["idp_session"] }, loginDomains: [host] },
+      pastesvc: {
+        transport,
+        capture: { strategy: "paste", instructions: "Copy the token shown on the page.", startUrl: `${idpUrl}/login?next=/tokens`, fields: [{ name: "token", label: "API token" }] },
+        loginDomains: [host],
+      },
       oauthsvc: {
         transport: { ...transport, credentialEnv: { TOKEN: "{{access_token}}" } },
         capture: { strategy: "oauth", authorizationUrl: `${idpUrl}/authorize`, tokenUrl: `${idpUrl}/token`, clientId: "slaude-test", scopes: ["read"] },
@@ -169,6 +174,22 @@ describe("capture through the screencast", () => {
     expect(exchanges[0]?.code_verifier).toBeTruthy();
     // The redirect never left the confined browser: the broker's public URL was never requested.
     expect(idp.requests.some((r) => r.includes("/login/callback"))).toBe(false);
+    await page.context().close();
+  });
+});
+
+describe("paste", () => {
+  it("paste: the token page is streamed for reference and the token is typed into the private form", async () => {
+    const { page } = await openLiveView("pastesvc");
+    await page.waitForSelector("#paste.live");
+    const token = "tok-" + randomBytes(8).toString("hex");
+    await page.fill("#fields input[name=token]", token);
+    expect(await page.getAttribute("#fields input[name=token]", "type")).toBe("password");
+    await page.click("#paste button[type=submit]");
+    await until(async () => (await app.store.connections.list({ service: "pastesvc" })).length === 1, 15_000, "paste capture");
+    const [conn] = await app.store.connections.list({ service: "pastesvc" });
+    expect(vault().openCredential(conn!.sealed, bindingOf(conn!))).toEqual({ kind: "fields", fields: { token } });
+    await until(() => app.logins.activeBrowsers === 0, 10_000, "teardown");
     await page.context().close();
   });
 });
