@@ -114,7 +114,7 @@ function blockedPage(host: string): string {
 <body style="font: 16px system-ui, sans-serif; margin: 3rem auto; max-width: 30rem; padding: 0 1rem">
 <h1 style="font-size: 1.2rem">This page is not part of the sign-in</h1>
 <p>This window only opens the service's sign-in pages; <b>${escapeHtml(host)}</b> is not one of them.</p>
-<p><button type="button" onclick="history.length > 1 ? history.back() : window.close()">Go back</button></p></body></html>`;
+<p><button type="button" autofocus onclick="history.length > 1 ? history.back() : window.close()">Go back</button></p></body></html>`;
 }
 
 /** The screencast currently streamed: one page on its own CDP session. */
@@ -385,6 +385,7 @@ export class ConfinedBrowser {
       const i = this.pages.indexOf(page);
       if (i >= 0) this.pages.splice(i, 1);
       if (this.closing) return;
+      if (page === this.main) this.warn("login browser main page closed itself");
       this.setPopupShown(this.pages.length > 1);
       this.schedule();
     });
