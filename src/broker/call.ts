@@ -321,6 +321,10 @@ export class CallService {
       return failed("credential_unusable");
     }
     const { credential, redactor, version: secretVersion } = opened;
+    // Progress is forwarded in order, and all of it before the result: a client that handles the
+    // response first would drop a late progress notification for a finished request.
+    let forwarded: Promise<unknown> = Promise.resolve();
+    let progressed = false;
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
         const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
@@ -330,13 +334,19 @@ export class CallService {
           ...(extra.progress
             ? {
                 onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
-                  void extra.progress?.({ progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) }).catch(() => {});
+                  progressed = true;
+                  const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
+                  forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
                 },
               }
             : {}),
         });
         return r as CallToolResult;
       });
+      if (progressed) {
+        await forwarded;
+        await new Promise((r) => setImmediate(r));
+      }
       const { result: clean, truncated, bytes } = this.clean(result, redactor);
       await audit({ resultBytes: bytes, ...(clean.isError ? { errorCode: "vendor_tool_error" } : {}) });
       return { kind: "ok", via, connectionId, ownerUserId: conn.ownerUserId, result: clean, truncated };
