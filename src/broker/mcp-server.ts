@@ -73,7 +73,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
   const server = new McpServer(
     { name: "slaude_connect", version: VERSION },
     {
-      capabilities: { tools: { listChanged: false } },
+      capabilities: { tools: { listChanged: false }, logging: {} },
       instructions:
         "slaude_connect runs vendor tools (Jira, GitHub, GitLab, Notion…) on the Slack user's own accounts. Use mcp_describe to find tools, mcp_call to run one with on_behalf_of set to the user whose turn it is, connect when a service is not connected yet.",
     },
