@@ -108,6 +108,8 @@ export class LoginService {
     if (!service) throw new Error(`unknown service ${m.service}`);
     const scope = m.scope ?? (m.channelId && m.threadTs ? "thread" : "user");
     if (!service.entry.scopes.includes(scope)) throw new Error(`service ${m.service} does not allow scope ${scope}`);
+    // Refuse now rather than after the user has signed in: a thread connection needs its thread.
+    if (scope === "thread" && (!m.channelId || !m.threadTs)) throw new Error(`a thread-scoped ${m.service} connection needs a thread`);
     const token = newLinkToken();
     const now = this.deps.clock.now();
     const id = newId("login");

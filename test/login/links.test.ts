@@ -106,6 +106,11 @@ describe("one-time login links", () => {
     expect(JSON.stringify(await app.store.audit.query({}))).not.toContain(token);
   });
 
+  it("refuses to mint a thread-scoped link without a thread (before anyone signs in)", async () => {
+    await expect(app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: null, userId: ALICE, service: "pasted", scope: "thread" })).rejects.toThrow(/needs a thread/);
+    await expect(app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: null, userId: ALICE, service: "nope" })).rejects.toThrow(/unknown service/);
+  });
+
   it("an expired link and an invalid link are refused; nothing is consumed", async () => {
     await app.close();
     app = await boot({ SLAUDE_LOGIN_LINK_TTL_SECONDS: "1" });
