@@ -111,7 +111,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry, true) } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
-    pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, childUidBase: config.pool.childUidBase },
+    pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
     limits: config.resultLimits,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,

@@ -34,6 +34,7 @@ const envSchema = z.object({
   SLAUDE_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
   SLAUDE_POOL_MAX_CHILDREN: positiveInt.default(32),
   SLAUDE_POOL_IDLE_SECONDS: positiveInt.default(600),
+  SLAUDE_POOL_ACQUIRE_TIMEOUT_SECONDS: positiveInt.default(30),
   SLAUDE_CALL_TIMEOUT_SECONDS: positiveInt.default(120),
   SLAUDE_RESULT_MAX_BYTES: positiveInt.default(50_000),
   SLAUDE_RESULT_MAX_LINES: positiveInt.default(2_000),
@@ -83,7 +84,7 @@ export interface Config {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
-  readonly pool: { readonly maxChildren: number; readonly idleMs: number; readonly callTimeoutMs: number; readonly childUidBase: number | undefined };
+  readonly pool: { readonly maxChildren: number; readonly idleMs: number; readonly acquireTimeoutMs: number; readonly callTimeoutMs: number; readonly childUidBase: number | undefined };
   readonly resultLimits: { readonly maxBytes: number; readonly maxLines: number };
   readonly chromiumPath: string;
   readonly slack: SlackConfig;
@@ -139,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pool: {
       maxChildren: e.SLAUDE_POOL_MAX_CHILDREN,
       idleMs: e.SLAUDE_POOL_IDLE_SECONDS * 1000,
+      acquireTimeoutMs: e.SLAUDE_POOL_ACQUIRE_TIMEOUT_SECONDS * 1000,
       callTimeoutMs: e.SLAUDE_CALL_TIMEOUT_SECONDS * 1000,
       childUidBase: e.SLAUDE_CHILD_UID_BASE,
     },
