@@ -204,22 +204,7 @@ async function brokerOverHttp(dataDir: string): Promise<{ app: RunningApp; clien
     membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
     registry: parseRegistry(fixtureRegistryDoc(), "bench-registry"),
   });
-  await app.lifecycle.create({
-    teamId: THREAD.teamId,
-    ownerUserId: ALICE,
-    service: "vendor",
-    scope: "thread",
-    channelId: THREAD.channelId,
-    threadTs: THREAD.threadTs,
-    credential: { kind: "fields", fields: { token: "broker-http", user: ALICE } },
-    createdBy: ALICE,
-  });
-  const turn = await fetch(`${app.url}/v1/turns`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
-  });
-  if (turn.status !== 204) throw new Error(`/v1/turns answered ${turn.status}`);
+  await seedThread(app, THREAD, "broker-http", ALICE);
   const client = await httpClient(`${app.url}/mcp`, { Authorization: `Bearer ${HOST_TOKEN}`, "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}` });
   return {
     app,
@@ -229,6 +214,26 @@ async function brokerOverHttp(dataDir: string): Promise<{ app: RunningApp; clien
       await app.close();
     },
   };
+}
+
+/** Gives Alice a thread connection (token `token`) and reports `turnUser`'s turn over /v1/turns. */
+async function seedThread(app: RunningApp, thread: { teamId: string; channelId: string; threadTs: string }, token: string, turnUser: string): Promise<void> {
+  await app.lifecycle.create({
+    teamId: thread.teamId,
+    ownerUserId: ALICE,
+    service: "vendor",
+    scope: "thread",
+    channelId: thread.channelId,
+    threadTs: thread.threadTs,
+    credential: { kind: "fields", fields: { token, user: ALICE } },
+    createdBy: ALICE,
+  });
+  const turn = await fetch(`${app.url}/v1/turns`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: turnUser }),
+  });
+  if (turn.status !== 204) throw new Error(`/v1/turns answered ${turn.status}`);
 }
 
 /**
@@ -258,22 +263,7 @@ async function approvalRoundTrip(dataDir: string, n: number): Promise<number[]> 
   });
   const client = await httpClient(`${app.url}/mcp`, { Authorization: `Bearer ${HOST_TOKEN}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` });
   try {
-    await app.lifecycle.create({
-      teamId: thread.teamId,
-      ownerUserId: ALICE,
-      service: "vendor",
-      scope: "thread",
-      channelId: thread.channelId,
-      threadTs: thread.threadTs,
-      credential: { kind: "fields", fields: { token: "approval-bench", user: ALICE } },
-      createdBy: ALICE,
-    });
-    const turn = await fetch(`${app.url}/v1/turns`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: BOB }),
-    });
-    if (turn.status !== 204) throw new Error(`/v1/turns answered ${turn.status}`);
+    await seedThread(app, thread, "approval-bench", BOB);
     const dm = `D${ALICE}`;
     const cards = () => fake.callsOf("chat.postMessage").filter((c) => c.args.channel === dm);
     const times: number[] = [];

@@ -229,10 +229,10 @@ export class CallService {
     return entry;
   }
 
+  /** The redactor of a connection's credential (memoised with it); an unopenable row redacts nothing and fails later. */
   private redactorFor(conn: Connection, service: Service): Redactor {
     try {
-      const cred = this.d.vault.openCredential(conn.sealed, bindingOf(conn));
-      return this.redactorOf(cred, service);
+      return this.openCached(conn, service).redactor;
     } catch {
       return new Redactor([]);
     }

@@ -6,9 +6,9 @@ import {
   protectedResourceMetadataUrls,
   resourceMetadataHint,
 } from "../../../src/login/oauth/discovery.js";
-import { OAuthError } from "../../../src/login/oauth/errors.js";
 import { CLIENT_NAME, registerClient } from "../../../src/login/oauth/registration.js";
 import { startFakeIdp, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
+import { oauthError } from "./support.js";
 
 let idp: FakeIdp | undefined;
 afterEach(async () => {
@@ -16,14 +16,6 @@ afterEach(async () => {
   idp = undefined;
 });
 
-async function oauthError(p: Promise<unknown>): Promise<OAuthError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(OAuthError);
-  return err as OAuthError;
-}
 
 describe("discovery helpers", () => {
   it("reads resource_metadata from WWW-Authenticate, quoted or not", () => {

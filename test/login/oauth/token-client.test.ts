@@ -5,6 +5,7 @@ import { createPkce, randomState } from "../../../src/login/oauth/pkce.js";
 import { registerClient } from "../../../src/login/oauth/registration.js";
 import { buildAuthorizeUrl, exchangeCode, readAuthorizationResponse, refresh } from "../../../src/login/oauth/token-client.js";
 import { startFakeIdp, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
+import { oauthError } from "./support.js";
 
 const REDIRECT = "http://127.0.0.1:8080/login/oauth/callback";
 
@@ -14,14 +15,6 @@ afterEach(async () => {
   idp = undefined;
 });
 
-async function oauthError(p: Promise<unknown>): Promise<OAuthError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(OAuthError);
-  return err as OAuthError;
-}
 
 /** Runs authorize → login form → code in the fake IdP; returns what the client needs to redeem it. */
 async function authorize(i: FakeIdp, clientId: string, opts: { user?: string; password?: string } = {}) {
