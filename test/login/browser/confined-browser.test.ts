@@ -51,7 +51,7 @@ beforeAll(async () => {
           `<button style="${box(100, 300, 200, 80)}" onclick="window.open('${otherUrl}/direct-popup', 'evil')">Elsewhere</button>`,
       ),
       "/idle-opener": html(`<div style="${box(100, 100, 200, 80)};background:#eee" onclick="window.open('/self-closing', 'login', 'width=500,height=400')">Sign in</div>`),
-      "/self-closing": html(`<div style="${box(0, 0, 800, 600)};background:#24c"></div><script>addEventListener("load", () => setTimeout(() => window.close(), 200));</script>`),
+      "/self-closing": html(`<div style="${box(0, 0, 800, 600)};background:#24c" onclick="window.close()"></div>`),
       "/many-hops": html(`<script>for (let i = 0; i < ${HOPS}; i++) fetch("/hop-from?" + i).catch(() => {});</script>`),
       "/hop-from": (req, res) => redirect(`${otherPort}/hop?${req.path.split("?")[1] ?? ""}`)(req, res),
       "/popup": html(
@@ -339,11 +339,14 @@ describe("ConfinedBrowser", () => {
   });
 
   it("shows a current main-page frame when a popup closes itself over an idle page", async () => {
-    // Nothing moves on /idle-opener and no input reaches it after the popup opens: the frame the
-    // viewer ends on must still be the main page, not the closed popup's last image.
+    // Nothing moves on /idle-opener and no input reaches it after the popup opens (the click that
+    // closes the popup lands on the popup): the frame the viewer ends on must still be the main
+    // page, not the closed popup's last image.
     const s = await launch("/idle-opener");
     await ready(s, "/idle-opener");
     await click(s.browser, 150, 120);
+    await until("a popup frame", () => s.frames.some((f) => f.popup));
+    await click(s.browser, 400, 300);
     await until("the popup to close itself", () => s.popups.length === 2);
     const lastPopup = s.frames.filter((f) => f.popup).at(-1);
     expect(lastPopup).toBeDefined();
