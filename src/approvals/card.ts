@@ -88,9 +88,30 @@ function showString(s: string): { text: string; escaped: boolean } {
   return hasInvisible(s) ? { text: escapeInvisible(JSON.stringify(s)), escaped: true } : { text: s, escaped: false };
 }
 
+// Indentation grows with depth (quadratic text for deep nesting), so only shallow, card-sized
+// values are indented; the rest are shown as compact JSON, which is just as exact.
+const INDENT_MAX_DEPTH = 16;
+
+function depthOf(json: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "[" || c === "{") max = Math.max(max, ++depth);
+    else if (c === "]" || c === "}") depth--;
+  }
+  return max;
+}
+
 function showValue(v: unknown): { text: string; escaped: boolean } {
   if (typeof v === "string") return showString(v);
-  const json = JSON.stringify(v, null, 2) ?? "null";
+  const compact = JSON.stringify(v) ?? "null";
+  const json = compact.length <= CARD_LIMITS.maxChars && depthOf(compact) <= INDENT_MAX_DEPTH ? JSON.stringify(v, null, 2) : compact;
   const text = escapeInvisible(json);
   return { text, escaped: text !== json };
 }

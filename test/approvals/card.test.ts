@@ -38,6 +38,14 @@ describe("card arguments", () => {
     ]);
   });
 
+  it("deep nesting is shown as compact JSON (indenting it would grow quadratically), still exact", () => {
+    let deep: unknown = "core";
+    for (let i = 0; i < 1_000; i++) deep = [deep];
+    const [a] = shown({ deep, shallow: { a: [1] } });
+    expect(a?.text).toBe(JSON.stringify(deep));
+    expect(JSON.stringify(JSON.parse(a!.text))).toBe(JSON.stringify(deep));
+  });
+
   it("writes invisible, control and bidi characters as \\u escapes: unambiguous and still exact JSON", () => {
     const hostile = ["ls \u202E/ fr- mr", "a\u200Bb", "x\u0085y", "cr\rhere", "tag\u{E0041}", "sep\u2028x"];
     for (const value of hostile) {
