@@ -136,6 +136,10 @@ describe("approval cards show what is approved", () => {
 
     await deny(c);
     expect(existsSync(writeLog)).toBe(false);
+    // Once answered, the arguments are no longer shown to anyone (the card's buttons are gone too).
+    await click(ALICE, "approval_view_args", c.viewValue!, c.msg, "view-late");
+    expect(await responseText("view-late")).toContain("no longer waiting");
+    expect(fake.callsOf("views.open")).toHaveLength(1);
   });
 
   it("arguments too large to show in full: the card says so and offers only Deny; an Allow click is refused and audited", async () => {
