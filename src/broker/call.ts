@@ -1,6 +1,6 @@
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitOutcome } from "../approvals/approval-service.js";
-import { renderKeyArgs } from "../approvals/card.js";
+import { cardFacts } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { bindingOf } from "../connections/binding.js";
@@ -192,7 +192,7 @@ export class CallService {
           tool,
           write: service.classOf(tool).write,
           reason: decision.reason,
-          keyArgs: renderKeyArgs(args, redactor),
+          ...cardFacts(args, redactor, service.classOf(tool).write),
           teamId: ctx.thread.teamId,
           channelId: ctx.thread.channelId,
           threadTs: ctx.thread.threadTs,

@@ -10,6 +10,7 @@ import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
 import type { LoginService } from "../login/login-service.js";
 import type { AdminDirectory } from "./admins.js";
+import { registerApprovalViewHandler } from "./approval-view-handler.js";
 import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
@@ -48,6 +49,7 @@ const CLICK_REPLIES = {
   expired: "This request has expired; nothing was run.",
   already_decided: "This request was already answered.",
   unknown: "This request is not valid.",
+  not_offered: "This request can only be denied: its arguments could not all be shown to you exactly.",
 } as const;
 
 /** Answers a click privately; Home-tab clicks carry no response_url, so there is nothing to answer into. */
@@ -95,6 +97,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     const result = parsed ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, DECISIONS[a.action_id]) : "unknown";
     if (result !== "applied") await reply(respond, body, CLICK_REPLIES[result], d.log);
   });
+  registerApprovalViewHandler(app, d);
 
   // --- revoke buttons (/connections and App Home)
   app.action(ACTIONS.revokeConnection, async ({ ack, body, action, respond }) => {

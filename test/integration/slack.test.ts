@@ -110,7 +110,8 @@ describe("approval cards", () => {
     const text = JSON.stringify(msg.blocks);
     expect(text).toContain(`<@${BOB}>`);
     expect(text).toContain("read_item");
-    expect(text).toContain("`id`: 42");
+    // The value is shown as code (rich_text), never as mrkdwn (issue 9 item 11).
+    expect(text).toContain('{"type":"rich_text_preformatted","elements":[{"type":"text","text":"42"}]}');
     expect(Object.keys(buttons).sort()).toEqual(["approval_allow_once", "approval_allow_thread", "approval_deny"]);
     // The borrower is told in the thread that the owner was asked.
     const note = await fake.waitFor("chat.postMessage", (c) => c.args.channel === thread.channelId && c.args.thread_ts === thread.threadTs);
