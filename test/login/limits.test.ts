@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
@@ -16,6 +16,8 @@ import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
 import { cmdlineOf, processesReferencing, waitFor } from "../support/proc.js";
 
 const ALICE = "UALICE01";
+// Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
+vi.setConfig({ testTimeout: 240_000 });
 const THREAD = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 
 let idp: FakeIdp;
