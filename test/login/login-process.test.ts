@@ -115,6 +115,7 @@ function socket(s: Server, link: { sessionId: string; cookie: string }) {
 async function until(cond: () => boolean, ms: number, what: string, s?: Server): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
+    if (s && (s.proc.exitCode !== null || s.proc.signalCode !== null)) throw new Error(`the server died (exit ${s.proc.exitCode ?? s.proc.signalCode}) waiting for ${what}:\n${s.stderr.slice(-2_000)}`);
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}${s ? `\n${s.stderr}` : ""}`);
     await new Promise((r) => setTimeout(r, 25));
   }
