@@ -21,6 +21,7 @@ import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
 import { chromiumBrowsers } from "../login/browser-factory.js";
+import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
@@ -117,6 +118,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     approvalTimeoutMs: config.approvalTimeoutMs,
   });
   await broker.start();
+  // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
+  const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
+  const sweptBrowsers = await browserHomes.sweep();
+  if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
   const logins = new LoginService({
     store,
     keys: keys.ring,
@@ -124,10 +129,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log),
+    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
     ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
-    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent },
+    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log);
   loginReaper.start();

@@ -50,6 +50,7 @@ const envSchema = z.object({
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
+  SLAUDE_LOGIN_DETACH_GRACE_SECONDS: positiveInt.default(60),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -91,7 +92,7 @@ export interface Config {
   /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
-  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number };
+  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number };
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
@@ -160,7 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.TZ ? { TZ: e.TZ } : {}),
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
-    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT },
+    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000 },
   };
 }
 

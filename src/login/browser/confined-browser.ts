@@ -62,6 +62,8 @@ export interface ConfinedBrowserOptions {
   onPopupChange?(open: boolean): void;
   /** Requests whose URL starts with `prefix` are answered here (never reach the network) and reported: the OAuth redirect. */
   intercept?: { prefix: string; onHit(url: string): void };
+  /** Where the browser's own HOME directory is made (default the system temp dir): a directory the owner sweeps after a crash. */
+  homeParent?: string;
   log?: { warn(msg: string, f?: Record<string, unknown>): void };
 }
 
@@ -186,7 +188,7 @@ export class ConfinedBrowser {
     }
     // Chromium's HOME: crashpad's database and anything else it writes outside the profile land
     // here, and it marks every process of this browser (see process-tree.ts).
-    const homeDir = mkdtempSync(path.join(os.tmpdir(), "slaude-login-"));
+    const homeDir = mkdtempSync(path.join(opts.homeParent ?? os.tmpdir(), "slaude-login-"));
     let browser: Browser;
     try {
       browser = await chromium.launch({
