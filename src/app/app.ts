@@ -26,7 +26,9 @@ import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
-import { McpEndpoint, turnsHandler } from "../server/mcp-endpoint.js";
+import { McpEndpoint } from "../server/mcp-endpoint.js";
+import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
+import { TurnState } from "../turns/turn-state.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -115,6 +117,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     limits: config.resultLimits,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    turns: new TurnState({ maxThreads: config.turns.maxThreads, maxTurnMs: config.turns.maxTurnMs }),
   });
   await broker.start();
   const logins = new LoginService({
@@ -166,6 +169,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const mcp = new McpEndpoint(broker, auth, origin, log);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
+  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });

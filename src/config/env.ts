@@ -50,6 +50,8 @@ const envSchema = z.object({
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
+  SLAUDE_TURNS_MAX_THREADS: positiveInt.default(10_000),
+  SLAUDE_TURN_MAX_SECONDS: positiveInt.default(3_600),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -92,6 +94,8 @@ export interface Config {
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
   readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number };
+  /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
+  readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
@@ -161,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT },
+    turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
   };
 }
 
