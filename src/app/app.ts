@@ -15,6 +15,8 @@ import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
 import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-notifier.js";
 import { envSecretSource } from "../config/env.js";
+import { ConfigError } from "../config/errors.js";
+import { rootVerdict } from "../config/root-rule.js";
 import { oauthFlows } from "../login/oauth-flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
@@ -51,6 +53,8 @@ export interface AppOptions {
   readonly browsers?: LoginBrowserFactory;
   /** Starts OAuth flows (src/login/oauth by default). */
   readonly oauth?: OAuthFlowFactory;
+  /** The effective uid the root rule judges (default: the process's own). */
+  readonly euid?: number;
 }
 
 /** A running broker process. */
@@ -72,6 +76,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const log = opts.log ?? createLogger(config.logLevel);
 
   const keys = resolveKeyRing(config);
+  const root = rootVerdict(config, opts.euid ?? process.geteuid?.());
+  if (root.level === "error") throw new ConfigError("root_without_uid_base", root.message);
+  if (root.level === "warn") log.warn(`RUNNING AS ROOT, VENDORS CAN READ THE BROKER'S SECRETS: ${root.message}`);
   if (keys.origin !== "env") {
     log.warn("DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.", {
       keyFile: keys.devKeyFile ?? null,
