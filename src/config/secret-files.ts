@@ -66,8 +66,3 @@ export function withSecretFiles(env: NodeJS.ProcessEnv, names: readonly string[]
   }
   return out;
 }
-
-/** Which secret variables are given directly in the environment (not through `_FILE`). */
-export function secretsInEnvironment(env: NodeJS.ProcessEnv): string[] {
-  return SECRET_VARIABLES.filter((n) => isSet(env[n]));
-}
