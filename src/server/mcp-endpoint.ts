@@ -44,6 +44,17 @@ export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResp
   return true;
 }
 
+/**
+ * Refuses (400) an `X-Slaude-Turn` that is not shaped like a turn id; whether the turn is live in
+ * the session's thread is decided at each tool call (TurnState.resolve).
+ */
+function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const v = req.headers["x-slaude-turn"];
+  if (v === undefined || (typeof v === "string" && TURN_ID_PATTERN.test(v))) return true;
+  sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" }, id: null });
+  return false;
+}
+
 /** The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens. */
 export class McpEndpoint {
   private readonly sessions = new Map<string, Session>();
@@ -60,7 +71,7 @@ export class McpEndpoint {
   }
 
   readonly handler: RouteHandler = async (req, res) => {
-    if (!guardHostRequest(req, res, this.auth, this.origin)) return;
+    if (!guardHostRequest(req, res, this.auth, this.origin) || !turnHeaderWellFormed(req, res)) return;
     const sessionId = req.headers["mcp-session-id"];
     const headerThread = req.headers["x-slaude-thread"];
     let body: unknown;
@@ -70,11 +81,6 @@ export class McpEndpoint {
       } catch {
         return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
       }
-    }
-    // The turn a request names is checked against the thread's live turns at each tool call; here only its shape.
-    const turnHeader = req.headers["x-slaude-turn"];
-    if (turnHeader !== undefined && (typeof turnHeader !== "string" || !TURN_ID_PATTERN.test(turnHeader))) {
-      return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" }, id: null });
     }
     if (typeof sessionId === "string") {
       const s = this.sessions.get(sessionId);
