@@ -15,6 +15,8 @@ import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
 import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-notifier.js";
 import { envSecretSource } from "../config/env.js";
+import { ConfigError } from "../config/errors.js";
+import { rootVerdict } from "../config/root-rule.js";
 import { oauthFlows } from "../login/oauth-flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
@@ -27,7 +29,9 @@ import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
-import { McpEndpoint, turnsHandler } from "../server/mcp-endpoint.js";
+import { McpEndpoint } from "../server/mcp-endpoint.js";
+import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
+import { TurnState } from "../turns/turn-state.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -50,6 +54,8 @@ export interface AppOptions {
   readonly browsers?: LoginBrowserFactory;
   /** Starts OAuth flows (src/login/oauth by default). */
   readonly oauth?: OAuthFlowFactory;
+  /** The effective uid the root rule judges (default: the process's own). */
+  readonly euid?: number;
 }
 
 /** A running broker process. */
@@ -71,6 +77,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const log = opts.log ?? createLogger(config.logLevel);
 
   const keys = resolveKeyRing(config);
+  const root = rootVerdict(config, opts.euid ?? process.geteuid?.());
+  if (root.level === "error") throw new ConfigError("root_without_uid_base", root.message);
+  if (root.level === "warn") log.warn(`RUNNING AS ROOT, VENDORS CAN READ THE BROKER'S SECRETS: ${root.message}`);
   if (keys.origin !== "env") {
     log.warn("DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.", {
       keyFile: keys.devKeyFile ?? null,
@@ -116,6 +125,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     limits: config.resultLimits,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    turns: new TurnState({ maxThreads: config.turns.maxThreads, maxTurnMs: config.turns.maxTurnMs }),
   });
   await broker.start();
   // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
@@ -171,6 +181,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const mcp = new McpEndpoint(broker, auth, origin, log);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
+  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });

@@ -161,10 +161,18 @@ export class Broker {
     return dropped;
   }
 
-  /** An MCP server for a session bound to `thread`; the caller is the thread's live turn at each call. */
+  /**
+   * An MCP server for a session bound to `thread`; the caller is resolved from the thread's live
+   * turns at each call (the turn the request names, or the one user whose turns are live).
+   */
   serverForThread(thread: ThreadRef): McpServer {
     this.turns.markServed(thread);
-    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }), { ...this.connectOptions(), calls: this.calls });
+    const resolve: CallerResolver = (req) => {
+      const r = this.turns.resolve(thread, req.turnId, this.o.clock.now());
+      if (r.kind === "caller") return { thread, userId: r.userId };
+      return r.kind === "no_turn" ? { thread, userId: undefined } : r.kind;
+    };
+    return createBrokerServer(this.deps, resolve, { ...this.connectOptions(), calls: this.calls });
   }
 
   /**

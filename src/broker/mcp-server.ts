@@ -45,8 +45,20 @@ export const toolInputs = {
     .strict(),
 } as const;
 
+/** Per-request facts the caller is resolved from: the turn the host named (`X-Slaude-Turn`), if any. */
+export interface CallerRequest {
+  readonly turnId?: string;
+}
+
 /** Resolves the caller of one tool call, live; a string is a refusal code. */
-export type CallerResolver = () => CallerContext | "thread_mismatch";
+export type CallerResolver = (req: CallerRequest) => CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown";
+
+/** The turn a request names: the `X-Slaude-Turn` header the HTTP transport passes in `requestInfo`. */
+function callerRequest(extra: { requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): CallerRequest {
+  const v = extra.requestInfo?.headers?.["x-slaude-turn"];
+  // A repeated header is never guessed between: an impossible id is refused as unknown.
+  return v === undefined ? {} : { turnId: typeof v === "string" ? v : "(repeated)" };
+}
 
 function failure(code: FailureCode, message: string): CallToolResult {
   return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message }, isError: true };
@@ -80,9 +92,9 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
   );
   const calls = opts.calls ?? new CallService(deps);
 
-  const withCaller = async (fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
-    const ctx = resolveCaller();
-    if (ctx === "thread_mismatch") return failure("thread_mismatch", failureMessage("thread_mismatch"));
+  const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
+    const ctx = resolveCaller(callerRequest(extra));
+    if (typeof ctx === "string") return failure(ctx, failureMessage(ctx));
     if (!ctx.userId) return failure("no_turn", failureMessage("no_turn"));
     try {
       return await fn(ctx, ctx.userId);
@@ -102,8 +114,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true, idempotentHint: false },
     },
     async (input, extra) => {
-      const ctx = resolveCaller();
-      if (ctx === "thread_mismatch") return failure("thread_mismatch", failureMessage("thread_mismatch"));
+      const ctx = resolveCaller(callerRequest(extra));
+      if (typeof ctx === "string") return failure(ctx, failureMessage(ctx));
       const progressToken = extra._meta?.progressToken;
       const callExtra: CallExtra = {
         signal: extra.signal,
@@ -152,8 +164,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       inputSchema: toolInputs.mcp_describe,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async (input) =>
-      withCaller(async () => {
+    async (input, extra) =>
+      withCaller(extra, async () => {
         const service = deps.registry.get(input.service);
         if (!service) return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
         const r = await describeService(deps, service, { ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
@@ -172,8 +184,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       inputSchema: toolInputs.connect,
       annotations: { readOnlyHint: false, openWorldHint: true },
     },
-    async (input) =>
-      withCaller(async (ctx, caller) => {
+    async (input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
         if (!deps.registry.get(input.service)) {
           return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
         }
@@ -191,8 +203,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       inputSchema: toolInputs.connections_list,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async () =>
-      withCaller(async (ctx, caller) => {
+    async (_input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
         const rows = await listConnections(deps, ctx, caller);
         const text = rows.length
           ? rows
@@ -214,8 +226,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       inputSchema: toolInputs.connections_revoke,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async (input) =>
-      withCaller(async (ctx, caller) => {
+    async (input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
         if (!input.service && !input.connection_id) return failure("invalid_request", failureMessage("invalid_request", { detail: "give service or connection_id" }));
         const ended = await revokeConnections(deps, ctx, caller, { ...(input.service ? { service: input.service } : {}), ...(input.connection_id ? { connectionId: input.connection_id } : {}) });
         if (ended.length === 0) return failure("not_found", failureMessage("not_found"));

@@ -26,6 +26,8 @@ export type FailureCode =
   | "pool_busy"
   | "cancelled"
   | "thread_mismatch"
+  | "turn_ambiguous"
+  | "turn_unknown"
   | "not_found"
   | "invalid_request"
   | "not_available"
@@ -90,6 +92,10 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return "The call was cancelled.";
     case "thread_mismatch":
       return "This session is bound to another thread.";
+    case "turn_ambiguous":
+      return "Turns of more than one person are running in this thread at once, so this call cannot be attributed to one of them and did not run. The host must name the turn of the request (X-Slaude-Turn, the id POST /v1/turns returned).";
+    case "turn_unknown":
+      return "The turn this request names (X-Slaude-Turn) is not a live turn of this thread: unknown, ended or superseded by a later one. Nothing ran.";
     case "not_found":
       return "No such connection of yours.";
     case "invalid_request":

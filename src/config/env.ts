@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
+import { withSecretFiles } from "./secret-files.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
 
@@ -51,6 +52,8 @@ const envSchema = z.object({
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
   SLAUDE_LOGIN_DETACH_GRACE_SECONDS: positiveInt.default(60),
+  SLAUDE_TURNS_MAX_THREADS: positiveInt.default(10_000),
+  SLAUDE_TURN_MAX_SECONDS: positiveInt.default(3_600),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -93,12 +96,15 @@ export interface Config {
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
   readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number };
+  /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
+  readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty value means "not set" (a blank line in an env file), never 0 or the empty string.
-  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
+  // Secrets given as `<NAME>_FILE` are read first, so the rules below see one value per secret.
+  const present = Object.fromEntries(Object.entries(withSecretFiles(env)).filter(([, v]) => v !== undefined && v.trim() !== ""));
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     // Name the variable and the problem; never echo its value (it may be a secret).
@@ -108,7 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const production = e.NODE_ENV === "production";
   if (production && !e.SLAUDE_ENCRYPTION_KEY) {
-    throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
+    throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY (or SLAUDE_ENCRYPTION_KEY_FILE) is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
   }
   // Half a Slack setup is a mistake to report, not a reason to run silently without Slack.
   const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN].some(Boolean);
@@ -162,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000 },
+    turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
   };
 }
 
@@ -171,7 +178,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  */
 export function envSecretSource(env: NodeJS.ProcessEnv = process.env): (name: string) => string | undefined {
   return (name) => {
-    const v = env[name];
+    // `<name>_FILE` works here too; a bad file throws a ConfigError naming the variable.
+    const v = withSecretFiles(env, [name])[name];
     return v && v.trim() !== "" ? v : undefined;
   };
 }

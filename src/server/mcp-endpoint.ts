@@ -7,11 +7,12 @@ import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
 import type { Logger } from "../log/logger.js";
 import type { ThreadRef } from "../store/records.js";
-import { threadKey } from "../turns/turn-state.js";
+import { threadKey, TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
 
-const idPart = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/);
+/** A Slack team or channel id as the host endpoints accept it. */
+export const idPart = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/);
 
 /** Parses `X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts>`. */
 export function parseThreadHeader(v: string | string[] | undefined): ThreadRef | undefined {
@@ -43,6 +44,17 @@ export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResp
   return true;
 }
 
+/**
+ * Refuses (400) an `X-Slaude-Turn` that is not shaped like a turn id; whether the turn is live in
+ * the session's thread is decided at each tool call (TurnState.resolve).
+ */
+function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const v = req.headers["x-slaude-turn"];
+  if (v === undefined || (typeof v === "string" && TURN_ID_PATTERN.test(v))) return true;
+  sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" }, id: null });
+  return false;
+}
+
 /** The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens. */
 export class McpEndpoint {
   private readonly sessions = new Map<string, Session>();
@@ -59,7 +71,7 @@ export class McpEndpoint {
   }
 
   readonly handler: RouteHandler = async (req, res) => {
-    if (!guardHostRequest(req, res, this.auth, this.origin)) return;
+    if (!guardHostRequest(req, res, this.auth, this.origin) || !turnHeaderWellFormed(req, res)) return;
     const sessionId = req.headers["mcp-session-id"];
     const headerThread = req.headers["x-slaude-thread"];
     let body: unknown;
@@ -104,26 +116,4 @@ export class McpEndpoint {
     this.sessions.clear();
     await Promise.all(all.map((s) => s.server.close().catch(() => {})));
   }
-}
-
-const turnBody = z
-  .object({ team_id: idPart, channel_id: idPart, thread_ts: z.string().regex(/^\d{1,12}\.\d{1,8}$/), user_id: z.string().regex(/^[UW][A-Z0-9]{2,30}$/) })
-  .strict();
-
-/** POST /v1/turns: the host reports whose turn it is in a thread. */
-export function turnsHandler(broker: Broker, auth: HostTokenAuth, origin: OriginGuard, now: () => number): RouteHandler {
-  return async (req, res) => {
-    if (!guardHostRequest(req, res, auth, origin)) return;
-    let doc: unknown;
-    try {
-      doc = JSON.parse(await readBody(req, 16 << 10));
-    } catch {
-      return sendJson(res, 400, { error: "invalid_json" });
-    }
-    const parsed = turnBody.safeParse(doc);
-    if (!parsed.success) return sendJson(res, 400, { error: "invalid_turn", issues: parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`) });
-    const t = parsed.data;
-    broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, now());
-    res.writeHead(204).end();
-  };
 }

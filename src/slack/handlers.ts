@@ -9,6 +9,7 @@ import type { CachedMembership } from "../membership/membership.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
 import type { LoginService } from "../login/login-service.js";
+import { SeenEvents } from "./seen-events.js";
 import type { AdminDirectory } from "./admins.js";
 import { registerApprovalViewHandler } from "./approval-view-handler.js";
 import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
@@ -29,6 +30,8 @@ export interface SlackHandlerDeps {
   readonly logins?: Pick<LoginService, "mint">;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Message event ids already handled (default: a fresh bounded set). */
+  readonly seenEvents?: SeenEvents;
 }
 
 const consentAcceptValue = z
@@ -229,9 +232,14 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
+  // Each event id is applied once (Slack retries and replays re-send it), and a message sets the
+  // turn only when it is newer than the thread's current turn (TurnState orders by the message ts).
+  const seen = d.seenEvents ?? new SeenEvents();
   app.event("message", async ({ event, body }) => {
     const m = event as { subtype?: string; bot_id?: string; user?: string; text?: string; channel: string; ts: string; thread_ts?: string };
     if (m.bot_id || !m.user || (m.subtype && m.subtype !== "thread_broadcast" && m.subtype !== "file_share")) return;
+    const eventId = (body as { event_id?: unknown }).event_id;
+    if (typeof eventId === "string" && !seen.firstTime(eventId)) return;
     const teamId = (body as { team_id?: string }).team_id ?? "";
     if (m.text && looksLikeSecret(m.text)) {
       let deleted = false;
@@ -249,7 +257,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     }
     if (!m.thread_ts) return;
     const thread = { teamId, channelId: m.channel, threadTs: m.thread_ts };
-    if (d.turns.isServed(thread)) d.turns.set(thread, m.user, d.clock.now());
+    if (d.turns.isServed(thread)) d.turns.fromSlack(thread, m.user, m.ts, d.clock.now());
   });
 
   // --- membership changes invalidate the cached answers at once.

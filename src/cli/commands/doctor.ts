@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { loadConfig, type Config } from "../../config/env.js";
 import { resolveRegistry } from "../../config/registry-source.js";
+import { rootVerdict } from "../../config/root-rule.js";
 import { openDatabase } from "../../store/sqlite/db.js";
 import { readMigrations } from "../../store/sqlite/migrator.js";
 import { devKeyPath } from "../../vault/key-source.js";
@@ -112,8 +113,13 @@ function checkHostTokens(config: Config): Finding {
   return { check: "host tokens", level: "ok", message: `${config.hostTokens.length} host token(s)` };
 }
 
-/** Runs every check; never throws for a bad setup, it reports it. */
-export function runChecks(env: NodeJS.ProcessEnv): Finding[] {
+function checkProcessUser(config: Config, euid: number | undefined): Finding {
+  const v = rootVerdict(config, euid);
+  return { check: "process user", level: v.level, message: v.message, ...(v.level === "ok" ? {} : { fix: "set SLAUDE_CHILD_UID_BASE (see docs/operations.md) or run as an unprivileged user" }) };
+}
+
+/** Runs every check; never throws for a bad setup, it reports it. `euid` is the uid the broker would run as. */
+export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = process.geteuid?.()): Finding[] {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -128,6 +134,7 @@ export function runChecks(env: NodeJS.ProcessEnv): Finding[] {
     checkChromium(config),
     checkSlack(config),
     checkHostTokens(config),
+    checkProcessUser(config, euid),
   ];
 }
 
