@@ -89,7 +89,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const registrySource = opts.registry ? { registry: opts.registry, path: undefined } : resolveRegistry(config);
   if ("note" in registrySource && registrySource.note) log.warn(registrySource.note);
 
-  const { store, migrations } = openSqliteStore(config.dbPath, () => clock.now());
+  const { store, migrations } = openSqliteStore(config.dbPath, () => clock.now(), { maxWaitMs: config.dbLockWaitMs });
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });

@@ -1,5 +1,6 @@
 /** Every kind of thing the audit log records (brief §9). */
 export type AuditEventKind =
+  | "call_started"
   | "call"
   | "call_denied"
   | "approval_requested"
@@ -38,6 +39,8 @@ export interface AuditEvent {
   readonly resultBytes?: number | null;
   readonly errorCode?: string | null;
   readonly actor?: string | null;
+  /** Pairs a call's `call_started` row (written before the vendor runs) with its `call` completion row. */
+  readonly callId?: string | null;
 }
 
 /** An audit row read back, with its sequence number. */
@@ -54,6 +57,8 @@ export interface AuditQuery {
   readonly connectionId?: string;
   readonly service?: string;
   readonly event?: AuditEventKind;
+  /** The rows of one call (its `call_started` and `call` rows). */
+  readonly callId?: string;
   readonly limit?: number;
   /** "latest": the newest `limit` rows (still returned oldest first). Default "earliest". */
   readonly take?: "earliest" | "latest";

@@ -14,6 +14,7 @@ import type { Connection } from "../store/records.js";
 import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
+import { appendOrLog, CallAudit } from "./call-audit.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
 
 /** A validated mcp_call request. */
@@ -62,7 +63,8 @@ export class CallService {
       argsHash,
     };
     const fail = async (code: FailureCode, facts: MessageFacts = {}, audit: Partial<AuditEvent> = {}): Promise<CallOutcome> => {
-      await this.d.store.audit.append([
+      // Nothing ran: the refusal stands even if its row cannot be written (the log records that).
+      await appendOrLog(this.d.store.audit, this.d.log, [
         { at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit },
       ]);
       return { kind: "failed", code, message: failureMessage(code, { service: input.service, tool: input.tool, ...facts }) };
@@ -275,20 +277,18 @@ export class CallService {
     const now = this.d.clock.now();
     // `fresh` was read in this same call; otherwise re-read: a revoke since the decision must win.
     const conn = fresh?.id === connectionId ? fresh : await this.d.store.connections.get(connectionId);
-    const audit = async (e: Partial<AuditEvent>) =>
-      this.d.store.audit.append([
-        {
-          at: this.d.clock.now(),
-          event: "call",
-          ...base,
-          ownerUserId: conn?.ownerUserId ?? null,
-          connectionId,
-          decision: via,
-          approverUserId: approver ?? null,
-          durationMs: Date.now() - started,
-          ...e,
-        },
-      ]);
+    const record = new CallAudit(this.d.store.audit, this.d.log, (e) => ({
+      at: this.d.clock.now(),
+      event: "call",
+      ...base,
+      ownerUserId: conn?.ownerUserId ?? null,
+      connectionId,
+      decision: via,
+      approverUserId: approver ?? null,
+      durationMs: Date.now() - started,
+      ...e,
+    }));
+    const audit = (e: Partial<AuditEvent>) => record.completed(e);
     const failed = async (code: FailureCode, facts: MessageFacts = {}): Promise<CallOutcome> => {
       await audit({ errorCode: code });
       return { kind: "failed", code, message: failureMessage(code, { service: service.name, tool: base.tool ?? "", ...facts }) };
@@ -325,6 +325,8 @@ export class CallService {
     // response first would drop a late progress notification for a finished request.
     let forwarded: Promise<unknown> = Promise.resolve();
     let progressed = false;
+    // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
+    if (!(await record.started())) return { kind: "failed", code: "audit_unavailable", message: failureMessage("audit_unavailable", { service: service.name }) };
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
         const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {

@@ -24,6 +24,7 @@ export type FailureCode =
   | "vendor_unreachable"
   | "vendor_backoff"
   | "pool_busy"
+  | "audit_unavailable"
   | "cancelled"
   | "thread_mismatch"
   | "turn_ambiguous"
@@ -88,6 +89,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `${svc} has been failing to connect; the next attempt is after ${f.retryAt ? new Date(f.retryAt).toISOString() : "a short wait"}.`;
     case "pool_busy":
       return "Every vendor slot is busy with calls in progress; try again in a moment.";
+    case "audit_unavailable":
+      return `slaude-connect could not record this call in its audit log (the database is busy or out of space), so it was not sent to ${svc}: nothing ran. Try again in a moment; the operator can find details in the logs.`;
     case "cancelled":
       return "The call was cancelled.";
     case "thread_mismatch":

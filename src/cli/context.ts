@@ -36,7 +36,7 @@ export class CliContext {
   }
 
   get store(): SqliteStore {
-    return (this.storeInst ??= openSqliteStore(this.config.dbPath, () => this.clock.now()).store);
+    return (this.storeInst ??= openSqliteStore(this.config.dbPath, () => this.clock.now(), { maxWaitMs: this.config.dbLockWaitMs }).store);
   }
 
   get registry(): RegistrySource {

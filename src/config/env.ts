@@ -37,6 +37,7 @@ const envSchema = z.object({
   SLAUDE_POOL_IDLE_SECONDS: positiveInt.default(600),
   SLAUDE_POOL_ACQUIRE_TIMEOUT_SECONDS: positiveInt.default(30),
   SLAUDE_CALL_TIMEOUT_SECONDS: positiveInt.default(120),
+  SLAUDE_DB_LOCK_WAIT_MS: positiveInt.max(600_000).default(5_000),
   SLAUDE_RESULT_MAX_BYTES: positiveInt.default(50_000),
   SLAUDE_RESULT_MAX_LINES: positiveInt.default(2_000),
   // Never 0 (root) or a system uid: children must be unprivileged.
@@ -90,6 +91,8 @@ export interface Config {
   readonly logLevel: "debug" | "info" | "warn" | "error";
   readonly pool: { readonly maxChildren: number; readonly idleMs: number; readonly acquireTimeoutMs: number; readonly callTimeoutMs: number; readonly childUidBase: number | undefined };
   readonly resultLimits: { readonly maxBytes: number; readonly maxLines: number };
+  /** How long a database write waits (asynchronously) for another process's write lock before it fails. */
+  readonly dbLockWaitMs: number;
   readonly chromiumPath: string;
   readonly slack: SlackConfig;
   /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
@@ -152,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       childUidBase: e.SLAUDE_CHILD_UID_BASE,
     },
     resultLimits: { maxBytes: e.SLAUDE_RESULT_MAX_BYTES, maxLines: e.SLAUDE_RESULT_MAX_LINES },
+    dbLockWaitMs: e.SLAUDE_DB_LOCK_WAIT_MS,
     chromiumPath: e.SLAUDE_CHROMIUM_PATH,
     slack: {
       mode: e.SLACK_MODE,

@@ -1,5 +1,5 @@
-/** Codes of storage failures. */
-export type StoreErrorCode = "newer_schema" | "migration_failed" | "migration_modified" | "open_failed";
+/** Codes of storage failures. `busy`: another writer held the write lock past the wait. */
+export type StoreErrorCode = "newer_schema" | "migration_failed" | "migration_modified" | "open_failed" | "busy";
 
 /** A storage failure with a message an operator can act on. */
 export class StoreError extends Error {

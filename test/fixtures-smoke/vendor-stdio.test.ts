@@ -1,7 +1,7 @@
 // Smoke test: the stdio fixture vendor runs as a real child and every tool behaves as documented.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -103,10 +103,19 @@ describe("vendor-stdio fixture", () => {
         "read_item",
         "slow",
         "spawn_grandchild",
+        "wait_for_file",
         "write_item",
       ].sort(),
     );
     expect(readLines(join(dir, "events.log"))).toContain(`start ${vendorPid}`);
+  });
+
+  it("wait_for_file holds the call until the file exists", async () => {
+    const gate = join(dir, "gate");
+    const call = client.callTool({ name: "wait_for_file", arguments: { path: gate } });
+    // The vendor polls for the file; creating it after the request is sent releases the call.
+    writeFileSync(gate, "");
+    expect(textOf(await call)).toBe("released");
   });
 
   it("echo", async () => {

@@ -117,9 +117,12 @@ export interface Harness {
 }
 
 /** Builds a harness; `opts` overrides broker options (pool sizes, timeouts…). */
-export async function makeHarness(opts: Partial<BrokerOptions> & { registryDoc?: unknown; realClock?: boolean } = {}): Promise<Harness> {
+export async function makeHarness(
+  opts: Partial<BrokerOptions> & { registryDoc?: unknown; realClock?: boolean; dbFile?: string; lockWaitMs?: number } = {},
+): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-broker-"));
-  const { store } = openSqliteStore(path.join(dir, "slaude.db"));
+  // `dbFile` places the database elsewhere (e.g. on a small tmpfs); `lockWaitMs` shortens the store's lock wait.
+  const { store } = openSqliteStore(opts.dbFile ?? path.join(dir, "slaude.db"), Date.now, opts.lockWaitMs ? { maxWaitMs: opts.lockWaitMs } : undefined);
   const keyB64 = randomBytes(32).toString("base64");
   const vault = new Vault(KeyRing.fromBase64(keyB64));
   const registry = parseRegistry(opts.registryDoc ?? fixtureRegistryDoc(), "test-registry.json");

@@ -5,9 +5,11 @@ import { CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 export const AUDIT_HELP = `slaude-connect audit [--since T] [--until T] [--user U] [--team T] [--service S]
-                     [--connection ID] [--event KIND] [--limit N] [--jsonl]
+                     [--connection ID] [--event KIND] [--call ID] [--limit N] [--jsonl]
 
   T is an ISO time (2026-11-30T10:00:00Z) or a duration back from now (30m, 8h, 7d).
+  --call shows one mcp_call's rows: its call_started row (written before the vendor ran) and its
+  completion row; a started call without a completion row is one whose outcome was not recorded.
   --jsonl exports one JSON object per line (all matching rows unless --limit is given).`;
 
 function parseTime(v: string, now: number, flag: string): number {
@@ -30,6 +32,7 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
       service: { type: "string" },
       connection: { type: "string" },
       event: { type: "string" },
+      call: { type: "string" },
       limit: { type: "string" },
       jsonl: { type: "boolean" },
     },
@@ -46,6 +49,7 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
     ...(values.service ? { service: values.service } : {}),
     ...(values.connection ? { connectionId: values.connection } : {}),
     ...(values.event ? { event: values.event as AuditEventKind } : {}),
+    ...(values.call ? { callId: values.call } : {}),
     limit: limit ?? (values.jsonl ? Number.MAX_SAFE_INTEGER : 200),
     // The table shows the most recent rows; an export runs from the oldest.
     take: values.jsonl ? "earliest" : "latest",

@@ -2,7 +2,7 @@ import type { AuditEvent } from "../../audit/event.js";
 import type { Approval, Grant } from "../records.js";
 import type { ApprovalRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
-import type { Db } from "./db.js";
+import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 import { insertGrantInTx } from "./grants-repo.js";
 
 interface ApprovalRow {
@@ -52,20 +52,21 @@ function toApproval(r: ApprovalRow): Approval {
 /** SQLite approvals repository: every transition is a conditional UPDATE that applies at most once. */
 export class SqliteApprovalRepo implements ApprovalRepo {
   private readonly audit: (events: readonly AuditEvent[]) => void;
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
+  ) {
     this.audit = makeAuditWriter(db);
   }
   async create(a: Approval, audit: readonly AuditEvent[]): Promise<void> {
-    this.db
-      .transaction(() => {
-        this.db
-          .prepare(`INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id,
-          service, tool, args_hash, status, created_at, expires_at) VALUES (@id, @nonce, @connectionId, @teamId, @channelId, @threadTs,
-          @ownerUserId, @borrowerUserId, @service, @tool, @argsHash, 'pending', @createdAt, @expiresAt)`)
-          .run({ ...a });
-        this.audit(audit);
-      })
-      .immediate();
+    await writeTx(this.db, () => {
+      this.db
+        .prepare(`INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id,
+        service, tool, args_hash, status, created_at, expires_at) VALUES (@id, @nonce, @connectionId, @teamId, @channelId, @threadTs,
+        @ownerUserId, @borrowerUserId, @service, @tool, @argsHash, 'pending', @createdAt, @expiresAt)`)
+        .run({ ...a });
+      this.audit(audit);
+    }, this.wait);
   }
   async get(id: string): Promise<Approval | undefined> {
     const r = this.db.prepare("SELECT * FROM approvals WHERE id = ?").get(id) as ApprovalRow | undefined;
@@ -80,72 +81,64 @@ export class SqliteApprovalRepo implements ApprovalRepo {
     d: { status: "allowed_thread" | "allowed_once" | "denied"; by: string; at: number; grant?: Omit<Grant, "revokedAt" | "revokedBy"> },
     audit: readonly AuditEvent[],
   ): Promise<boolean> {
-    return this.db
-      .transaction(() => {
-        const res = this.db
-          .prepare(
-            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending' AND expires_at > ? AND owner_user_id = ?",
-          )
-          .run(d.status, d.at, d.by, id, d.at, d.by);
-        if (res.changes !== 1) return false;
-        if (d.status === "allowed_thread" && d.grant) insertGrantInTx(this.db, d.grant);
-        this.audit(audit);
-        return true;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const res = this.db
+        .prepare(
+          "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending' AND expires_at > ? AND owner_user_id = ?",
+        )
+        .run(d.status, d.at, d.by, id, d.at, d.by);
+      if (res.changes !== 1) return false;
+      if (d.status === "allowed_thread" && d.grant) insertGrantInTx(this.db, d.grant);
+      this.audit(audit);
+      return true;
+    }, this.wait);
   }
   async consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return this.db
-      .transaction(() => {
-        const res = this.db
-          .prepare("UPDATE approvals SET status = 'consumed' WHERE id = ? AND args_hash = ? AND status IN ('allowed_once', 'allowed_thread')")
-          .run(id, argsHash);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const res = this.db
+        .prepare("UPDATE approvals SET status = 'consumed' WHERE id = ? AND args_hash = ? AND status IN ('allowed_once', 'allowed_thread')")
+        .run(id, argsHash);
+      if (res.changes === 1) this.audit(audit);
+      return res.changes === 1;
+    }, this.wait);
   }
   async expire(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return this.db
-      .transaction(() => {
-        const res = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'").run(at, id);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const res = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'").run(at, id);
+      if (res.changes === 1) this.audit(audit);
+      return res.changes === 1;
+    }, this.wait);
   }
   async expirePending(now: number, all = false): Promise<Approval[]> {
-    return this.db
-      .transaction(() => {
-        const rows = this.db
-          .prepare(`SELECT * FROM approvals WHERE status = 'pending' ${all ? "" : "AND expires_at <= ?"}`)
-          .all(...(all ? [] : [now])) as ApprovalRow[];
-        const upd = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'");
-        for (const r of rows) {
-          upd.run(now, r.id);
-          this.audit([
-            {
-              at: now,
-              event: "approval_decided",
-              decision: "expired",
-              teamId: r.team_id,
-              channelId: r.channel_id,
-              threadTs: r.thread_ts,
-              callerUserId: r.borrower_user_id,
-              ownerUserId: r.owner_user_id,
-              connectionId: r.connection_id,
-              service: r.service,
-              tool: r.tool,
-              argsHash: r.args_hash,
-              actor: all ? "startup" : "reaper",
-            },
-          ]);
-        }
-        return rows.map((r) => toApproval({ ...r, status: "expired", decided_at: now }));
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const rows = this.db
+        .prepare(`SELECT * FROM approvals WHERE status = 'pending' ${all ? "" : "AND expires_at <= ?"}`)
+        .all(...(all ? [] : [now])) as ApprovalRow[];
+      const upd = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'");
+      for (const r of rows) {
+        upd.run(now, r.id);
+        this.audit([
+          {
+            at: now,
+            event: "approval_decided",
+            decision: "expired",
+            teamId: r.team_id,
+            channelId: r.channel_id,
+            threadTs: r.thread_ts,
+            callerUserId: r.borrower_user_id,
+            ownerUserId: r.owner_user_id,
+            connectionId: r.connection_id,
+            service: r.service,
+            tool: r.tool,
+            argsHash: r.args_hash,
+            actor: all ? "startup" : "reaper",
+          },
+        ]);
+      }
+      return rows.map((r) => toApproval({ ...r, status: "expired", decided_at: now }));
+    }, this.wait);
   }
   async setCard(id: string, channel: string, ts: string): Promise<void> {
-    this.db.prepare("UPDATE approvals SET card_channel = ?, card_ts = ? WHERE id = ?").run(channel, ts, id);
+    await writeTx(this.db, () => this.db.prepare("UPDATE approvals SET card_channel = ?, card_ts = ? WHERE id = ?").run(channel, ts, id), this.wait);
   }
 }

@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
 import type { AuditRepo } from "../store.js";
-import type { Db } from "./db.js";
+import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 
 interface AuditRow {
   seq: number;
@@ -21,6 +21,7 @@ interface AuditRow {
   result_bytes: number | null;
   error_code: string | null;
   actor: string | null;
+  call_id: string | null;
 }
 
 function toRecord(r: AuditRow): AuditRecord {
@@ -43,15 +44,16 @@ function toRecord(r: AuditRow): AuditRecord {
     resultBytes: r.result_bytes,
     errorCode: r.error_code,
     actor: r.actor,
+    callId: r.call_id,
   };
 }
 
 /** Writes audit rows; called inside the transaction of the change they describe. */
 export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
   const insert = db.prepare(`INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id,
-    connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor)
+    connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id)
     VALUES (@at, @event, @teamId, @channelId, @threadTs, @callerUserId, @ownerUserId, @connectionId, @service, @tool,
-    @argsHash, @decision, @approverUserId, @durationMs, @resultBytes, @errorCode, @actor)`);
+    @argsHash, @decision, @approverUserId, @durationMs, @resultBytes, @errorCode, @actor, @callId)`);
   return (events) => {
     for (const e of events) {
       insert.run({
@@ -72,6 +74,7 @@ export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void
         resultBytes: e.resultBytes ?? null,
         errorCode: e.errorCode ?? null,
         actor: e.actor ?? null,
+        callId: e.callId ?? null,
       });
     }
   };
@@ -87,17 +90,21 @@ function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> 
   if (q.connectionId) (clauses.push("connection_id = @connectionId"), (params.connectionId = q.connectionId));
   if (q.service) (clauses.push("service = @service"), (params.service = q.service));
   if (q.event) (clauses.push("event = @event"), (params.event = q.event));
+  if (q.callId) (clauses.push("call_id = @callId"), (params.callId = q.callId));
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
 /** SQLite audit repository. */
 export class SqliteAuditRepo implements AuditRepo {
   private readonly write: (events: readonly AuditEvent[]) => void;
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
+  ) {
     this.write = makeAuditWriter(db);
   }
   async append(events: readonly AuditEvent[]): Promise<void> {
-    this.db.transaction(() => this.write(events))();
+    await writeTx(this.db, () => this.write(events), this.wait);
   }
   async query(q: AuditQuery): Promise<AuditRecord[]> {
     const { sql, params } = whereOf(q);

@@ -4,7 +4,7 @@ import type { Connection, NewConnection, ThreadRef } from "../records.js";
 import type { ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import type { Statement } from "better-sqlite3";
-import type { Db } from "./db.js";
+import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 
 interface ConnectionRow {
   id: string;
@@ -64,7 +64,10 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   private readonly liveGrants;
   private readonly expireApprovals;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
+  ) {
     this.audit = makeAuditWriter(db);
     this.byId = db.prepare("SELECT * FROM connections WHERE id = ?");
     this.insert = db.prepare(`INSERT INTO connections (id, team_id, owner_user_id, service, scope, channel_id, thread_ts, status,
@@ -120,7 +123,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   }
 
   async create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }> {
-    return this.db.transaction(() => {
+    return writeTx(this.db, () => {
       const existing = this.findLiveSameKey(c);
       let replaced: Connection | null = null;
       if (existing) {
@@ -152,7 +155,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
       });
       this.audit(audit);
       return { connection: this.row(c.id)!, replaced };
-    }).immediate();
+    }, this.wait);
   }
 
   private findLiveSameKey(c: NewConnection): Connection | undefined {
@@ -209,69 +212,61 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   }
 
   async end(id: string, how: EndConnection): Promise<Connection | undefined> {
-    return this.db.transaction(() => this.endInTx(id, how)).immediate();
+    return writeTx(this.db, () => this.endInTx(id, how), this.wait);
   }
 
   async expireDue(now: number): Promise<Connection[]> {
-    return this.db
-      .transaction(() => {
-        const due = (this.db.prepare(`SELECT id, team_id, owner_user_id, service FROM connections WHERE ${LIVE} AND expires_at <= ?`).all(now) as ConnectionRow[]).map(
-          (r) => r,
-        );
-        const out: Connection[] = [];
-        for (const r of due) {
-          const ended = this.endInTx(r.id, {
-            status: "expired",
-            reason: "ttl",
-            at: now,
-            actor: "reaper",
-            audit: [{ at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" }],
-          });
-          if (ended) out.push(ended);
-        }
-        return out;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const due = (this.db.prepare(`SELECT id, team_id, owner_user_id, service FROM connections WHERE ${LIVE} AND expires_at <= ?`).all(now) as ConnectionRow[]).map(
+        (r) => r,
+      );
+      const out: Connection[] = [];
+      for (const r of due) {
+        const ended = this.endInTx(r.id, {
+          status: "expired",
+          reason: "ttl",
+          at: now,
+          actor: "reaper",
+          audit: [{ at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" }],
+        });
+        if (ended) out.push(ended);
+      }
+      return out;
+    }, this.wait);
   }
 
   async markNeedsLogin(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return this.db
-      .transaction(() => {
-        const res = this.db
-          // The refused credential is useless and still secret: wipe it with the status change.
-          .prepare("UPDATE connections SET status = 'needs_login', updated_at = ?, key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = ? AND status = 'active'")
-          .run(at, id);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const res = this.db
+        // The refused credential is useless and still secret: wipe it with the status change.
+        .prepare("UPDATE connections SET status = 'needs_login', updated_at = ?, key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = ? AND status = 'active'")
+        .run(at, id);
+      if (res.changes === 1) this.audit(audit);
+      return res.changes === 1;
+    }, this.wait);
   }
 
   async updateSecret(id: string, sealed: SealedSecret, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return this.db
-      .transaction(() => {
-        const res = this.db
-          .prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ?, updated_at = ? WHERE id = ? AND status = 'active'")
-          .run(sealed.keyId, sealed.nonce, sealed.ciphertext, sealed.tag, at, id);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const res = this.db
+        .prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ?, updated_at = ? WHERE id = ? AND status = 'active'")
+        .run(sealed.keyId, sealed.nonce, sealed.ciphertext, sealed.tag, at, id);
+      if (res.changes === 1) this.audit(audit);
+      return res.changes === 1;
+    }, this.wait);
   }
 
   async reencryptAll(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number> {
-    return this.db
-      .transaction(() => {
-        const rows = (this.db.prepare("SELECT * FROM connections WHERE secret_ct IS NOT NULL").all() as ConnectionRow[]).map(toConnection);
-        const update = this.db.prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ? WHERE id = ?");
-        for (const c of rows) {
-          // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
-          const next = reseal(c as Connection & { sealed: SealedSecret });
-          update.run(next.keyId, next.nonce, next.ciphertext, next.tag, c.id);
-        }
-        this.audit([audit]);
-        return rows.length;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const rows = (this.db.prepare("SELECT * FROM connections WHERE secret_ct IS NOT NULL").all() as ConnectionRow[]).map(toConnection);
+      const update = this.db.prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ? WHERE id = ?");
+      for (const c of rows) {
+        // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
+        const next = reseal(c as Connection & { sealed: SealedSecret });
+        update.run(next.keyId, next.nonce, next.ciphertext, next.tag, c.id);
+      }
+      this.audit([audit]);
+      return rows.length;
+    }, this.wait);
   }
 }

@@ -6,7 +6,24 @@ import { StoreError } from "../errors.js";
 /** A better-sqlite3 handle. */
 export type Db = Database.Database;
 
-/** Opens (creating if needed) a SQLite file with WAL, foreign keys and a busy timeout. */
+/**
+ * SQLite's own (blocking) busy wait while the store serves: a few milliseconds at most, so another
+ * process holding the write lock never freezes the event loop. Longer waits are `writeTx`'s async retries.
+ */
+export const SERVING_BUSY_TIMEOUT_MS = 5;
+
+/** How long a write waits, asynchronously, for another process's write lock before it fails. */
+export interface LockWait {
+  /** Total wait before a write fails with StoreError `busy`. */
+  readonly maxWaitMs: number;
+  /** The pause between attempts (tests may shorten it); the default is a real timer. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** The default: as long as the old blocking busy_timeout (5 s), now without blocking. */
+export const DEFAULT_LOCK_WAIT: LockWait = { maxWaitMs: 5_000 };
+
+/** Opens (creating if needed) a SQLite file with WAL, foreign keys and a (start-up) busy timeout. */
 export function openDatabase(file: string, opts: { readonly?: boolean } = {}): Db {
   try {
     if (!opts.readonly) {
@@ -15,6 +32,7 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
       if (!existsSync(file)) closeSync(openSync(file, "a", 0o600));
     }
     const db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
+    // Blocking is fine until the store serves (migrations, CLI reads); openSqliteStore shortens it.
     db.pragma("busy_timeout = 5000");
     if (!opts.readonly) {
       db.pragma("journal_mode = WAL");
@@ -27,5 +45,52 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
     return db;
   } catch (cause) {
     throw new StoreError("open_failed", `cannot open database ${file}: ${(cause as Error).message}`, { cause });
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
+
+/** Runs `fn` with SQLite's busy wait off; synchronous, so nothing else sees the setting. */
+function withoutBusyWait<T>(db: Db, fn: () => T): T {
+  const previous = db.pragma("busy_timeout", { simple: true }) as number;
+  db.pragma("busy_timeout = 0");
+  try {
+    return fn();
+  } finally {
+    db.pragma(`busy_timeout = ${previous}`);
+  }
+}
+
+const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `fn` in one BEGIN IMMEDIATE transaction and returns its value. While another connection
+ * holds the write lock, BEGIN fails fast and the attempt is retried after an async pause (the
+ * event loop stays free), up to `wait.maxWaitMs`; then StoreError `busy`. `fn` runs only once the
+ * lock is held, so it never runs twice for one commit. Other failures (disk full) are thrown as they are.
+ */
+export async function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_LOCK_WAIT): Promise<T> {
+  const tx = db.transaction(fn);
+  const sleep = wait.sleep ?? realSleep;
+  const started = performance.now();
+  let pause = 2;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // Retries skip even the short busy wait: with many writers waiting, 5 ms each would add up.
+      return attempt === 0 ? tx.immediate() : withoutBusyWait(db, () => tx.immediate());
+    } catch (err) {
+      // Anything but a held lock (disk full, I/O, a constraint, an error of `fn`) is not waited out.
+      if (!isBusy(err)) throw err;
+      const waited = performance.now() - started;
+      if (waited >= wait.maxWaitMs) {
+        throw new StoreError("busy", `database is locked by another writer (waited ${Math.round(waited)} ms)`, { cause: err });
+      }
+      // Jittered exponential pause, capped, never past the deadline.
+      await sleep(Math.min(pause * (0.5 + Math.random()), 50, Math.max(1, wait.maxWaitMs - waited)));
+      pause = Math.min(pause * 2, 50);
+    }
   }
 }

@@ -2,7 +2,7 @@ import type { AuditEvent } from "../../audit/event.js";
 import type { Grant, ThreadRef } from "../records.js";
 import type { GrantRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
-import type { Db } from "./db.js";
+import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 
 interface GrantRow {
   id: string;
@@ -49,20 +49,21 @@ export function insertGrantInTx(db: Db, g: Omit<Grant, "revokedAt" | "revokedBy"
 export class SqliteGrantRepo implements GrantRepo {
   private readonly audit: (events: readonly AuditEvent[]) => void;
   private readonly findLiveStmt;
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
+  ) {
     this.audit = makeAuditWriter(db);
     this.findLiveStmt = db.prepare(
       "SELECT * FROM grants WHERE connection_id = ? AND borrower_user_id = ? AND team_id = ? AND channel_id = ? AND thread_ts = ? AND revoked_at IS NULL",
     );
   }
   async create(g: Omit<Grant, "revokedAt" | "revokedBy">, audit: readonly AuditEvent[]): Promise<Grant> {
-    return this.db
-      .transaction(() => {
-        const grant = insertGrantInTx(this.db, g);
-        if (grant.id === g.id) this.audit(audit);
-        return grant;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const grant = insertGrantInTx(this.db, g);
+      if (grant.id === g.id) this.audit(audit);
+      return grant;
+    }, this.wait);
   }
   async findLive(connectionId: string, borrowerUserId: string, t: ThreadRef): Promise<Grant | undefined> {
     const r = this.findLiveStmt.get(connectionId, borrowerUserId, t.teamId, t.channelId, t.threadTs) as GrantRow | undefined;
@@ -84,12 +85,10 @@ export class SqliteGrantRepo implements GrantRepo {
     return (this.db.prepare(`SELECT * FROM grants ${where} ORDER BY created_at, id`).all(p) as GrantRow[]).map(toGrant);
   }
   async revoke(id: string, by: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return this.db
-      .transaction(() => {
-        const res = this.db.prepare("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL").run(at, by, id);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      })
-      .immediate();
+    return writeTx(this.db, () => {
+      const res = this.db.prepare("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL").run(at, by, id);
+      if (res.changes === 1) this.audit(audit);
+      return res.changes === 1;
+    }, this.wait);
   }
 }

@@ -2,7 +2,7 @@ import type { Store } from "../store.js";
 import { SqliteApprovalRepo } from "./approvals-repo.js";
 import { SqliteAuditRepo } from "./audit-repo.js";
 import { SqliteConnectionRepo } from "./connections-repo.js";
-import { openDatabase, type Db } from "./db.js";
+import { DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, type Db, type LockWait } from "./db.js";
 import { SqliteGrantRepo } from "./grants-repo.js";
 import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
 import { migrate, type MigrationReport } from "./migrator.js";
@@ -17,13 +17,17 @@ export class SqliteStore implements Store {
   readonly toolMetadata: SqliteToolMetadataRepo;
   readonly loginSessions: SqliteLoginSessionRepo;
 
-  constructor(readonly db: Db) {
-    this.connections = new SqliteConnectionRepo(db);
-    this.grants = new SqliteGrantRepo(db);
-    this.approvals = new SqliteApprovalRepo(db);
-    this.audit = new SqliteAuditRepo(db);
-    this.toolMetadata = new SqliteToolMetadataRepo(db);
-    this.loginSessions = new SqliteLoginSessionRepo(db);
+  /** Every write waits for another process's lock asynchronously, up to `wait` (the event loop stays free). */
+  constructor(
+    readonly db: Db,
+    wait: LockWait = DEFAULT_LOCK_WAIT,
+  ) {
+    this.connections = new SqliteConnectionRepo(db, wait);
+    this.grants = new SqliteGrantRepo(db, wait);
+    this.approvals = new SqliteApprovalRepo(db, wait);
+    this.audit = new SqliteAuditRepo(db, wait);
+    this.toolMetadata = new SqliteToolMetadataRepo(db, wait);
+    this.loginSessions = new SqliteLoginSessionRepo(db, wait);
   }
 
   async ping(): Promise<boolean> {
@@ -39,12 +43,16 @@ export class SqliteStore implements Store {
   }
 }
 
-/** Opens the SQLite file, applies pending migrations and returns the store. */
-export function openSqliteStore(file: string, now: () => number = Date.now): { store: SqliteStore; migrations: MigrationReport } {
+/**
+ * Opens the SQLite file, applies pending migrations (waiting for a lock is fine then) and returns
+ * the store, whose SQLite busy wait is then cut to a few ms: lock waits are async retries of `wait`.
+ */
+export function openSqliteStore(file: string, now: () => number = Date.now, wait: LockWait = DEFAULT_LOCK_WAIT): { store: SqliteStore; migrations: MigrationReport } {
   const db = openDatabase(file);
   try {
     const migrations = migrate(db, undefined, now);
-    return { store: new SqliteStore(db), migrations };
+    db.pragma(`busy_timeout = ${SERVING_BUSY_TIMEOUT_MS}`);
+    return { store: new SqliteStore(db, wait), migrations };
   } catch (err) {
     db.close();
     throw err;

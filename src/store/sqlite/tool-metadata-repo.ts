@@ -1,13 +1,16 @@
 import { z } from "zod";
 import type { ToolMetadata } from "../records.js";
 import type { ToolMetadataRepo } from "../store.js";
-import type { Db } from "./db.js";
+import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 
 const toolsJson = z.array(z.unknown());
 
 /** SQLite tool metadata cache; the JSON read back is validated like any other edge. */
 export class SqliteToolMetadataRepo implements ToolMetadataRepo {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
+  ) {}
   async get(service: string): Promise<ToolMetadata | undefined> {
     const r = this.db.prepare("SELECT * FROM tool_metadata WHERE service = ?").get(service) as
       | { service: string; content_hash: string; tools_json: string; fetched_at: number }
@@ -24,9 +27,8 @@ export class SqliteToolMetadataRepo implements ToolMetadataRepo {
     return { service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
   }
   async put(m: ToolMetadata): Promise<void> {
-    this.db
-      .prepare(`INSERT INTO tool_metadata (service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT (service) DO UPDATE SET content_hash = excluded.content_hash, tools_json = excluded.tools_json, fetched_at = excluded.fetched_at`)
-      .run(m.service, m.contentHash, JSON.stringify(m.tools), m.fetchedAt);
+    const upsert = this.db.prepare(`INSERT INTO tool_metadata (service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (service) DO UPDATE SET content_hash = excluded.content_hash, tools_json = excluded.tools_json, fetched_at = excluded.fetched_at`);
+    await writeTx(this.db, () => upsert.run(m.service, m.contentHash, JSON.stringify(m.tools), m.fetchedAt), this.wait);
   }
 }

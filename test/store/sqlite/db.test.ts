@@ -3,7 +3,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreError } from "../../../src/store/errors.js";
 import { openDatabase } from "../../../src/store/sqlite/db.js";
-import { openSqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
+import { openSqliteStore, SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
+import { holdWriteLock } from "../../support/db-lock.js";
 import { TempDirs } from "../../support/foundation.js";
 
 const tmp = new TempDirs();
@@ -61,5 +62,39 @@ describe("openDatabase / openSqliteStore", () => {
     store.db.prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, 'future', 'x', 0)").run();
     store.db.close();
     expect(() => openSqliteStore(file)).toThrow(expect.objectContaining({ name: "StoreError", code: "newer_schema" }));
+  });
+});
+
+describe("writes while another process holds the write lock", () => {
+  it("wait asynchronously (timers keep firing), commit once the lock is released, and fail as StoreError busy past the wait", async () => {
+    const file = path.join(tmp.make(), "locked.db");
+    const { store } = openSqliteStore(file, Date.now, { maxWaitMs: 20_000 });
+    const lock = await holdWriteLock(file);
+    try {
+      let written = false;
+      const append = store.audit.append([{ at: 1, event: "admin_action", actor: "cli:test" }]).then(() => (written = true));
+      // A 10 ms timer fires on time although the write is waiting for the lock: the loop is free.
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 10));
+      const lateness = performance.now() - t0;
+      expect(lateness).toBeLessThan(1_000);
+      expect(written).toBe(false);
+      await lock.release();
+      await append;
+      expect(await store.audit.count({ event: "admin_action" })).toBe(1);
+
+      // Past the wait, the write fails with a code callers can act on, and nothing is written.
+      const again = await holdWriteLock(file);
+      const short = new SqliteStore(store.db, { maxWaitMs: 200 });
+      try {
+        await expect(short.grants.revoke("grant_x", "U1", 1, [{ at: 1, event: "grant_revoked" }])).rejects.toMatchObject({ name: "StoreError", code: "busy" });
+      } finally {
+        await again.release();
+      }
+      expect(await store.audit.count({ event: "grant_revoked" })).toBe(0);
+    } finally {
+      await lock.release();
+      await store.close();
+    }
   });
 });
