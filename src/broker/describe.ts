@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Service, ToolClass } from "../config/registry.js";
 import { canonicalJson } from "../policy/args-hash.js";
 import type { BrokerDeps } from "./deps.js";
+import { stems } from "./word-forms.js";
 
 /** A vendor tool as cached: the parts of tools/list the broker keeps. */
 const cachedTool = z
@@ -58,21 +59,19 @@ export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" |
 
 /** Ranks tools lexically: name matches outweigh description matches; ties by name. */
 export function rankTools<T extends { name: string; description: string }>(tools: readonly T[], query: string, limit = 20): T[] {
-  const terms = query
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter(Boolean);
+  // Compared as stems, so "issues" finds create_issue and "comments" add_comment.
+  const terms = stems(query);
   if (terms.length === 0) return tools.slice(0, limit);
   const scored = tools.map((t) => {
     const name = t.name.toLowerCase();
-    const nameParts = new Set(name.split(/[^a-z0-9]+/));
-    const desc = t.description.toLowerCase();
+    const nameParts = new Set(stems(name));
+    const desc = new Set(stems(t.description));
     let score = 0;
     for (const term of terms) {
       if (name === term) score += 10;
       else if (nameParts.has(term)) score += 6;
       else if (name.includes(term)) score += 4;
-      if (desc.includes(term)) score += 1;
+      if (desc.has(term)) score += 1;
     }
     return { t, score };
   });

@@ -76,9 +76,17 @@ describe("rankTools", () => {
   ];
   it("ranks name matches above description matches and drops non-matches", () => {
     expect(rankTools(tools, "issue").map((t) => t.name)).toEqual(["create_issue", "issue_comment"]);
-    expect(rankTools(tools, "projects").map((t) => t.name)).toEqual(["search_repositories"]);
+    // Word forms: "projects" matches "a project" as well as "projects".
+    expect(rankTools(tools, "projects").map((t) => t.name)).toEqual(["create_issue", "search_repositories"]);
     expect(rankTools(tools, "comment issue").map((t) => t.name)).toEqual(["issue_comment", "create_issue"]);
     expect(rankTools(tools, "zzz")).toEqual([]);
     expect(rankTools(tools, "").length).toBe(4);
+  });
+
+  it("matches word forms: plurals and -ing/-ed endings find the tool", () => {
+    expect(rankTools(tools, "issues").map((t) => t.name)).toEqual(["create_issue", "issue_comment"]);
+    expect(rankTools(tools, "commenting").map((t) => t.name)).toEqual(["issue_comment"]);
+    expect(rankTools(tools, "files").map((t) => t.name)).toEqual(["get_file"]);
+    expect(rankTools(tools, "searches repositories").map((t) => t.name)).toEqual(["search_repositories"]);
   });
 });
