@@ -1,4 +1,4 @@
-import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitOutcome } from "../approvals/approval-service.js";
 import { renderKeyArgs } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
@@ -15,6 +15,7 @@ import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
+import { callVendorTool, VendorCallError } from "./vendor-call.js";
 
 /** A validated mcp_call request. */
 export interface McpCallInput {
@@ -327,21 +328,17 @@ export class CallService {
     let progressed = false;
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
-        const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
-          timeout: this.d.callTimeoutMs,
-          maxTotalTimeout: this.d.callTimeoutMs,
-          ...(extra.signal ? { signal: extra.signal } : {}),
-          ...(extra.progress
-            ? {
-                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
-                  progressed = true;
-                  const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
-                  forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
-                },
+        return callVendorTool(client, base.tool ?? "", args, {
+          timeoutMs: this.d.callTimeoutMs,
+          signal: extra.signal,
+          onprogress: extra.progress
+            ? (p) => {
+                progressed = true;
+                const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
+                forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
               }
-            : {}),
+            : undefined,
         });
-        return r as CallToolResult;
       });
       if (progressed) {
         await forwarded;
@@ -378,14 +375,22 @@ export class CallService {
       }
     }
     if (extra.signal?.aborted) return failed("cancelled");
-    if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) {
-        // A hung vendor holds nothing we want: kill it so the next call starts fresh.
-        await this.d.pool.drop(connectionId, "kill");
-        return failed("vendor_timeout");
+    if (err instanceof VendorCallError) {
+      // Decided by the broker's own timer and transport, never by the code a vendor chose.
+      switch (err.end.kind) {
+        case "cancelled":
+          return failed("cancelled");
+        case "timeout":
+          // A hung vendor holds nothing we want: kill it so the next call starts fresh.
+          await this.d.pool.drop(connectionId, "kill");
+          return failed("vendor_timeout");
+        case "closed":
+          return failed("vendor_crashed");
+        case "vendor_error":
+          return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.end.message)) });
+        case "other":
+          err = err.end.error;
       }
-      if (err.code === ErrorCode.ConnectionClosed) return failed("vendor_crashed");
-      return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.message)) });
     }
     this.d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
     return failed("vendor_crashed");

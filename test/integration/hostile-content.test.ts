@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { HOSTILE_CONTENT_VENDOR_PATH } from "../fixtures/paths.js";
+import { ALICE, fixtureRegistryDoc, makeHarness, mcpCall, TSX_LOADER, type Harness } from "./broker-harness.js";
+
+// Issue 9 items 3-6: a vendor attacks the broker with what it *says* (error codes, metadata,
+// oversized frames, encoded credentials), through a real child process and a real MCP client.
+
+/** The harness registry plus the hostile-content vendor as service `hostile`. */
+function registryDoc(): unknown {
+  const base = fixtureRegistryDoc() as { services: Record<string, unknown> };
+  return {
+    services: {
+      ...base.services,
+      hostile: {
+        transport: {
+          type: "stdio",
+          command: process.execPath,
+          args: ["--import", TSX_LOADER, HOSTILE_CONTENT_VENDOR_PATH],
+          credentialEnv: { VENDOR_TOKEN: "{{token}}", VENDOR_USER: "{{user}}" },
+        },
+        capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }, { name: "user", label: "User", secret: false }] },
+        scopes: ["thread"],
+        tools: { echo: ["borrowable", "read"], pid: ["borrowable", "read"], rpc_error: ["borrowable", "read"], huge: ["borrowable", "read"], leak_forms: ["borrowable", "read"] },
+      },
+    },
+  };
+}
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function pidOf(client: Awaited<ReturnType<Harness["session"]>>["client"]): Promise<string> {
+  const r = await mcpCall(client, { service: "hostile", tool: "pid", on_behalf_of: ALICE });
+  expect(r.structured.status).toBe("ok");
+  return r.text.split("\n")[0] ?? "";
+}
+
+describe("item 3: a vendor's JSON-RPC error codes never pass for the broker's own timeout or close", () => {
+  it("-32001 and -32000 from the vendor are vendor errors; the child is neither killed nor restarted", async () => {
+    h = await makeHarness({ registryDoc: registryDoc() });
+    const { connection } = await h.connect(ALICE, { service: "hostile" });
+    const s = await h.session();
+    const pid = await pidOf(s.client);
+    for (const code of [-32001, -32000]) {
+      const r = await mcpCall(s.client, { service: "hostile", tool: "rpc_error", args: { code }, on_behalf_of: ALICE });
+      expect(r.structured.code, `code ${code}`).toBe("vendor_error");
+      expect(r.text).toContain(`vendor chose code ${code}`);
+      expect(h.broker.pool.has(connection.id)).toBe(true);
+      expect(await pidOf(s.client)).toBe(pid);
+    }
+    const rows = await h.store.audit.query({ connectionId: connection.id, event: "call" });
+    expect(rows.filter((r) => r.tool === "rpc_error").map((r) => r.errorCode)).toEqual(["vendor_error", "vendor_error"]);
+    expect(h.broker.pool.stats().spawned).toBe(1);
+    // A real exit is still the transport's close: vendor_crashed, and the next call respawns.
+    await h.connect(ALICE);
+    const crashed = await mcpCall(s.client, { tool: "crash", on_behalf_of: ALICE });
+    expect(crashed.structured.code).toBe("vendor_crashed");
+    expect((await mcpCall(s.client, { tool: "echo", args: { text: "back" }, on_behalf_of: ALICE })).text).toContain("back");
+  });
+
+  it("the broker's own deadline still reports vendor_timeout and kills the child", async () => {
+    h = await makeHarness({ registryDoc: registryDoc(), callTimeoutMs: 3_000 });
+    const { connection } = await h.connect(ALICE);
+    const s = await h.session();
+    const hung = await mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
+    expect(hung.structured.code).toBe("vendor_timeout");
+    expect(h.broker.pool.has(connection.id)).toBe(false);
+  });
+});
