@@ -1,10 +1,11 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitOutcome } from "../approvals/approval-service.js";
 import { renderKeyArgs } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { bindingOf } from "../connections/binding.js";
 import { Redactor } from "../hygiene/redact.js";
+import { redactToolResult } from "../hygiene/redact-result.js";
 import { truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { callHash } from "../policy/args-hash.js";
 import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
@@ -345,6 +346,8 @@ export class CallService {
         await new Promise((r) => setImmediate(r));
       }
       const { result: clean, truncated, bytes } = this.clean(result, redactor);
+      // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
+      if (!CallToolResultSchema.safeParse(clean).success) return failed("vendor_error", { detail: "its result could not be delivered intact" });
       await audit({ resultBytes: bytes, ...(clean.isError ? { errorCode: "vendor_tool_error" } : {}) });
       return { kind: "ok", via, connectionId, ownerUserId: conn.ownerUserId, result: clean, truncated };
     } catch (err) {
@@ -398,7 +401,7 @@ export class CallService {
 
   /** Redacts every credential form and caps the size; returns the size seen before truncation. */
   private clean(result: CallToolResult, redactor: Redactor): { result: CallToolResult; truncated: boolean; bytes: number } {
-    const redacted = redactor.deep({ content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
+    const redacted = redactToolResult(result, redactor);
     const bytes = Buffer.byteLength(JSON.stringify(redacted));
     const limits = this.d.limits;
     const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { REDACTED } from "../../src/hygiene/redact.js";
 import { HOSTILE_CONTENT_VENDOR_PATH } from "../fixtures/paths.js";
 import { ALICE, fixtureRegistryDoc, makeHarness, mcpCall, TSX_LOADER, type Harness } from "./broker-harness.js";
 
@@ -68,5 +69,44 @@ describe("item 3: a vendor's JSON-RPC error codes never pass for the broker's ow
     const hung = await mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
     expect(hung.structured.code).toBe("vendor_timeout");
     expect(h.broker.pool.has(connection.id)).toBe(false);
+  });
+});
+
+/** Whether `token` can be read back out of `text` by decoding any base64 or hex run at any alignment. */
+function recoverable(text: string, token: string): boolean {
+  if (text.includes(token) || text.includes(encodeURIComponent(token))) return true;
+  const needle = Buffer.from(token);
+  for (const run of text.match(/[A-Za-z0-9+/_-]{4,}/g) ?? []) {
+    const std = run.replace(/-/g, "+").replace(/_/g, "/");
+    for (let i = 0; i < 4; i++) if (Buffer.from(std.slice(i), "base64").includes(needle)) return true;
+  }
+  for (const run of text.match(/[0-9a-fA-F]{2,}/g) ?? []) for (let i = 0; i < 2; i++) if (Buffer.from(run.slice(i), "hex").includes(needle)) return true;
+  return false;
+}
+
+describe("item 6: encoded and binary forms of the credential are redacted, and the result stays valid", () => {
+  it("base64 at offsets 1/2, hex, image/audio data and resource.blob: redacted, still valid base64, audited as delivered", async () => {
+    h = await makeHarness({ registryDoc: registryDoc() });
+    const { connection, token } = await h.connect(ALICE, { service: "hostile" });
+    const s = await h.session();
+    // The real MCP client validates the broker's result against CallToolResultSchema (base64 included).
+    const r = await mcpCall(s.client, { service: "hostile", tool: "leak_forms", on_behalf_of: ALICE });
+    expect(r.structured.status).toBe("ok");
+    const content = r.raw.content as ({ type: "text"; text: string } | { type: "image" | "audio"; data: string } | { type: "resource"; resource: { blob: string } })[];
+    const texts = content.flatMap((c) => (c.type === "text" ? [c.text] : []));
+    const blobs = content.flatMap((c) => (c.type === "image" || c.type === "audio" ? [c.data] : c.type === "resource" ? [c.resource.blob] : []));
+    expect(texts.length).toBeGreaterThanOrEqual(2);
+    expect(blobs).toHaveLength(4);
+    for (const t of texts) expect(recoverable(t, token), t).toBe(false);
+    expect(texts[0]).toContain(REDACTED);
+    for (const b of blobs) {
+      expect(() => atob(b)).not.toThrow();
+      const bytes = Buffer.from(b, "base64");
+      expect(bytes.includes(Buffer.from(token))).toBe(false);
+      expect(bytes.includes(Buffer.from(REDACTED))).toBe(true);
+    }
+    expect(JSON.stringify(r.raw)).not.toContain(token);
+    const rows = await h.store.audit.query({ connectionId: connection.id, event: "call" });
+    expect(rows.map((x) => [x.tool, x.errorCode ?? null])).toEqual([["leak_forms", null]]);
   });
 });
