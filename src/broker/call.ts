@@ -10,6 +10,7 @@ import { truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { callHash } from "../policy/args-hash.js";
 import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
 import { PoolError } from "../pool/errors.js";
+import { frameTruncatedBytes } from "../pool/frame-reader.js";
 import { renderTemplate } from "../pool/credential-template.js";
 import type { Connection } from "../store/records.js";
 import { credentialSecrets, type Credential } from "../vault/credential.js";
@@ -401,13 +402,15 @@ export class CallService {
 
   /** Redacts every credential form and caps the size; returns the size seen before truncation. */
   private clean(result: CallToolResult, redactor: Redactor): { result: CallToolResult; truncated: boolean; bytes: number } {
-    const redacted = redactToolResult(result, redactor);
-    const bytes = Buffer.byteLength(JSON.stringify(redacted));
+    // A result cut from an oversized frame is always truncated, reporting the size the vendor sent.
+    const framed = frameTruncatedBytes(result);
+    const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
+    const bytes = framed ?? Buffer.byteLength(JSON.stringify(redacted));
     const limits = this.d.limits;
     const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
     const textBytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
     const lines = texts.reduce((n, t) => n + t.split("\n").length, 0);
-    if (bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
+    if (framed === undefined && bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
       return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
     }
     const joined = texts.join("\n");

@@ -21,10 +21,14 @@ export function redactContentItem(item: Content, redactor: Redactor): Content {
   return redactor.deep(item);
 }
 
-/** Redacts the content and structured content of a vendor result (other fields are not passed on). */
-export function redactToolResult(result: CallToolResult, redactor: Redactor): Pick<CallToolResult, "content" | "structuredContent"> {
+/**
+ * Redacts the content and structured content of a vendor result (other fields are not passed on).
+ * `cutEnds`: the texts were cut at an arbitrary byte, so a partial secret may end them: drop that reach.
+ */
+export function redactToolResult(result: CallToolResult, redactor: Redactor, o: { cutEnds?: boolean } = {}): Pick<CallToolResult, "content" | "structuredContent"> {
+  const cut = (c: Content): Content => (o.cutEnds && c.type === "text" ? { ...c, text: c.text.slice(0, Math.max(0, c.text.length - redactor.reach)) } : c);
   return {
-    content: result.content.map((c) => redactContentItem(c, redactor)),
+    content: result.content.map((c) => cut(redactContentItem(c, redactor))),
     ...(result.structuredContent ? { structuredContent: redactor.deep(result.structuredContent) } : {}),
   };
 }

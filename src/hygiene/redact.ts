@@ -58,6 +58,11 @@ export class Redactor {
     this.variants = secretVariants(values, extra, companions);
   }
 
+  /** The longest variant's length: a text cut short may end in an unmatched part of a secret this long. */
+  get reach(): number {
+    return this.variants[0]?.length ?? 0;
+  }
+
   /** Whether `text` contains any secret variant. */
   leaks(text: string): boolean {
     return this.variants.some((v) => text.includes(v));

@@ -110,3 +110,33 @@ describe("item 6: encoded and binary forms of the credential are redacted, and t
     expect(rows.map((x) => [x.tool, x.errorCode ?? null])).toEqual([["leak_forms", null]]);
   });
 });
+
+describe("item 5: a result over the 16 MiB frame cap is truncated, not fatal", () => {
+  it("a 17 MiB result comes back truncated with the notice; the same child serves the next call; no partial token at the cut", async () => {
+    // Result limits above the 64 KiB excerpt, so the excerpt's own cut is what the model sees.
+    h = await makeHarness({ registryDoc: registryDoc(), callTimeoutMs: 60_000, limits: { maxBytes: 200_000, maxLines: 10_000 } });
+    const { connection, token } = await h.connect(ALICE, { service: "hostile" });
+    const s = await h.session();
+    const pid = await pidOf(s.client);
+    // The SDK writes {"result":{"content":[{"type":"text","text":"…: the broker keeps the first 64 KiB
+    // of the line, so this puts the token across that cut (its first half inside the excerpt).
+    const prefix = '{"result":{"content":[{"type":"text","text":"'.length;
+    const tokenAt = 64 * 1024 - prefix - Math.floor(token.length / 2);
+    const r = await mcpCall(s.client, { service: "hostile", tool: "huge", args: { mib: 17, tokenAt }, on_behalf_of: ALICE });
+    expect(r.structured.status).toBe("ok");
+    expect(r.structured["truncated"]).toBe(true);
+    expect(r.text.startsWith("HEAD-MARKER xxxx")).toBe(true);
+    expect(r.text).toMatch(/result truncated: \d+ bytes exceeded the limit/);
+    expect(r.text.length).toBeLessThan(70_000);
+    // No part of the token (4+ characters of its start) ends the excerpt.
+    const body = r.text.slice(0, r.text.indexOf("\n[slaude-connect: result truncated"));
+    for (let n = 4; n <= token.length; n++) expect(body.endsWith(token.slice(0, n)), `partial token of ${n}`).toBe(false);
+    expect(h.broker.pool.has(connection.id)).toBe(true);
+    expect(await pidOf(s.client)).toBe(pid);
+    expect(h.broker.pool.stats().spawned).toBe(1);
+    const rows = await h.store.audit.query({ connectionId: connection.id, event: "call" });
+    const huge = rows.find((x) => x.tool === "huge");
+    expect(huge?.errorCode ?? null).toBeNull();
+    expect(huge?.resultBytes).toBeGreaterThan(17 * 1024 * 1024);
+  });
+});
