@@ -233,7 +233,7 @@ export class CallService {
   }
 
   /** The redactor of a connection's credential (memoised with it); an unopenable row redacts nothing and fails later. */
-  private redactorFor(conn: Connection, service: Service): Redactor {
+  redactorFor(conn: Connection, service: Service): Redactor {
     try {
       return this.openCached(conn, service).redactor;
     } catch {

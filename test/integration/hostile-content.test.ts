@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { REDACTED } from "../../src/hygiene/redact.js";
 import { HOSTILE_CONTENT_VENDOR_PATH } from "../fixtures/paths.js";
-import { ALICE, fixtureRegistryDoc, makeHarness, mcpCall, TSX_LOADER, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, CAROL, fixtureRegistryDoc, makeHarness, mcpCall, THREAD, TSX_LOADER, type Harness } from "./broker-harness.js";
 
 // Issue 9 items 3-6: a vendor attacks the broker with what it *says* (error codes, metadata,
 // oversized frames, encoded credentials), through a real child process and a real MCP client.
@@ -138,5 +138,58 @@ describe("item 5: a result over the 16 MiB frame cap is truncated, not fatal", (
     const huge = rows.find((x) => x.tool === "huge");
     expect(huge?.errorCode ?? null).toBeNull();
     expect(huge?.resultBytes).toBeGreaterThan(17 * 1024 * 1024);
+  });
+});
+
+describe("item 4: vendor tool metadata is redacted before it is cached, and cached per team", () => {
+  it("a token in tool metadata never reaches the cache row, another user, or another team", async () => {
+    h = await makeHarness({ registryDoc: registryDoc() });
+    const harness = h;
+    const T2 = { teamId: "T2", channelId: "C9", threadTs: "1700000000.000900" };
+    harness.membership.add(T2.teamId, T2.channelId, CAROL);
+    const { token: tokenA } = await harness.connect(ALICE, { service: "hostile" });
+    // Rows are read with SQL (the refresh runs beside the first call): what is on disk is what counts.
+    const cacheRows = () => harness.store.db.prepare("SELECT * FROM tool_metadata").all() as { team_id?: string; tools_json: string; content_hash: string }[];
+    const waitForRows = async (n: number) => {
+      for (let i = 0; i < 400 && cacheRows().length < n; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(cacheRows()).toHaveLength(n);
+      return cacheRows();
+    };
+    const describe_ = async (client: Awaited<ReturnType<Harness["session"]>>["client"], args: Record<string, unknown>) => {
+      const r = await client.callTool({ name: "mcp_describe", arguments: { service: "hostile", ...args } });
+      return { all: JSON.stringify(r), s: r.structuredContent as { source: string; tools: { name: string; description: string }[] } };
+    };
+
+    const a = await harness.session();
+    await pidOf(a.client);
+    const rows = await waitForRows(1);
+    // The cache row itself, every encoding checked by decoding.
+    expect(recoverable(rows[0]!.tools_json, tokenA)).toBe(false);
+    expect(rows[0]!.tools_json).toContain(REDACTED);
+    expect(rows[0]!.team_id).toBe("T1");
+
+    // Another user of the same team sees the redacted list and schema.
+    a.turn.user = BOB;
+    const bobAll = await describe_(a.client, {});
+    expect(bobAll.s.source).toBe("cache");
+    expect(bobAll.s.tools.find((t) => t.name === "echo")?.description).toContain(REDACTED);
+    expect(recoverable(bobAll.all, tokenA)).toBe(false);
+    const bobEcho = await describe_(a.client, { tool: "echo" });
+    expect(recoverable(bobEcho.all, tokenA)).toBe(false);
+
+    // Another team does not get team T1's metadata at all; its own is cached apart, redacted with its own credential.
+    const c = await harness.session(T2 as typeof THREAD);
+    c.turn.user = CAROL;
+    expect((await describe_(c.client, {})).s.source).toBe("registry");
+    const { token: tokenC } = await harness.connect(CAROL, { service: "hostile", thread: T2 as typeof THREAD });
+    await mcpCall(c.client, { service: "hostile", tool: "echo", args: { text: "hi" }, on_behalf_of: CAROL });
+    const both = await waitForRows(2);
+    expect(both.map((r) => r.team_id).sort()).toEqual(["T1", "T2"]);
+    for (const r of both) expect(recoverable(r.tools_json, tokenA) || recoverable(r.tools_json, tokenC)).toBe(false);
+    const carol = await describe_(c.client, { tool: "echo" });
+    expect(carol.s.source).toBe("cache");
+    expect(recoverable(carol.all, tokenA)).toBe(false);
+    expect(recoverable(carol.all, tokenC)).toBe(false);
+    expect(both.find((r) => r.team_id === "T1")?.content_hash).toBe(rows[0]!.content_hash);
   });
 });

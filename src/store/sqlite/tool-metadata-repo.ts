@@ -8,9 +8,9 @@ const toolsJson = z.array(z.unknown());
 /** SQLite tool metadata cache; the JSON read back is validated like any other edge. */
 export class SqliteToolMetadataRepo implements ToolMetadataRepo {
   constructor(private readonly db: Db) {}
-  async get(service: string): Promise<ToolMetadata | undefined> {
-    const r = this.db.prepare("SELECT * FROM tool_metadata WHERE service = ?").get(service) as
-      | { service: string; content_hash: string; tools_json: string; fetched_at: number }
+  async get(teamId: string, service: string): Promise<ToolMetadata | undefined> {
+    const r = this.db.prepare("SELECT * FROM tool_metadata WHERE team_id = ? AND service = ?").get(teamId, service) as
+      | { team_id: string; service: string; content_hash: string; tools_json: string; fetched_at: number }
       | undefined;
     if (!r) return undefined;
     let doc: unknown;
@@ -21,12 +21,12 @@ export class SqliteToolMetadataRepo implements ToolMetadataRepo {
     }
     const parsed = toolsJson.safeParse(doc);
     if (!parsed.success) return undefined;
-    return { service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
+    return { teamId: r.team_id, service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
   }
   async put(m: ToolMetadata): Promise<void> {
     this.db
-      .prepare(`INSERT INTO tool_metadata (service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT (service) DO UPDATE SET content_hash = excluded.content_hash, tools_json = excluded.tools_json, fetched_at = excluded.fetched_at`)
-      .run(m.service, m.contentHash, JSON.stringify(m.tools), m.fetchedAt);
+      .prepare(`INSERT INTO tool_metadata (team_id, service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (team_id, service) DO UPDATE SET content_hash = excluded.content_hash, tools_json = excluded.tools_json, fetched_at = excluded.fetched_at`)
+      .run(m.teamId, m.service, m.contentHash, JSON.stringify(m.tools), m.fetchedAt);
   }
 }
