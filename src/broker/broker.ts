@@ -116,7 +116,8 @@ export class Broker {
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
       ...(o.refresher ? { refresher: o.refresher } : {}),
     };
-    this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
+    // Metadata is cached per team, redacted with the credential of the connection whose child fetched it.
+    this.pool.onVendorStarted((service, client, conn) => void refreshMetadata(this.deps, service, client, { teamId: conn.teamId, redactor: this.calls.redactorFor(conn, service) }));
     this.calls = new CallService(this.deps);
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {

@@ -1,14 +1,16 @@
-import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitOutcome } from "../approvals/approval-service.js";
 import { cardFacts } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { bindingOf } from "../connections/binding.js";
 import { Redactor } from "../hygiene/redact.js";
+import { redactToolResult } from "../hygiene/redact-result.js";
 import { truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { callHash } from "../policy/args-hash.js";
 import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
 import { PoolError } from "../pool/errors.js";
+import { frameTruncatedBytes } from "../pool/frame-reader.js";
 import { renderTemplate } from "../pool/credential-template.js";
 import type { Connection } from "../store/records.js";
 import { credentialSecrets, type Credential } from "../vault/credential.js";
@@ -16,6 +18,7 @@ import { VaultError } from "../vault/errors.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
+import { callVendorTool, VendorCallError } from "./vendor-call.js";
 
 /** A validated mcp_call request. */
 export interface McpCallInput {
@@ -232,7 +235,7 @@ export class CallService {
   }
 
   /** The redactor of a connection's credential (memoised with it); an unopenable row redacts nothing and fails later. */
-  private redactorFor(conn: Connection, service: Service): Redactor {
+  redactorFor(conn: Connection, service: Service): Redactor {
     try {
       return this.openCached(conn, service).redactor;
     } catch {
@@ -329,27 +332,25 @@ export class CallService {
     if (!(await record.started())) return { kind: "failed", code: "audit_unavailable", message: failureMessage("audit_unavailable", { service: service.name }) };
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
-        const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
-          timeout: this.d.callTimeoutMs,
-          maxTotalTimeout: this.d.callTimeoutMs,
-          ...(extra.signal ? { signal: extra.signal } : {}),
-          ...(extra.progress
-            ? {
-                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
-                  progressed = true;
-                  const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
-                  forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
-                },
+        return callVendorTool(client, base.tool ?? "", args, {
+          timeoutMs: this.d.callTimeoutMs,
+          signal: extra.signal,
+          onprogress: extra.progress
+            ? (p) => {
+                progressed = true;
+                const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
+                forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
               }
-            : {}),
+            : undefined,
         });
-        return r as CallToolResult;
       });
       if (progressed) {
         await forwarded;
         await new Promise((r) => setImmediate(r));
       }
       const { result: clean, truncated, bytes } = this.clean(result, redactor);
+      // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
+      if (!CallToolResultSchema.safeParse(clean).success) return failed("vendor_error", { detail: "its result could not be delivered intact" });
       await audit({ resultBytes: bytes, ...(clean.isError ? { errorCode: "vendor_tool_error" } : {}) });
       return { kind: "ok", via, connectionId, ownerUserId: conn.ownerUserId, result: clean, truncated };
     } catch (err) {
@@ -380,14 +381,22 @@ export class CallService {
       }
     }
     if (extra.signal?.aborted) return failed("cancelled");
-    if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) {
-        // A hung vendor holds nothing we want: kill it so the next call starts fresh.
-        await this.d.pool.drop(connectionId, "kill");
-        return failed("vendor_timeout");
+    if (err instanceof VendorCallError) {
+      // Decided by the broker's own timer and transport, never by the code a vendor chose.
+      switch (err.end.kind) {
+        case "cancelled":
+          return failed("cancelled");
+        case "timeout":
+          // A hung vendor holds nothing we want: kill it so the next call starts fresh.
+          await this.d.pool.drop(connectionId, "kill");
+          return failed("vendor_timeout");
+        case "closed":
+          return failed("vendor_crashed");
+        case "vendor_error":
+          return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.end.message)) });
+        case "other":
+          err = err.end.error;
       }
-      if (err.code === ErrorCode.ConnectionClosed) return failed("vendor_crashed");
-      return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.message)) });
     }
     this.d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
     return failed("vendor_crashed");
@@ -395,13 +404,15 @@ export class CallService {
 
   /** Redacts every credential form and caps the size; returns the size seen before truncation. */
   private clean(result: CallToolResult, redactor: Redactor): { result: CallToolResult; truncated: boolean; bytes: number } {
-    const redacted = redactor.deep({ content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
-    const bytes = Buffer.byteLength(JSON.stringify(redacted));
+    // A result cut from an oversized frame is always truncated, reporting the size the vendor sent.
+    const framed = frameTruncatedBytes(result);
+    const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
+    const bytes = framed ?? Buffer.byteLength(JSON.stringify(redacted));
     const limits = this.d.limits;
     const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
     const textBytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
     const lines = texts.reduce((n, t) => n + t.split("\n").length, 0);
-    if (bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
+    if (framed === undefined && bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
       return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
     }
     const joined = texts.join("\n");

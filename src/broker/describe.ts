@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { z } from "zod";
 import type { Service, ToolClass } from "../config/registry.js";
+import type { Redactor } from "../hygiene/redact.js";
 import { canonicalJson } from "../policy/args-hash.js";
 import type { BrokerDeps } from "./deps.js";
 import { stems } from "./word-forms.js";
@@ -36,8 +37,14 @@ export interface DescribeResult {
   readonly note?: string;
 }
 
-/** Stores a service's tools/list in the metadata cache with its content hash. */
-export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client): Promise<void> {
+/** Whose vendor the metadata came from: its team keys the cache, its credential's redactor cleans it. */
+export interface MetadataOrigin {
+  readonly teamId: string;
+  readonly redactor: Redactor;
+}
+
+/** Stores a service's tools/list in the team's metadata cache, redacted, with its content hash. */
+export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<void> {
   try {
     const tools: CachedTool[] = [];
     let cursor: string | undefined;
@@ -46,11 +53,12 @@ export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" |
       for (const t of page.tools) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
       cursor = page.nextCursor;
     } while (cursor);
-    tools.sort((a, b) => (a.name < b.name ? -1 : 1));
-    const contentHash = createHash("sha256").update(canonicalJson(tools)).digest("hex");
-    const prev = await deps.store.toolMetadata.get(service.name);
+    // Redacted before it is hashed or stored: a vendor may put its credential in any metadata text.
+    const clean = tools.map((t) => origin.redactor.deep(t)).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const contentHash = createHash("sha256").update(canonicalJson(clean)).digest("hex");
+    const prev = await deps.store.toolMetadata.get(origin.teamId, service.name);
     if (prev?.contentHash === contentHash) return;
-    await deps.store.toolMetadata.put({ service: service.name, contentHash, tools, fetchedAt: deps.clock.now() });
+    await deps.store.toolMetadata.put({ teamId: origin.teamId, service: service.name, contentHash, tools: clean, fetchedAt: deps.clock.now() });
   } catch (err) {
     // Only the error's kind: vendor text may carry the credential.
     deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).name, code: String((err as { code?: unknown }).code ?? "") });
@@ -82,9 +90,9 @@ export function rankTools<T extends { name: string; description: string }>(tools
     .map((s) => s.t);
 }
 
-/** Builds the describe answer from the cache (spawning nothing), or from the registry when nothing is cached. */
-export async function describeService(deps: Pick<BrokerDeps, "store">, service: Service, opts: { tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
-  const meta = await deps.store.toolMetadata.get(service.name);
+/** Builds the describe answer from the caller's team's cache (spawning nothing), or from the registry when nothing is cached. */
+export async function describeService(deps: Pick<BrokerDeps, "store">, service: Service, opts: { teamId: string; tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
+  const meta = await deps.store.toolMetadata.get(opts.teamId, service.name);
   const classOf = (name: string) => {
     const c = service.classOf(name);
     return { access: c.access, write: c.write, classified: service.isClassified(name) };

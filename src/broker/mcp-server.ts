@@ -136,11 +136,11 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async (input, extra) =>
-      withCaller(extra, async () => {
+      withCaller(extra, async (ctx) => {
         if (input.service === undefined) return listServices(deps.registry);
         const service = deps.registry.get(input.service);
         if (!service) return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
-        const r = await describeService(deps, service, { ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
+        const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
         if ("notFound" in r) return failure("invalid_request", failureMessage("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` }));
         const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
         const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { FrameReader, oversizedResponse } from "./frame-reader.js";
 
 /** How to start a vendor child. `env` is the complete environment: nothing is inherited. */
 export interface ChildSpec {
@@ -13,7 +14,7 @@ export interface ChildSpec {
   readonly gid?: number;
   /** Grace periods of the stop sequence: stdin close → SIGTERM → SIGKILL. */
   readonly stopGraceMs?: number;
-  /** Cap on one buffered stdout message, so a flooding vendor cannot exhaust memory. */
+  /** Cap on one buffered stdout message, so a flooding vendor cannot exhaust memory; a tools/call result over it is truncated. */
   readonly maxMessageBytes?: number;
   /** Receives stderr lines (already capped); never logged with credential values unredacted by the caller. */
   readonly onStderr?: (chunk: string) => void;
@@ -52,12 +53,12 @@ export class GroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child: ChildProcess | undefined;
-  private readonly buffer: ReadBuffer;
+  private readonly buffer: FrameReader;
   private exited: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly spec: ChildSpec) {
-    this.buffer = new ReadBuffer({ maxBufferSize: spec.maxMessageBytes ?? 16 * 1024 * 1024 });
+    this.buffer = new FrameReader(spec.maxMessageBytes ?? 16 * 1024 * 1024);
   }
 
   /** The child's pid, which is also its process group id. */
@@ -90,12 +91,12 @@ export class GroupStdioTransport implements Transport {
     child.stdin?.on("error", (e) => this.onerror?.(e));
     child.stdout?.on("data", (chunk: Buffer) => {
       try {
-        this.buffer.append(chunk);
-        for (;;) {
-          const msg = this.buffer.readMessage();
-          if (msg === null) break;
+        this.buffer.push(chunk, (frame) => {
+          // A result over the cap answers its call truncated; anything else over it is not trusted.
+          const msg = frame.kind === "message" ? frame.message : oversizedResponse(frame);
+          if (!msg) throw new Error(`vendor message of ${frame.kind === "oversized" ? frame.bytes : 0} bytes exceeds the frame cap`);
           this.onmessage?.(msg);
-        }
+        });
       } catch (e) {
         // Malformed or oversized output: this child can no longer be trusted to frame messages.
         this.onerror?.(e as Error);

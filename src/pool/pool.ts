@@ -28,8 +28,8 @@ interface Entry {
   dead: boolean;
 }
 
-/** Called with a freshly started vendor's client, e.g. to refresh the tool metadata cache. */
-export type VendorStartedListener = (service: Service, client: Client) => void;
+/** Called with a freshly started vendor's client and the connection it serves, e.g. to refresh the tool metadata cache. */
+export type VendorStartedListener = (service: Service, client: Client, connection: Connection) => void;
 
 /** A snapshot of the pool, for metrics and tests. */
 export interface PoolStats {
@@ -150,7 +150,7 @@ export class VendorPool {
         this.log.warn("vendor went away", { connectionId: entry.connectionId, service: service.name });
         this.wake();
       });
-      for (const l of this.startedListeners) l(service, handle.client);
+      for (const l of this.startedListeners) l(service, handle.client, connection);
       return handle;
     })();
     entry = { connectionId: connection.id, secretVersion, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };

@@ -34,8 +34,8 @@ describe("mcp_describe", () => {
     const s = await h.session();
     await mcpCall(s.client, { tool: "echo", args: { text: "x" }, on_behalf_of: ALICE });
     // The refresh runs beside the first call; wait for it to land.
-    for (let i = 0; i < 50 && !(await h.store.toolMetadata.get("vendor")); i++) await new Promise((r) => setTimeout(r, 50));
-    const meta = await h.store.toolMetadata.get("vendor");
+    for (let i = 0; i < 50 && !(await h.store.toolMetadata.get("T1", "vendor")); i++) await new Promise((r) => setTimeout(r, 50));
+    const meta = await h.store.toolMetadata.get("T1", "vendor");
     expect(meta?.contentHash).toMatch(/^[0-9a-f]{64}$/);
 
     await h.broker.pool.drop(connection.id);
