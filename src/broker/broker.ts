@@ -77,7 +77,7 @@ export class Broker {
 
   constructor(private readonly o: BrokerOptions) {
     this.turns = o.turns ?? new TurnState();
-    this.ledger = new ChildLedger(path.join(o.runDir, "children"));
+    this.ledger = new ChildLedger(path.join(o.runDir, "children"), path.join(o.runDir, "vendors"));
     const uidBase = o.pool?.childUidBase;
     const maxChildren = o.pool?.maxChildren ?? 32;
     const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
@@ -116,7 +116,7 @@ export class Broker {
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
       ...(o.refresher ? { refresher: o.refresher } : {}),
     };
-    this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
+    this.pool.onVendorStarted((service, client) => refreshMetadata(this.deps, service, client));
     this.calls = new CallService(this.deps);
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {

@@ -3,7 +3,9 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { z } from "zod";
 import type { Service, ToolClass } from "../config/registry.js";
 import { canonicalJson } from "../policy/args-hash.js";
+import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
+import { listAllTools } from "./tool-paging.js";
 
 /** A vendor tool as cached: the parts of tools/list the broker keeps. */
 const cachedTool = z
@@ -39,18 +41,16 @@ export interface DescribeResult {
 export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client): Promise<void> {
   try {
     const tools: CachedTool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : {});
-      for (const t of page.tools) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
-      cursor = page.nextCursor;
-    } while (cursor);
+    // Paged within fixed limits (src/broker/tool-paging.ts): an endless pager is stopped, not cached.
+    for (const t of await listAllTools(client)) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
     tools.sort((a, b) => (a.name < b.name ? -1 : 1));
     const contentHash = createHash("sha256").update(canonicalJson(tools)).digest("hex");
     const prev = await deps.store.toolMetadata.get(service.name);
     if (prev?.contentHash === contentHash) return;
     await deps.store.toolMetadata.put({ service: service.name, contentHash, tools, fetchedAt: deps.clock.now() });
   } catch (err) {
+    // A vendor over the paging limits is stopped by the pool (the error fails its calls).
+    if (err instanceof PoolError && err.code === "vendor_misbehaved") throw err;
     // Only the error's kind: vendor text may carry the credential.
     deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).name, code: String((err as { code?: unknown }).code ?? "") });
   }
