@@ -3,9 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
 import { ChildLedger } from "../../src/pool/child-ledger.js";
-import { HOSTILE_VENDOR_PATH } from "../fixtures/paths.js";
 import { isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
-import { ALICE, BOB, THREAD, TSX_LOADER, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, THREAD, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { hostileRegistryDoc } from "./hostile-registry.js";
 
 // Issue 9 items 1 and 2 against the hostile fixture vendor as real child processes: endless
 // tools/list paging ends a call with vendor_misbehaved and stops the child; a grandchild that leaves
@@ -14,30 +14,10 @@ import { ALICE, BOB, THREAD, TSX_LOADER, fixtureRegistryDoc, makeHarness, mcpCal
 // revocation pass. Then the acceptance run: the broker's memory comes back, nothing of the hostile
 // connection is left, and another user's calls on a normal vendor keep working throughout.
 
-const HOSTILE_TOOLS = { echo: ["borrowable", "read"], hang: ["borrowable", "read"], daemonize: ["borrowable", "read"], flood_stdout: ["borrowable", "read"] };
-
-/** The fixture `vendor` plus hostile services, one per tools/list behaviour. */
-function registryDoc(eventLog: string): unknown {
-  const base = fixtureRegistryDoc() as { services: { vendor: { capture: unknown } } };
-  const hostile = (mode: string) => ({
-    transport: {
-      type: "stdio",
-      command: process.execPath,
-      args: ["--import", TSX_LOADER, HOSTILE_VENDOR_PATH],
-      env: { HOSTILE_TOOLS_LIST: mode, HOSTILE_EVENT_LOG: eventLog },
-      credentialEnv: { VENDOR_TOKEN: "{{token}}" },
-    },
-    capture: base.services.vendor.capture,
-    scopes: ["thread", "user", "shared"],
-    tools: HOSTILE_TOOLS,
-  });
-  return { services: { vendor: base.services.vendor, hostile: hostile("normal"), bomb: hostile("endless"), repeat: hostile("repeat"), huge: hostile("huge") } };
-}
-
 async function harness(ctx: TestContext, opts: Parameters<typeof makeHarness>[0] = {}): Promise<{ h: Harness; events: string }> {
   const logDir = mkdtempSync(path.join(os.tmpdir(), "slaude-hostile-"));
   const events = path.join(logDir, "events.log");
-  const h = await makeHarness({ registryDoc: registryDoc(events), ...opts });
+  const h = await makeHarness({ registryDoc: hostileRegistryDoc(events), ...opts });
   ctx.onTestFinished(async () => {
     await h.close();
     rmSync(logDir, { recursive: true, force: true });
