@@ -64,8 +64,10 @@ export class ChildLedger {
         // descent: a reused pid always starts later than the child we recorded.
         const leaderStart = processStartTicks(rec.pid);
         const sameLeader = leaderStart === undefined || leaderStart === rec.startTicks;
+        // Everything of this child started after it: the start ticks bound every criterion.
         killed += killProcesses({
-          ...(sameLeader ? { pgid: rec.pid, sinceTicks: rec.startTicks } : {}),
+          sinceTicks: rec.startTicks,
+          ...(sameLeader ? { pgid: rec.pid } : {}),
           ...(rec.home ? { envEntries: [`HOME=${rec.home}`] } : {}),
           ...(rec.uid ? { uid: rec.uid } : {}),
         });

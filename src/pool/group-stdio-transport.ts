@@ -141,7 +141,7 @@ export class GroupStdioTransport implements Transport {
     });
   }
 
-  /** Stops the child and its whole group; resolves once the leader has exited. */
+  /** Stops the child and its whole group; resolves once the leader has exited (or KILL_WAIT_MS after its SIGKILL). */
   async close(): Promise<void> {
     return (this.closing ??= this.stop());
   }

@@ -32,7 +32,10 @@ export function readStat(pid: number): ProcStat | undefined {
   }
 }
 
-/** The real uid of `pid` (from /proc/<pid>/status), or undefined if gone. */
+/**
+ * The real uid of `pid` from /proc/<pid>/status, or undefined if gone. Not the owner of /proc/<pid>:
+ * that turns to root when a process makes itself non-dumpable, which a vendor could use to hide.
+ */
 export function readUid(pid: number): number | undefined {
   try {
     const m = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -107,8 +110,13 @@ export interface ProcessMarker {
   readonly argvIncludes?: readonly string[];
   /** A uid owned by this owner alone: an unprivileged process cannot leave it. */
   readonly uid?: number;
-  /** A process group (the leader's pid), members started no earlier than `sinceTicks`. */
+  /** A process group (the leader's pid). */
   readonly pgid?: number;
+  /**
+   * Only processes started no earlier than this (the owner's first process: nothing of it is
+   * older). Besides guarding against pid reuse, it spares reading the environment of every older
+   * process on the host, which is most of the cost of a scan.
+   */
   readonly sinceTicks?: number;
   /** A root process: it and every descendant (by ppid) while it is the same process. */
   readonly root?: ProcessRef;
@@ -127,7 +135,7 @@ export function findProcesses(m: ProcessMarker): number[] {
       list.push(pid);
       children.set(s.ppid, list);
     }
-    if (matches(pid, s, m)) found.add(pid);
+    if (s.startTicks >= (m.sinceTicks ?? 0) && matches(pid, s, m)) found.add(pid);
   }
   if (m.root && isSameProcess(m.root)) {
     const queue = [m.root.pid];
@@ -143,7 +151,7 @@ export function findProcesses(m: ProcessMarker): number[] {
 }
 
 function matches(pid: number, s: ProcStat, m: ProcessMarker): boolean {
-  if (m.pgid !== undefined && s.pgid === m.pgid && s.startTicks >= (m.sinceTicks ?? 0)) return true;
+  if (m.pgid !== undefined && s.pgid === m.pgid) return true;
   if (m.uid !== undefined && readUid(pid) === m.uid) return true;
   if (m.envEntries?.length || m.envPrefix) {
     const env = readEnviron(pid);
