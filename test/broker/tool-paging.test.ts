@@ -25,24 +25,29 @@ async function misbehaved(p: Promise<unknown>): Promise<string> {
   return (err as PoolError).message;
 }
 
-const limits = (o: Partial<ToolListLimits>): ToolListLimits => ({ ...TOOL_LIST_LIMITS, ...o });
+// The default limits, with a time limit that a loaded machine cannot reach first (except where tested).
+const limits = (o: Partial<ToolListLimits> = {}): ToolListLimits => ({ ...TOOL_LIST_LIMITS, maxMs: 120_000, ...o });
 
 describe.concurrent("tools/list paging limits", () => {
   it("lists a normal vendor in full", async (ctx) => {
-    const tools = await listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "normal" }));
+    const tools = await listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "normal" }), limits());
     expect(tools.map((t) => t.name)).toEqual(["echo", "hang", "daemonize", "flood_stdout"]);
   });
 
   it("stops an endless pager at the page limit", async (ctx) => {
-    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "endless" })))).toContain(`${TOOL_LIST_LIMITS.maxPages} pages`);
+    const client = await hostile(ctx, { HOSTILE_TOOLS_LIST: "endless" });
+    const t0 = performance.now();
+    expect(await misbehaved(listAllTools(client, limits()))).toContain(`${TOOL_LIST_LIMITS.maxPages} pages`);
+    // A figure for the report, not an assertion (the machine is shared and noisy).
+    console.log(`endless pager stopped after ${(performance.now() - t0).toFixed(0)} ms`);
   });
 
   it("stops at the first repeated cursor", async (ctx) => {
-    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "repeat" })))).toContain("repeated cursor");
+    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "repeat" }), limits()))).toContain("repeated cursor");
   });
 
   it("stops a page over the byte limit", async (ctx) => {
-    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "huge" })))).toContain(`${TOOL_LIST_LIMITS.maxBytes} bytes`);
+    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "huge" }), limits()))).toContain(`${TOOL_LIST_LIMITS.maxBytes} bytes`);
   });
 
   it("stops at the tool-count limit", async (ctx) => {
