@@ -218,5 +218,7 @@ describe("acceptance: a hostile run leaves the broker as it found it", () => {
     }, 30_000);
     console.log(`hostile run RSS: start ${startRss.toFixed(0)} MB, peak ${peakRss.toFixed(0)} MB, end ${rssMb().toFixed(0)} MB; Bob's calls ${bobResults.length}`);
     expect(settled).toBe(true);
+    // Bounded throughout, not only afterwards (before the limits a paging bomb alone reached GBs).
+    expect(peakRss - startRss).toBeLessThan(300);
   });
 });
