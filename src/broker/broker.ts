@@ -77,7 +77,7 @@ export class Broker {
 
   constructor(private readonly o: BrokerOptions) {
     this.turns = o.turns ?? new TurnState();
-    this.ledger = new ChildLedger(path.join(o.runDir, "children"));
+    this.ledger = new ChildLedger(path.join(o.runDir, "children"), path.join(o.runDir, "vendors"));
     const uidBase = o.pool?.childUidBase;
     const maxChildren = o.pool?.maxChildren ?? 32;
     const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
@@ -116,8 +116,9 @@ export class Broker {
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
       ...(o.refresher ? { refresher: o.refresher } : {}),
     };
-    // Metadata is cached per team, redacted with the credential of the connection whose child fetched it.
-    this.pool.onVendorStarted((service, client, conn) => void refreshMetadata(this.deps, service, client, { teamId: conn.teamId, redactor: this.calls.redactorFor(conn, service) }));
+    // Metadata is cached per team, redacted with the credential of the connection whose child fetched
+    // it; the vendor gets its first call once the (bounded) tool list is in.
+    this.pool.onVendorStarted((service, client, conn) => refreshMetadata(this.deps, service, client, { teamId: conn.teamId, redactor: this.calls.redactorFor(conn, service) }));
     this.calls = new CallService(this.deps);
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {

@@ -375,6 +375,8 @@ export class CallService {
           return failed("vendor_unreachable", err.retryAt ? { retryAt: err.retryAt } : {});
         case "credential_incomplete":
           return failed("credential_unusable");
+        case "vendor_misbehaved":
+          return failed("vendor_misbehaved");
         default:
           this.d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
           return failed("vendor_crashed");

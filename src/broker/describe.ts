@@ -4,7 +4,9 @@ import { z } from "zod";
 import type { Service, ToolClass } from "../config/registry.js";
 import type { Redactor } from "../hygiene/redact.js";
 import { canonicalJson } from "../policy/args-hash.js";
+import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
+import { listAllTools } from "./tool-paging.js";
 import { stems } from "./word-forms.js";
 
 /** A vendor tool as cached: the parts of tools/list the broker keeps. */
@@ -47,12 +49,8 @@ export interface MetadataOrigin {
 export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<void> {
   try {
     const tools: CachedTool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : {});
-      for (const t of page.tools) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
-      cursor = page.nextCursor;
-    } while (cursor);
+    // Paged within fixed limits (src/broker/tool-paging.ts): an endless pager is stopped, not cached.
+    for (const t of await listAllTools(client)) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
     // Redacted before it is hashed or stored: a vendor may put its credential in any metadata text.
     const clean = tools.map((t) => origin.redactor.deep(t)).sort((a, b) => (a.name < b.name ? -1 : 1));
     const contentHash = createHash("sha256").update(canonicalJson(clean)).digest("hex");
@@ -60,6 +58,8 @@ export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" |
     if (prev?.contentHash === contentHash) return;
     await deps.store.toolMetadata.put({ teamId: origin.teamId, service: service.name, contentHash, tools: clean, fetchedAt: deps.clock.now() });
   } catch (err) {
+    // A vendor over the paging limits is stopped by the pool (the error fails its calls).
+    if (err instanceof PoolError && err.code === "vendor_misbehaved") throw err;
     // Only the error's kind: vendor text may carry the credential.
     deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).name, code: String((err as { code?: unknown }).code ?? "") });
   }

@@ -20,6 +20,7 @@ export type FailureCode =
   | "credential_unusable"
   | "vendor_timeout"
   | "vendor_crashed"
+  | "vendor_misbehaved"
   | "vendor_error"
   | "vendor_unreachable"
   | "vendor_backoff"
@@ -81,6 +82,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `${svc} did not answer in time; the call was stopped.`;
     case "vendor_crashed":
       return `The ${svc} vendor process stopped while handling the call. It is restarted on the next call.`;
+    case "vendor_misbehaved":
+      return `The ${svc} vendor went over slaude-connect's limits (for example an endless tool list), so it was stopped and the call did not run. The operator can find details in the logs.`;
     case "vendor_error":
       return `${svc} reported an error${f.detail ? `: ${f.detail}` : "."}`;
     case "vendor_unreachable":

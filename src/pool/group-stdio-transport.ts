@@ -22,6 +22,12 @@ export interface ChildSpec {
   readonly onSpawn?: (pid: number) => void;
 }
 
+/** How long a stop waits for the leader's exit after SIGKILL before giving up on it. */
+export const KILL_WAIT_MS = 5_000;
+
+/** After the leader exits, how long its last output may still drain before its pipes are destroyed. */
+const EXIT_DRAIN_MS = 200;
+
 /** Sends `signal` to a whole process group, ignoring "no such process". */
 export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
   try {
@@ -78,7 +84,20 @@ export class GroupStdioTransport implements Transport {
       ...(this.spec.gid !== undefined ? { gid: this.spec.gid } : {}),
     });
     this.child = child;
-    this.exited = new Promise((resolve) => child.once("close", () => resolve()));
+    // The leader's exit ends this vendor, not the pipes' close: a daemonised grandchild may hold
+    // our stdout open forever. Its pipes are destroyed so nothing more is read.
+    this.exited = new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
+        resolve();
+      };
+      // "close" (pipes drained) normally follows "exit" at once; a held pipe gets a short drain.
+      child.once("close", finish);
+      child.once("exit", () => setTimeout(finish, EXIT_DRAIN_MS).unref());
+    });
     await new Promise<void>((resolve, reject) => {
       child.once("error", reject);
       child.once("spawn", () => {
@@ -99,8 +118,10 @@ export class GroupStdioTransport implements Transport {
         });
       } catch (e) {
         // Malformed or oversized output: this child can no longer be trusted to frame messages.
+        // Stop reading at once (a flood would otherwise keep arriving) and kill, not ask.
+        child.stdout?.destroy();
         this.onerror?.(e as Error);
-        void this.close();
+        void this.kill();
       }
     });
     child.stderr?.on("data", (chunk: Buffer) => this.spec.onStderr?.(chunk.toString("utf8").slice(0, 4096)));
@@ -121,7 +142,7 @@ export class GroupStdioTransport implements Transport {
     });
   }
 
-  /** Stops the child and its whole group; resolves once the leader has exited. */
+  /** Stops the child and its whole group; resolves once the leader has exited (or KILL_WAIT_MS after its SIGKILL). */
   async close(): Promise<void> {
     return (this.closing ??= this.stop());
   }
@@ -138,14 +159,16 @@ export class GroupStdioTransport implements Transport {
       killGroup(pgid, "SIGTERM");
       if (!(await wait(grace))) killGroup(pgid, "SIGKILL");
     }
-    await this.exited;
+    // Bounded even now: a leader in uninterruptible sleep may outlive SIGKILL for a while.
+    await wait(KILL_WAIT_MS);
     killGroup(pgid, "SIGKILL");
   }
 
-  /** Immediate SIGKILL of the whole group (hung child, revoked connection). */
+  /** Immediate SIGKILL of the whole group (hung child, revoked connection); waits a bounded time for the exit. */
   async kill(): Promise<void> {
     const pid = this.child?.pid;
     if (pid) killGroup(pid, "SIGKILL");
-    if (this.exited) await this.exited;
+    const exited = this.exited;
+    if (exited) await Promise.race([exited, new Promise<void>((r) => setTimeout(r, KILL_WAIT_MS).unref())]);
   }
 }
