@@ -56,7 +56,7 @@ describe.concurrent("item 1: tools/list paging", () => {
       expect(r.text).toContain("went over slaude-connect's limits");
       expect(h.broker.pool.has(connection.id)).toBe(false);
       expect(await waitFor(() => processesOf(h, connection.id, token).length === 0, 10_000)).toBe(true);
-      expect(await h.store.toolMetadata.get(service)).toBeUndefined();
+      expect(await h.store.toolMetadata.get(THREAD.teamId, service)).toBeUndefined();
       const rows = await h.store.audit.query({ service, event: "call" });
       expect(rows.map((a) => a.errorCode)).toEqual(["vendor_misbehaved"]);
     }
