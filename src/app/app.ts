@@ -59,6 +59,8 @@ export interface RunningApp {
   readonly lifecycle: ConnectionLifecycle;
   readonly broker: Broker;
   readonly logins: LoginService;
+  /** The MCP endpoint (its open sessions). */
+  readonly mcp: McpEndpoint;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -86,7 +88,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
   const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, 60_000) : undefined);
+  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max) : undefined);
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
   const refresher = new OAuthRefresher({
@@ -115,6 +117,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     limits: config.resultLimits,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    credentialCache: config.caches.credentials,
   });
   await broker.start();
   const logins = new LoginService({
@@ -150,6 +153,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
   reaper.start();
+  // Expired membership answers leave memory even for channels nobody asks about again.
+  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log);
+  cacheSweep.start();
 
   const http = new HttpServer(log);
   http.route({
@@ -163,7 +169,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const auth = new HostTokenAuth(config.hostTokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
-  const mcp = new McpEndpoint(broker, auth, origin, log);
+  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
@@ -187,6 +193,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     broker,
     logins,
+    mcp,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
@@ -198,6 +205,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await slack?.stop();
         await http.close();
         await reaper.stop();
+        await cacheSweep.stop();
         await broker.shutdown();
         await store.close();
         log.info("slaude-connect stopped");

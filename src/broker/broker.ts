@@ -6,6 +6,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ApprovalService } from "../approvals/approval-service.js";
 import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
 import type { Clock } from "../clock/clock.js";
+import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../connections/reaper.js";
@@ -48,6 +49,8 @@ export interface BrokerOptions {
   readonly consent?: ConsentNotifier;
   /** Replaces the process launcher (tests of the pool bookkeeping). */
   readonly launcher?: VendorLauncher;
+  /** Bounds the decrypted-credential cache (count and age). */
+  readonly credentialCache?: CacheLimits;
 }
 
 /** The consent port: shows a user the card that starts connecting a service (privately). */
@@ -115,6 +118,7 @@ export class Broker {
       callTimeoutMs: o.callTimeoutMs ?? 120_000,
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
       ...(o.refresher ? { refresher: o.refresher } : {}),
+      ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     };
     this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
     this.calls = new CallService(this.deps);
@@ -137,6 +141,7 @@ export class Broker {
       async () => {
         await this.reconcile();
         await this.pool.reapIdle();
+        this.calls.sweepExpired();
       },
       this.o.log,
     );

@@ -1,4 +1,5 @@
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { LRUCache } from "lru-cache";
 import type { WaitOutcome } from "../approvals/approval-service.js";
 import { renderKeyArgs } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
@@ -42,7 +43,10 @@ function deepFreeze<T>(v: T): T {
 
 /** Runs mcp_call: identity, membership, policy, approval, the vendor call, hygiene and audit. */
 export class CallService {
-  constructor(private readonly d: BrokerDeps) {}
+  constructor(private readonly d: BrokerDeps) {
+    const c = d.credentialCache ?? { max: 1_000, ttlMs: 900_000 };
+    this.opened = new LRUCache({ max: c.max, ttl: c.ttlMs, ttlResolution: 0, perf: { now: () => d.clock.now() } });
+  }
 
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
     const started = Date.now();
@@ -204,7 +208,13 @@ export class CallService {
     }
   }
 
-  private readonly opened = new Map<string, { version: string; credential: Credential; redactor: Redactor }>();
+  // Plaintext stays in memory for a bounded count and age: it is decrypted again after the TTL.
+  private readonly opened: LRUCache<string, { version: string; credential: Credential; redactor: Redactor }>;
+
+  /** Drops decrypted credentials past their cache TTL from memory (run by the idle reaper). */
+  sweepExpired(): void {
+    this.opened.purgeStale();
+  }
 
   /** Drops the decrypted credential of an ended connection from memory. */
   forget(connectionId: string): void {
@@ -224,7 +234,6 @@ export class CallService {
     if (hit && hit.version === version) return hit;
     const credential = this.d.vault.openCredential(s, b);
     const entry = { version, credential, redactor: this.redactorOf(credential, service) };
-    if (this.opened.size > 10_000) this.opened.clear();
     this.opened.set(conn.id, entry);
     return entry;
   }

@@ -50,6 +50,13 @@ const envSchema = z.object({
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
+  // Memory bounds (issue 9 item 15): every session table and cache has a cap and an expiry.
+  SLAUDE_MCP_MAX_SESSIONS: positiveInt.default(1_000),
+  SLAUDE_MCP_SESSION_IDLE_SECONDS: positiveInt.default(1_800),
+  SLAUDE_MEMBERSHIP_CACHE_MAX: positiveInt.default(10_000),
+  SLAUDE_MEMBERSHIP_CACHE_SECONDS: positiveInt.default(60),
+  SLAUDE_CREDENTIAL_CACHE_MAX: positiveInt.default(1_000),
+  SLAUDE_CREDENTIAL_CACHE_SECONDS: positiveInt.default(900),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -92,6 +99,16 @@ export interface Config {
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
   readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number };
+  /** Open MCP sessions: the cap, and how long an unused one stays open. */
+  readonly mcpSessions: { readonly maxSessions: number; readonly idleMs: number };
+  /** In-memory caches: membership answers and decrypted credentials, each bounded in count and age. */
+  readonly caches: { readonly membership: CacheLimits; readonly credentials: CacheLimits };
+}
+
+/** A bounded cache: at most `max` entries, each at most `ttlMs` old. */
+export interface CacheLimits {
+  readonly max: number;
+  readonly ttlMs: number;
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
@@ -161,6 +178,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT },
+    mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
+    caches: {
+      membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
+      credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },
+    },
   };
 }
 
