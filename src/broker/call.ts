@@ -211,6 +211,11 @@ export class CallService {
   // Plaintext stays in memory for a bounded count and age: it is decrypted again after the TTL.
   private readonly opened: LRUCache<string, { version: string; credential: Credential; redactor: Redactor }>;
 
+  /** Decrypted credentials held in memory now (bounded by SLAUDE_CREDENTIAL_CACHE_MAX). */
+  get cachedCredentials(): number {
+    return this.opened.size;
+  }
+
   /** Drops decrypted credentials past their cache TTL from memory (run by the idle reaper). */
   sweepExpired(): void {
     this.opened.purgeStale();
