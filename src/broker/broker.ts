@@ -23,6 +23,7 @@ import type { Vault } from "../vault/vault.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { CallService } from "./call.js";
 import { refreshMetadata } from "./describe.js";
+import { failureMessage } from "./outcome.js";
 import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
 
 /** Everything the broker is built from; the composition root passes real adapters, tests fakes. */
@@ -201,8 +202,9 @@ export class Broker {
           await consent.sendConsent(ctx.thread, caller, service);
         } catch (err) {
           this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
-          const message = `I could not reach <@${caller}> in Slack to start connecting ${service}; try /connect ${service}.`;
-          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "approval_unavailable", message }, isError: true };
+          // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
+          const message = failureMessage("consent_unavailable", { service });
+          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "consent_unavailable", message }, isError: true };
         }
         const message = `I've sent <@${caller}> a private card to connect ${service}. The login link goes only to them, never into this conversation.`;
         return { content: [{ type: "text", text: message }], structuredContent: { status: "consent_sent", service, message } };

@@ -6,6 +6,7 @@ import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { bindingOf } from "../connections/binding.js";
 import { Redactor } from "../hygiene/redact.js";
+import { OAuthError } from "../login/oauth/errors.js";
 import { truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { callHash } from "../policy/args-hash.js";
 import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
@@ -323,12 +324,16 @@ export class CallService {
         opened = this.openCached(reread, service);
       }
     } catch (err) {
-      if (!(err instanceof VaultError)) {
+      if (err instanceof OAuthError) {
         // A refresh that failed: a rejected refresh token means a new login; anything else is transient.
-        const code = (err as { code?: string }).code;
-        if (code === "needs_login" || code === "connection_inactive") return failed("connection_unusable");
-        this.d.log.warn("oauth refresh failed", { connectionId, code: code ?? "error" });
+        if (err.code === "needs_login" || err.code === "connection_inactive") return failed("connection_unusable");
+        this.d.log.warn("oauth refresh failed", { connectionId, code: err.code });
         return failed("vendor_unreachable");
+      }
+      if (!(err instanceof VaultError)) {
+        // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
+        this.d.log.error("credential refresh failed unexpectedly", { connectionId, error: err instanceof Error ? err.name : "unknown" });
+        return failed("internal_error");
       }
       this.d.log.error("credential refused by the vault", { connectionId, code: err.code });
       await this.d.pool.drop(connectionId);
