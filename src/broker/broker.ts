@@ -142,7 +142,7 @@ export class Broker {
       async () => {
         await this.reconcile();
         await this.pool.reapIdle();
-        this.calls.sweepExpired();
+        this.calls.opened.sweepExpired();
       },
       this.o.log,
     );

@@ -1,5 +1,4 @@
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { LRUCache } from "lru-cache";
 import type { WaitOutcome } from "../approvals/approval-service.js";
 import { renderKeyArgs } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
@@ -15,6 +14,7 @@ import { renderTemplate } from "../pool/credential-template.js";
 import type { Connection } from "../store/records.js";
 import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
+import { CredentialCache } from "./credential-cache.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
 
@@ -45,8 +45,7 @@ function deepFreeze<T>(v: T): T {
 /** Runs mcp_call: identity, membership, policy, approval, the vendor call, hygiene and audit. */
 export class CallService {
   constructor(private readonly d: BrokerDeps) {
-    const c = d.credentialCache ?? { max: 1_000, ttlMs: 900_000 };
-    this.opened = new LRUCache({ max: c.max, ttl: c.ttlMs, ttlResolution: 0, perf: { now: () => d.clock.now() } });
+    this.opened = new CredentialCache(d.credentialCache, d.clock);
   }
 
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
@@ -209,18 +208,8 @@ export class CallService {
     }
   }
 
-  // Plaintext stays in memory for a bounded count and age: it is decrypted again after the TTL.
-  private readonly opened: LRUCache<string, { version: string; credential: Credential; redactor: Redactor }>;
-
-  /** Decrypted credentials held in memory now (bounded by SLAUDE_CREDENTIAL_CACHE_MAX). */
-  get cachedCredentials(): number {
-    return this.opened.size;
-  }
-
-  /** Drops decrypted credentials past their cache TTL from memory (run by the idle reaper). */
-  sweepExpired(): void {
-    this.opened.purgeStale();
-  }
+  /** Decrypted credentials, bounded in count and age (SLAUDE_CREDENTIAL_CACHE_*). */
+  readonly opened: CredentialCache;
 
   /** Drops the decrypted credential of an ended connection from memory. */
   forget(connectionId: string): void {
