@@ -49,7 +49,7 @@ export class SessionTable {
       perf: { now: () => clock.now() },
       // After the removal completes, so closing (which re-enters remove) sees the entry gone.
       disposeAfter: (s, _id, reason) => {
-        if (reason !== "set") this.close(s, reason);
+        if (reason !== "set") this.close(s);
       },
     });
   }
@@ -73,6 +73,7 @@ export class SessionTable {
       const s = this.cache.peek(id, { allowStale: true });
       if (s && s.busy === 0) {
         this.cache.delete(id);
+        this.log.info("mcp session evicted: the session cap is reached", { maxSessions: this.limits.maxSessions });
         this.opening++;
         return true;
       }
@@ -140,6 +141,7 @@ export class SessionTable {
         expired++;
       }
     }
+    if (expired) this.log.info("idle mcp sessions closed", { count: expired, idleMs: this.limits.idleMs });
     return expired;
   }
 
@@ -155,10 +157,9 @@ export class SessionTable {
     if (!s.closed && this.cache.peek(id, { allowStale: true }) === s) this.cache.set(id, s);
   }
 
-  private close(s: McpSession, reason: string): void {
+  private close(s: McpSession): void {
     if (s.closed) return;
     s.closed = true;
-    this.log.info("mcp session closed", { reason: reason === "delete" ? "evicted_or_idle" : reason });
     void s.server.close().catch(() => {});
   }
 }

@@ -108,7 +108,7 @@ describe("MCP session bounds", () => {
     expect(app.mcp.sessionCount).toBe(1);
     expect(await alive(a)).toBe(false);
     expect(await alive(b)).toBe(true);
-    expect(log.lines.some((l) => l.includes("mcp session closed"))).toBe(true);
+    expect(log.lines.some((l) => l.includes("idle mcp sessions closed"))).toBe(true);
   });
 
   it("at the cap, a new session evicts the least recently used idle one, never more than the cap", async () => {
@@ -117,6 +117,7 @@ describe("MCP session bounds", () => {
     expect(await alive(a)).toBe(true); // b is now the least recently used
     const c = await openSession();
     expect(app.mcp.sessionCount).toBe(2);
+    expect(log.lines.some((l) => l.includes("mcp session evicted"))).toBe(true);
     expect(await alive(b)).toBe(false);
     expect(await alive(a)).toBe(true);
     expect(await alive(c)).toBe(true);
