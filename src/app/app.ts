@@ -66,6 +66,8 @@ export interface RunningApp {
   readonly lifecycle: ConnectionLifecycle;
   readonly broker: Broker;
   readonly logins: LoginService;
+  /** The MCP endpoint (its open sessions). */
+  readonly mcp: McpEndpoint;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -96,7 +98,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
   const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, 60_000) : undefined);
+  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max) : undefined);
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
   const refresher = new OAuthRefresher({
@@ -126,6 +128,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
     turns: new TurnState({ maxThreads: config.turns.maxThreads, maxTurnMs: config.turns.maxTurnMs }),
+    credentialCache: config.caches.credentials,
   });
   await broker.start();
   // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
@@ -165,6 +168,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
   reaper.start();
+  // Expired membership answers leave memory even for channels nobody asks about again.
+  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log);
+  cacheSweep.start();
 
   const http = new HttpServer(log);
   http.route({
@@ -178,7 +184,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const auth = new HostTokenAuth(config.hostTokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
-  const mcp = new McpEndpoint(broker, auth, origin, log);
+  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
@@ -203,6 +209,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     broker,
     logins,
+    mcp,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
@@ -214,6 +221,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await slack?.stop();
         await http.close();
         await reaper.stop();
+        await cacheSweep.stop();
         await broker.shutdown();
         await store.close();
         log.info("slaude-connect stopped");

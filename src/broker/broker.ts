@@ -6,6 +6,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ApprovalService } from "../approvals/approval-service.js";
 import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
 import type { Clock } from "../clock/clock.js";
+import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../connections/reaper.js";
@@ -22,6 +23,7 @@ import type { Vault } from "../vault/vault.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { CallService } from "./call.js";
 import { refreshMetadata } from "./describe.js";
+import { failureMessage } from "./outcome.js";
 import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
 
 /** Everything the broker is built from; the composition root passes real adapters, tests fakes. */
@@ -48,6 +50,8 @@ export interface BrokerOptions {
   readonly consent?: ConsentNotifier;
   /** Replaces the process launcher (tests of the pool bookkeeping). */
   readonly launcher?: VendorLauncher;
+  /** Bounds the decrypted-credential cache (count and age). */
+  readonly credentialCache?: CacheLimits;
 }
 
 /** The consent port: shows a user the card that starts connecting a service (privately). */
@@ -115,6 +119,7 @@ export class Broker {
       callTimeoutMs: o.callTimeoutMs ?? 120_000,
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
       ...(o.refresher ? { refresher: o.refresher } : {}),
+      ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     };
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
     // it; the vendor gets its first call once the (bounded) tool list is in.
@@ -139,6 +144,7 @@ export class Broker {
       async () => {
         await this.reconcile();
         await this.pool.reapIdle();
+        this.calls.opened.sweepExpired();
       },
       this.o.log,
     );
@@ -206,8 +212,9 @@ export class Broker {
           await consent.sendConsent(ctx.thread, caller, service);
         } catch (err) {
           this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
-          const message = `I could not reach <@${caller}> in Slack to start connecting ${service}; try /connect ${service}.`;
-          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "approval_unavailable", message }, isError: true };
+          // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
+          const message = failureMessage("consent_unavailable", { service });
+          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "consent_unavailable", message }, isError: true };
         }
         const message = `I've sent <@${caller}> a private card to connect ${service}. The login link goes only to them, never into this conversation.`;
         return { content: [{ type: "text", text: message }], structuredContent: { status: "consent_sent", service, message } };

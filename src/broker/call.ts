@@ -6,6 +6,7 @@ import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { bindingOf } from "../connections/binding.js";
 import { Redactor } from "../hygiene/redact.js";
 import { redactToolResult } from "../hygiene/redact-result.js";
+import { OAuthError } from "../login/oauth/errors.js";
 import { truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { callHash } from "../policy/args-hash.js";
 import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
@@ -15,6 +16,7 @@ import { renderTemplate } from "../pool/credential-template.js";
 import type { Connection } from "../store/records.js";
 import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
+import { CredentialCache } from "./credential-cache.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
@@ -46,7 +48,9 @@ function deepFreeze<T>(v: T): T {
 
 /** Runs mcp_call: identity, membership, policy, approval, the vendor call, hygiene and audit. */
 export class CallService {
-  constructor(private readonly d: BrokerDeps) {}
+  constructor(private readonly d: BrokerDeps) {
+    this.opened = new CredentialCache(d.credentialCache, d.clock);
+  }
 
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
     const started = Date.now();
@@ -209,7 +213,8 @@ export class CallService {
     }
   }
 
-  private readonly opened = new Map<string, { version: string; credential: Credential; redactor: Redactor }>();
+  /** Decrypted credentials, bounded in count and age (SLAUDE_CREDENTIAL_CACHE_*). */
+  readonly opened: CredentialCache;
 
   /** Drops the decrypted credential of an ended connection from memory. */
   forget(connectionId: string): void {
@@ -229,7 +234,6 @@ export class CallService {
     if (hit && hit.version === version) return hit;
     const credential = this.d.vault.openCredential(s, b);
     const entry = { version, credential, redactor: this.redactorOf(credential, service) };
-    if (this.opened.size > 10_000) this.opened.clear();
     this.opened.set(conn.id, entry);
     return entry;
   }
@@ -312,12 +316,16 @@ export class CallService {
         opened = this.openCached(reread, service);
       }
     } catch (err) {
-      if (!(err instanceof VaultError)) {
+      if (err instanceof OAuthError) {
         // A refresh that failed: a rejected refresh token means a new login; anything else is transient.
-        const code = (err as { code?: string }).code;
-        if (code === "needs_login" || code === "connection_inactive") return failed("connection_unusable");
-        this.d.log.warn("oauth refresh failed", { connectionId, code: code ?? "error" });
+        if (err.code === "needs_login" || err.code === "connection_inactive") return failed("connection_unusable");
+        this.d.log.warn("oauth refresh failed", { connectionId, code: err.code });
         return failed("vendor_unreachable");
+      }
+      if (!(err instanceof VaultError)) {
+        // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
+        this.d.log.error("credential refresh failed unexpectedly", { connectionId, error: err instanceof Error ? err.name : "unknown" });
+        return failed("internal_error");
       }
       this.d.log.error("credential refused by the vault", { connectionId, code: err.code });
       await this.d.pool.drop(connectionId);

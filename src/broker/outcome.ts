@@ -33,6 +33,7 @@ export type FailureCode =
   | "not_found"
   | "invalid_request"
   | "not_available"
+  | "consent_unavailable"
   | "internal_error";
 
 /** Facts a message may mention: user ids, service and tool names (never values). */
@@ -108,6 +109,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `The request is invalid${f.detail ? `: ${f.detail}` : "."}`;
     case "not_available":
       return f.detail ?? "Not available yet.";
+    case "consent_unavailable":
+      return `The private card to connect ${svc} could not be delivered in Slack right now, so nothing was started. Try again in a moment, or use /connect ${f.service ?? "<service>"} in Slack.`;
     case "internal_error":
       return "slaude-connect hit an internal error; the call did not complete. The operator can find details in the logs.";
   }

@@ -55,6 +55,13 @@ const envSchema = z.object({
   SLAUDE_LOGIN_DETACH_GRACE_SECONDS: positiveInt.default(60),
   SLAUDE_TURNS_MAX_THREADS: positiveInt.default(10_000),
   SLAUDE_TURN_MAX_SECONDS: positiveInt.default(3_600),
+  // Memory bounds (issue 9 item 15): every session table and cache has a cap and an expiry.
+  SLAUDE_MCP_MAX_SESSIONS: positiveInt.default(1_000),
+  SLAUDE_MCP_SESSION_IDLE_SECONDS: positiveInt.default(1_800),
+  SLAUDE_MEMBERSHIP_CACHE_MAX: positiveInt.default(10_000),
+  SLAUDE_MEMBERSHIP_CACHE_SECONDS: positiveInt.default(60),
+  SLAUDE_CREDENTIAL_CACHE_MAX: positiveInt.default(1_000),
+  SLAUDE_CREDENTIAL_CACHE_SECONDS: positiveInt.default(900),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -101,6 +108,16 @@ export interface Config {
   readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number };
   /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
   readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
+  /** Open MCP sessions: the cap, and how long an unused one stays open. */
+  readonly mcpSessions: { readonly maxSessions: number; readonly idleMs: number };
+  /** In-memory caches: membership answers and decrypted credentials, each bounded in count and age. */
+  readonly caches: { readonly membership: CacheLimits; readonly credentials: CacheLimits };
+}
+
+/** A bounded cache: at most `max` entries, each at most `ttlMs` old. */
+export interface CacheLimits {
+  readonly max: number;
+  readonly ttlMs: number;
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
@@ -173,6 +190,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000 },
     turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
+    mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
+    caches: {
+      membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
+      credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },
+    },
   };
 }
 

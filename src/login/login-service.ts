@@ -13,6 +13,7 @@ import { FlowTable, needsBrowser, type ClaimRefusal, type Flow, type Viewer } fr
 import { isTokenShaped, newLinkToken, newViewerSecret, secretHash } from "./links.js";
 import type { LoginBrowser, LoginBrowserFactory, LoginNotifier, OAuthFlowFactory } from "./ports.js";
 import type { ClientMessage, ServerMessage } from "./protocol.js";
+import { LoginError } from "./errors.js";
 
 // The ports live in ports.ts; re-exported so callers keep importing them from here.
 export type { LoginBrowser, LoginBrowserFactory, LoginBrowserRequest, LoginNotifier, OAuthFlow, OAuthFlowFactory } from "./ports.js";
@@ -76,14 +77,17 @@ export class LoginService {
     return this.table.slotsInUse;
   }
 
-  /** Mints a one-time link for `userId`; the returned URL is a bearer secret for that user only. */
+  /**
+   * Mints a one-time link for `userId`; the returned URL is a bearer secret for that user only.
+   * Throws LoginError when the service or the scope does not allow it.
+   */
   async mint(m: { teamId: string; userId: string; service: string; scope?: ConnectionScope; channelId: string | null; threadTs: string | null }): Promise<{ url: string; expiresAt: number; sessionId: string }> {
     const service = this.deps.registry.get(m.service);
-    if (!service) throw new Error(`unknown service ${m.service}`);
+    if (!service) throw new LoginError("unknown_service", `unknown service ${m.service}`);
     const scope = m.scope ?? (m.channelId && m.threadTs ? "thread" : "user");
-    if (!service.entry.scopes.includes(scope)) throw new Error(`service ${m.service} does not allow scope ${scope}`);
+    if (!service.entry.scopes.includes(scope)) throw new LoginError("scope_not_allowed", `service ${m.service} does not allow scope ${scope}`);
     // Refuse now rather than after the user has signed in: a thread connection needs its thread.
-    if (scope === "thread" && (!m.channelId || !m.threadTs)) throw new Error(`a thread-scoped ${m.service} connection needs a thread`);
+    if (scope === "thread" && (!m.channelId || !m.threadTs)) throw new LoginError("needs_thread", `a thread-scoped ${m.service} connection needs a thread`);
     const token = newLinkToken();
     const now = this.deps.clock.now();
     const id = newId("login");

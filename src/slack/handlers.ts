@@ -13,6 +13,7 @@ import { SeenEvents } from "./seen-events.js";
 import type { AdminDirectory } from "./admins.js";
 import { registerApprovalViewHandler } from "./approval-view-handler.js";
 import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
+import { mintFailureReply } from "./mint-replies.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
 
@@ -96,6 +97,8 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       parsed = approvalValue.parse(JSON.parse(a.value ?? ""));
     } catch {
       parsed = undefined;
+      // A forged or corrupted button value: refused like an unknown request, and recorded.
+      await d.store.audit.append([{ at: d.clock.now(), event: "approval_rejected_click", teamId: body.team?.id ?? null, approverUserId: body.user.id, actor: body.user.id, decision: "click_invalid" }]);
     }
     const result = parsed ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, DECISIONS[a.action_id]) : "unknown";
     if (result !== "applied") await reply(respond, body, CLICK_REPLIES[result], d.log);
@@ -209,7 +212,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       await respond({ response_type: "ephemeral", replace_original: true, text: `Sign in to ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: true, loginUrl: link.url, inThread: Boolean(v.t) }) as never });
     } catch (err) {
       d.log.warn("could not mint a login link", { service: v.s, error: (err as Error).message });
-      await reply(respond, body, `A ${service.displayName} connection can only be made from the thread that needs it: ask the assistant there to connect it.`, d.log);
+      await reply(respond, body, mintFailureReply(err, service), d.log);
     }
   });
   // The link button opens a URL; Slack still sends the click, which only needs an ack.
