@@ -238,6 +238,32 @@ export class CallService {
     return entry;
   }
 
+  /**
+   * Starts the vendor of the caller's own connection to `service` (else the service's shared one,
+   * never another member's) so its tool list reaches the metadata cache; false when there is none,
+   * the caller is not a member, or the vendor does not start. Runs no tool.
+   */
+  async warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
+    const { thread } = ctx;
+    if (!(await this.isMember(thread.teamId, thread.channelId, caller))) return false;
+    const now = this.d.clock.now();
+    const own = await this.d.store.connections.findOwnActive(caller, service.name, thread);
+    const row =
+      own && own.expiresAt > now
+        ? own
+        : (await this.d.store.connections.list({ teamId: thread.teamId, service: service.name, statuses: ["active"] })).find((c) => c.scope === "shared" && c.expiresAt > now);
+    if (!row) return false;
+    try {
+      const { credential, version } = this.openCached(row, service);
+      // The pool refreshes the metadata before it hands a new vendor over: once leased, it is cached.
+      await this.d.pool.withLease(row, service, version, () => credential, async () => {});
+      return true;
+    } catch (err) {
+      this.d.log.warn("tool list could not be fetched for mcp_describe", { service: service.name, connectionId: row.id, error: err instanceof Error ? err.name : "unknown" });
+      return false;
+    }
+  }
+
   /** The redactor of a connection's credential (memoised with it); an unopenable row redacts nothing and fails later. */
   redactorFor(conn: Connection, service: Service): Redactor {
     try {

@@ -119,7 +119,7 @@ export async function describeService(deps: Pick<BrokerDeps, "store">, service: 
     contentHash: meta?.contentHash ?? null,
     fetchedAt: meta ? new Date(meta.fetchedAt).toISOString() : null,
   };
-  const note = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts); tools listed here come from the registry.";
+  const note = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
   if (opts.tool) {
     const t = tools.find((x) => x.name === opts.tool);
     if (!t) return { notFound: opts.tool };

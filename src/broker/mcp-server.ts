@@ -136,10 +136,13 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async (input, extra) =>
-      withCaller(extra, async (ctx) => {
+      withCaller(extra, async (ctx, caller) => {
         if (input.service === undefined) return listServices(deps.registry);
         const service = deps.registry.get(input.service);
         if (!service) return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
+        // A tool's schema asked for before any vendor of this team ran: start the caller's own (or
+        // the shared) connection's vendor to learn it. Never a borrowed one: that needs an approval.
+        if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name))) await calls.warmMetadata(ctx, caller, service);
         const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
         if ("notFound" in r) return failure("invalid_request", failureMessage("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` }));
         const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { rankTools } from "../../src/broker/describe.js";
-import { ALICE, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
 
 // mcp_describe: the metadata cache is filled when a connection's child starts, then served
 // without spawning anything; every tool carries the class the broker will apply.
@@ -56,6 +56,32 @@ describe("mcp_describe", () => {
     expect(ranked.tools[0]?.name).toBe("write_item");
     expect(h.broker.pool.stats().spawned).toBe(spawnedBefore);
     expect(h.broker.pool.has(connection.id)).toBe(false);
+  });
+
+  it("one tool's schema before any vendor ran: fetched on demand through the caller's own connection", async () => {
+    await h.connect(ALICE);
+    const s = await h.session();
+    const { s: one } = await describeTool(s.client, { service: "vendor", tool: "write_item" });
+    expect(one.source).toBe("cache");
+    expect(one.tools[0]?.inputSchema).toMatchObject({ type: "object", properties: { id: {}, value: {} } });
+    expect(h.broker.pool.stats().spawned).toBe(1);
+  });
+
+  it("never through another member's connection (that needs the owner's approval); the shared one may serve", async () => {
+    await h.connect(ALICE);
+    const s = await h.session();
+    s.turn.user = BOB;
+    const { s: borrowed } = await describeTool(s.client, { service: "vendor", tool: "write_item" });
+    expect(borrowed.source).toBe("registry");
+    expect(borrowed.tools[0]?.inputSchema).toBeUndefined();
+    expect(h.broker.pool.stats().spawned).toBe(0);
+    expect(h.approvals.asked).toHaveLength(0);
+
+    await h.connect(null);
+    const { s: shared } = await describeTool(s.client, { service: "vendor", tool: "write_item" });
+    expect(shared.source).toBe("cache");
+    expect(shared.tools[0]?.inputSchema).toMatchObject({ type: "object" });
+    expect(h.broker.pool.stats().spawned).toBe(1);
   });
 
   it("an unknown tool or service is a clear error", async () => {
