@@ -19,7 +19,7 @@ export const HELP = `slaude-connect: connection broker MCP server for Slack
 usage: slaude-connect <command> [options]
        slaude-connect --version | --help
 
-  serve         Run the broker (HTTP server, MCP endpoint, Slack app, reapers)
+  serve         Run the broker (HTTP server, MCP endpoint, Slack app, reapers) [--port N] [--host ADDR]
   migrate       Apply database migrations
   connections   list | add | revoke
   grants        list | revoke
@@ -40,6 +40,11 @@ ${KEYS_HELP}
 
 ${REGISTRY_HELP}`;
 
+/** Refuses options and arguments for a command that takes none, rather than ignoring them. */
+function noArguments(command: string, argv: readonly string[]): void {
+  if (argv.length) throw new UsageError(`slaude-connect ${command}: takes no options or arguments, got "${argv[0]}" (see slaude-connect --help)`);
+}
+
 /** Runs one CLI invocation and returns its exit code (0 ok, 1 failed, 2 usage or configuration). */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -48,8 +53,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     switch (command) {
       case "serve":
         // Loaded on demand: the server pulls in Bolt, the MCP SDK and playwright, which no other command needs.
-        return await (await import("./commands/serve.js")).serveCommand(ctx);
+        return await (await import("./commands/serve.js")).serveCommand(ctx, rest);
       case "migrate":
+        noArguments("migrate", rest);
         return await migrateCommand(ctx);
       case "connections":
         return await connectionsCommand(ctx, rest);
@@ -62,6 +68,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "registry":
         return await registryCommand(ctx, rest);
       case "doctor":
+        noArguments("doctor", rest);
         return await doctorCommand(ctx);
       case "--version":
       case "-v":
@@ -91,7 +98,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 1;
     }
     if (err instanceof Error && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      ctx.err(err.message);
+      // node:util parseArgs names the flag; one line, with where to look, instead of ignoring it.
+      ctx.err(`slaude-connect ${command ?? ""}: ${err.message.split("\n")[0]!.split(". ")[0]} (see slaude-connect --help)`);
       return 2;
     }
     throw err;
