@@ -3,6 +3,7 @@ import { startApp } from "../../app/app.js";
 import { loadConfig } from "../../config/env.js";
 import { createLogger } from "../../log/logger.js";
 import { UsageError, type CliContext } from "../context.js";
+import { unopenableCredentials } from "./doctor-runtime.js";
 
 export const SERVE_HELP = `slaude-connect serve [--port N] [--host ADDR]
 
@@ -24,6 +25,12 @@ export async function serveCommand(ctx: CliContext, argv: string[]): Promise<num
   if (values.port !== undefined && !/^\d{1,5}$/.test(values.port)) throw new UsageError(`--port: expected a port number, got ${JSON.stringify(values.port)}`);
   // The flags go through the same validation as the variables they override.
   const config = loadConfig({ ...ctx.io.env, ...(values.port !== undefined ? { PORT: values.port } : {}), ...(values.host !== undefined ? { SLAUDE_BIND_HOST: values.host } : {}) });
+  // Fail closed and loudly: a credential no configured key can open would fail every call on it.
+  const lost = unopenableCredentials(config);
+  if (lost.length) {
+    ctx.err(`error: stored credentials are sealed under a key that is not configured (${lost.join(", ")}): put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS, or revoke those connections; \`slaude-connect doctor\` explains`);
+    return 1;
+  }
   const log = createLogger(config.logLevel, (l) => ctx.io.stderr.write(l));
   let app: Awaited<ReturnType<typeof startApp>>;
   try {
