@@ -62,8 +62,9 @@ describe("doctor: what will fail", () => {
   });
 
   it("root without SLAUDE_CHILD_UID_BASE: an error in production, a warning in development", () => {
-    const env = { ...baseEnv(), SLAUDE_ENCRYPTION_KEY: newKeyB64() };
-    const { SLAUDE_CHILD_UID_BASE: _, ...noBase } = env;
+    const env: NodeJS.ProcessEnv = { ...baseEnv(), SLAUDE_ENCRYPTION_KEY: newKeyB64() };
+    const noBase: NodeJS.ProcessEnv = { ...env };
+    delete noBase.SLAUDE_CHILD_UID_BASE;
     expect(checkChildUid(loadConfig({ ...noBase, NODE_ENV: "production" }), 0)).toMatchObject({ level: "error", message: expect.stringMatching(/running as root without SLAUDE_CHILD_UID_BASE/) });
     expect(checkChildUid(loadConfig(noBase), 0)).toMatchObject({ level: "warn" });
     expect(checkChildUid(loadConfig({ ...env, NODE_ENV: "production" }), 0)).toMatchObject({ level: "ok" });
