@@ -114,7 +114,7 @@ describe("the packed package", () => {
     for (const f of ["bin/slaude-connect.js", "dist/cli/main.js", "dist/index.js", "dist/index.d.ts", "migrations/0001_init.sql", "schema/service-registry.schema.json", "slack/manifest.yaml", "package.json", "README.md"]) {
       expect(files, f).toContain(f);
     }
-    expect(files.filter((f) => /^(test|bench|\.ci|src|node_modules|data)\//.test(f) || /\.test\.|tsconfig|vitest/.test(f))).toEqual([]);
+    expect(files.filter((f) => /^(test|bench|\.ci|src|node_modules|data)\//.test(f) || /\.test\.|tsconfig|tsbuildinfo|vitest/.test(f))).toEqual([]);
     expect(lstatSync(path.join(project, "node_modules/.bin/slaude-connect")).isSymbolicLink()).toBe(true);
   });
 
