@@ -1,4 +1,3 @@
-import { LogLevel, webApi } from "@slack/bolt";
 import type { SlackConfig } from "../config/env.js";
 
 /** What Slack says about the bot token: its scopes (from auth.test's `x-oauth-scopes`), or why it could not be asked. */
@@ -10,6 +9,8 @@ export type TokenScopes = { readonly kind: "ok"; readonly scopes: readonly strin
  */
 export async function botTokenScopes(cfg: SlackConfig, timeoutMs = 10_000): Promise<TokenScopes> {
   if (!cfg.botToken) return { kind: "failed", error: "SLACK_BOT_TOKEN is not set" };
+  // Loaded here, not at the top: every CLI command imports doctor's module, and only this needs Bolt.
+  const { LogLevel, webApi } = await import("@slack/bolt");
   const client = new webApi.WebClient(cfg.botToken, {
     ...(cfg.apiUrl ? { slackApiUrl: cfg.apiUrl.endsWith("/") ? cfg.apiUrl : cfg.apiUrl + "/" } : {}),
     retryConfig: { retries: 0 },
