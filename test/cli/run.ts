@@ -28,7 +28,9 @@ export function runBin(args: readonly string[], env: NodeJS.ProcessEnv, opts: { 
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    // A watchdog for a hung child, not a timing assertion: on a loaded machine tsx's first
+    // transform of the sources alone has taken over 30 s.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
