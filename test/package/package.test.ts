@@ -140,6 +140,12 @@ describe("the packed package", () => {
     expect(list).toMatchObject({ code: 0, stdout: "(none)\n", stderr: "" });
   });
 
+  it("runs through npx in the project that installed it", async () => {
+    // npx finds the project's own node_modules/.bin link; --no-install: never the registry.
+    const r = await run("npx", ["--no-install", "slaude-connect", "--version"], { cwd: project, env: { ...process.env, npm_config_offline: "true" } });
+    expect(r).toMatchObject({ code: 0, stdout: `${PKG.version}\n` });
+  });
+
   it("is importable by package name with types for the documented library API", async () => {
     writeFileSync(
       path.join(project, "use.mjs"),
