@@ -155,8 +155,27 @@ describe("the packed package", () => {
     expect(r.code, r.stderr).toBe(0);
     const names = JSON.parse(r.stdout) as string[];
     for (const n of ["startApp", "loadConfig", "Broker", "StaticMembership", "CachedMembership", "noMembership", "noApprovalChannel", "VERSION"]) expect(names).toContain(n);
-    const dts = readFileSync(path.join(project, "node_modules", PKG.name, "dist/index.d.ts"), "utf8");
-    for (const n of ["startApp", "MembershipSource", "ApprovalChannel", "EmbeddedCaller", "AppOptions"]) expect(dts).toContain(n);
+    // The types resolve through `exports` the way a TypeScript consumer (nodenext) resolves them.
+    writeFileSync(
+      path.join(project, "use.ts"),
+      [
+        `import { loadConfig, startApp, StaticMembership, noApprovalChannel, type ApprovalChannel, type AppOptions, type EmbeddedCaller, type MembershipSource } from "slaude-connect";`,
+        `const membership: MembershipSource = new StaticMembership().add("T1", "C1", "U1");`,
+        `const approvalChannel: ApprovalChannel = noApprovalChannel;`,
+        `const caller: EmbeddedCaller = { teamId: "T1", channelId: "C1", threadTs: "1.1", userId: "U1" };`,
+        `const opts: AppOptions = { config: loadConfig({}), membership, approvalChannel };`,
+        `export const start: () => Promise<unknown> = async () => (await startApp(opts)).broker.connectEmbedded(() => caller);`,
+        // A misuse must be a type error, or the types would be `any`.
+        `// @ts-expect-error membership is a MembershipSource, not a string`,
+        `export const bad: AppOptions = { config: loadConfig({}), membership: "nobody" };`,
+      ].join("\n"),
+    );
+    writeFileSync(
+      path.join(project, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext", target: "ES2022", strict: true, noEmit: true, skipLibCheck: true, types: ["node"], typeRoots: [path.join(ROOT, "node_modules/@types")] }, files: ["use.ts"] }),
+    );
+    const tsc = await run(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: project, env: env(), timeoutMs: 120_000 });
+    expect(tsc.code, tsc.stdout + tsc.stderr).toBe(0);
     expect(existsSync(path.join(project, "node_modules/tsx"))).toBe(false);
     process.stdout.write(`package test timings: pack ${timings.pack} ms, offline install ${timings.install} ms\n`);
   });
