@@ -17,6 +17,7 @@ import { ProductionLauncher, UidAllocator, type VendorLauncher } from "./launche
 
 /** Most tools/list pages and tools read from one vendor: a vendor cannot make the CLI grow without end. */
 export const MAX_TOOL_PAGES = 100;
+/** Most tools kept from one vendor's tools/list; a list this long was cut short. */
 export const MAX_TOOLS = 5_000;
 
 /**

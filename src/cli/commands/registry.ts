@@ -3,7 +3,7 @@ import { registryJsonSchema } from "../../config/registry-json-schema.js";
 import { loadRegistry, type Service, type ServiceRegistry } from "../../config/registry.js";
 import { compareTools, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
 import { bindingOf } from "../../connections/binding.js";
-import { inspectionConnection, inspectionLauncher, listVendorTools } from "../../pool/inspect.js";
+import { inspectionConnection, inspectionLauncher, listVendorTools, MAX_TOOLS } from "../../pool/inspect.js";
 import { PoolError } from "../../pool/errors.js";
 import type { Connection } from "../../store/records.js";
 import { credentialSchema, type Credential } from "../../vault/credential.js";
@@ -11,6 +11,7 @@ import { CliContext, UsageError } from "../context.js";
 import { formatTable } from "../format.js";
 import { readSecretFromStdin } from "../stdin.js";
 
+/** Usage of `registry`, printed on a usage mistake and in the top-level help. */
 export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE|inspect SERVICE>
 
   schema      Prints the JSON Schema of the service registry file.
@@ -152,7 +153,9 @@ async function startAndList(
     connection = inspectionConnection(service, ctx.clock.now());
   }
   try {
-    return await listVendorTools(inspectionLauncher(ctx.config, ctx.clock, ctx.log), connection, service, credential);
+    const tools = await listVendorTools(inspectionLauncher(ctx.config, ctx.clock, ctx.log), connection, service, credential);
+    if (tools.length >= MAX_TOOLS) ctx.err(`warning: ${service.name} offers more tools than the ${MAX_TOOLS} read; the comparison covers those only`);
+    return tools;
   } catch (err) {
     // Our own messages only: a vendor's error text may echo the credential it was given.
     const why = err instanceof PoolError ? err.message : `the ${service.displayName} vendor failed to list its tools`;
