@@ -72,3 +72,8 @@ export function renderToolsBlock(suggestions: readonly ToolSuggestion[]): string
   const lines = sorted.map((s, i) => `  ${JSON.stringify(s.name)}: ${JSON.stringify(s.words).replace(/,/g, ", ")}${i < sorted.length - 1 ? "," : ""}`);
   return `"tools": {\n${lines.join("\n")}\n}`;
 }
+
+/** A vendor-supplied name made safe to print on a terminal: control characters (C0, DEL, C1) become `\uXXXX`. */
+export function printableName(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}

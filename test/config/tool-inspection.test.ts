@@ -2,7 +2,7 @@
 // entry, and the pasted block.
 import { describe, expect, it } from "vitest";
 import { toolClassSchema } from "../../src/config/registry-schema.js";
-import { compareTools, nameWords, renderToolsBlock, suggestToolClass } from "../../src/config/tool-inspection.js";
+import { compareTools, nameWords, printableName, renderToolsBlock, suggestToolClass } from "../../src/config/tool-inspection.js";
 
 describe("suggestToolClass", () => {
   it.each([
@@ -43,5 +43,12 @@ describe("renderToolsBlock", () => {
     expect(block).toBe('"tools": {\n  "a_read": ["borrowable", "read"],\n  "z_write": ["borrowable", "write"]\n}');
     const tools = (JSON.parse(`{${block}}`) as { tools: Record<string, unknown> }).tools;
     for (const words of Object.values(tools)) expect(toolClassSchema.safeParse(words).success).toBe(true);
+  });
+});
+
+describe("printableName", () => {
+  it("escapes terminal control characters a hostile vendor could put in a tool name", () => {
+    expect(printableName("evil\u001b[2J\u009b31m\u007fname")).toBe("evil\\u001b[2J\\u009b31m\\u007fname");
+    expect(printableName("API-get-self")).toBe("API-get-self");
   });
 });

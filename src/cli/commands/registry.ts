@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { registryJsonSchema } from "../../config/registry-json-schema.js";
 import { loadRegistry, type Service, type ServiceRegistry } from "../../config/registry.js";
-import { compareTools, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
+import { compareTools, printableName, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
 import { bindingOf } from "../../connections/binding.js";
 import { inspectionConnection, inspectionLauncher, listVendorTools, MAX_TOOLS } from "../../pool/inspect.js";
 import { PoolError } from "../../pool/errors.js";
@@ -69,7 +69,7 @@ async function check(ctx: CliContext, argv: string[]): Promise<number> {
   ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
   for (const t of unclassified) {
     const words = service.entry.defaultToolClass.join(" ");
-    ctx.out(`warning: ${service.name}: the vendor offers "${t}", which the entry does not classify (it runs as the default class, ${words})`);
+    ctx.out(`warning: ${service.name}: the vendor offers "${printableName(t)}", which the entry does not classify (it runs as the default class, ${words})`);
   }
   for (const t of missing) ctx.out(`warning: ${service.name}: the entry classifies "${t}", which the vendor does not offer (misspelt or removed?)`);
   if (missing.length) {
@@ -91,14 +91,14 @@ async function inspect(ctx: CliContext, argv: string[]): Promise<number> {
   const tools = await startAndList(ctx, service, values, stored);
   if (!tools) return 1;
   const suggestions = tools.map(suggestToolClass);
-  const rows = suggestions.map((s) => [s.name, s.words.join(" "), service.isClassified(s.name) ? service.entry.tools[s.name]!.join(" ") : "-", s.reason]);
+  const rows = suggestions.map((s) => [printableName(s.name), s.words.join(" "), service.isClassified(s.name) ? service.entry.tools[s.name]!.join(" ") : "-", s.reason]);
   ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
   ctx.out(formatTable(["TOOL", "SUGGESTED", "REGISTRY", "WHY"], rows));
   for (const t of compareTools(Object.keys(service.entry.tools), tools).missing) {
     ctx.out(`warning: the registry classifies "${t}", which the vendor does not offer`);
   }
   ctx.out("");
-  ctx.out(renderToolsBlock(suggestions));
+  ctx.out(renderToolsBlock(suggestions).split("\n").map(printableName).join("\n"));
   return 0;
 }
 
