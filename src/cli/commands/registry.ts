@@ -1,16 +1,36 @@
 import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { ConfigError } from "../../config/errors.js";
 import { registryJsonSchema } from "../../config/registry-json-schema.js";
-import { parseRegistry } from "../../config/registry.js";
+import { parseRegistry, type Service, type ServiceRegistry } from "../../config/registry.js";
+import { compareTools, printableName, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
+import { bindingOf } from "../../connections/binding.js";
+import { inspectionConnection, inspectionLauncher, listVendorTools, MAX_TOOLS } from "../../pool/inspect.js";
+import { PoolError } from "../../pool/errors.js";
+import type { Connection } from "../../store/records.js";
+import { credentialSchema, type Credential } from "../../vault/credential.js";
 import { CliContext, UsageError } from "../context.js";
+import { formatTable } from "../format.js";
+import { readSecretFromStdin } from "../stdin.js";
 
-export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE>
+/** Usage of `registry`, printed on a usage mistake and in the top-level help. */
+export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE|inspect SERVICE>
 
   schema      Prints the JSON Schema of the service registry file.
-  check FILE  Validates a registry file and lists its services (exit 1 if it is invalid).`;
+  check FILE [--inspect [--service S] [--connection ID] [--field NAME] [--format token|json]]
+              Validates a registry file and lists its services. With --inspect, also starts one
+              service's vendor (S, or the connection's service, or the file's only service) with a
+              credential as for inspect, warns about tools it offers that the entry does not
+              classify, and fails (exit 1) when the entry names a tool the vendor lacks.
+  inspect SERVICE [--connection ID] [--field NAME] [--format token|json]
+              Starts SERVICE's vendor (from the configured registry) with a credential read from
+              standard input (--format token: one value into field NAME, default the capture's
+              first field or "token"; an oauth service gets it as its access token. --format json:
+              a credential document) or the stored credential of connection ID, lists its tools
+              with the class their annotations suggest, and prints a "tools" block to paste.`;
 
-/** `registry check FILE`: reports on FILE itself, not on the server's configured registry. */
-function check(ctx: CliContext, file: string): number {
+/** Reads and validates FILE itself (not the server's configured registry); every message names FILE. */
+function readRegistryFile(ctx: CliContext, file: string): ServiceRegistry | number {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -26,10 +46,7 @@ function check(ctx: CliContext, file: string): number {
     return 1;
   }
   try {
-    const reg = parseRegistry(doc, file);
-    for (const s of reg.list()) ctx.out(`${s.name}: ${s.entry.transport.type}, capture ${s.entry.capture.strategy}, ttl ${Math.round(s.ttlMs / 60000)}m, ${Object.keys(s.entry.tools).length} classified tool(s)`);
-    ctx.out(`${file}: ok, ${reg.list().length} service(s)`);
-    return 0;
+    return parseRegistry(doc, file);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     // parseRegistry's lines already start with FILE: each names the bad path inside it.
@@ -38,13 +55,174 @@ function check(ctx: CliContext, file: string): number {
   }
 }
 
-/** `registry schema|check`. */
+const credentialOptions = {
+  connection: { type: "string" },
+  field: { type: "string" },
+  format: { type: "string" },
+} as const;
+
+/** `registry schema|check|inspect`. */
 export async function registryCommand(ctx: CliContext, argv: string[]): Promise<number> {
-  const [sub, file, ...extra] = argv;
-  if (sub === "schema" && file === undefined) {
+  const [sub, ...rest] = argv;
+  if (sub === "schema" && rest.length === 0) {
     ctx.out(JSON.stringify(registryJsonSchema(), null, 2));
     return 0;
   }
-  if (sub === "check" && file && !file.startsWith("-") && extra.length === 0) return check(ctx, file);
+  if (sub === "check") return check(ctx, rest);
+  if (sub === "inspect") return inspect(ctx, rest);
   throw new UsageError(REGISTRY_HELP);
+}
+
+async function check(ctx: CliContext, argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { inspect: { type: "boolean" }, service: { type: "string" }, ...credentialOptions }, strict: true, allowPositionals: true });
+  const [file] = positionals;
+  if (!file || positionals.length > 1) throw new UsageError(REGISTRY_HELP);
+  if (!values.inspect && (values.service ?? values.connection ?? values.field ?? values.format) !== undefined) {
+    throw new UsageError("--service, --connection, --field and --format go with --inspect");
+  }
+  const reg = readRegistryFile(ctx, file);
+  if (typeof reg === "number") return reg;
+  for (const s of reg.list()) ctx.out(`${s.name}: ${s.entry.transport.type}, capture ${s.entry.capture.strategy}, ttl ${Math.round(s.ttlMs / 60000)}m, ${Object.keys(s.entry.tools).length} classified tool(s)`);
+  ctx.out(`${file}: ok, ${reg.list().length} service(s)`);
+  if (!values.inspect) return 0;
+
+  const stored = values.connection === undefined ? undefined : await storedConnection(ctx, values.connection);
+  if (stored === null) return 1;
+  const name = values.service ?? stored?.service ?? (reg.list().length === 1 ? reg.list()[0]!.name : undefined);
+  if (name === undefined) throw new UsageError(`--inspect: say which service of ${file} to start (--service S)`);
+  const service = reg.get(name);
+  if (!service) return unknownService(ctx, name, reg, file);
+  const tools = await startAndList(ctx, service, values, stored);
+  if (!tools) return 1;
+  const { unclassified, missing } = compareTools(Object.keys(service.entry.tools), tools);
+  ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
+  for (const t of unclassified) {
+    const words = service.entry.defaultToolClass.join(" ");
+    ctx.out(`warning: ${service.name}: the vendor offers "${printableName(t)}", which the entry does not classify (it runs as the default class, ${words})`);
+  }
+  for (const t of missing) ctx.out(`warning: ${service.name}: the entry classifies "${t}", which the vendor does not offer (misspelt or removed?)`);
+  if (missing.length) {
+    ctx.err(`${file}: ${service.name} names ${missing.length} tool(s) the vendor lacks`);
+    return 1;
+  }
+  return 0;
+}
+
+async function inspect(ctx: CliContext, argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: credentialOptions, strict: true, allowPositionals: true });
+  const [name] = positionals;
+  if (!name || positionals.length > 1) throw new UsageError(REGISTRY_HELP);
+  const reg = ctx.registry.registry;
+  const service = reg.get(name);
+  if (!service) return unknownService(ctx, name, reg, ctx.registry.path ?? "the service registry");
+  const stored = values.connection === undefined ? undefined : await storedConnection(ctx, values.connection);
+  if (stored === null) return 1;
+  const tools = await startAndList(ctx, service, values, stored);
+  if (!tools) return 1;
+  const suggestions = tools.map(suggestToolClass);
+  const rows = suggestions.map((s) => [printableName(s.name), s.words.join(" "), service.isClassified(s.name) ? service.entry.tools[s.name]!.join(" ") : "-", s.reason]);
+  ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
+  ctx.out(formatTable(["TOOL", "SUGGESTED", "REGISTRY", "WHY"], rows));
+  for (const t of compareTools(Object.keys(service.entry.tools), tools).missing) {
+    ctx.out(`warning: the registry classifies "${t}", which the vendor does not offer`);
+  }
+  ctx.out("");
+  ctx.out(renderToolsBlock(suggestions).split("\n").map(printableName).join("\n"));
+  return 0;
+}
+
+function unknownService(ctx: CliContext, name: string, reg: ServiceRegistry, where: string): number {
+  const known = reg.list().map((s) => s.name);
+  ctx.err(`unknown service "${name}" in ${where}${known.length ? ` (known: ${known.join(", ")})` : " (no services)"}`);
+  return 1;
+}
+
+/** The live connection `id`, or null after saying why it cannot be used. */
+async function storedConnection(ctx: CliContext, id: string): Promise<Connection | null> {
+  const conn = await ctx.store.connections.get(id);
+  if (!conn) {
+    ctx.err(`no connection ${id}`);
+    return null;
+  }
+  if (conn.status !== "active" || conn.expiresAt <= ctx.clock.now()) {
+    ctx.err(`connection ${id} is ${conn.status === "active" ? "expired" : conn.status}; it cannot start a vendor`);
+    return null;
+  }
+  return conn;
+}
+
+/**
+ * Starts `service`'s vendor with the stored connection's credential (audited) or one read from
+ * standard input, and returns its tools; undefined after printing why it could not.
+ */
+async function startAndList(
+  ctx: CliContext,
+  service: Service,
+  opts: { field?: string | undefined; format?: string | undefined },
+  stored: Connection | undefined,
+): Promise<VendorTool[] | undefined> {
+  let credential: Credential;
+  let connection: Connection;
+  if (stored) {
+    if (opts.field !== undefined || opts.format !== undefined) throw new UsageError("--field and --format describe standard input; --connection reads the stored credential");
+    if (stored.service !== service.name) {
+      ctx.err(`connection ${stored.id} is for ${stored.service}, not ${service.name}`);
+      return undefined;
+    }
+    credential = ctx.vault.openCredential(stored.sealed, bindingOf(stored));
+    connection = stored;
+    // Starting a vendor with someone's stored credential is an operator action on their connection.
+    await ctx.store.audit.append([
+      { at: ctx.clock.now(), event: "admin_action", teamId: stored.teamId, ownerUserId: stored.ownerUserId, connectionId: stored.id, service: service.name, decision: "registry_inspect", actor: `cli:${ctx.io.env.USER ?? "operator"}` },
+    ]);
+  } else {
+    const read = await credentialFromStdin(ctx, service, opts);
+    if (!read) return undefined;
+    credential = read;
+    connection = inspectionConnection(service, ctx.clock.now());
+  }
+  try {
+    const tools = await listVendorTools(inspectionLauncher(ctx.config, ctx.clock, ctx.log), connection, service, credential);
+    if (tools.length >= MAX_TOOLS) ctx.err(`warning: ${service.name} offers more tools than the ${MAX_TOOLS} read; the comparison covers those only`);
+    return tools;
+  } catch (err) {
+    // Our own messages only: a vendor's error text may echo the credential it was given.
+    const why = err instanceof PoolError ? err.message : `the ${service.displayName} vendor failed to list its tools`;
+    ctx.err(`error: ${why}`);
+    return undefined;
+  }
+}
+
+async function credentialFromStdin(ctx: CliContext, service: Service, opts: { field?: string | undefined; format?: string | undefined }): Promise<Credential | undefined> {
+  const format = opts.format ?? "token";
+  if (format !== "token" && format !== "json") throw new UsageError("--format is token or json");
+  if (opts.field !== undefined && !/^[a-z][a-z0-9_]*$/.test(opts.field)) throw new UsageError("--field is a lowercase name like token");
+  if (ctx.io.stdin.isTTY) ctx.err(`Paste the ${service.displayName} credential, then press Enter and Ctrl-D:`);
+  const secret = await readSecretFromStdin(ctx.io.stdin);
+  if (!secret) {
+    ctx.err("no credential on standard input (pipe one in, or pass --connection ID)");
+    return undefined;
+  }
+  let doc: unknown;
+  if (format === "json") {
+    try {
+      doc = JSON.parse(secret);
+    } catch {
+      ctx.err("standard input is not valid JSON");
+      return undefined;
+    }
+  } else if (service.entry.capture.strategy === "oauth" && opts.field === undefined) {
+    doc = { kind: "oauth", accessToken: secret };
+  } else {
+    const capture = service.entry.capture;
+    const field = opts.field ?? (capture.strategy === "paste" ? capture.fields[0]?.name : undefined) ?? "token";
+    doc = { kind: "fields", fields: { [field]: secret } };
+  }
+  const parsed = credentialSchema.safeParse(doc);
+  if (!parsed.success) {
+    // Only paths, never values: the document is a secret.
+    ctx.err(`credential document is invalid at ${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}`);
+    return undefined;
+  }
+  return parsed.data;
 }
