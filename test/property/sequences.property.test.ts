@@ -20,7 +20,9 @@ import { ALICE, BOB, CAROL, THREAD, makeHarness, mcpCall, type Harness } from ".
 
 const RUNS = 40;
 const MAX_COMMANDS = 12;
-const APPROVAL_TIMEOUT_MS = 500;
+// Long enough that an answer given as soon as the card shows lands before expiry on a loaded
+// 2-core machine (500 ms did not, once, with the write-ahead audit rows in the path).
+const APPROVAL_TIMEOUT_MS = 1_000;
 const MEMBERS = new Set([ALICE, BOB]);
 const USERS = [ALICE, BOB, CAROL] as const;
 type User = (typeof USERS)[number];
