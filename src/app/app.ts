@@ -27,6 +27,9 @@ import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { McpEndpoint, turnsHandler } from "../server/mcp-endpoint.js";
+import { metricsHandler } from "../server/metrics-endpoint.js";
+import { Readiness, SlackAuthState } from "../server/readiness.js";
+import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -49,6 +52,8 @@ export interface AppOptions {
   readonly browsers?: LoginBrowserFactory;
   /** Starts OAuth flows (src/login/oauth by default). */
   readonly oauth?: OAuthFlowFactory;
+  /** How often Slack's auth.test is repeated for /readyz (default 60 s). */
+  readonly slackAuthCheckIntervalMs?: number;
 }
 
 /** A running broker process. */
@@ -59,6 +64,8 @@ export interface RunningApp {
   readonly lifecycle: ConnectionLifecycle;
   readonly broker: Broker;
   readonly logins: LoginService;
+  /** This app's metrics (its own prom-client Registry), served at GET /metrics. */
+  readonly metrics: PrometheusMetrics;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -82,6 +89,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const { store, migrations } = openSqliteStore(config.dbPath, () => clock.now(), { maxWaitMs: config.dbLockWaitMs });
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
+  const metrics = new PrometheusMetrics(registrySource.registry);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
@@ -115,6 +123,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     limits: config.resultLimits,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    metrics,
   });
   await broker.start();
   const logins = new LoginService({
@@ -129,7 +138,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent },
   });
-  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log);
+  metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, metrics);
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
@@ -148,7 +158,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     });
   }
 
-  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
+  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, metrics);
   reaper.start();
 
   const http = new HttpServer(log);
@@ -163,6 +173,19 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const auth = new HostTokenAuth(config.hostTokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
+  // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
+  const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
+  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, metrics) : undefined;
+  const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
+  http.route({
+    method: "GET",
+    path: "/readyz",
+    handler: async (_req, res) => {
+      const r = await readiness.report();
+      sendJson(res, r.ready ? 200 : 503, { status: r.ready ? "ready" : "not_ready", ...r.checks });
+    },
+  });
+  http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
   const mcp = new McpEndpoint(broker, auth, origin, log);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
@@ -173,6 +196,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const port = await http.listen(config.port, config.bindHost);
   origin.allowPort(port);
+  slackAuthJob?.start();
   if (slack) {
     await slack.start();
     log.info("slack app ready", { mode: slack.mode });
@@ -187,6 +211,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     broker,
     logins,
+    metrics,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
@@ -198,6 +223,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await slack?.stop();
         await http.close();
         await reaper.stop();
+        await slackAuthJob?.stop();
         await broker.shutdown();
         await store.close();
         log.info("slaude-connect stopped");

@@ -15,6 +15,8 @@ import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
+import { CallTrace } from "./call-trace.js";
+import { withLogContext } from "../log/context.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
 
 /** A validated mcp_call request. */
@@ -45,7 +47,34 @@ function deepFreeze<T>(v: T): T {
 export class CallService {
   constructor(private readonly d: BrokerDeps) {}
 
+  /** Runs one call under its call id: its audit rows and every log line it writes carry that id. */
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
+    const trace = extra.trace ?? new CallTrace();
+    return withLogContext({ callId: trace.callId }, async () => {
+      const outcome = await this.traced(ctx, input, { ...extra, trace });
+      this.report(input, outcome, trace);
+      return outcome;
+    });
+  }
+
+  /** One line per call in the log and one sample in the metrics: ids, codes and timings only. */
+  private report(input: McpCallInput, outcome: CallOutcome, trace: CallTrace): void {
+    const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
+    const via = outcome.kind === "ok" ? outcome.via : "none";
+    const brokerMs = trace.brokerMs();
+    this.d.metrics.callFinished({ service: input.service, tool: input.tool, outcome: result, via, brokerSeconds: brokerMs / 1000, vendorSeconds: trace.vendorMs === undefined ? undefined : trace.vendorMs / 1000 });
+    this.d.log.info("mcp_call done", {
+      service: input.service.slice(0, 100),
+      tool: input.tool.slice(0, 100),
+      outcome: result,
+      via,
+      ms: Math.round(trace.elapsedMs()),
+      brokerMs: Math.round(brokerMs),
+      vendorMs: trace.vendorMs === undefined ? null : Math.round(trace.vendorMs),
+    });
+  }
+
+  private async traced(ctx: CallerContext, input: McpCallInput, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     const started = Date.now();
     const { thread } = ctx;
     // The exact arguments the approval (if any) is bound to and the vendor receives: a private frozen copy.
@@ -61,12 +90,16 @@ export class CallService {
       service: input.service,
       tool: input.tool,
       argsHash,
+      callId: extra.trace.callId,
     };
     const fail = async (code: FailureCode, facts: MessageFacts = {}, audit: Partial<AuditEvent> = {}): Promise<CallOutcome> => {
       // Nothing ran: the refusal stands even if its row cannot be written (the log records that).
-      await appendOrLog(this.d.store.audit, this.d.log, [
-        { at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit },
-      ]);
+      await appendOrLog(
+        this.d.store.audit,
+        this.d.log,
+        [{ at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit }],
+        this.d.metrics,
+      );
       return { kind: "failed", code, message: failureMessage(code, { service: input.service, tool: input.tool, ...facts }) };
     };
 
@@ -183,6 +216,7 @@ export class CallService {
         }, 10_000)
       : undefined;
     heartbeat?.unref();
+    const t0 = performance.now();
     try {
       return await this.d.approvals.requestAndWait(
         { thread: ctx.thread, connectionId: decision.connectionId, ownerUserId: decision.ownerUserId, borrowerUserId: caller, service: service.name, tool, argsHash },
@@ -203,6 +237,7 @@ export class CallService {
       );
     } finally {
       if (heartbeat) clearInterval(heartbeat);
+      if (extra.trace) extra.trace.approvalMs += performance.now() - t0;
     }
   }
 
@@ -287,7 +322,7 @@ export class CallService {
       approverUserId: approver ?? null,
       durationMs: Date.now() - started,
       ...e,
-    }));
+    }), { callId: extra.trace?.callId, metrics: this.d.metrics });
     const audit = (e: Partial<AuditEvent>) => record.completed(e);
     const failed = async (code: FailureCode, facts: MessageFacts = {}): Promise<CallOutcome> => {
       await audit({ errorCode: code });
@@ -329,6 +364,7 @@ export class CallService {
     if (!(await record.started())) return { kind: "failed", code: "audit_unavailable", message: failureMessage("audit_unavailable", { service: service.name }) };
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
+        const t0 = performance.now();
         const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
           timeout: this.d.callTimeoutMs,
           maxTotalTimeout: this.d.callTimeoutMs,
@@ -342,6 +378,8 @@ export class CallService {
                 },
               }
             : {}),
+        }).finally(() => {
+          if (extra.trace) extra.trace.vendorMs = performance.now() - t0;
         });
         return r as CallToolResult;
       });

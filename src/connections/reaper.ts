@@ -1,4 +1,5 @@
 import type { Logger } from "../log/logger.js";
+import type { Metrics } from "../metrics/metrics.js";
 
 /** A periodic job (TTL reaper, approval expiry) that never overlaps itself and never keeps the process alive. */
 export class PeriodicJob {
@@ -10,6 +11,7 @@ export class PeriodicJob {
     private readonly intervalMs: number,
     private readonly run: () => Promise<unknown>,
     private readonly log: Logger,
+    private readonly metrics?: Pick<Metrics, "jobRan">,
   ) {}
 
   /** Runs once now, then every interval. */
@@ -23,11 +25,17 @@ export class PeriodicJob {
   /** Runs one pass now (skipped if one is already running). */
   async tick(): Promise<void> {
     if (this.running) return;
-    this.running = this.run().catch((err: unknown) => this.log.error(`${this.name} failed`, { error: (err as Error).message }));
+    const t0 = performance.now();
+    let outcome: "ok" | "failed" = "ok";
+    this.running = this.run().catch((err: unknown) => {
+      outcome = "failed";
+      this.log.error(`${this.name} failed`, { error: (err as Error).message });
+    });
     try {
       await this.running;
     } finally {
       this.running = undefined;
+      this.metrics?.jobRan(this.name, outcome, (performance.now() - t0) / 1000);
     }
   }
 
