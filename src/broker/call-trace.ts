@@ -9,6 +9,8 @@ export class CallTrace {
   readonly startedAt = performance.now();
   /** The vendor's tools/call round trip, once the call reached a vendor. */
   vendorMs: number | undefined;
+  /** How the call was decided to run (own, grant, shared, approval_…), once it was. */
+  via: string | undefined;
   /** Time spent waiting for an owner's approval (neither broker nor vendor time). */
   approvalMs = 0;
 

@@ -60,7 +60,7 @@ export class CallService {
   /** One line per call in the log and one sample in the metrics: ids, codes and timings only. */
   private report(input: McpCallInput, outcome: CallOutcome, trace: CallTrace): void {
     const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
-    const via = outcome.kind === "ok" ? outcome.via : "none";
+    const via = outcome.kind === "ok" ? outcome.via : (trace.via ?? "none");
     const brokerMs = trace.brokerMs();
     this.d.metrics.callFinished({ service: input.service, tool: input.tool, outcome: result, via, brokerSeconds: brokerMs / 1000, vendorSeconds: trace.vendorMs === undefined ? undefined : trace.vendorMs / 1000 });
     this.d.log.info("mcp_call done", {
@@ -310,6 +310,7 @@ export class CallService {
     fresh?: Connection,
   ): Promise<CallOutcome> {
     const now = this.d.clock.now();
+    if (extra.trace) extra.trace.via = via;
     // `fresh` was read in this same call; otherwise re-read: a revoke since the decision must win.
     const conn = fresh?.id === connectionId ? fresh : await this.d.store.connections.get(connectionId);
     const record = new CallAudit(this.d.store.audit, this.d.log, (e) => ({

@@ -17,7 +17,7 @@ const HUMAN_SECONDS = [1, 5, 10, 30, 60, 120, 300, 600];
 
 /** Live figures read at scrape time from the running parts. */
 export interface MetricSources {
-  pool?(): { live: number; leased: number; stopping: number; spawned: number };
+  pool?(): { live: number; leased: number; stopping: number; spawned: number; waiting: number };
   approvalsPending?(): number;
   logins?(): { flows: number; browsers: number };
 }
@@ -59,6 +59,15 @@ export class PrometheusMetrics implements Metrics {
         vendors.set({ state: "live" }, s.live);
         vendors.set({ state: "leased" }, s.leased);
         vendors.set({ state: "stopping" }, s.stopping);
+      },
+    });
+    const waiting = new Gauge({
+      name: "slaude_pool_waiting",
+      help: "Calls waiting for a free vendor slot right now",
+      registers,
+      collect() {
+        const s = self.sources.pool?.();
+        if (s) waiting.set(s.waiting);
       },
     });
     const spawned = new Gauge({

@@ -38,6 +38,8 @@ export interface PoolStats {
   readonly leased: number;
   readonly stopping: number;
   readonly spawned: number;
+  /** Calls waiting for a free slot right now. */
+  readonly waiting: number;
 }
 
 /**
@@ -67,7 +69,7 @@ export class VendorPool {
   stats(): PoolStats {
     let leased = 0;
     for (const e of this.entries.values()) if (e.leases > 0) leased++;
-    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned };
+    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned, waiting: this.waiters.length };
   }
 
   /** Connection ids with a live (or starting) vendor. */
