@@ -1,4 +1,7 @@
 import { newId } from "../connections/ids.js";
+import type { Logger } from "../log/logger.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { CallOutcome } from "./call.js";
 
 /**
  * One mcp_call's id and timings. The id is the `call_id` of its audit rows and of every log line
@@ -23,4 +26,21 @@ export class CallTrace {
   brokerMs(): number {
     return Math.max(0, this.elapsedMs() - (this.vendorMs ?? 0) - this.approvalMs);
   }
+}
+
+/** One line per call in the log and one sample in the metrics: ids, codes and timings only. */
+export function reportCall(d: { metrics: Metrics; log: Logger }, input: { service: string; tool: string }, outcome: CallOutcome, trace: CallTrace): void {
+  const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
+  const via = outcome.kind === "ok" ? outcome.via : (trace.via ?? "none");
+  const brokerMs = trace.brokerMs();
+  d.metrics.callFinished({ service: input.service, tool: input.tool, outcome: result, via, brokerSeconds: brokerMs / 1000, vendorSeconds: trace.vendorMs === undefined ? undefined : trace.vendorMs / 1000 });
+  d.log.info("mcp_call done", {
+    service: input.service.slice(0, 100),
+    tool: input.tool.slice(0, 100),
+    outcome: result,
+    via,
+    ms: Math.round(trace.elapsedMs()),
+    brokerMs: Math.round(brokerMs),
+    vendorMs: trace.vendorMs === undefined ? null : Math.round(trace.vendorMs),
+  });
 }

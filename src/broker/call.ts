@@ -15,7 +15,7 @@ import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
-import { CallTrace } from "./call-trace.js";
+import { CallTrace, reportCall } from "./call-trace.js";
 import { withLogContext } from "../log/context.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
 
@@ -52,25 +52,8 @@ export class CallService {
     const trace = extra.trace ?? new CallTrace();
     return withLogContext({ callId: trace.callId }, async () => {
       const outcome = await this.traced(ctx, input, { ...extra, trace });
-      this.report(input, outcome, trace);
+      reportCall(this.d, input, outcome, trace);
       return outcome;
-    });
-  }
-
-  /** One line per call in the log and one sample in the metrics: ids, codes and timings only. */
-  private report(input: McpCallInput, outcome: CallOutcome, trace: CallTrace): void {
-    const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
-    const via = outcome.kind === "ok" ? outcome.via : (trace.via ?? "none");
-    const brokerMs = trace.brokerMs();
-    this.d.metrics.callFinished({ service: input.service, tool: input.tool, outcome: result, via, brokerSeconds: brokerMs / 1000, vendorSeconds: trace.vendorMs === undefined ? undefined : trace.vendorMs / 1000 });
-    this.d.log.info("mcp_call done", {
-      service: input.service.slice(0, 100),
-      tool: input.tool.slice(0, 100),
-      outcome: result,
-      via,
-      ms: Math.round(trace.elapsedMs()),
-      brokerMs: Math.round(brokerMs),
-      vendorMs: trace.vendorMs === undefined ? null : Math.round(trace.vendorMs),
     });
   }
 
@@ -94,12 +77,9 @@ export class CallService {
     };
     const fail = async (code: FailureCode, facts: MessageFacts = {}, audit: Partial<AuditEvent> = {}): Promise<CallOutcome> => {
       // Nothing ran: the refusal stands even if its row cannot be written (the log records that).
-      await appendOrLog(
-        this.d.store.audit,
-        this.d.log,
-        [{ at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit }],
-        this.d.metrics,
-      );
+      await appendOrLog(this.d.store.audit, this.d.log, [
+        { at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit },
+      ], this.d.metrics);
       return { kind: "failed", code, message: failureMessage(code, { service: input.service, tool: input.tool, ...facts }) };
     };
 
