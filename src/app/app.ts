@@ -15,21 +15,26 @@ import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
 import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-notifier.js";
 import { envSecretSource } from "../config/env.js";
+import { ConfigError } from "../config/errors.js";
+import { rootVerdict } from "../config/root-rule.js";
 import { oauthFlows } from "../login/oauth-flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
 import { chromiumBrowsers } from "../login/browser-factory.js";
+import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
-import { McpEndpoint, turnsHandler } from "../server/mcp-endpoint.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, SlackAuthState } from "../server/readiness.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
+import { McpEndpoint } from "../server/mcp-endpoint.js";
+import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
+import { TurnState } from "../turns/turn-state.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -54,6 +59,8 @@ export interface AppOptions {
   readonly oauth?: OAuthFlowFactory;
   /** How often Slack's auth.test is repeated for /readyz (default 60 s). */
   readonly slackAuthCheckIntervalMs?: number;
+  /** The effective uid the root rule judges (default: the process's own). */
+  readonly euid?: number;
 }
 
 /** A running broker process. */
@@ -66,6 +73,8 @@ export interface RunningApp {
   readonly logins: LoginService;
   /** This app's metrics (its own prom-client Registry), served at GET /metrics. */
   readonly metrics: PrometheusMetrics;
+  /** The MCP endpoint (its open sessions). */
+  readonly mcp: McpEndpoint;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -77,6 +86,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const log = opts.log ?? createLogger(config.logLevel);
 
   const keys = resolveKeyRing(config);
+  const root = rootVerdict(config, opts.euid ?? process.geteuid?.());
+  if (root.level === "error") throw new ConfigError("root_without_uid_base", root.message);
+  if (root.level === "warn") log.warn(`RUNNING AS ROOT, VENDORS CAN READ THE BROKER'S SECRETS: ${root.message}`);
   if (keys.origin !== "env") {
     log.warn("DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.", {
       keyFile: keys.devKeyFile ?? null,
@@ -94,7 +106,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
   const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, 60_000) : undefined);
+  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max) : undefined);
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
   const refresher = new OAuthRefresher({
@@ -124,8 +136,14 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
     metrics,
+    turns: new TurnState({ maxThreads: config.turns.maxThreads, maxTurnMs: config.turns.maxTurnMs }),
+    credentialCache: config.caches.credentials,
   });
   await broker.start();
+  // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
+  const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
+  const sweptBrowsers = await browserHomes.sweep();
+  if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
   const logins = new LoginService({
     store,
     keys: keys.ring,
@@ -133,13 +151,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log),
+    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
     ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
-    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent },
+    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
-  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, metrics);
+  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, undefined, metrics);
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
@@ -158,8 +176,11 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     });
   }
 
-  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, metrics);
+  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
   reaper.start();
+  // Expired membership answers leave memory even for channels nobody asks about again.
+  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log, undefined, metrics);
+  cacheSweep.start();
 
   const http = new HttpServer(log);
   http.route({
@@ -175,7 +196,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
-  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, metrics) : undefined;
+  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, undefined, metrics) : undefined;
   const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
   http.route({
     method: "GET",
@@ -186,9 +207,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
-  const mcp = new McpEndpoint(broker, auth, origin, log);
+  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
+  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
@@ -212,6 +234,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     broker,
     logins,
     metrics,
+    mcp,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
@@ -224,6 +247,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await http.close();
         await reaper.stop();
         await slackAuthJob?.stop();
+        await cacheSweep.stop();
         await broker.shutdown();
         await store.close();
         log.info("slaude-connect stopped");

@@ -11,8 +11,11 @@ import type { ApprovalChannel, ApprovalOutcome } from "./channel.js";
 /** What a borrower's waiting call learns. `unavailable`: the owner could not be asked at all. */
 export type WaitOutcome = { kind: "allowed_thread" | "allowed_once"; approval: Approval } | { kind: "denied" | "expired" | "unavailable" | "cancelled" | "interrupted" };
 
-/** The result of a click, for the channel to answer the clicker. */
-export type ClickResult = "applied" | "not_owner" | "expired" | "already_decided" | "unknown";
+/** The result of a click, for the channel to answer the clicker. `not_offered`: an Allow on a Deny-only card. */
+export type ClickResult = "applied" | "not_owner" | "expired" | "already_decided" | "unknown" | "not_offered";
+
+/** Whether a user may see a pending card's arguments in full: only its owner, only while it waits. */
+export type CardView = { kind: "ok"; approval: Approval; card: ApprovalCard } | { kind: "not_owner" | "unknown" | "not_pending" };
 
 /** The call an approval is about. */
 export interface ApprovalSubject {
@@ -34,6 +37,8 @@ export class ApprovalService {
   private closed = false;
   /** Card deliveries in flight, so a shutdown can settle a card only once it exists. */
   private readonly asking = new Map<string, Promise<unknown>>();
+  /** The card of each approval a call is waiting on (as many as `waiting`), for the full-arguments view. */
+  private readonly cards = new Map<string, ApprovalCard>();
 
   constructor(
     private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number; metrics?: Pick<Metrics, "approvalDecided"> },
@@ -80,12 +85,15 @@ export class ApprovalService {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         this.waiting.delete(approval.id);
+        this.cards.delete(approval.id);
         resolve(v);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiting.set(approval.id, (a) => finish(a));
     });
-    const delivery = this.deps.channel.ask(approval, { ...card, expiresAt: approval.expiresAt });
+    const fullCard: ApprovalCard = { ...card, expiresAt: approval.expiresAt };
+    this.cards.set(approval.id, fullCard);
+    const delivery = this.deps.channel.ask(approval, fullCard);
     this.asking.set(approval.id, delivery.catch(() => {}));
     try {
       await delivery;
@@ -134,6 +142,12 @@ export class ApprovalService {
       await this.deps.store.audit.append([{ at: now, event: "approval_rejected_click", approverUserId: clicker, decision: "unknown", actor: clicker }]);
       return "unknown";
     }
+    const card = this.cards.get(a.id);
+    if (card && decision !== "denied" && !card.decisions.includes(decision) && clicker === a.ownerUserId && a.status === "pending") {
+      // Defence in depth: the card showed no such button (its arguments could not all be shown exactly).
+      await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", "not_offered", now, clicker)]);
+      return "not_offered";
+    }
     const grant =
       decision === "allowed_thread"
         ? {
@@ -162,6 +176,16 @@ export class ApprovalService {
     this.waiting.get(a.id)?.(decided);
     await this.safeSettled(decided, decision);
     return "applied";
+  }
+
+  /** The card of a pending approval, for its owner only (the View all arguments modal). */
+  async viewCard(approvalId: string, nonce: string, viewer: string): Promise<CardView> {
+    const a = await this.deps.store.approvals.get(approvalId);
+    if (!a || a.nonce !== nonce) return { kind: "unknown" };
+    if (viewer !== a.ownerUserId) return { kind: "not_owner" };
+    const card = this.cards.get(a.id);
+    if (!card || a.status !== "pending" || a.expiresAt <= this.deps.clock.now()) return { kind: "not_pending" };
+    return { kind: "ok", approval: a, card };
   }
 
   /** Consumes an allowed approval for exactly `argsHash`: true once, false ever after. */

@@ -6,6 +6,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ApprovalService } from "../approvals/approval-service.js";
 import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
 import type { Clock } from "../clock/clock.js";
+import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../connections/reaper.js";
@@ -23,6 +24,7 @@ import type { Vault } from "../vault/vault.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { CallService } from "./call.js";
 import { refreshMetadata } from "./describe.js";
+import { failureMessage } from "./outcome.js";
 import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
 
 /** Everything the broker is built from; the composition root passes real adapters, tests fakes. */
@@ -51,6 +53,8 @@ export interface BrokerOptions {
   readonly metrics?: Metrics;
   /** Replaces the process launcher (tests of the pool bookkeeping). */
   readonly launcher?: VendorLauncher;
+  /** Bounds the decrypted-credential cache (count and age). */
+  readonly credentialCache?: CacheLimits;
 }
 
 /** The consent port: shows a user the card that starts connecting a service (privately). */
@@ -80,7 +84,7 @@ export class Broker {
 
   constructor(private readonly o: BrokerOptions) {
     this.turns = o.turns ?? new TurnState();
-    this.ledger = new ChildLedger(path.join(o.runDir, "children"));
+    this.ledger = new ChildLedger(path.join(o.runDir, "children"), path.join(o.runDir, "vendors"));
     const uidBase = o.pool?.childUidBase;
     const maxChildren = o.pool?.maxChildren ?? 32;
     const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
@@ -120,8 +124,11 @@ export class Broker {
       callTimeoutMs: o.callTimeoutMs ?? 120_000,
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
       ...(o.refresher ? { refresher: o.refresher } : {}),
+      ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     };
-    this.pool.onVendorStarted((service, client) => void refreshMetadata(this.deps, service, client));
+    // Metadata is cached per team, redacted with the credential of the connection whose child fetched
+    // it; the vendor gets its first call once the (bounded) tool list is in.
+    this.pool.onVendorStarted((service, client, conn) => refreshMetadata(this.deps, service, client, { teamId: conn.teamId, redactor: this.calls.redactorFor(conn, service) }));
     this.calls = new CallService(this.deps);
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {
@@ -142,8 +149,10 @@ export class Broker {
       async () => {
         await this.reconcile();
         await this.pool.reapIdle();
+        this.calls.opened.sweepExpired();
       },
       this.o.log,
+      undefined,
       this.deps.metrics,
     );
     idle.start();
@@ -167,10 +176,18 @@ export class Broker {
     return dropped;
   }
 
-  /** An MCP server for a session bound to `thread`; the caller is the thread's live turn at each call. */
+  /**
+   * An MCP server for a session bound to `thread`; the caller is resolved from the thread's live
+   * turns at each call (the turn the request names, or the one user whose turns are live).
+   */
   serverForThread(thread: ThreadRef): McpServer {
     this.turns.markServed(thread);
-    return createBrokerServer(this.deps, () => ({ thread, userId: this.turns.current(thread) }), { ...this.connectOptions(), calls: this.calls });
+    const resolve: CallerResolver = (req) => {
+      const r = this.turns.resolve(thread, req.turnId, this.o.clock.now());
+      if (r.kind === "caller") return { thread, userId: r.userId };
+      return r.kind === "no_turn" ? { thread, userId: undefined } : r.kind;
+    };
+    return createBrokerServer(this.deps, resolve, { ...this.connectOptions(), calls: this.calls });
   }
 
   /**
@@ -202,8 +219,9 @@ export class Broker {
           await consent.sendConsent(ctx.thread, caller, service);
         } catch (err) {
           this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
-          const message = `I could not reach <@${caller}> in Slack to start connecting ${service}; try /connect ${service}.`;
-          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "approval_unavailable", message }, isError: true };
+          // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
+          const message = failureMessage("consent_unavailable", { service });
+          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "consent_unavailable", message }, isError: true };
         }
         const message = `I've sent <@${caller}> a private card to connect ${service}. The login link goes only to them, never into this conversation.`;
         return { content: [{ type: "text", text: message }], structuredContent: { status: "consent_sent", service, message } };

@@ -1,23 +1,28 @@
-import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitOutcome } from "../approvals/approval-service.js";
-import { renderKeyArgs } from "../approvals/card.js";
+import { cardFacts } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { bindingOf } from "../connections/binding.js";
 import { Redactor } from "../hygiene/redact.js";
+import { redactToolResult } from "../hygiene/redact-result.js";
+import { OAuthError } from "../login/oauth/errors.js";
 import { truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { callHash } from "../policy/args-hash.js";
 import { resolveCall, type BorrowCandidate, type CallDecision } from "../policy/resolve.js";
 import { PoolError } from "../pool/errors.js";
+import { frameTruncatedBytes } from "../pool/frame-reader.js";
 import { renderTemplate } from "../pool/credential-template.js";
 import type { Connection } from "../store/records.js";
 import { credentialSecrets, type Credential } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
+import { CredentialCache } from "./credential-cache.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { withLogContext } from "../log/context.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
+import { callVendorTool, VendorCallError } from "./vendor-call.js";
 
 /** A validated mcp_call request. */
 export interface McpCallInput {
@@ -45,7 +50,9 @@ function deepFreeze<T>(v: T): T {
 
 /** Runs mcp_call: identity, membership, policy, approval, the vendor call, hygiene and audit. */
 export class CallService {
-  constructor(private readonly d: BrokerDeps) {}
+  constructor(private readonly d: BrokerDeps) {
+    this.opened = new CredentialCache(d.credentialCache, d.clock);
+  }
 
   /** Runs one call under its call id: its audit rows and every log line it writes carry that id. */
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
@@ -208,7 +215,7 @@ export class CallService {
           tool,
           write: service.classOf(tool).write,
           reason: decision.reason,
-          keyArgs: renderKeyArgs(args, redactor),
+          ...cardFacts(args, redactor, service.classOf(tool).write),
           teamId: ctx.thread.teamId,
           channelId: ctx.thread.channelId,
           threadTs: ctx.thread.threadTs,
@@ -221,7 +228,8 @@ export class CallService {
     }
   }
 
-  private readonly opened = new Map<string, { version: string; credential: Credential; redactor: Redactor }>();
+  /** Decrypted credentials, bounded in count and age (SLAUDE_CREDENTIAL_CACHE_*). */
+  readonly opened: CredentialCache;
 
   /** Drops the decrypted credential of an ended connection from memory. */
   forget(connectionId: string): void {
@@ -241,13 +249,38 @@ export class CallService {
     if (hit && hit.version === version) return hit;
     const credential = this.d.vault.openCredential(s, b);
     const entry = { version, credential, redactor: this.redactorOf(credential, service) };
-    if (this.opened.size > 10_000) this.opened.clear();
     this.opened.set(conn.id, entry);
     return entry;
   }
 
+  /**
+   * Starts the vendor of the caller's own connection to `service` (else the service's shared one,
+   * never another member's) so its tool list reaches the metadata cache; false when there is none,
+   * the caller is not a member, or the vendor does not start. Runs no tool.
+   */
+  async warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
+    const { thread } = ctx;
+    if (!(await this.isMember(thread.teamId, thread.channelId, caller))) return false;
+    const now = this.d.clock.now();
+    const own = await this.d.store.connections.findOwnActive(caller, service.name, thread);
+    const row =
+      own && own.expiresAt > now
+        ? own
+        : (await this.d.store.connections.list({ teamId: thread.teamId, service: service.name, statuses: ["active"] })).find((c) => c.scope === "shared" && c.expiresAt > now);
+    if (!row) return false;
+    try {
+      const { credential, version } = this.openCached(row, service);
+      // The pool refreshes the metadata before it hands a new vendor over: once leased, it is cached.
+      await this.d.pool.withLease(row, service, version, () => credential, async () => {});
+      return true;
+    } catch (err) {
+      this.d.log.warn("tool list could not be fetched for mcp_describe", { service: service.name, connectionId: row.id, error: err instanceof Error ? err.name : "unknown" });
+      return false;
+    }
+  }
+
   /** The redactor of a connection's credential (memoised with it); an unopenable row redacts nothing and fails later. */
-  private redactorFor(conn: Connection, service: Service): Redactor {
+  redactorFor(conn: Connection, service: Service): Redactor {
     try {
       return this.openCached(conn, service).redactor;
     } catch {
@@ -325,12 +358,16 @@ export class CallService {
         opened = this.openCached(reread, service);
       }
     } catch (err) {
-      if (!(err instanceof VaultError)) {
+      if (err instanceof OAuthError) {
         // A refresh that failed: a rejected refresh token means a new login; anything else is transient.
-        const code = (err as { code?: string }).code;
-        if (code === "needs_login" || code === "connection_inactive") return failed("connection_unusable");
-        this.d.log.warn("oauth refresh failed", { connectionId, code: code ?? "error" });
+        if (err.code === "needs_login" || err.code === "connection_inactive") return failed("connection_unusable");
+        this.d.log.warn("oauth refresh failed", { connectionId, code: err.code });
         return failed("vendor_unreachable");
+      }
+      if (!(err instanceof VaultError)) {
+        // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
+        this.d.log.error("credential refresh failed unexpectedly", { connectionId, error: err instanceof Error ? err.name : "unknown" });
+        return failed("internal_error");
       }
       this.d.log.error("credential refused by the vault", { connectionId, code: err.code });
       await this.d.pool.drop(connectionId);
@@ -346,29 +383,27 @@ export class CallService {
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
         const t0 = performance.now();
-        const r = await client.callTool({ name: base.tool ?? "", arguments: args }, CallToolResultSchema, {
-          timeout: this.d.callTimeoutMs,
-          maxTotalTimeout: this.d.callTimeoutMs,
-          ...(extra.signal ? { signal: extra.signal } : {}),
-          ...(extra.progress
-            ? {
-                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
-                  progressed = true;
-                  const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
-                  forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
-                },
+        return callVendorTool(client, base.tool ?? "", args, {
+          timeoutMs: this.d.callTimeoutMs,
+          signal: extra.signal,
+          onprogress: extra.progress
+            ? (p) => {
+                progressed = true;
+                const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: redactor.text(p.message) } : {}) };
+                forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
               }
-            : {}),
+            : undefined,
         }).finally(() => {
           if (extra.trace) extra.trace.vendorMs = performance.now() - t0;
         });
-        return r as CallToolResult;
       });
       if (progressed) {
         await forwarded;
         await new Promise((r) => setImmediate(r));
       }
       const { result: clean, truncated, bytes } = this.clean(result, redactor);
+      // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
+      if (!CallToolResultSchema.safeParse(clean).success) return failed("vendor_error", { detail: "its result could not be delivered intact" });
       await audit({ resultBytes: bytes, ...(clean.isError ? { errorCode: "vendor_tool_error" } : {}) });
       return { kind: "ok", via, connectionId, ownerUserId: conn.ownerUserId, result: clean, truncated };
     } catch (err) {
@@ -393,20 +428,30 @@ export class CallService {
           return failed("vendor_unreachable", err.retryAt ? { retryAt: err.retryAt } : {});
         case "credential_incomplete":
           return failed("credential_unusable");
+        case "vendor_misbehaved":
+          return failed("vendor_misbehaved");
         default:
           this.d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
           return failed("vendor_crashed");
       }
     }
     if (extra.signal?.aborted) return failed("cancelled");
-    if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) {
-        // A hung vendor holds nothing we want: kill it so the next call starts fresh.
-        await this.d.pool.drop(connectionId, "kill");
-        return failed("vendor_timeout");
+    if (err instanceof VendorCallError) {
+      // Decided by the broker's own timer and transport, never by the code a vendor chose.
+      switch (err.end.kind) {
+        case "cancelled":
+          return failed("cancelled");
+        case "timeout":
+          // A hung vendor holds nothing we want: kill it so the next call starts fresh.
+          await this.d.pool.drop(connectionId, "kill");
+          return failed("vendor_timeout");
+        case "closed":
+          return failed("vendor_crashed");
+        case "vendor_error":
+          return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.end.message)) });
+        case "other":
+          err = err.end.error;
       }
-      if (err.code === ErrorCode.ConnectionClosed) return failed("vendor_crashed");
-      return failed("vendor_error", { detail: sanitizeVendorText(redactor.text(err.message)) });
     }
     this.d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
     return failed("vendor_crashed");
@@ -414,13 +459,15 @@ export class CallService {
 
   /** Redacts every credential form and caps the size; returns the size seen before truncation. */
   private clean(result: CallToolResult, redactor: Redactor): { result: CallToolResult; truncated: boolean; bytes: number } {
-    const redacted = redactor.deep({ content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
-    const bytes = Buffer.byteLength(JSON.stringify(redacted));
+    // A result cut from an oversized frame is always truncated, reporting the size the vendor sent.
+    const framed = frameTruncatedBytes(result);
+    const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
+    const bytes = framed ?? Buffer.byteLength(JSON.stringify(redacted));
     const limits = this.d.limits;
     const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
     const textBytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
     const lines = texts.reduce((n, t) => n + t.split("\n").length, 0);
-    if (bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
+    if (framed === undefined && bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
       return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
     }
     const joined = texts.join("\n");

@@ -1,5 +1,6 @@
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { Clock } from "../clock/clock.js";
+import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
@@ -36,6 +37,8 @@ export interface BrokerDeps {
   readonly refreshSkewMs?: number;
   /** The remote-vendor backoff of a connection, if any (reported by describe and list). */
   readonly backoffOf: (connectionId: string) => BackoffState | undefined;
+  /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
+  readonly credentialCache?: CacheLimits;
 }
 
 /** Who is calling, read live for each call: the session's thread and the user whose turn it is. */

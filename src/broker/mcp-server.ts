@@ -1,52 +1,33 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
 import { VERSION } from "../app/version.js";
 import { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { describeService } from "./describe.js";
 import { failureMessage, type FailureCode } from "./outcome.js";
+import { toolInputs, toolOutputs } from "./tool-schemas.js";
+import type { ServiceRegistry } from "../config/registry.js";
 
 /** The fixed tool list: it never changes during a session. */
 export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
 
-const name = z.string().min(1).max(128);
-const userId = z.string().regex(/^[UW][A-Z0-9]{2,30}$/, "a Slack user id such as U012ABCDEF");
+export { toolInputs, toolOutputs } from "./tool-schemas.js";
 
-/**
- * Strict input schemas of the five tools. Register the objects themselves, never `.shape`: the SDK
- * rebuilds a plain (non-strict) object from a shape, which drops `additionalProperties: false`
- * and silently strips unknown arguments instead of refusing them.
- */
-export const toolInputs = {
-  mcp_call: z
-    .object({
-      service: name.describe("Service name from connections_list or mcp_describe"),
-      tool: name.describe("The vendor tool to run"),
-      args: z.record(z.string(), z.unknown()).default({}).describe("Arguments for the vendor tool"),
-      on_behalf_of: userId.describe("The Slack user id whose turn this is (a cross-check; the broker knows the caller)"),
-    })
-    .strict(),
-  mcp_describe: z
-    .object({
-      service: name,
-      tool: name.optional().describe("One tool: returns its full input schema"),
-      query: z.string().max(200).optional().describe("Rank tools by these words"),
-    })
-    .strict(),
-  connect: z.object({ service: name }).strict(),
-  connections_list: z.object({}).strict(),
-  connections_revoke: z
-    .object({
-      service: name.optional(),
-      connection_id: z.string().min(1).max(64).optional(),
-    })
-    .strict(),
-} as const;
+/** Per-request facts the caller is resolved from: the turn the host named (`X-Slaude-Turn`), if any. */
+export interface CallerRequest {
+  readonly turnId?: string;
+}
 
 /** Resolves the caller of one tool call, live; a string is a refusal code. */
-export type CallerResolver = () => CallerContext | "thread_mismatch";
+export type CallerResolver = (req: CallerRequest) => CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown";
+
+/** The turn a request names: the `X-Slaude-Turn` header the HTTP transport passes in `requestInfo`. */
+function callerRequest(extra: { requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): CallerRequest {
+  const v = extra.requestInfo?.headers?.["x-slaude-turn"];
+  // A repeated header is never guessed between: an impossible id is refused as unknown.
+  return v === undefined ? {} : { turnId: typeof v === "string" ? v : "(repeated)" };
+}
 
 function failure(code: FailureCode, message: string): CallToolResult {
   return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message }, isError: true };
@@ -74,15 +55,14 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     { name: "slaude_connect", version: VERSION },
     {
       capabilities: { tools: { listChanged: false }, logging: {} },
-      instructions:
-        "slaude_connect runs vendor tools (Jira, GitHub, GitLab, Notion…) on the Slack user's own accounts. Use mcp_describe to find tools, mcp_call to run one with on_behalf_of set to the user whose turn it is, connect when a service is not connected yet.",
+      instructions: instructionsFor(deps.registry),
     },
   );
   const calls = opts.calls ?? new CallService(deps);
 
-  const withCaller = async (fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
-    const ctx = resolveCaller();
-    if (ctx === "thread_mismatch") return failure("thread_mismatch", failureMessage("thread_mismatch"));
+  const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
+    const ctx = resolveCaller(callerRequest(extra));
+    if (typeof ctx === "string") return failure(ctx, failureMessage(ctx));
     if (!ctx.userId) return failure("no_turn", failureMessage("no_turn"));
     try {
       return await fn(ctx, ctx.userId);
@@ -99,11 +79,12 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       description:
         "Run a tool of a connected service as the user whose turn it is. If only another thread member connected the service, the owner may be asked to approve in Slack; the call waits for the answer.",
       inputSchema: toolInputs.mcp_call,
+      outputSchema: toolOutputs.mcp_call,
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true, idempotentHint: false },
     },
     async (input, extra) => {
-      const ctx = resolveCaller();
-      if (ctx === "thread_mismatch") return failure("thread_mismatch", failureMessage("thread_mismatch"));
+      const ctx = resolveCaller(callerRequest(extra));
+      if (typeof ctx === "string") return failure(ctx, failureMessage(ctx));
       const progressToken = extra._meta?.progressToken;
       const callExtra: CallExtra = {
         signal: extra.signal,
@@ -148,15 +129,21 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     "mcp_describe",
     {
       title: "Describe a service's tools",
-      description: "List a service's tools with their class (personal / borrowable, read / write); give `tool` for one full input schema, or `query` to rank tools by words.",
+      description:
+        "With no arguments: the services that exist. With `service`: its tools and their class (personal / borrowable, read / write); add `tool` for one tool's full input schema, or `query` to rank the tools by words.",
       inputSchema: toolInputs.mcp_describe,
+      outputSchema: toolOutputs.mcp_describe,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async (input) =>
-      withCaller(async () => {
+    async (input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
+        if (input.service === undefined) return listServices(deps.registry);
         const service = deps.registry.get(input.service);
         if (!service) return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
-        const r = await describeService(deps, service, { ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
+        // A tool's schema asked for before any vendor of this team ran: start the caller's own (or
+        // the shared) connection's vendor to learn it. Never a borrowed one: that needs an approval.
+        if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name))) await calls.warmMetadata(ctx, caller, service);
+        const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
         if ("notFound" in r) return failure("invalid_request", failureMessage("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` }));
         const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
         const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
@@ -170,10 +157,11 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       title: "Connect an account",
       description: "Start connecting the caller's own account for a service: the user gets a private consent card in Slack (never in the conversation). Call it when mcp_call says needs_connect.",
       inputSchema: toolInputs.connect,
+      outputSchema: toolOutputs.connect,
       annotations: { readOnlyHint: false, openWorldHint: true },
     },
-    async (input) =>
-      withCaller(async (ctx, caller) => {
+    async (input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
         if (!deps.registry.get(input.service)) {
           return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
         }
@@ -189,10 +177,11 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       title: "List connections",
       description: "The caller's own connections, plus connections usable in this thread whose owners are current members, with expiry and grant state.",
       inputSchema: toolInputs.connections_list,
+      outputSchema: toolOutputs.connections_list,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async () =>
-      withCaller(async (ctx, caller) => {
+    async (_input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
         const rows = await listConnections(deps, ctx, caller);
         const text = rows.length
           ? rows
@@ -212,10 +201,11 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       title: "Revoke my connections",
       description: "Revoke the caller's own connections (by service or id): the credential is wiped, its process stopped and every grant on it revoked, immediately.",
       inputSchema: toolInputs.connections_revoke,
+      outputSchema: toolOutputs.connections_revoke,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async (input) =>
-      withCaller(async (ctx, caller) => {
+    async (input, extra) =>
+      withCaller(extra, async (ctx, caller) => {
         if (!input.service && !input.connection_id) return failure("invalid_request", failureMessage("invalid_request", { detail: "give service or connection_id" }));
         const ended = await revokeConnections(deps, ctx, caller, { ...(input.service ? { service: input.service } : {}), ...(input.connection_id ? { connectionId: input.connection_id } : {}) });
         if (ended.length === 0) return failure("not_found", failureMessage("not_found"));
@@ -223,5 +213,28 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       }),
   );
 
+  // registerTool turns listChanged on whatever was passed; the list never changes, so say so.
+  server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;
+}
+
+/** The server's instructions: how to use the five tools, and which services exist. */
+function instructionsFor(registry: ServiceRegistry): string {
+  const names = registry.list().map((s) => (s.displayName === s.name ? s.name : `${s.name} (${s.displayName})`));
+  return [
+    "slaude_connect runs vendor tools on the Slack user's own accounts.",
+    `Services here: ${names.length ? names.join(", ") : "none configured"}.`,
+    "mcp_describe with no arguments lists the services; with a service it lists its tools (use `query` to find one, `tool` for its input schema).",
+    "mcp_call runs a tool, with on_behalf_of set to the Slack user id of the person whose message you are answering.",
+    "When mcp_call answers needs_connect, call connect(service): the user gets a private sign-in card.",
+  ].join(" ");
+}
+
+/** mcp_describe with no service: every service of the registry. */
+function listServices(registry: ServiceRegistry): CallToolResult {
+  const services = registry.list().map((s) => ({ name: s.name, displayName: s.displayName, description: s.entry.description ?? "", loginStrategy: s.entry.capture.strategy }));
+  const text = services.length
+    ? ["Services (give one as `service` to see its tools):", ...services.map((s) => `- ${s.name}: ${s.displayName}${s.description ? `. ${s.description}` : ""}`)].join("\n")
+    : "No services are configured on this broker.";
+  return ok(text, { services });
 }

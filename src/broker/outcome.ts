@@ -20,6 +20,7 @@ export type FailureCode =
   | "credential_unusable"
   | "vendor_timeout"
   | "vendor_crashed"
+  | "vendor_misbehaved"
   | "vendor_error"
   | "vendor_unreachable"
   | "vendor_backoff"
@@ -27,9 +28,12 @@ export type FailureCode =
   | "audit_unavailable"
   | "cancelled"
   | "thread_mismatch"
+  | "turn_ambiguous"
+  | "turn_unknown"
   | "not_found"
   | "invalid_request"
   | "not_available"
+  | "consent_unavailable"
   | "internal_error";
 
 /** Facts a message may mention: user ids, service and tool names (never values). */
@@ -79,6 +83,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `${svc} did not answer in time; the call was stopped.`;
     case "vendor_crashed":
       return `The ${svc} vendor process stopped while handling the call. It is restarted on the next call.`;
+    case "vendor_misbehaved":
+      return `The ${svc} vendor went over slaude-connect's limits (for example an endless tool list), so it was stopped and the call did not run. The operator can find details in the logs.`;
     case "vendor_error":
       return `${svc} reported an error${f.detail ? `: ${f.detail}` : "."}`;
     case "vendor_unreachable":
@@ -93,12 +99,18 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return "The call was cancelled.";
     case "thread_mismatch":
       return "This session is bound to another thread.";
+    case "turn_ambiguous":
+      return "Turns of more than one person are running in this thread at once, so this call cannot be attributed to one of them and did not run. The host must name the turn of the request (X-Slaude-Turn, the id POST /v1/turns returned).";
+    case "turn_unknown":
+      return "The turn this request names (X-Slaude-Turn) is not a live turn of this thread: unknown, ended or superseded by a later one. Nothing ran.";
     case "not_found":
       return "No such connection of yours.";
     case "invalid_request":
       return `The request is invalid${f.detail ? `: ${f.detail}` : "."}`;
     case "not_available":
       return f.detail ?? "Not available yet.";
+    case "consent_unavailable":
+      return `The private card to connect ${svc} could not be delivered in Slack right now, so nothing was started. Try again in a moment, or use /connect ${f.service ?? "<service>"} in Slack.`;
     case "internal_error":
       return "slaude-connect hit an internal error; the call did not complete. The operator can find details in the logs.";
   }

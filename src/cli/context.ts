@@ -5,7 +5,7 @@ import { resolveRegistry, type RegistrySource } from "../config/registry-source.
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite-store.js";
-import { resolveKeyRing } from "../vault/key-source.js";
+import { resolveKeyRing, type KeySource } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
 
 /** The CLI's standard streams and environment, injected so tests can drive it in-process. */
@@ -23,6 +23,7 @@ export class CliContext {
   private storeInst: SqliteStore | undefined;
   private registrySrc: RegistrySource | undefined;
   private vaultInst: Vault | undefined;
+  private keySrc: KeySource | undefined;
   readonly log: Logger;
   readonly clock: Clock;
 
@@ -43,8 +44,13 @@ export class CliContext {
     return (this.registrySrc ??= resolveRegistry(this.config));
   }
 
+  /** The key ring and where its primary key came from (the environment or a development key file). */
+  get keys(): KeySource {
+    return (this.keySrc ??= resolveKeyRing(this.config));
+  }
+
   get vault(): Vault {
-    return (this.vaultInst ??= new Vault(resolveKeyRing(this.config).ring));
+    return (this.vaultInst ??= new Vault(this.keys.ring));
   }
 
   lifecycle(): ConnectionLifecycle {

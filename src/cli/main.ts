@@ -1,4 +1,6 @@
+import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { VERSION } from "../app/version.js";
 import { ConfigError } from "../config/errors.js";
 import { ConnectionError } from "../connections/errors.js";
 import { StoreError } from "../store/errors.js";
@@ -10,14 +12,14 @@ import { grantsCommand, GRANTS_HELP } from "./commands/grants.js";
 import { keysCommand, KEYS_HELP } from "./commands/keys.js";
 import { migrateCommand } from "./commands/migrate.js";
 import { registryCommand, REGISTRY_HELP } from "./commands/registry.js";
-import { serveCommand } from "./commands/serve.js";
 import { CliContext, UsageError, type CliIo } from "./context.js";
 
 export const HELP = `slaude-connect: connection broker MCP server for Slack
 
 usage: slaude-connect <command> [options]
+       slaude-connect --version | --help
 
-  serve         Run the broker (HTTP server, MCP endpoint, Slack app, reapers)
+  serve         Run the broker (HTTP server, MCP endpoint, Slack app, reapers) [--port N] [--host ADDR]
   migrate       Apply database migrations
   connections   list | add | revoke
   grants        list | revoke
@@ -38,6 +40,11 @@ ${KEYS_HELP}
 
 ${REGISTRY_HELP}`;
 
+/** Refuses options and arguments for a command that takes none, rather than ignoring them. */
+function noArguments(command: string, argv: readonly string[]): void {
+  if (argv.length) throw new UsageError(`slaude-connect ${command}: takes no options or arguments, got "${argv[0]}" (see slaude-connect --help)`);
+}
+
 /** Runs one CLI invocation and returns its exit code (0 ok, 1 failed, 2 usage or configuration). */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -45,8 +52,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     switch (command) {
       case "serve":
-        return await serveCommand(ctx);
+        // Loaded on demand: the server pulls in Bolt, the MCP SDK and playwright, which no other command needs.
+        return await (await import("./commands/serve.js")).serveCommand(ctx, rest);
       case "migrate":
+        noArguments("migrate", rest);
         return await migrateCommand(ctx);
       case "connections":
         return await connectionsCommand(ctx, rest);
@@ -59,7 +68,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "registry":
         return await registryCommand(ctx, rest);
       case "doctor":
+        noArguments("doctor", rest);
         return await doctorCommand(ctx);
+      case "--version":
+      case "-v":
+      case "version":
+        ctx.out(VERSION);
+        return 0;
       case undefined:
       case "help":
       case "--help":
@@ -83,7 +98,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 1;
     }
     if (err instanceof Error && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      ctx.err(err.message);
+      // node:util parseArgs names the flag; one line, with where to look, instead of ignoring it.
+      ctx.err(`slaude-connect ${command ?? ""}: ${err.message.split("\n")[0]!.split(". ")[0]} (see slaude-connect --help)`);
       return 2;
     }
     throw err;
@@ -92,14 +108,26 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
-// Run when executed directly (npm start, bin/slaude-connect.js), not when imported by tests.
-const entry = process.argv[1] ? fileURLToPath(import.meta.url) === process.argv[1] || process.argv[1].endsWith("bin/slaude-connect.js") : false;
-if (entry) {
+/** The process entry: real streams and env, EPIPE on stdout is a normal end; sets process.exitCode. */
+export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   // `slaude-connect audit --jsonl | head` closes our stdout early: that is a normal end, not a crash.
   process.stdout.on("error", (e: NodeJS.ErrnoException) => {
     if (e.code === "EPIPE") process.exit(0);
     throw e;
   });
-  const code = await runCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
-  process.exitCode = code;
+  process.exitCode = await runCli(argv, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
 }
+
+/** Whether `script` (process.argv[1]) is this module, through any symlink (npm's bin links, npx, global installs). */
+export function isEntryPoint(script: string | undefined, moduleUrl: string): boolean {
+  if (!script) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    return false;
+  }
+}
+
+// `node dist/cli/main.js` and `tsx src/cli/main.ts` run it; the installed bin calls main() itself;
+// tests import runCli without running anything.
+if (isEntryPoint(process.argv[1], import.meta.url)) await main();

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
+import { withSecretFiles } from "./secret-files.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
 
@@ -52,6 +53,16 @@ const envSchema = z.object({
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
+  SLAUDE_LOGIN_DETACH_GRACE_SECONDS: positiveInt.default(60),
+  SLAUDE_TURNS_MAX_THREADS: positiveInt.default(10_000),
+  SLAUDE_TURN_MAX_SECONDS: positiveInt.default(3_600),
+  // Memory bounds (issue 9 item 15): every session table and cache has a cap and an expiry.
+  SLAUDE_MCP_MAX_SESSIONS: positiveInt.default(1_000),
+  SLAUDE_MCP_SESSION_IDLE_SECONDS: positiveInt.default(1_800),
+  SLAUDE_MEMBERSHIP_CACHE_MAX: positiveInt.default(10_000),
+  SLAUDE_MEMBERSHIP_CACHE_SECONDS: positiveInt.default(60),
+  SLAUDE_CREDENTIAL_CACHE_MAX: positiveInt.default(1_000),
+  SLAUDE_CREDENTIAL_CACHE_SECONDS: positiveInt.default(900),
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -97,13 +108,26 @@ export interface Config {
   /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
-  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number };
+  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number };
+  /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
+  readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
+  /** Open MCP sessions: the cap, and how long an unused one stays open. */
+  readonly mcpSessions: { readonly maxSessions: number; readonly idleMs: number };
+  /** In-memory caches: membership answers and decrypted credentials, each bounded in count and age. */
+  readonly caches: { readonly membership: CacheLimits; readonly credentials: CacheLimits };
+}
+
+/** A bounded cache: at most `max` entries, each at most `ttlMs` old. */
+export interface CacheLimits {
+  readonly max: number;
+  readonly ttlMs: number;
 }
 
 /** Parses `env` (default: process.env) once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty value means "not set" (a blank line in an env file), never 0 or the empty string.
-  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
+  // Secrets given as `<NAME>_FILE` are read first, so the rules below see one value per secret.
+  const present = Object.fromEntries(Object.entries(withSecretFiles(env)).filter(([, v]) => v !== undefined && v.trim() !== ""));
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     // Name the variable and the problem; never echo its value (it may be a secret).
@@ -113,7 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const production = e.NODE_ENV === "production";
   if (production && !e.SLAUDE_ENCRYPTION_KEY) {
-    throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
+    throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY (or SLAUDE_ENCRYPTION_KEY_FILE) is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
   }
   // Half a Slack setup is a mistake to report, not a reason to run silently without Slack.
   const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN].some(Boolean);
@@ -168,7 +192,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.TZ ? { TZ: e.TZ } : {}),
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
-    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT },
+    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000 },
+    turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
+    mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
+    caches: {
+      membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
+      credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },
+    },
   };
 }
 
@@ -178,7 +208,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  */
 export function envSecretSource(env: NodeJS.ProcessEnv = process.env): (name: string) => string | undefined {
   return (name) => {
-    const v = env[name];
+    // `<name>_FILE` works here too; a bad file throws a ConfigError naming the variable.
+    const v = withSecretFiles(env, [name])[name];
     return v && v.trim() !== "" ? v : undefined;
   };
 }

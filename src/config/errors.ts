@@ -1,5 +1,5 @@
 /** Codes of configuration failures; each message names the variable or file path at fault. */
-export type ConfigErrorCode = "invalid_env" | "missing_key" | "invalid_key" | "invalid_registry" | "registry_not_found";
+export type ConfigErrorCode = "invalid_env" | "missing_key" | "invalid_key" | "invalid_registry" | "registry_not_found" | "invalid_secret_file" | "root_without_uid_base";
 
 /** A start-up configuration error; its message is safe to print (never contains a secret value). */
 export class ConfigError extends Error {

@@ -1,16 +1,30 @@
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 
-/** A periodic job (TTL reaper, approval expiry) that never overlaps itself and never keeps the process alive. */
+/** Passes still running past their deadline that the job tolerates before it skips runs again. */
+const MAX_OVERDUE_PASSES = 4;
+
+/**
+ * A periodic job (TTL reaper, approval expiry, CLI revocations) that never overlaps itself within
+ * a pass's deadline, never lets one hung pass block later runs, and never keeps the process alive.
+ */
 export class PeriodicJob {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
+  private startedAt = 0;
+  /** Passes abandoned past their deadline that have not settled yet (bounded by MAX_OVERDUE_PASSES). */
+  private overdue = 0;
 
+  /**
+   * `deadlineMs` (default: the interval): after it, a pass still running no longer holds back the
+   * next. `metrics` counts each settled pass by outcome.
+   */
   constructor(
     private readonly name: string,
     private readonly intervalMs: number,
     private readonly run: () => Promise<unknown>,
     private readonly log: Logger,
+    private readonly deadlineMs = intervalMs,
     private readonly metrics?: Pick<Metrics, "jobRan">,
   ) {}
 
@@ -22,27 +36,46 @@ export class PeriodicJob {
     this.timer.unref();
   }
 
-  /** Runs one pass now (skipped if one is already running). */
+  /** Runs one pass now; skipped while one is in flight within its deadline. Settles when this pass does, or at its deadline. */
   async tick(): Promise<void> {
-    if (this.running) return;
-    const t0 = performance.now();
-    let outcome: "ok" | "failed" = "ok";
-    this.running = this.run().catch((err: unknown) => {
-      outcome = "failed";
-      this.log.error(`${this.name} failed`, { error: (err as Error).message });
-    });
-    try {
-      await this.running;
-    } finally {
-      this.running = undefined;
-      this.metrics?.jobRan(this.name, outcome, (performance.now() - t0) / 1000);
+    if (this.running) {
+      if (Date.now() - this.startedAt < this.deadlineMs) return;
+      if (this.overdue >= MAX_OVERDUE_PASSES) {
+        this.log.error(`${this.name} skipped: earlier passes are still hung`, { overdue: this.overdue });
+        return;
+      }
+      // The hung pass is left to finish on its own; it no longer blocks this job.
+      this.log.error(`${this.name} pass overran its deadline; running again`, { deadlineMs: this.deadlineMs });
+      this.overdue++;
+      void this.running.finally(() => this.overdue--);
     }
+    const t0 = performance.now();
+    const pass: Promise<unknown> = this.run().then(
+      () => this.metrics?.jobRan(this.name, "ok", (performance.now() - t0) / 1000),
+      (err: unknown) => {
+        this.metrics?.jobRan(this.name, "failed", (performance.now() - t0) / 1000);
+        this.log.error(`${this.name} failed`, { error: (err as Error).message });
+      },
+    );
+    this.running = pass;
+    this.startedAt = Date.now();
+    void pass.finally(() => {
+      if (this.running === pass) this.running = undefined;
+    });
+    await this.bounded(pass);
   }
 
-  /** Stops the timer and waits for a pass in flight. */
+  /** Stops the timer and waits for a pass in flight, at most its deadline. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.running;
+    if (this.running) await this.bounded(this.running);
+  }
+
+  private async bounded(p: Promise<unknown>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const left = Math.max(0, this.startedAt + this.deadlineMs - Date.now());
+    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
+    clearTimeout(timer);
   }
 }

@@ -1,11 +1,32 @@
 /** The placeholder that replaces a credential value in anything shown to the model or a user. */
 export const REDACTED = "[redacted]";
 
+const REDACTED_BYTES = Buffer.from(REDACTED);
 const MIN_SECRET_LENGTH = 4;
+/** Shorter shifted-base64 cores would match ordinary text too often to be worth redacting. */
+const MIN_CORE_LENGTH = 6;
+
+/**
+ * The base64 (and base64url) text that encodes `bytes` wherever they sit in a longer byte string:
+ * one stable core per byte offset mod 3, without the characters that mix in neighbouring bytes.
+ * base64("Bearer " + token) holds the offset-1 core of the token, for example.
+ */
+export function base64Cores(bytes: Buffer): string[] {
+  const out: string[] = [];
+  for (const shift of [0, 1, 2]) {
+    const n = shift + bytes.length;
+    const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString("base64");
+    // Characters 0..start-1 carry bits of the leading filler; the tail keeps only fully known characters.
+    const core = encoded.slice([0, 2, 3][shift], Math.floor(n / 3) * 4 + (n % 3));
+    if (core.length >= MIN_CORE_LENGTH) out.push(core, core.replace(/\+/g, "-").replace(/\//g, "_"));
+  }
+  return out;
+}
 
 /**
  * Every form in which a credential value may come back from a vendor: the raw value, its
- * base64/base64url, URL-encoding, and base64 of `a:b` pairs (HTTP Basic, e.g. email:token).
+ * base64/base64url (also embedded at any byte offset), hex (lower and upper case), URL-encoding,
+ * and the same forms of `a:b` pairs (HTTP Basic, e.g. email:token).
  */
 export function secretVariants(values: readonly string[], extra: readonly string[] = [], companionsIn: readonly string[] = []): string[] {
   const raw = [...new Set([...values, ...extra].filter((v) => v.length >= MIN_SECRET_LENGTH))];
@@ -18,6 +39,9 @@ export function secretVariants(values: readonly string[], extra: readonly string
     out.add(b.toString("base64").replace(/=+$/, ""));
     out.add(b.toString("base64url"));
     out.add(JSON.stringify(v).slice(1, -1));
+    out.add(b.toString("hex"));
+    out.add(b.toString("hex").toUpperCase());
+    for (const core of base64Cores(b)) out.add(core);
   };
   for (const v of raw) addForms(v);
   // Pairs include non-secret companions such as an email: base64("email:token") leaks the token.
@@ -34,6 +58,11 @@ export class Redactor {
     this.variants = secretVariants(values, extra, companions);
   }
 
+  /** The longest variant's length: a text cut short may end in an unmatched part of a secret this long. */
+  get reach(): number {
+    return this.variants[0]?.length ?? 0;
+  }
+
   /** Whether `text` contains any secret variant. */
   leaks(text: string): boolean {
     return this.variants.some((v) => text.includes(v));
@@ -43,6 +72,37 @@ export class Redactor {
     let out = s;
     for (const v of this.variants) if (out.includes(v)) out = out.split(v).join(REDACTED);
     return out;
+  }
+
+  /** Replaces every secret variant inside raw bytes (a decoded blob); returns `buf` itself when nothing matched. */
+  bytes(buf: Buffer): Buffer {
+    let out = buf;
+    for (const v of this.variants) {
+      const needle = Buffer.from(v);
+      let at = out.indexOf(needle);
+      if (at < 0) continue;
+      const parts: Buffer[] = [];
+      let from = 0;
+      for (; at >= 0; at = out.indexOf(needle, from)) {
+        parts.push(out.subarray(from, at), REDACTED_BYTES);
+        from = at + needle.length;
+      }
+      parts.push(out.subarray(from));
+      out = Buffer.concat(parts);
+    }
+    return out;
+  }
+
+  /**
+   * Redacts a base64 blob (image/audio `data`, `resource.blob`): decoded, its bytes redacted, and
+   * re-encoded, so the answer is still valid base64. Text that is not plain base64 is redacted as text.
+   */
+  blob(b64: string): string {
+    const compact = b64.replace(/\s+/g, "");
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) return this.text(b64);
+    const decoded = Buffer.from(compact, "base64");
+    const clean = this.bytes(decoded);
+    return clean === decoded ? b64 : clean.toString("base64");
   }
 
   /** Redacts every string (and object key) inside a JSON-like value. */

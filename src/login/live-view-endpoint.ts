@@ -4,11 +4,17 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../log/logger.js";
 import type { RouteHandler } from "../server/http-server.js";
+import type { Viewer } from "./flow.js";
+import { InputQueue } from "./input-queue.js";
 import { liveViewPage, refusalPage } from "./live-view-page.js";
 import type { LoginService } from "./login-service.js";
-import { clientMessage, type ServerMessage } from "./protocol.js";
+import { clientMessage, type ClientMessage, type ServerMessage } from "./protocol.js";
 
 const COOKIE = "slaude_login";
+/** Inputs one socket may have waiting; a page sends at most ~25 a second, so only a flood reaches it. */
+export const MAX_QUEUED_INPUTS = 128;
+/** How often a socket must answer a ping; a dead one is dropped so the viewer can reattach. */
+const HEARTBEAT_MS = 15_000;
 
 function readCookie(req: http.IncomingMessage): { sessionId: string; secret: string } | undefined {
   for (const part of (req.headers.cookie ?? "").split(";")) {
@@ -26,6 +32,7 @@ const REFUSALS = {
   used: ["Link already used", "This login link was already opened. Links work once, for the person they were sent to. Ask for a new one with /connect."],
   expired: ["Link expired", "This login link has expired. Ask for a new one with /connect in Slack."],
   full: ["Busy", "Too many logins are in progress right now. Wait a minute and reload this page (the link still works)."],
+  ended: ["Login ended", "This login has ended (it was cancelled, timed out, or left without a viewer). Ask for a new link with /connect in Slack."],
 } as const;
 
 /** The live-view HTTP page and its WebSocket, mounted on the broker's server. */
@@ -75,22 +82,43 @@ export class LiveViewEndpoint {
       if (!sid || !cookie || cookie.sessionId !== sid) return reject(socket, 401);
       const session = await this.logins.viewerMatches(sid, cookie.secret);
       if (!session) return reject(socket, 401);
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.run(ws, session.id, session));
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.run(ws, session.id));
     })().catch((err: unknown) => {
       this.log.warn("live-view upgrade failed", { error: (err as Error).message });
       reject(socket, 500);
     });
   };
 
-  private run(ws: WebSocket, sessionId: string, session: Parameters<LoginService["attach"]>[0]): void {
+  private run(ws: WebSocket, sessionId: string): void {
     const send = (m: ServerMessage) => {
       if (ws.readyState !== ws.OPEN) return;
       // Drop frames when the viewer cannot keep up; status messages always go through.
       if (m.type === "frame" && ws.bufferedAmount > 2_000_000) return;
       ws.send(JSON.stringify(m));
     };
+    const claimed = this.logins.claim(sessionId);
+    if (claimed === "busy" || claimed === "gone") {
+      // One live socket per flow: a second tab (or a replayed cookie) never drives or starts anything.
+      send(claimed === "busy"
+        ? { type: "status", state: "refused", message: "This login is already open in another tab or window. Use that one, or close it and reload this page." }
+        : { type: "status", state: "failed", message: "This login is no longer running. Ask for a new link with /connect in Slack." });
+      ws.close(claimed === "busy" ? 4409 : 4410, claimed);
+      return;
+    }
+    const viewer: Viewer = claimed;
+    const warn = (what: string) => (err: unknown) => this.log.warn(what, { sessionId, error: (err as Error).message });
+    const inputs = new InputQueue<ClientMessage>(MAX_QUEUED_INPUTS, (m) => this.logins.input(viewer, m), warn("live-view input failed"));
     let attached = false;
+    let alive = true;
+    const heartbeat = setInterval(() => {
+      if (!alive) return ws.terminate();
+      alive = false;
+      ws.ping();
+    }, HEARTBEAT_MS);
+    heartbeat.unref();
+    ws.on("pong", () => (alive = true));
     ws.on("message", (data) => {
+      if (ws.readyState !== ws.OPEN) return;
       let doc: unknown;
       try {
         doc = JSON.parse(String(data));
@@ -99,20 +127,28 @@ export class LiveViewEndpoint {
       }
       const m = clientMessage.safeParse(doc);
       if (!m.success) return;
-      if (!attached && m.data.type === "viewport") {
-        attached = true;
-        void this.logins.attach(session, send, { width: m.data.width, height: m.data.height });
-        return;
-      }
       if (!attached) {
         attached = true;
-        void this.logins.attach(session, send, { width: 1024, height: 768 });
+        const viewport = m.data.type === "viewport" ? { width: m.data.width, height: m.data.height } : { width: 1024, height: 768 };
+        this.logins.attach(viewer, send, viewport).catch(warn("live-view attach failed"));
+        if (m.data.type === "viewport") return;
       }
-      void this.logins.input(sessionId, m.data).catch((err: unknown) => this.log.warn("live-view input failed", { error: (err as Error).message }));
+      // Cancel jumps the queue: stopping must not wait behind a burst of input.
+      if (m.data.type === "cancel") return void this.logins.input(viewer, m.data).catch(warn("live-view cancel failed"));
+      if (!inputs.push(m.data)) {
+        this.log.warn("live-view input flood: socket closed", { sessionId, queued: inputs.size });
+        inputs.clear();
+        ws.close(1008, "too much input");
+      }
     });
-    ws.on("close", () => this.logins.detach(sessionId));
+    ws.on("close", () => {
+      clearInterval(heartbeat);
+      inputs.clear();
+      this.logins.detach(viewer);
+    });
   }
 
+  /** Drops every live-view socket (shutdown). */
   close(): void {
     for (const c of this.wss.clients) c.terminate();
     this.wss.close();

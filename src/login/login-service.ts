@@ -8,77 +8,39 @@ import type { Connection, ConnectionScope, LoginSession } from "../store/records
 import type { Store } from "../store/store.js";
 import type { CredentialInput } from "../vault/credential.js";
 import type { KeyRing } from "../vault/keyring.js";
+import { cookieCredential, pastedCredential } from "./capture.js";
+import { FlowTable, needsBrowser, type ClaimRefusal, type Flow, type Viewer } from "./flow.js";
 import { isTokenShaped, newLinkToken, newViewerSecret, secretHash } from "./links.js";
+import type { LoginBrowser, LoginBrowserFactory, LoginNotifier, OAuthFlowFactory } from "./ports.js";
 import type { ClientMessage, ServerMessage } from "./protocol.js";
+import { LoginError } from "./errors.js";
 
-/** The part of the confined browser the login flow drives (src/login/browser). */
-export interface LoginBrowser {
-  mouse(e: { type: "move" | "down" | "up"; x: number; y: number; button?: "left" | "right" | "middle"; clickCount?: number }): Promise<void>;
-  wheel(e: { x: number; y: number; deltaX: number; deltaY: number }): Promise<void>;
-  key(e: { type: "down" | "up"; key: string }): Promise<void>;
-  text(s: string): Promise<void>;
-  cookies(): Promise<{ name: string; value: string; domain: string; path: string; expires?: number; httpOnly?: boolean; secure?: boolean; sameSite?: "Strict" | "Lax" | "None" }[]>;
-  close(): Promise<void>;
-}
+// The ports live in ports.ts; re-exported so callers keep importing them from here.
+export type { LoginBrowser, LoginBrowserFactory, LoginBrowserRequest, LoginNotifier, OAuthFlow, OAuthFlowFactory } from "./ports.js";
 
-/** Options the flow gives the browser factory. */
-export interface LoginBrowserRequest {
-  readonly startUrl: string;
-  readonly allowedHosts: readonly string[];
-  readonly viewport: { width: number; height: number };
-  readonly onFrame: (f: { data: Buffer; width: number; height: number; popup: boolean }) => void;
-  readonly onBlockedNavigation: (url: string) => void;
-  readonly intercept?: { prefix: string; onHit(url: string): void };
-}
-
-/** Launches confined browsers (the port to Chromium). */
-export type LoginBrowserFactory = (req: LoginBrowserRequest) => Promise<LoginBrowser>;
-
-/** Tells a user their connection is ready (Slack DM in production). */
-export interface LoginNotifier {
-  connectionReady(session: LoginSession, connection: Connection, service: Service): Promise<void>;
-}
-
-/** An OAuth flow for one login: the authorize URL to open and how to turn the intercepted redirect into a credential. */
-export interface OAuthFlow {
-  readonly authorizeUrl: string;
-  readonly redirectPrefix: string;
-  complete(redirectUrl: string): Promise<CredentialInput>;
-}
-
-/** Starts an OAuth flow for a service (PKCE, discovery, registration: src/login/oauth). */
-export type OAuthFlowFactory = (service: Service, session: LoginSession) => Promise<OAuthFlow>;
-
-/** Why opening a link was refused. */
-export type OpenRefusal = "invalid" | "used" | "expired" | "full";
+/** Why opening a link was refused ("ended": the same viewer comes back to a flow that is over). */
+export type OpenRefusal = "invalid" | "used" | "expired" | "full" | "ended";
 
 /** Settings of the login service. */
 export interface LoginSettings {
   readonly publicUrl: string;
   readonly linkTtlMs: number;
   readonly flowTimeoutMs: number;
+  /** Browser slots: flows that need a browser, counted from the link's first load until they end. */
   readonly maxConcurrent: number;
-}
-
-interface Flow {
-  readonly session: LoginSession;
-  readonly service: Service;
-  browser: LoginBrowser | undefined;
-  send: ((m: ServerMessage) => void) | undefined;
-  timer: NodeJS.Timeout | undefined;
-  ended: boolean;
-  cookiePoll: NodeJS.Timeout | undefined;
-  oauth: OAuthFlow | undefined;
+  /** How long a flow waits, with no socket attached, before it ends and its browser is killed. */
+  readonly detachGraceMs: number;
 }
 
 /**
  * Login flows: mints one-time links bound to a Slack user, lets exactly one browser open each,
  * drives the confined browser and the capture strategy, and stores the credential for the user
- * the link was minted for, and only from the browser that opened it.
+ * the link was minted for, and only from the browser that opened it. At most `maxConcurrent`
+ * flows that need a browser run at once, each with at most one browser and one live socket.
  */
 export class LoginService {
-  private readonly flows = new Map<string, Flow>();
-  private opening = 0;
+  private readonly table: FlowTable;
+  private readonly launches = new Set<Promise<void>>();
 
   constructor(
     private readonly deps: {
@@ -93,28 +55,44 @@ export class LoginService {
       oauth?: OAuthFlowFactory;
       settings: LoginSettings;
     },
-  ) {}
+  ) {
+    this.table = new FlowTable({
+      maxConcurrent: deps.settings.maxConcurrent,
+      graceMs: deps.settings.detachGraceMs,
+      now: () => deps.clock.now(),
+      timers: {
+        onTimeout: (f) => void this.end(f, "expired", "The login timed out. Ask for a new link with /connect."),
+        onAbandoned: (f) => void this.end(f, "expired", "Nobody was watching this login, so it was stopped. Ask for a new link with /connect.", "abandoned"),
+      },
+    });
+  }
 
   /** Number of login flows in progress (a link opened in a browser, not yet ended). */
   get activeFlows(): number {
-    return this.flows.size;
+    return this.table.size;
   }
 
   /** Number of flows with a live browser. */
   get activeBrowsers(): number {
-    let n = 0;
-    for (const f of this.flows.values()) if (f.browser) n++;
-    return n;
+    return this.table.activeBrowsers;
   }
 
-  /** Mints a one-time link for `userId`; the returned URL is a bearer secret for that user only. */
+  /** Browser slots held (never above `maxConcurrent`). */
+  get slotsInUse(): number {
+    return this.table.slotsInUse;
+  }
+
+  /**
+   * Mints a one-time link for `userId`; the returned URL is a bearer secret for that user only.
+   * Throws LoginError when the service or the scope does not allow it.
+   */
   async mint(m: { teamId: string; userId: string; service: string; scope?: ConnectionScope; channelId: string | null; threadTs: string | null }): Promise<{ url: string; expiresAt: number; sessionId: string }> {
     const service = this.deps.registry.get(m.service);
-    if (!service) throw new Error(`unknown service ${m.service}`);
+    if (!service) throw new LoginError("unknown_service", `unknown service ${m.service}`);
     const scope = m.scope ?? (m.channelId && m.threadTs ? "thread" : "user");
-    if (!service.entry.scopes.includes(scope)) throw new Error(`service ${m.service} does not allow scope ${scope}`);
+    if (!service.entry.scopes.includes(scope)) throw new LoginError("scope_not_allowed", `service ${m.service} does not allow scope ${scope}`);
     // Refuse now rather than after the user has signed in: a thread connection needs its thread.
-    if (scope === "thread" && (!m.channelId || !m.threadTs)) throw new Error(`a thread-scoped ${m.service} connection needs a thread`);
+    if (scope === "thread" && (!m.channelId || !m.threadTs)) throw new LoginError("needs_thread", `a thread-scoped ${m.service} connection needs a thread`);
     const token = newLinkToken();
     const now = this.deps.clock.now();
     const id = newId("login");
@@ -127,8 +105,8 @@ export class LoginService {
   }
 
   /**
-   * Opens a link: the first browser consumes it and receives a viewer secret (a cookie); the same
-   * viewer may reload; anyone else is refused and audited.
+   * Opens a link: the first browser consumes it, starts the flow (reserving its browser slot) and
+   * receives a viewer secret (a cookie); the same viewer may reload; anyone else is refused and audited.
    */
   async open(token: string, viewerSecret: string | undefined): Promise<{ session: LoginSession; viewerSecret: string } | { refused: OpenRefusal }> {
     if (!isTokenShaped(token)) return { refused: "invalid" };
@@ -136,10 +114,19 @@ export class LoginService {
     const now = this.deps.clock.now();
     const existing = await this.deps.store.loginSessions.getByTokenHash(hash);
     if (!existing) return { refused: "invalid" };
+    const service = this.deps.registry.get(existing.service);
+    if (!service) return { refused: "invalid" };
     const audit = (decision: string): AuditEvent => ({ at: now, event: "login_refused", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision });
-    if (existing.status === "opened" && viewerSecret && existing.viewerHash === secretHash(this.deps.keys, viewerSecret) && existing.expiresAt > now) {
+    const sameViewer = viewerSecret !== undefined && existing.viewerHash === secretHash(this.deps.keys, viewerSecret);
+    if (existing.status === "opened" && sameViewer && existing.expiresAt > now) {
+      if (this.table.get(existing.id)) return { session: existing, viewerSecret };
+      // The flow is not running here (the broker restarted): it starts again and needs a slot again.
+      const slot = this.table.takeSlot(service);
+      if (slot === "full") return { refused: "full" };
+      this.table.start(existing, service, slot);
       return { session: existing, viewerSecret };
     }
+    if (sameViewer && existing.status !== "minted") return { refused: "ended" };
     if (existing.status !== "minted") {
       await this.deps.store.audit.append([audit(existing.status === "opened" ? "second_viewer" : "link_reused")]);
       return { refused: "used" };
@@ -148,16 +135,24 @@ export class LoginService {
       await this.deps.store.audit.append([audit("link_expired")]);
       return { refused: "expired" };
     }
-    // Capacity is checked before the link is consumed, so a full broker does not burn the link.
-    if (this.activeBrowsers + this.opening >= this.deps.settings.maxConcurrent) return { refused: "full" };
+    // The slot is taken before the link is consumed (a full broker does not burn the link) and
+    // before the first await, so concurrent loads cannot all pass the check.
+    const slot = this.table.takeSlot(service);
+    if (slot === "full") return { refused: "full" };
+    let session: LoginSession | undefined;
     const secret = newViewerSecret();
-    const session = await this.deps.store.loginSessions.open(hash, secretHash(this.deps.keys, secret), now, now + this.deps.settings.flowTimeoutMs, [
-      { at: now, event: "login_started", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision: "link_opened" },
-    ]);
+    try {
+      session = await this.deps.store.loginSessions.open(hash, secretHash(this.deps.keys, secret), now, now + this.deps.settings.flowTimeoutMs, [
+        { at: now, event: "login_started", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision: "link_opened" },
+      ]);
+    } finally {
+      if (!session && slot) this.table.returnSlot();
+    }
     if (!session) {
       await this.deps.store.audit.append([audit("second_viewer")]);
       return { refused: "used" };
     }
+    this.table.start(session, service, slot);
     return { session, viewerSecret: secret };
   }
 
@@ -169,82 +164,93 @@ export class LoginService {
     return s;
   }
 
-  /** Attaches the viewer's socket to the session's flow, starting the browser for the strategy. */
-  async attach(session: LoginSession, send: (m: ServerMessage) => void, viewport: { width: number; height: number }): Promise<void> {
-    const service = this.deps.registry.get(session.service);
-    if (!service) {
-      send({ type: "status", state: "failed", message: "This service no longer exists." });
+  /** Makes a socket the flow's one viewer; refused while another socket is live or when the flow is not running. */
+  claim(sessionId: string): Viewer | ClaimRefusal {
+    return this.table.claim(sessionId);
+  }
+
+  /** Attaches the viewer's socket to its flow, starting the flow's one browser if it has none. Never rejects. */
+  async attach(viewer: Viewer, send: (m: ServerMessage) => void, viewport: { width: number; height: number }): Promise<void> {
+    const f = this.table.flowOf(viewer);
+    if (!f) {
+      send({ type: "status", state: "failed", message: "This login is no longer running. Ask for a new link with /connect." });
       return;
     }
-    let flow = this.flows.get(session.id);
-    if (flow && !flow.ended) {
-      flow.send = send;
-    } else {
-      flow = { session, service, browser: undefined, send, timer: undefined, ended: false, cookiePoll: undefined, oauth: undefined };
-      this.flows.set(session.id, flow);
-      const remaining = Math.max(1_000, session.expiresAt - this.deps.clock.now());
-      flow.timer = setTimeout(() => void this.end(flow!, "expired", "The login timed out. Ask for a new link with /connect."), remaining);
-      flow.timer.unref();
-    }
-    const f = flow;
-    const capture = service.entry.capture;
-    f.send?.({ type: "strategy", strategy: capture.strategy, service: service.displayName, browser: capture.strategy !== "paste" || Boolean(capture.startUrl) });
+    f.send = send;
+    const capture = f.service.entry.capture;
+    send({ type: "strategy", strategy: capture.strategy, service: f.service.displayName, browser: needsBrowser(f.service) });
     if (capture.strategy === "paste") {
-      f.send?.({ type: "paste_form", instructions: capture.instructions, fields: capture.fields.map((x) => ({ name: x.name, label: x.label, secret: x.secret })) });
-      f.send?.({ type: "status", state: "waiting", message: "Paste your token below. It goes straight into encrypted storage." });
-      if (capture.startUrl && !f.browser) await this.startBrowser(f, capture.startUrl, viewport);
-      return;
+      send({ type: "paste_form", instructions: capture.instructions, fields: capture.fields.map((x) => ({ name: x.name, label: x.label, secret: x.secret })) });
+      send({ type: "status", state: "waiting", message: "Paste your token below. It goes straight into encrypted storage." });
     }
+    if (!needsBrowser(f.service)) return;
     if (f.browser) {
-      f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
+      if (capture.strategy !== "paste") send({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
       return;
     }
-    f.send?.({ type: "status", state: "loading", message: "Opening the sign-in page…" });
+    if (!f.launch) {
+      const launch = this.launch(f, viewport);
+      f.launch = launch;
+      this.launches.add(launch);
+      void launch.finally(() => this.launches.delete(launch));
+    } else if (capture.strategy !== "paste") {
+      send({ type: "status", state: "loading", message: "Opening the sign-in page…" });
+    }
+    await f.launch;
+  }
+
+  /** The flow's one browser start; every failure is handled here (the flow fails, or a paste flow goes on without it). */
+  private async launch(f: Flow, viewport: { width: number; height: number }): Promise<void> {
+    const capture = f.service.entry.capture;
     try {
+      if (capture.strategy === "paste") {
+        if (capture.startUrl) await this.startBrowser(f, capture.startUrl, viewport);
+        return;
+      }
+      f.send?.({ type: "status", state: "loading", message: "Opening the sign-in page…" });
       if (capture.strategy === "oauth") {
         if (!this.deps.oauth) throw new Error("oauth is not configured on this broker");
-        f.oauth = await this.deps.oauth(service, session);
-        const oauth = f.oauth;
-        await this.startBrowser(f, oauth.authorizeUrl, viewport, {
-          prefix: oauth.redirectPrefix,
-          onHit: (url) => void this.completeOAuth(f, url),
-        });
+        const oauth = await this.deps.oauth(f.service, f.session);
+        f.oauth = oauth;
+        await this.startBrowser(f, oauth.authorizeUrl, viewport, { prefix: oauth.redirectPrefix, onHit: (url) => this.background("oauth completion", this.completeOAuth(f, url)) });
       } else {
         await this.startBrowser(f, capture.startUrl, viewport);
-        f.cookiePoll = setInterval(() => void this.checkCookies(f, false), 500);
+        f.cookiePoll = setInterval(() => this.background("cookie check", this.checkCookies(f, false)), 500);
         f.cookiePoll.unref();
       }
-      f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
+      if (!f.ended) f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
     } catch (err) {
-      this.deps.log.warn("login browser failed to start", { sessionId: session.id, error: (err as Error).message });
-      await this.end(f, "failed", "The sign-in page could not be opened. Try again later.");
+      this.deps.log.warn("login browser failed to start", { sessionId: f.session.id, error: (err as Error).message });
+      if (capture.strategy === "paste") {
+        // The token page is only a convenience: the paste form still works without it.
+        f.send?.({ type: "status", state: "waiting", message: "The token page could not be shown here; open it in your own browser, then paste your token below." });
+      } else {
+        await this.end(f, "failed", "The sign-in page could not be opened. Try again later.");
+      }
     }
   }
 
   private async startBrowser(f: Flow, startUrl: string, viewport: { width: number; height: number }, intercept?: { prefix: string; onHit(url: string): void }): Promise<void> {
-    this.opening++;
-    try {
-      const allowed = f.service.entry.loginDomains.length ? f.service.entry.loginDomains : [new URL(startUrl).host];
-      f.browser = await this.deps.browsers({
-        startUrl,
-        allowedHosts: allowed,
-        viewport,
-        onFrame: (fr) => f.send?.({ type: "frame", data: fr.data.toString("base64"), width: fr.width, height: fr.height, popup: fr.popup }),
-        onBlockedNavigation: (url) => {
-          this.deps.log.info("login navigation blocked", { sessionId: f.session.id, host: safeHost(url) });
-        },
-        ...(intercept ? { intercept } : {}),
-      });
-      if (f.ended) await f.browser.close();
-    } finally {
-      this.opening--;
-    }
+    const allowed = f.service.entry.loginDomains.length ? f.service.entry.loginDomains : [new URL(startUrl).host];
+    const browser = await this.deps.browsers({
+      startUrl,
+      allowedHosts: allowed,
+      viewport,
+      onFrame: (fr) => f.send?.({ type: "frame", data: fr.data.toString("base64"), width: fr.width, height: fr.height, popup: fr.popup }),
+      onBlockedNavigation: (url) => {
+        this.deps.log.info("login navigation blocked", { sessionId: f.session.id, host: safeHost(url) });
+      },
+      ...(intercept ? { intercept } : {}),
+    });
+    // The flow ended while Chromium started: this browser dies here, with it.
+    if (f.ended) await this.closeBrowser(browser);
+    else f.browser = browser;
   }
 
-  /** Handles one validated message from the session's viewer. */
-  async input(sessionId: string, m: ClientMessage): Promise<void> {
-    const f = this.flows.get(sessionId);
-    if (!f || f.ended) return;
+  /** Handles one validated message from the flow's viewer; messages from any other socket are dropped. */
+  async input(viewer: Viewer, m: ClientMessage): Promise<void> {
+    const f = this.table.flowOf(viewer);
+    if (!f) return;
     const b = f.browser;
     switch (m.type) {
       case "mouse":
@@ -259,9 +265,12 @@ export class LoginService {
       case "text":
         await b?.text(m.text);
         return;
-      case "paste":
-        await this.completePaste(f, m.fields);
+      case "paste": {
+        const pasted = pastedCredential(f.service, m.fields);
+        if (pasted && "problem" in pasted) f.send?.({ type: "status", state: "waiting", message: pasted.problem });
+        else if (pasted) await this.store(f, pasted.credential);
         return;
+      }
       case "done":
         if (f.service.entry.capture.strategy === "cookie") await this.checkCookies(f, true);
         return;
@@ -273,33 +282,11 @@ export class LoginService {
     }
   }
 
-  private async completePaste(f: Flow, fields: Record<string, string>): Promise<void> {
-    const capture = f.service.entry.capture;
-    if (capture.strategy !== "paste") return;
-    const values: Record<string, string> = {};
-    for (const field of capture.fields) {
-      const v = (fields[field.name] ?? "").trim();
-      if (!v) return f.send?.({ type: "status", state: "waiting", message: `${field.label} is required.` });
-      if (field.pattern && !new RegExp(field.pattern).test(v)) return f.send?.({ type: "status", state: "waiting", message: `${field.label} does not look right for ${f.service.displayName}.` });
-      values[field.name] = v;
-    }
-    await this.store(f, { kind: "fields", fields: values });
-  }
-
   private async checkCookies(f: Flow, userSaidDone: boolean): Promise<void> {
-    const capture = f.service.entry.capture;
-    if (capture.strategy !== "cookie" || !f.browser || f.ended) return;
-    const cookies = await f.browser.cookies().catch(() => []);
-    const names = new Set(cookies.map((c) => c.name));
-    const complete = capture.requiredCookies.every((n) => names.has(n));
-    if (!complete) {
-      if (userSaidDone) f.send?.({ type: "status", state: "waiting", message: "Not signed in yet: finish signing in, then press Done." });
-      return;
-    }
-    await this.store(f, {
-      kind: "cookies",
-      cookies: cookies.map((c) => ({ name: c.name, value: c.value, domain: c.domain, path: c.path, ...(c.expires !== undefined && c.expires > 0 ? { expires: c.expires } : {}), ...(c.httpOnly !== undefined ? { httpOnly: c.httpOnly } : {}), ...(c.secure !== undefined ? { secure: c.secure } : {}), ...(c.sameSite ? { sameSite: c.sameSite } : {}) })),
-    });
+    if (!f.browser || f.ended) return;
+    const credential = cookieCredential(f.service, await f.browser.cookies().catch(() => []));
+    if (credential) await this.store(f, credential);
+    else if (userSaidDone) f.send?.({ type: "status", state: "waiting", message: "Not signed in yet: finish signing in, then press Done." });
   }
 
   private async completeOAuth(f: Flow, url: string): Promise<void> {
@@ -343,7 +330,7 @@ export class LoginService {
     const now = this.deps.clock.now();
     await this.deps.store.loginSessions.end(s.id, "completed", now, connection.id, [
       { at: now, event: "login_completed", teamId: s.teamId, channelId: s.channelId, threadTs: s.threadTs, callerUserId: s.userId, ownerUserId: connection.ownerUserId, connectionId: connection.id, service: s.service, decision: f.service.entry.capture.strategy },
-    ]);
+    ]).catch((err: unknown) => this.deps.log.warn("login completion could not be recorded", { sessionId: s.id, error: (err as Error).message }));
     f.send?.({ type: "status", state: "captured", message: `Connected. Your ${f.service.displayName} credential is stored encrypted; you can close this page.` });
     await this.teardown(f);
     try {
@@ -353,30 +340,42 @@ export class LoginService {
     }
   }
 
-  private async end(f: Flow, status: "cancelled" | "expired" | "failed", message: string): Promise<void> {
+  /** Ends the flow and kills its browser; never rejects (a failed status write is logged, the browser dies anyway). */
+  private async end(f: Flow, status: "cancelled" | "expired" | "failed", message: string, decision: string = status): Promise<void> {
     if (f.ended) return;
     f.ended = true;
     const now = this.deps.clock.now();
-    await this.deps.store.loginSessions.end(f.session.id, status, now, null, [
-      { at: now, event: "login_refused", teamId: f.session.teamId, callerUserId: f.session.userId, service: f.session.service, decision: status },
-    ]);
+    try {
+      await this.deps.store.loginSessions.end(f.session.id, status, now, null, [
+        { at: now, event: "login_refused", teamId: f.session.teamId, callerUserId: f.session.userId, service: f.session.service, decision },
+      ]);
+    } catch (err) {
+      this.deps.log.warn("login end could not be recorded", { sessionId: f.session.id, error: (err as Error).message });
+    }
     f.send?.({ type: "status", state: status, message });
     await this.teardown(f);
   }
 
   private async teardown(f: Flow): Promise<void> {
-    if (f.timer) clearTimeout(f.timer);
-    if (f.cookiePoll) clearInterval(f.cookiePoll);
+    this.table.remove(f);
     const b = f.browser;
     f.browser = undefined;
-    this.flows.delete(f.session.id);
-    if (b) await b.close().catch((err: unknown) => this.deps.log.warn("login browser close failed", { error: (err as Error).message }));
+    if (b) await this.closeBrowser(b);
+    this.table.release(f);
   }
 
-  /** A viewer went away: the flow keeps running until its timeout so a reload can reattach. */
-  detach(sessionId: string): void {
-    const f = this.flows.get(sessionId);
-    if (f) f.send = undefined;
+  private async closeBrowser(b: LoginBrowser): Promise<void> {
+    await b.close().catch((err: unknown) => this.deps.log.warn("login browser close failed", { error: (err as Error).message }));
+  }
+
+  /** Runs work started by a timer or a browser callback: a failure is logged, never an unhandled rejection. */
+  private background(what: string, p: Promise<void>): void {
+    p.catch((err: unknown) => this.deps.log.warn(`login ${what} failed`, { error: (err as Error).message }));
+  }
+
+  /** The viewer's socket closed: the flow waits the grace period for a reload, then ends and kills its browser. */
+  detach(viewer: Viewer): void {
+    this.table.detach(viewer);
   }
 
   /** Expires unopened links past their TTL. */
@@ -384,9 +383,11 @@ export class LoginService {
     return (await this.deps.store.loginSessions.expireDue(this.deps.clock.now())).length;
   }
 
-  /** Closes every browser (shutdown). */
+  /** Ends every flow and waits until every browser, those still starting included, is closed (shutdown). */
   async shutdown(): Promise<void> {
-    await Promise.all([...this.flows.values()].map((f) => this.end(f, "cancelled", "The broker is shutting down.")));
+    this.table.close();
+    await Promise.all(this.table.all().map((f) => this.end(f, "cancelled", "The broker is shutting down.")));
+    await Promise.all([...this.launches]);
   }
 }
 

@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 
 /** The membership port: is `userId` currently a member of the channel? (Slack in production.) */
@@ -11,28 +12,43 @@ export const noMembership: MembershipSource = {
   isMember: async () => false,
 };
 
-/** Caches another source's answers for `ttlMs` (brief §3: "cached briefly"). Errors are not cached. */
+/**
+ * Caches another source's answers for `ttlMs` (brief §3: "cached briefly"), at most `max` of them
+ * (least recently used dropped first; expired ones are never served). Errors are not cached.
+ */
 export class CachedMembership implements MembershipSource {
-  private readonly cache = new Map<string, { value: boolean; until: number }>();
+  private readonly cache: LRUCache<string, { value: boolean }>;
   constructor(
     private readonly inner: MembershipSource,
-    private readonly clock: Clock,
-    private readonly ttlMs = 60_000,
-  ) {}
+    clock: Clock,
+    ttlMs = 60_000,
+    max = 10_000,
+  ) {
+    this.cache = new LRUCache({ max, ttl: ttlMs, ttlResolution: 0, perf: { now: () => clock.now() } });
+  }
+
+  /** Answers currently held (expired ones included until touched or swept). */
+  get size(): number {
+    return this.cache.size;
+  }
+
+  /** Drops every expired answer; the app runs it periodically so idle channels do not linger. */
+  sweep(): void {
+    this.cache.purgeStale();
+  }
 
   async isMember(teamId: string, channelId: string, userId: string): Promise<boolean> {
     const key = `${teamId}/${channelId}/${userId}`;
     const hit = this.cache.get(key);
-    const now = this.clock.now();
-    if (hit && hit.until > now) return hit.value;
+    if (hit) return hit.value;
     const value = await this.inner.isMember(teamId, channelId, userId);
-    this.cache.set(key, { value, until: now + this.ttlMs });
+    this.cache.set(key, { value });
     return value;
   }
 
   /** Forgets cached answers for a channel (e.g. after a member_left event). */
   invalidate(teamId: string, channelId: string): void {
-    for (const k of this.cache.keys()) if (k.startsWith(`${teamId}/${channelId}/`)) this.cache.delete(k);
+    for (const k of [...this.cache.keys()]) if (k.startsWith(`${teamId}/${channelId}/`)) this.cache.delete(k);
   }
 }
 

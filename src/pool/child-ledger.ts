@@ -1,37 +1,26 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { killGroup } from "./group-stdio-transport.js";
+import { z } from "zod";
+import { groupMembers, killProcesses, processStartTicks } from "../proc/proc.js";
 
-/** The kernel's start time of a process (clock ticks since boot), or undefined if it is gone. */
-export function processStartTicks(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the parenthesised command name; starttime is field 22 overall.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[19]);
-  } catch {
-    return undefined;
-  }
-}
+export { groupMembers, processStartTicks };
 
-function processGroupOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-  } catch {
-    return undefined;
-  }
-}
+/** A ledger record as written; read back through zod (a torn or tampered file is skipped). */
+const record = z
+  .object({
+    pid: z.number().int().min(2),
+    startTicks: z.number().int().min(0),
+    connectionId: z.string(),
+    /** The child's private HOME: every process of the connection inherits it, detached or not. */
+    home: z.string().min(2).optional(),
+    uid: z.number().int().min(1).optional(),
+  })
+  .strict();
 
-/** Pids of live processes in process group `pgid` started no earlier than `sinceTicks`. */
-export function groupMembers(pgid: number, sinceTicks = 0): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
-    if (processGroupOf(pid) === pgid && (processStartTicks(pid) ?? -1) >= sinceTicks) out.push(pid);
-  }
-  return out;
+/** What identifies one child's processes beyond its group: its private HOME and its own uid. */
+export interface ChildMarks {
+  readonly home?: string;
+  readonly uid?: number;
 }
 
 /**
@@ -39,41 +28,55 @@ export function groupMembers(pgid: number, sinceTicks = 0): number[] {
  * the broker) the next start can kill whatever survived, and only that.
  */
 export class ChildLedger {
-  constructor(private readonly dir: string) {
+  /**
+   * `homesUnder`: the directory holding every child's private HOME; at start-up any process whose
+   * HOME lies under it is a leftover of this broker (a daemonised grandchild), recorded or not.
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly homesUnder?: string,
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
-  record(pid: number, connectionId: string): void {
-    writeFileSync(path.join(this.dir, `${pid}.json`), JSON.stringify({ pid, startTicks: processStartTicks(pid) ?? 0, connectionId }), { mode: 0o600 });
+  record(pid: number, connectionId: string, marks: ChildMarks = {}): void {
+    const rec = { pid, startTicks: processStartTicks(pid) ?? 0, connectionId, ...(marks.home ? { home: marks.home } : {}), ...(marks.uid ? { uid: marks.uid } : {}) };
+    writeFileSync(path.join(this.dir, `${pid}.json`), JSON.stringify(rec), { mode: 0o600 });
   }
 
   forget(pid: number): void {
     rmSync(path.join(this.dir, `${pid}.json`), { force: true });
   }
 
-  /** Kills the process groups of children recorded by an earlier run; returns how many processes. */
+  /**
+   * Kills everything children recorded by an earlier run left behind: their process groups, every
+   * process whose HOME is (or lies under) a child's private directory, and every process of a
+   * child's own uid. Returns how many processes.
+   */
   sweep(): number {
     let killed = 0;
     for (const file of readdirSync(this.dir)) {
       if (!file.endsWith(".json")) continue;
       try {
-        const rec = JSON.parse(readFileSync(path.join(this.dir, file), "utf8")) as { pid: number; startTicks: number };
+        const rec = record.parse(JSON.parse(readFileSync(path.join(this.dir, file), "utf8")));
         // A live process under the recorded pid that started at another time is a different
         // process (pid reuse) leading its own group: not ours. Later start ticks do not prove
         // descent: a reused pid always starts later than the child we recorded.
         const leaderStart = processStartTicks(rec.pid);
-        if (Number.isInteger(rec.pid) && rec.pid > 1 && (leaderStart === undefined || leaderStart === rec.startTicks)) {
-          const members = groupMembers(rec.pid, rec.startTicks);
-          if (members.length) {
-            killGroup(rec.pid, "SIGKILL");
-            killed += members.length;
-          }
-        }
+        const sameLeader = leaderStart === undefined || leaderStart === rec.startTicks;
+        // Everything of this child started after it: the start ticks bound every criterion.
+        killed += killProcesses({
+          sinceTicks: rec.startTicks,
+          ...(sameLeader ? { pgid: rec.pid } : {}),
+          ...(rec.home ? { envEntries: [`HOME=${rec.home}`] } : {}),
+          ...(rec.uid ? { uid: rec.uid } : {}),
+        });
       } catch {
         // A torn record from a crash mid-write: nothing we can trust to kill.
       }
       rmSync(path.join(this.dir, file), { force: true });
     }
+    if (this.homesUnder) killed += killProcesses({ envPrefix: `HOME=${this.homesUnder.replace(/\/+$/, "")}/` });
     return killed;
   }
 }

@@ -7,6 +7,7 @@ export type PoolErrorCode =
   | "cancelled"
   | "vendor_crashed"
   | "vendor_error"
+  | "vendor_misbehaved"
   | "vendor_unreachable"
   | "backoff"
   | "credential_incomplete"

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { FrameReader, oversizedResponse } from "./frame-reader.js";
 
 /** How to start a vendor child. `env` is the complete environment: nothing is inherited. */
 export interface ChildSpec {
@@ -13,13 +14,19 @@ export interface ChildSpec {
   readonly gid?: number;
   /** Grace periods of the stop sequence: stdin close → SIGTERM → SIGKILL. */
   readonly stopGraceMs?: number;
-  /** Cap on one buffered stdout message, so a flooding vendor cannot exhaust memory. */
+  /** Cap on one buffered stdout message, so a flooding vendor cannot exhaust memory; a tools/call result over it is truncated. */
   readonly maxMessageBytes?: number;
   /** Receives stderr lines (already capped); never logged with credential values unredacted by the caller. */
   readonly onStderr?: (chunk: string) => void;
   /** Called as soon as the child exists, before any message (to record it for crash recovery). */
   readonly onSpawn?: (pid: number) => void;
 }
+
+/** How long a stop waits for the leader's exit after SIGKILL before giving up on it. */
+export const KILL_WAIT_MS = 5_000;
+
+/** After the leader exits, how long its last output may still drain before its pipes are destroyed. */
+const EXIT_DRAIN_MS = 200;
 
 /** Sends `signal` to a whole process group, ignoring "no such process". */
 export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
@@ -52,12 +59,12 @@ export class GroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child: ChildProcess | undefined;
-  private readonly buffer: ReadBuffer;
+  private readonly buffer: FrameReader;
   private exited: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly spec: ChildSpec) {
-    this.buffer = new ReadBuffer({ maxBufferSize: spec.maxMessageBytes ?? 16 * 1024 * 1024 });
+    this.buffer = new FrameReader(spec.maxMessageBytes ?? 16 * 1024 * 1024);
   }
 
   /** The child's pid, which is also its process group id. */
@@ -77,7 +84,20 @@ export class GroupStdioTransport implements Transport {
       ...(this.spec.gid !== undefined ? { gid: this.spec.gid } : {}),
     });
     this.child = child;
-    this.exited = new Promise((resolve) => child.once("close", () => resolve()));
+    // The leader's exit ends this vendor, not the pipes' close: a daemonised grandchild may hold
+    // our stdout open forever. Its pipes are destroyed so nothing more is read.
+    this.exited = new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
+        resolve();
+      };
+      // "close" (pipes drained) normally follows "exit" at once; a held pipe gets a short drain.
+      child.once("close", finish);
+      child.once("exit", () => setTimeout(finish, EXIT_DRAIN_MS).unref());
+    });
     await new Promise<void>((resolve, reject) => {
       child.once("error", reject);
       child.once("spawn", () => {
@@ -90,16 +110,18 @@ export class GroupStdioTransport implements Transport {
     child.stdin?.on("error", (e) => this.onerror?.(e));
     child.stdout?.on("data", (chunk: Buffer) => {
       try {
-        this.buffer.append(chunk);
-        for (;;) {
-          const msg = this.buffer.readMessage();
-          if (msg === null) break;
+        this.buffer.push(chunk, (frame) => {
+          // A result over the cap answers its call truncated; anything else over it is not trusted.
+          const msg = frame.kind === "message" ? frame.message : oversizedResponse(frame);
+          if (!msg) throw new Error(`vendor message of ${frame.kind === "oversized" ? frame.bytes : 0} bytes exceeds the frame cap`);
           this.onmessage?.(msg);
-        }
+        });
       } catch (e) {
         // Malformed or oversized output: this child can no longer be trusted to frame messages.
+        // Stop reading at once (a flood would otherwise keep arriving) and kill, not ask.
+        child.stdout?.destroy();
         this.onerror?.(e as Error);
-        void this.close();
+        void this.kill();
       }
     });
     child.stderr?.on("data", (chunk: Buffer) => this.spec.onStderr?.(chunk.toString("utf8").slice(0, 4096)));
@@ -120,7 +142,7 @@ export class GroupStdioTransport implements Transport {
     });
   }
 
-  /** Stops the child and its whole group; resolves once the leader has exited. */
+  /** Stops the child and its whole group; resolves once the leader has exited (or KILL_WAIT_MS after its SIGKILL). */
   async close(): Promise<void> {
     return (this.closing ??= this.stop());
   }
@@ -137,14 +159,16 @@ export class GroupStdioTransport implements Transport {
       killGroup(pgid, "SIGTERM");
       if (!(await wait(grace))) killGroup(pgid, "SIGKILL");
     }
-    await this.exited;
+    // Bounded even now: a leader in uninterruptible sleep may outlive SIGKILL for a while.
+    await wait(KILL_WAIT_MS);
     killGroup(pgid, "SIGKILL");
   }
 
-  /** Immediate SIGKILL of the whole group (hung child, revoked connection). */
+  /** Immediate SIGKILL of the whole group (hung child, revoked connection); waits a bounded time for the exit. */
   async kill(): Promise<void> {
     const pid = this.child?.pid;
     if (pid) killGroup(pid, "SIGKILL");
-    if (this.exited) await this.exited;
+    const exited = this.exited;
+    if (exited) await Promise.race([exited, new Promise<void>((r) => setTimeout(r, KILL_WAIT_MS).unref())]);
   }
 }

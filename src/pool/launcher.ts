@@ -10,6 +10,7 @@ import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
 import type { Credential } from "../vault/credential.js";
 import { VERSION } from "../app/version.js";
+import { killProcesses, processStartTicks } from "../proc/proc.js";
 import type { ChildLedger } from "./child-ledger.js";
 import { renderTemplate } from "./credential-template.js";
 import { PoolError } from "./errors.js";
@@ -106,7 +107,14 @@ export class ProductionLauncher implements VendorLauncher {
     mkdirSync(tmp, { mode: 0o700 });
     const uid = this.opts.uids?.take();
     if (uid !== undefined) for (const d of [root, home, tmp]) chownSync(d, uid, uid);
+    // The leader's start time: every process of this connection started after it.
+    let leaderStart: number | undefined;
     const cleanup = () => {
+      // Every process of this connection, however detached: its private HOME (inherited through
+      // setsid and double forks) and, when it has one, its own uid (which it cannot leave). Done
+      // before the uid is handed to another connection.
+      const killed = killProcesses({ envEntries: [`HOME=${home}`], ...(uid !== undefined ? { uid } : {}), ...(leaderStart !== undefined ? { sinceTicks: leaderStart } : {}) });
+      if (killed) this.opts.log.warn("killed processes a vendor left behind", { connectionId: connection.id, count: killed });
       rmSync(root, { recursive: true, force: true });
       if (uid !== undefined) this.opts.uids?.give(uid);
     };
@@ -128,7 +136,10 @@ export class ProductionLauncher implements VendorLauncher {
       cwd: t.cwd ?? home,
       ...(uid !== undefined ? { uid, gid: uid } : {}),
       stopGraceMs: this.opts.stopGraceMs ?? 2_000,
-      onSpawn: (pid) => this.opts.ledger.record(pid, connection.id),
+      onSpawn: (pid) => {
+        leaderStart = processStartTicks(pid);
+        this.opts.ledger.record(pid, connection.id, { home, ...(uid !== undefined ? { uid } : {}) });
+      },
       onStderr: () => {
         // Vendor stderr may echo its credential: it is dropped, never logged.
       },
@@ -139,8 +150,9 @@ export class ProductionLauncher implements VendorLauncher {
     const cleanOnce = () => {
       if (cleaned) return;
       cleaned = true;
-      if (transport.pid) this.opts.ledger.forget(transport.pid);
       cleanup();
+      // Forgotten only after the sweep: a crash in between leaves the record for the next start.
+      if (transport.pid) this.opts.ledger.forget(transport.pid);
     };
     client.onclose = () => {
       cleanOnce();

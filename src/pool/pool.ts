@@ -29,8 +29,24 @@ interface Entry {
   dead: boolean;
 }
 
-/** Called with a freshly started vendor's client, e.g. to refresh the tool metadata cache. */
-export type VendorStartedListener = (service: Service, client: Client) => void;
+/**
+ * Called with a freshly started vendor's client and the connection it serves, e.g. to refresh the
+ * tool metadata cache; the vendor is handed to calls once it settles. Rejecting with a PoolError (a
+ * vendor over the broker's limits) kills the vendor and fails the calls waiting for it with that error.
+ */
+export type VendorStartedListener = (service: Service, client: Client, connection: Connection) => void | Promise<void>;
+
+/** The longest a stop (graceful or kill) of one vendor may take before the pool stops waiting for it. */
+export const STOP_DEADLINE_MS = 15_000;
+
+const LATE = Symbol("late");
+
+/** `p`, or LATE if it has not settled within `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof LATE>((r) => (timer = setTimeout(() => r(LATE), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 /** A snapshot of the pool, for metrics and tests. */
 export interface PoolStats {
@@ -168,7 +184,16 @@ export class VendorPool {
         this.log.warn("vendor went away", { connectionId: entry.connectionId, service: service.name });
         this.wake();
       });
-      for (const l of this.startedListeners) l(service, handle.client);
+      try {
+        await Promise.all(this.startedListeners.map((l) => l(service, handle.client, connection)));
+      } catch (err) {
+        if (!(err instanceof PoolError)) throw err;
+        // Over the broker's limits (endless tools/list paging): this vendor gets no calls.
+        entry.dead = true;
+        this.log.warn("vendor misbehaved; stopped", { connectionId: entry.connectionId, service: service.name, code: err.code });
+        await this.stopHandle(entry.connectionId, handle, "kill");
+        throw err;
+      }
       return handle;
     })();
     entry = { connectionId: connection.id, secretVersion, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
@@ -192,14 +217,29 @@ export class VendorPool {
     entry.dead = true;
     this.stopping++;
     try {
-      const handle = entry.handle ?? (await entry.ready.catch(() => undefined));
-      if (handle) await (how === "kill" ? handle.kill() : handle.close());
-    } catch (err) {
-      this.log.warn("vendor stop failed", { connectionId: entry.connectionId, error: (err as Error).message });
+      const handle = entry.handle ?? (await within(entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
+      if (handle === LATE) {
+        // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
+        this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
+        void entry.ready.then((h) => this.stopHandle(entry.connectionId, h, "kill"), () => {});
+      } else if (handle) await this.stopHandle(entry.connectionId, handle, how);
     } finally {
       this.stopping--;
       this.wake();
     }
+  }
+
+  /** Stops one vendor within STOP_DEADLINE_MS (a graceful stop that overruns is escalated to a kill); never throws. */
+  private async stopHandle(connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
+    const attempt = (h: "close" | "kill") =>
+      within(h === "kill" ? handle.kill() : handle.close(), STOP_DEADLINE_MS).catch((err: unknown) => {
+        this.log.warn("vendor stop failed", { connectionId, error: (err as Error).message });
+        return undefined;
+      });
+    if ((await attempt(how)) !== LATE) return;
+    this.log.warn("vendor stop overran its deadline", { connectionId, how });
+    if (how === "close" && (await attempt("kill")) !== LATE) return;
+    this.log.error("vendor did not stop; its slot is released anyway", { connectionId });
   }
 
   private waitForSlot(deadline: number): Promise<void> {

@@ -53,13 +53,21 @@ export class OriginGuard {
   }
 }
 
-/** Reads a request body as UTF-8, refusing more than `max` bytes. */
+/** A request body over its route's limit: answered 413, never as a parse error. */
+export class BodyTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`request body over ${limit} bytes`);
+    this.name = "BodyTooLargeError";
+  }
+}
+
+/** Reads a request body as UTF-8; throws BodyTooLargeError past `max` bytes. */
 export async function readBody(req: http.IncomingMessage, max = 1 << 20): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
     size += (c as Buffer).length;
-    if (size > max) throw Object.assign(new Error("body too large"), { status: 413 });
+    if (size > max) throw new BodyTooLargeError(max);
     chunks.push(c as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");

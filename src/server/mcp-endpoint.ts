@@ -2,16 +2,22 @@ import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
+import { systemClock, type Clock } from "../clock/clock.js";
+import { PeriodicJob } from "../connections/reaper.js";
 import type { Logger } from "../log/logger.js";
 import type { ThreadRef } from "../store/records.js";
-import { threadKey } from "../turns/turn-state.js";
-import { readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
+import { threadKey, TURN_ID_PATTERN } from "../turns/turn-state.js";
+import { BodyTooLargeError, readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
+import { DEFAULT_SESSION_LIMITS, SessionTable, type McpSession, type SessionLimits } from "./mcp-sessions.js";
 
-const idPart = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/);
+/** The largest JSON-RPC message /mcp accepts. */
+const MAX_MCP_BODY = 4 << 20;
+
+/** A Slack team or channel id as the host endpoints accept it. */
+export const idPart = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/);
 
 /** Parses `X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts>`. */
 export function parseThreadHeader(v: string | string[] | undefined): ThreadRef | undefined {
@@ -21,12 +27,6 @@ export function parseThreadHeader(v: string | string[] | undefined): ThreadRef |
   const [teamId, channelId, threadTs] = parts;
   if (!idPart.safeParse(teamId).success || !idPart.safeParse(channelId).success || !/^\d{1,12}\.\d{1,8}$/.test(threadTs ?? "")) return undefined;
   return { teamId: teamId!, channelId: channelId!, threadTs: threadTs! };
-}
-
-interface Session {
-  readonly transport: StreamableHTTPServerTransport;
-  readonly server: McpServer;
-  readonly thread: ThreadRef;
 }
 
 /** Shared guard of every host-facing route: Host/Origin, then the bearer host token. */
@@ -43,40 +43,74 @@ export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResp
   return true;
 }
 
+/**
+ * Refuses (400) an `X-Slaude-Turn` that is not shaped like a turn id; whether the turn is live in
+ * the session's thread is decided at each tool call (TurnState.resolve).
+ */
+function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const v = req.headers["x-slaude-turn"];
+  if (v === undefined || (typeof v === "string" && TURN_ID_PATTERN.test(v))) return true;
+  sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" }, id: null });
+  return false;
+}
+
 /** The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens. */
 export class McpEndpoint {
-  private readonly sessions = new Map<string, Session>();
+  private readonly sessions: SessionTable;
+  private readonly sweeper: PeriodicJob;
 
   constructor(
     private readonly broker: Broker,
     private readonly auth: HostTokenAuth,
     private readonly origin: OriginGuard,
     private readonly log: Logger,
-  ) {}
+    limits: SessionLimits = DEFAULT_SESSION_LIMITS,
+    clock: Clock = systemClock,
+  ) {
+    this.sessions = new SessionTable(limits, clock, log);
+    // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
+    this.sweeper = new PeriodicJob("mcp session sweep", Math.max(1_000, Math.min(60_000, limits.idleMs / 4)), async () => this.sweepIdle(), log);
+    this.sweeper.start();
+  }
 
   get sessionCount(): number {
     return this.sessions.size;
   }
 
+  /** Open sessions with a request still being answered (they are never evicted or expired). */
+  get busySessionCount(): number {
+    return this.sessions.busyCount;
+  }
+
+  /** Closes sessions idle for SLAUDE_MCP_SESSION_IDLE_SECONDS; runs periodically, callable by tests. */
+  sweepIdle(): number {
+    return this.sessions.sweepIdle();
+  }
+
   readonly handler: RouteHandler = async (req, res) => {
-    if (!guardHostRequest(req, res, this.auth, this.origin)) return;
+    if (!guardHostRequest(req, res, this.auth, this.origin) || !turnHeaderWellFormed(req, res)) return;
     const sessionId = req.headers["mcp-session-id"];
     const headerThread = req.headers["x-slaude-thread"];
     let body: unknown;
     if (req.method === "POST") {
       try {
-        body = JSON.parse(await readBody(req, 4 << 20));
-      } catch {
+        body = JSON.parse(await readBody(req, MAX_MCP_BODY));
+      } catch (err) {
+        if (err instanceof BodyTooLargeError) {
+          // The rest of the body is not read: close the connection once the answer is out.
+          return sendJson(res, 413, { jsonrpc: "2.0", error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` }, id: null }, { connection: "close" });
+        }
         return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
       }
     }
     if (typeof sessionId === "string") {
       const s = this.sessions.get(sessionId);
-      if (!s) return sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
+      if (!s || s.closed) return sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
       if (headerThread !== undefined) {
         const t = parseThreadHeader(headerThread);
         if (!t || threadKey(t) !== threadKey(s.thread)) return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
       }
+      this.sessions.track(sessionId, s, res, req.method !== "GET");
       await s.transport.handleRequest(req, res, body);
       return;
     }
@@ -85,45 +119,33 @@ export class McpEndpoint {
     }
     const thread = parseThreadHeader(headerThread);
     if (!thread) return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session" }, id: null });
-    const server = this.broker.serverForThread(thread);
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        this.sessions.set(id, { transport, server, thread });
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) this.sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    if (!this.sessions.reserve()) {
+      // Every open session is in use: refuse clearly rather than close one mid-request.
+      this.log.warn("mcp session refused: the session cap is reached and every session is busy", { maxSessions: this.sessions.limits.maxSessions });
+      return sendJson(res, 503, { jsonrpc: "2.0", error: { code: -32000, message: `Too many open MCP sessions (the limit is ${this.sessions.limits.maxSessions} and all are busy); close one or retry later` }, id: null }, { "retry-after": "5" });
+    }
+    try {
+      const server = this.broker.serverForThread(thread);
+      let session: McpSession | undefined;
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          session = { transport, server, thread, busy: 0, closed: false };
+          this.sessions.add(id, session);
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId && session) this.sessions.remove(transport.sessionId, session);
+      };
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } finally {
+      this.sessions.release();
+    }
   };
 
   async close(): Promise<void> {
-    const all = [...this.sessions.values()];
-    this.sessions.clear();
-    await Promise.all(all.map((s) => s.server.close().catch(() => {})));
+    await this.sweeper.stop();
+    await this.sessions.closeAll();
   }
-}
-
-const turnBody = z
-  .object({ team_id: idPart, channel_id: idPart, thread_ts: z.string().regex(/^\d{1,12}\.\d{1,8}$/), user_id: z.string().regex(/^[UW][A-Z0-9]{2,30}$/) })
-  .strict();
-
-/** POST /v1/turns: the host reports whose turn it is in a thread. */
-export function turnsHandler(broker: Broker, auth: HostTokenAuth, origin: OriginGuard, now: () => number): RouteHandler {
-  return async (req, res) => {
-    if (!guardHostRequest(req, res, auth, origin)) return;
-    let doc: unknown;
-    try {
-      doc = JSON.parse(await readBody(req, 16 << 10));
-    } catch {
-      return sendJson(res, 400, { error: "invalid_json" });
-    }
-    const parsed = turnBody.safeParse(doc);
-    if (!parsed.success) return sendJson(res, 400, { error: "invalid_turn", issues: parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`) });
-    const t = parsed.data;
-    broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, now());
-    res.writeHead(204).end();
-  };
 }

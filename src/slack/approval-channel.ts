@@ -3,7 +3,8 @@ import type { ApprovalChannel, ApprovalOutcome } from "../approvals/channel.js";
 import type { Logger } from "../log/logger.js";
 import type { Approval } from "../store/records.js";
 import type { Store } from "../store/store.js";
-import { approvalCardBlocks, approvalSettledBlocks, threadNoteText } from "./blocks.js";
+import { approvalCardBlocks } from "./approval-blocks.js";
+import { approvalSettledBlocks, esc, threadNoteText } from "./blocks.js";
 import type { SlackApi } from "./slack-api.js";
 
 /**
@@ -25,7 +26,7 @@ export class SlackApprovalChannel implements ApprovalChannel {
     const dm = await this.api.openDm(approval.ownerUserId);
     const posted = await this.api.postMessage({
       channel: dm,
-      text: `<@${approval.borrowerUserId}> wants to use your ${card.serviceDisplayName} account (${card.tool}).`,
+      text: `<@${approval.borrowerUserId}> wants to use your ${esc(card.serviceDisplayName)} account (${esc(card.tool)}).`,
       blocks: approvalCardBlocks(approval, card),
     });
     await this.store.approvals.setCard(approval.id, posted.channel, posted.ts);

@@ -1,4 +1,3 @@
-import type { ApprovalCard } from "../approvals/card.js";
 import type { ApprovalOutcome } from "../approvals/channel.js";
 import type { AuditRecord } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
@@ -17,6 +16,7 @@ export const ACTIONS = {
   adminRevoke: "admin_revoke_connection",
   consentAccept: "consent_accept",
   consentOpen: "consent_open",
+  viewArgs: "approval_view_args",
 } as const;
 
 /** Escapes Slack mrkdwn control characters in user-derived text. */
@@ -24,7 +24,8 @@ export function esc(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-function when(ms: number): string {
+/** A Slack date token (shown in the reader's time zone) with an ISO fallback. */
+export function when(ms: number): string {
   const secs = Math.floor(ms / 1000);
   return `<!date^${secs}^{date_short_pretty} {time}|${new Date(ms).toISOString()}>`;
 }
@@ -34,29 +35,9 @@ export function approvalButtonValue(a: Approval): string {
   return JSON.stringify({ a: a.id, n: a.nonce });
 }
 
-function threadLink(card: { teamId: string; channelId: string; threadTs: string }): string {
+/** A link to the thread a card is about. */
+export function threadLink(card: { teamId: string; channelId: string; threadTs: string }): string {
   return `<https://slack.com/app_redirect?team=${card.teamId}&channel=${card.channelId}&message_ts=${card.threadTs}|the thread>`;
-}
-
-/** The approval card DM'd to an owner. */
-export function approvalCardBlocks(approval: Approval, card: ApprovalCard): Block[] {
-  const args = card.keyArgs.length ? card.keyArgs.map(([k, v]) => `• \`${esc(k)}\`: ${esc(v)}`).join("\n") : "_no arguments_";
-  const why = card.reason === "write_under_grant" ? "This tool *changes data*, so every use asks you, even with a thread grant." : "They have no grant in this thread yet.";
-  const value = approvalButtonValue(approval);
-  return [
-    { type: "section", text: { type: "mrkdwn", text: `<@${card.borrowerUserId}> wants to use *your ${esc(card.serviceDisplayName)} account* in ${threadLink(card)}.\n${why}` } },
-    { type: "section", text: { type: "mrkdwn", text: `*Tool:* \`${esc(card.tool)}\`${card.write ? " (write)" : " (read)"}\n*Arguments:*\n${args}` } },
-    { type: "context", elements: [{ type: "mrkdwn", text: `Expires ${when(card.expiresAt)}. Every use is audited; you can revoke any time with /connections.` }] },
-    {
-      type: "actions",
-      block_id: "approval",
-      elements: [
-        ...(card.write ? [] : [{ type: "button", action_id: ACTIONS.allowThread, text: { type: "plain_text", text: "Allow for thread" }, style: "primary", value }]),
-        { type: "button", action_id: ACTIONS.allowOnce, text: { type: "plain_text", text: "Just once" }, ...(card.write ? { style: "primary" } : {}), value },
-        { type: "button", action_id: ACTIONS.deny, text: { type: "plain_text", text: "Deny" }, style: "danger", value },
-      ],
-    },
-  ];
 }
 
 const OUTCOME_TEXT: Record<ApprovalOutcome, string> = {

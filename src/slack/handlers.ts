@@ -9,8 +9,11 @@ import type { CachedMembership } from "../membership/membership.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
 import type { LoginService } from "../login/login-service.js";
+import { SeenEvents } from "./seen-events.js";
 import type { AdminDirectory } from "./admins.js";
+import { registerApprovalViewHandler } from "./approval-view-handler.js";
 import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
+import { mintFailureReply } from "./mint-replies.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
 
@@ -28,6 +31,8 @@ export interface SlackHandlerDeps {
   readonly logins?: Pick<LoginService, "mint">;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Message event ids already handled (default: a fresh bounded set). */
+  readonly seenEvents?: SeenEvents;
 }
 
 const consentAcceptValue = z
@@ -48,6 +53,7 @@ const CLICK_REPLIES = {
   expired: "This request has expired; nothing was run.",
   already_decided: "This request was already answered.",
   unknown: "This request is not valid.",
+  not_offered: "This request can only be denied: its arguments could not all be shown to you exactly.",
 } as const;
 
 /** Answers a click privately; Home-tab clicks carry no response_url, so there is nothing to answer into. */
@@ -91,10 +97,13 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       parsed = approvalValue.parse(JSON.parse(a.value ?? ""));
     } catch {
       parsed = undefined;
+      // A forged or corrupted button value: refused like an unknown request, and recorded.
+      await d.store.audit.append([{ at: d.clock.now(), event: "approval_rejected_click", teamId: body.team?.id ?? null, approverUserId: body.user.id, actor: body.user.id, decision: "click_invalid" }]);
     }
     const result = parsed ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, DECISIONS[a.action_id]) : "unknown";
     if (result !== "applied") await reply(respond, body, CLICK_REPLIES[result], d.log);
   });
+  registerApprovalViewHandler(app, d);
 
   // --- revoke buttons (/connections and App Home)
   app.action(ACTIONS.revokeConnection, async ({ ack, body, action, respond }) => {
@@ -203,7 +212,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       await respond({ response_type: "ephemeral", replace_original: true, text: `Sign in to ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: true, loginUrl: link.url, inThread: Boolean(v.t) }) as never });
     } catch (err) {
       d.log.warn("could not mint a login link", { service: v.s, error: (err as Error).message });
-      await reply(respond, body, `A ${service.displayName} connection can only be made from the thread that needs it: ask the assistant there to connect it.`, d.log);
+      await reply(respond, body, mintFailureReply(err, service), d.log);
     }
   });
   // The link button opens a URL; Slack still sends the click, which only needs an ack.
@@ -226,9 +235,14 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
+  // Each event id is applied once (Slack retries and replays re-send it), and a message sets the
+  // turn only when it is newer than the thread's current turn (TurnState orders by the message ts).
+  const seen = d.seenEvents ?? new SeenEvents();
   app.event("message", async ({ event, body }) => {
     const m = event as { subtype?: string; bot_id?: string; user?: string; text?: string; channel: string; ts: string; thread_ts?: string };
     if (m.bot_id || !m.user || (m.subtype && m.subtype !== "thread_broadcast" && m.subtype !== "file_share")) return;
+    const eventId = (body as { event_id?: unknown }).event_id;
+    if (typeof eventId === "string" && !seen.firstTime(eventId)) return;
     const teamId = (body as { team_id?: string }).team_id ?? "";
     if (m.text && looksLikeSecret(m.text)) {
       let deleted = false;
@@ -246,7 +260,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     }
     if (!m.thread_ts) return;
     const thread = { teamId, channelId: m.channel, threadTs: m.thread_ts };
-    if (d.turns.isServed(thread)) d.turns.set(thread, m.user, d.clock.now());
+    if (d.turns.isServed(thread)) d.turns.fromSlack(thread, m.user, m.ts, d.clock.now());
   });
 
   // --- membership changes invalidate the cached answers at once.

@@ -15,6 +15,8 @@ export interface SlackApi {
   /** Whether Slack says the user is a workspace admin or owner. */
   isWorkspaceAdmin(userId: string): Promise<boolean>;
   publishHome(userId: string, view: { type: "home"; blocks: Block[] }): Promise<void>;
+  /** Opens a modal for the user whose click carried `triggerId` (valid about 3 seconds, once). */
+  openView(triggerId: string, view: Record<string, unknown>): Promise<void>;
 }
 
 /** The production adapter over a WebClient (whose base URL may point at a fake on loopback). */
@@ -58,5 +60,8 @@ export class WebClientSlackApi implements SlackApi {
   }
   async publishHome(userId: string, view: { type: "home"; blocks: Block[] }): Promise<void> {
     await this.client.views.publish({ user_id: userId, view: view as never });
+  }
+  async openView(triggerId: string, view: Record<string, unknown>): Promise<void> {
+    await this.client.views.open({ trigger_id: triggerId, view: view as never });
   }
 }

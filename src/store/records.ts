@@ -112,8 +112,9 @@ export interface LoginSession {
   readonly viewerHash: string | null;
 }
 
-/** A service's cached tools/list. */
+/** A service's cached tools/list for one team, redacted with the credential of the connection that fetched it. */
 export interface ToolMetadata {
+  readonly teamId: string;
   readonly service: string;
   readonly contentHash: string;
   readonly tools: readonly unknown[];

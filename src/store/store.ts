@@ -114,9 +114,9 @@ export interface LoginSessionRepo {
   expireDue(now: number): Promise<LoginSession[]>;
 }
 
-/** The tool metadata cache for mcp_describe. */
+/** The tool metadata cache for mcp_describe, per team: one team's vendor metadata never reaches another. */
 export interface ToolMetadataRepo {
-  get(service: string): Promise<ToolMetadata | undefined>;
+  get(teamId: string, service: string): Promise<ToolMetadata | undefined>;
   put(m: ToolMetadata): Promise<void>;
 }
 

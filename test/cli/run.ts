@@ -1,12 +1,12 @@
-// Runs the CLI two ways: as the real installed process (bin/slaude-connect.js) and in-process via runCli.
+// Runs the CLI two ways: as a real process (from the sources) and in-process via runCli.
 import { spawn } from "node:child_process";
 import { PassThrough, Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { Clock } from "../../src/clock/clock.js";
 import { runCli } from "../../src/cli/main.js";
 
-/** The installed entry point. */
-export const BIN = fileURLToPath(new URL("../../bin/slaude-connect.js", import.meta.url));
+/** The CLI as a process, run from the sources (bin-from-source.js); the installed bin is tested by package.test.ts. */
+export const BIN = fileURLToPath(new URL("./bin-from-source.js", import.meta.url));
 
 /** What one CLI invocation did. */
 export interface CliResult {
@@ -15,7 +15,7 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Spawns `node bin/slaude-connect.js ...args` with exactly `env` (plus PATH), writing `stdin` and closing it. */
+/** Spawns `node bin-from-source.js ...args` with exactly `env` (plus PATH), writing `stdin` and closing it. */
 export function runBin(args: readonly string[], env: NodeJS.ProcessEnv, opts: { stdin?: string; cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -28,7 +28,9 @@ export function runBin(args: readonly string[], env: NodeJS.ProcessEnv, opts: { 
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    // A watchdog for a hung child, not a timing assertion: on a loaded machine tsx's first
+    // transform of the sources alone has taken over 30 s.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);

@@ -43,6 +43,30 @@ describe("PeriodicJob", () => {
     expect(log.lines.filter((l) => l.includes("ttl reaper failed") && l.includes("disk on fire"))).toHaveLength(2);
   });
 
+  it("a hung pass never blocks later runs: after its deadline the next tick runs, and stop() does not wait for it", async () => {
+    const log = memoryLogger();
+    let runs = 0;
+    // The first pass never settles (a vendor kill that never returns); later passes do.
+    const job = new PeriodicJob("revocations", 60_000, () => (++runs === 1 ? new Promise<never>(() => {}) : Promise.resolve()), log, 50);
+    await job.tick(); // settles at the pass's deadline, not never
+    expect(runs).toBe(1);
+    await job.tick();
+    await job.tick();
+    expect(runs).toBe(3);
+    expect(log.lines.some((l) => l.includes("revocations pass overran its deadline"))).toBe(true);
+    await job.stop();
+  });
+
+  it("tolerates a bounded number of hung passes, then skips (and logs) instead of piling up more", async () => {
+    const log = memoryLogger();
+    let runs = 0;
+    const job = new PeriodicJob("stuck", 60_000, () => (runs++, new Promise<never>(() => {})), log, 10);
+    for (let i = 0; i < 8; i++) await job.tick();
+    expect(runs).toBe(5); // the first pass plus four overdue ones
+    expect(log.lines.some((l) => l.includes("stuck skipped: earlier passes are still hung"))).toBe(true);
+    await job.stop();
+  });
+
   it("start() runs a pass immediately", async () => {
     let runs = 0;
     const job = new PeriodicJob("j", 60_000, async () => void runs++, memoryLogger());

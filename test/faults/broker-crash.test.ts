@@ -55,7 +55,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts `node bin/slaude-connect.js serve` on a free port and waits until /healthz answers. */
+/** Starts the CLI's `serve` (run from the sources: BIN of test/cli/run.ts) on a free port and waits until /healthz answers. */
 async function startServer(): Promise<Server> {
   const port = await freePort();
   const proc = spawn(process.execPath, [BIN, "serve"], { env: { ...env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"], shell: false });

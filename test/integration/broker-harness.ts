@@ -54,6 +54,7 @@ export function fixtureRegistryDoc(extraEnv: Record<string, string> = {}): unkno
           hang: ["borrowable", "read"],
           flood: ["borrowable", "read"],
           spawn_grandchild: ["borrowable", "read"],
+          wait_for_file: ["borrowable", "read"],
           whoami_personal: ["personal", "read"],
           search_shared: ["read"],
         },

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { rankTools } from "../../src/broker/describe.js";
-import { ALICE, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
 
 // mcp_describe: the metadata cache is filled when a connection's child starts, then served
 // without spawning anything; every tool carries the class the broker will apply.
@@ -34,8 +34,8 @@ describe("mcp_describe", () => {
     const s = await h.session();
     await mcpCall(s.client, { tool: "echo", args: { text: "x" }, on_behalf_of: ALICE });
     // The refresh runs beside the first call; wait for it to land.
-    for (let i = 0; i < 50 && !(await h.store.toolMetadata.get("vendor")); i++) await new Promise((r) => setTimeout(r, 50));
-    const meta = await h.store.toolMetadata.get("vendor");
+    for (let i = 0; i < 50 && !(await h.store.toolMetadata.get("T1", "vendor")); i++) await new Promise((r) => setTimeout(r, 50));
+    const meta = await h.store.toolMetadata.get("T1", "vendor");
     expect(meta?.contentHash).toMatch(/^[0-9a-f]{64}$/);
 
     await h.broker.pool.drop(connection.id);
@@ -58,6 +58,32 @@ describe("mcp_describe", () => {
     expect(h.broker.pool.has(connection.id)).toBe(false);
   });
 
+  it("one tool's schema before any vendor ran: fetched on demand through the caller's own connection", async () => {
+    await h.connect(ALICE);
+    const s = await h.session();
+    const { s: one } = await describeTool(s.client, { service: "vendor", tool: "write_item" });
+    expect(one.source).toBe("cache");
+    expect(one.tools[0]?.inputSchema).toMatchObject({ type: "object", properties: { id: {}, value: {} } });
+    expect(h.broker.pool.stats().spawned).toBe(1);
+  });
+
+  it("never through another member's connection (that needs the owner's approval); the shared one may serve", async () => {
+    await h.connect(ALICE);
+    const s = await h.session();
+    s.turn.user = BOB;
+    const { s: borrowed } = await describeTool(s.client, { service: "vendor", tool: "write_item" });
+    expect(borrowed.source).toBe("registry");
+    expect(borrowed.tools[0]?.inputSchema).toBeUndefined();
+    expect(h.broker.pool.stats().spawned).toBe(0);
+    expect(h.approvals.asked).toHaveLength(0);
+
+    await h.connect(null);
+    const { s: shared } = await describeTool(s.client, { service: "vendor", tool: "write_item" });
+    expect(shared.source).toBe("cache");
+    expect(shared.tools[0]?.inputSchema).toMatchObject({ type: "object" });
+    expect(h.broker.pool.stats().spawned).toBe(1);
+  });
+
   it("an unknown tool or service is a clear error", async () => {
     const s = await h.session();
     const a = await s.client.callTool({ name: "mcp_describe", arguments: { service: "vendor", tool: "nope" } });
@@ -76,9 +102,17 @@ describe("rankTools", () => {
   ];
   it("ranks name matches above description matches and drops non-matches", () => {
     expect(rankTools(tools, "issue").map((t) => t.name)).toEqual(["create_issue", "issue_comment"]);
-    expect(rankTools(tools, "projects").map((t) => t.name)).toEqual(["search_repositories"]);
+    // Word forms: "projects" matches "a project" as well as "projects".
+    expect(rankTools(tools, "projects").map((t) => t.name)).toEqual(["create_issue", "search_repositories"]);
     expect(rankTools(tools, "comment issue").map((t) => t.name)).toEqual(["issue_comment", "create_issue"]);
     expect(rankTools(tools, "zzz")).toEqual([]);
     expect(rankTools(tools, "").length).toBe(4);
+  });
+
+  it("matches word forms: plurals and -ing/-ed endings find the tool", () => {
+    expect(rankTools(tools, "issues").map((t) => t.name)).toEqual(["create_issue", "issue_comment"]);
+    expect(rankTools(tools, "commenting").map((t) => t.name)).toEqual(["issue_comment"]);
+    expect(rankTools(tools, "files").map((t) => t.name)).toEqual(["get_file"]);
+    expect(rankTools(tools, "searches repositories").map((t) => t.name)).toEqual(["search_repositories"]);
   });
 });

@@ -110,7 +110,8 @@ describe("approval cards", () => {
     const text = JSON.stringify(msg.blocks);
     expect(text).toContain(`<@${BOB}>`);
     expect(text).toContain("read_item");
-    expect(text).toContain("`id`: 42");
+    // The value is shown as code (rich_text), never as mrkdwn (issue 9 item 11).
+    expect(text).toContain('{"type":"rich_text_preformatted","elements":[{"type":"text","text":"42"}]}');
     expect(Object.keys(buttons).sort()).toEqual(["approval_allow_once", "approval_allow_thread", "approval_deny"]);
     // The borrower is told in the thread that the owner was asked.
     const note = await fake.waitFor("chat.postMessage", (c) => c.args.channel === thread.channelId && c.args.thread_ts === thread.threadTs);
@@ -410,6 +411,51 @@ describe("membership and turns from events", () => {
     await postSlackEvent(events(), SECRET, messageEvent({ teamId: thread.teamId, channelId: thread.channelId, user: ALICE, text: "hi", threadTs: other.threadTs }));
     await new Promise((r) => setTimeout(r, 300));
     expect(app.broker.turns.current(other)).toBeUndefined();
+  });
+});
+
+describe("ordering and deduplication of message events", () => {
+  const msgAt = (user: string, ts: string) => messageEvent({ teamId: thread.teamId, channelId: thread.channelId, user, text: "hello", threadTs: thread.threadTs, ts });
+
+  it("a replayed or retried older message event (freshly signed, new event_id) does not move the turn back", async () => {
+    app.broker.serverForThread(thread);
+    const now = Math.floor(Date.now() / 1000);
+    const aliceTs = `${now - 120}.000100`;
+    expect((await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs))).status).toBe(200);
+    await waitUntil(() => app.broker.turns.current(thread) === ALICE);
+    expect((await postSlackEvent(events(), SECRET, msgAt(BOB, `${now - 60}.000100`))).status).toBe(200);
+    await waitUntil(() => app.broker.turns.current(thread) === BOB);
+    // Alice's earlier message again, within Slack's 5-minute window, as a retry and as a replay.
+    const replay = await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs), { headers: { "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout" } });
+    expect(replay.status).toBe(200);
+    const replay2 = await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs));
+    expect(replay2.status).toBe(200);
+    // Bolt runs a plain message's listener before its HTTP answer reaches us (no I/O in between), so
+    // a replay that moved the turn would show here.
+    expect(app.broker.turns.current(thread)).toBe(BOB);
+    // A newer message by Carol is applied, and with her turn set Bob's older message is ignored too.
+    await postSlackEvent(events(), SECRET, msgAt(CAROL, `${now - 30}.000100`));
+    await waitUntil(() => app.broker.turns.current(thread) === CAROL);
+    await postSlackEvent(events(), SECRET, msgAt(BOB, `${now - 60}.000200`));
+    expect(app.broker.turns.current(thread)).toBe(CAROL);
+    await postSlackEvent(events(), SECRET, msgAt(ALICE, `${now}.000100`));
+    await waitUntil(() => app.broker.turns.current(thread) === ALICE);
+  });
+
+  it("a duplicated event_id is applied once", async () => {
+    app.broker.serverForThread(thread);
+    // A message carrying a secret gets it deleted and the author warned: one side effect per event.
+    const body = messageEvent({ teamId: thread.teamId, channelId: thread.channelId, user: ALICE, text: "my token is xoxb-1234567890-1234567890-abcdefghijklmnopqrstuvwx", threadTs: thread.threadTs });
+    expect((await postSlackEvent(events(), SECRET, body)).status).toBe(200);
+    await fake.waitFor("chat.postEphemeral", (c) => c.args.user === ALICE);
+    expect((await postSlackEvent(events(), SECRET, body, { headers: { "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout" } })).status).toBe(200);
+    expect((await postSlackEvent(events(), SECRET, body)).status).toBe(200);
+    // A different event afterwards is processed: once its warning is out, the duplicates had their chance.
+    const witness = messageEvent({ teamId: thread.teamId, channelId: thread.channelId, user: BOB, text: "use glpat-abcdefghijklmnopqrst for it", threadTs: thread.threadTs });
+    await postSlackEvent(events(), SECRET, witness);
+    await fake.waitFor("chat.postEphemeral", (c) => c.args.user === BOB);
+    expect(fake.callsOf("chat.postEphemeral").filter((c) => c.args.user === ALICE)).toHaveLength(1);
+    expect(fake.callsOf("chat.delete").filter((c) => c.args.ts === (body.event as { ts: string }).ts)).toHaveLength(1);
   });
 });
 

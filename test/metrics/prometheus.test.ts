@@ -132,12 +132,12 @@ describe("Prometheus metrics from the broker core", () => {
     let fail = true;
     const job = new PeriodicJob("ttl reaper", 3_600_000, async () => {
       if (fail) throw new Error("database is locked");
-    }, log, m);
+    }, log, undefined, m);
     await job.tick();
     fail = false;
     await job.tick();
     await job.tick();
-    const odd = new PeriodicJob("job for U123ABC", 3_600_000, async () => {}, log, m);
+    const odd = new PeriodicJob("job for U123ABC", 3_600_000, async () => {}, log, undefined, m);
     await odd.tick();
     const text = (await m.text()).body;
     expect(text).toContain('slaude_job_runs_total{job="ttl_reaper",outcome="failed"} 1');

@@ -1,6 +1,10 @@
-import { readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { hostileRegistryDoc } from "../integration/hostile-registry.js";
+import { isAlive, processesReferencing, waitDead } from "../support/proc.js";
 
 // Where the broker runs as root, each child runs under its own unprivileged uid, so one vendor
 // cannot read another's credential from /proc/<pid>/environ. CI runs as root: this must run there.
@@ -41,5 +45,32 @@ describe("per-child uid", () => {
     const peek = spawnSync(process.execPath, ["-e", `require("fs").readFileSync("/proc/${pidA}/environ")`], { uid: eb.uid, gid: eb.uid, encoding: "utf8" });
     expect(peek.status).not.toBe(0);
     expect(peek.stderr).toMatch(/EACCES|EPERM/);
+  });
+
+  it("kills a grandchild that left the session and dropped its HOME, by its uid, before the uid is reused", async () => {
+    const logDir = mkdtempSync(path.join(os.tmpdir(), "slaude-uid-"));
+    chmodSync(logDir, 0o777); // the vendor writes its event log there under its own uid
+    try {
+      h = await makeHarness({ registryDoc: hostileRegistryDoc(path.join(logDir, "events.log")), pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500, childUidBase: 61_100 } });
+      const { connection, token } = await h.connect(ALICE, { service: "hostile" });
+      const s = await h.session();
+      s.turn.user = ALICE;
+      const d = await mcpCall(s.client, { service: "hostile", tool: "daemonize", args: { stay: true, scrub: true }, on_behalf_of: ALICE });
+      expect(d.structured.status, d.text).toBe("ok");
+      const grandchild = (JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild;
+      try {
+        // Nothing in its environment points at the connection's directory: only its uid does.
+        expect(readFileSync(`/proc/${grandchild}/environ`, "utf8")).not.toContain("HOME=");
+        expect(processesReferencing([token])).toContain(grandchild);
+        expect(readFileSync(`/proc/${grandchild}/status`, "utf8")).toMatch(/^Uid:\s+611\d\d\s/m);
+        await h.lifecycle.revoke(connection.id, ALICE, "test");
+        expect(await waitDead([grandchild], 10_000)).toEqual([]);
+        expect(processesReferencing([token])).toEqual([]);
+      } finally {
+        if (isAlive(grandchild)) process.kill(grandchild, "SIGKILL");
+      }
+    } finally {
+      rmSync(logDir, { recursive: true, force: true });
+    }
   });
 });

@@ -4,13 +4,24 @@ import { parseDurationMs } from "../../config/duration.js";
 import { CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
+/** Every audit event kind, for validating --event (the `satisfies` keeps it in step with AuditEventKind). */
+const EVENT_KINDS = Object.keys({
+  call: 1, call_denied: 1, approval_requested: 1, approval_decided: 1, approval_rejected_click: 1, grant_created: 1, grant_revoked: 1,
+  connection_created: 1, connection_replaced: 1, connection_revoked: 1, connection_expired: 1, connection_needs_login: 1,
+  connection_refreshed: 1, call_started: 1, login_started: 1, login_completed: 1, login_refused: 1, keys_rotated: 1, admin_action: 1,
+} satisfies Record<AuditEventKind, 1>) as AuditEventKind[];
+
 export const AUDIT_HELP = `slaude-connect audit [--since T] [--until T] [--user U] [--team T] [--service S]
                      [--connection ID] [--event KIND] [--call ID] [--limit N] [--jsonl]
 
   T is an ISO time (2026-11-30T10:00:00Z) or a duration back from now (30m, 8h, 7d).
   --call shows one mcp_call's rows: its call_started row (written before the vendor ran) and its
   completion row; a started call without a completion row is one whose outcome was not recorded.
-  --jsonl exports one JSON object per line (all matching rows unless --limit is given).`;
+  --jsonl exports one JSON object per line (all matching rows unless --limit is given).
+  Columns: USER is the Slack user served or acting (the caller, borrower or person logging in),
+  OWNER the connection's owner, DETAIL the event's outcome (call route, approval decision,
+  denial code, connection scope or end reason, key id for keys_rotated), BY who did it when not
+  a Slack user (cli:NAME, reaper, startup).`;
 
 function parseTime(v: string, now: number, flag: string): number {
   const back = parseDurationMs(v);
@@ -18,6 +29,12 @@ function parseTime(v: string, now: number, flag: string): number {
   const t = Date.parse(v);
   if (Number.isNaN(t)) throw new UsageError(`${flag}: expected an ISO time or a duration like 8h, got ${JSON.stringify(v)}`);
   return t;
+}
+
+function eventKind(v: string): AuditEventKind {
+  const kind = EVENT_KINDS.find((k) => k === v);
+  if (!kind) throw new UsageError(`--event: unknown kind ${JSON.stringify(v)}; one of: ${EVENT_KINDS.join(", ")}`);
+  return kind;
 }
 
 /** `audit`: query or export the audit log. */
@@ -48,7 +65,7 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
     ...(values.team ? { teamId: values.team } : {}),
     ...(values.service ? { service: values.service } : {}),
     ...(values.connection ? { connectionId: values.connection } : {}),
-    ...(values.event ? { event: values.event as AuditEventKind } : {}),
+    ...(values.event ? { event: eventKind(values.event) } : {}),
     ...(values.call ? { callId: values.call } : {}),
     limit: limit ?? (values.jsonl ? Number.MAX_SAFE_INTEGER : 200),
     // The table shows the most recent rows; an export runs from the oldest.
@@ -61,8 +78,8 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
   }
   ctx.out(
     formatTable(
-      ["SEQ", "TIME", "EVENT", "DECISION", "CALLER", "OWNER", "SERVICE", "TOOL", "CONNECTION", "ERROR"],
-      rows.map((r) => [String(r.seq), formatTime(r.at), r.event, r.decision ?? "", r.callerUserId ?? "", r.ownerUserId ?? "", r.service ?? "", r.tool ?? "", r.connectionId ?? "", r.errorCode ?? ""]),
+      ["SEQ", "TIME", "EVENT", "USER", "OWNER", "SERVICE", "TOOL", "CONNECTION", "DETAIL", "ERROR", "BY"],
+      rows.map((r) => [String(r.seq), formatTime(r.at), r.event, r.callerUserId ?? "", r.ownerUserId ?? "", r.service ?? "", r.tool ?? "", r.connectionId ?? "", r.decision ?? "", r.errorCode ?? "", r.actor ?? ""]),
     ),
   );
   return 0;

@@ -9,9 +9,12 @@ import { readSecretFromStdin } from "../stdin.js";
 export const CONNECTIONS_HELP = `slaude-connect connections <list|add|revoke>
 
   list   [--team T] [--owner U] [--service S] [--all] [--json]
-         Live connections (add --all for revoked and expired ones too).
+         Live connections (add --all for revoked and expired ones too). Times are ISO UTC;
+         --json prints one object per line, with the same times and no ciphertext.
   add    --team T --service S [--scope shared|user|thread] [--owner U] [--channel C --thread TS]
          [--label L] [--field NAME] [--format token|json] [--ttl 8h]
+         --scope defaults to shared (the team's fallback identity, no owner); user and thread
+         need --owner, thread also --channel and --thread. --ttl defaults to the service's TTL.
          Stores a credential read from standard input (never from arguments). --format token
          (default) reads one value into field NAME (default "token"); --format json reads a
          credential document ({"kind":"fields","fields":{...}} or {"kind":"oauth",...}).
@@ -19,8 +22,23 @@ export const CONNECTIONS_HELP = `slaude-connect connections <list|add|revoke>
          Revokes a connection: its ciphertext is wiped and its grants revoked.`;
 
 function row(c: Connection): string[] {
-  const where = c.scope === "thread" ? `${c.channelId}/${c.threadTs}` : c.scope;
-  return [c.id, c.teamId, c.ownerUserId ?? "(shared)", c.service, where, c.status, formatTime(c.expiresAt), c.label ?? ""];
+  // A thread is named as the grants list names it (channel/ts), in its own column, not as a scope.
+  const thread = c.channelId && c.threadTs ? `${c.channelId}/${c.threadTs}` : "-";
+  return [c.id, c.teamId, c.ownerUserId ?? "(shared)", c.service, c.scope, thread, c.status, formatTime(c.expiresAt), c.label ?? ""];
+}
+
+/** One connection as a JSON line: no ciphertext, and the same ISO times as the table. */
+function jsonRow(c: Connection): Record<string, unknown> {
+  const { sealed, createdAt, updatedAt, expiresAt, endedAt, ...rest } = c;
+  return {
+    ...rest,
+    createdAt: formatTime(createdAt),
+    updatedAt: formatTime(updatedAt),
+    expiresAt: formatTime(expiresAt),
+    endedAt: endedAt === null ? null : formatTime(endedAt),
+    keyId: sealed?.keyId ?? null,
+    hasSecret: sealed !== null,
+  };
 }
 
 /** `connections list|add|revoke`. */
@@ -51,13 +69,10 @@ async function list(ctx: CliContext, argv: string[]): Promise<number> {
     ...(values.all ? {} : { statuses: ["active", "needs_login"] as const }),
   });
   if (values.json) {
-    for (const c of rows) {
-      const { sealed, ...rest } = c;
-      ctx.out(JSON.stringify({ ...rest, keyId: sealed?.keyId ?? null, hasSecret: sealed !== null }));
-    }
+    for (const c of rows) ctx.out(JSON.stringify(jsonRow(c)));
     return 0;
   }
-  ctx.out(formatTable(["ID", "TEAM", "OWNER", "SERVICE", "SCOPE", "STATUS", "EXPIRES", "LABEL"], rows.map(row)));
+  ctx.out(formatTable(["ID", "TEAM", "OWNER", "SERVICE", "SCOPE", "THREAD", "STATUS", "EXPIRES", "LABEL"], rows.map(row)));
   return 0;
 }
 

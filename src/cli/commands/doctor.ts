@@ -2,11 +2,13 @@ import { accessSync, constants, existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { loadConfig, type Config } from "../../config/env.js";
 import { resolveRegistry } from "../../config/registry-source.js";
+import { rootVerdict } from "../../config/root-rule.js";
 import { openDatabase } from "../../store/sqlite/db.js";
 import { readMigrations } from "../../store/sqlite/migrator.js";
 import { devKeyPath } from "../../vault/key-source.js";
 import { decodeMasterKey } from "../../vault/keyring.js";
 import type { CliContext } from "../context.js";
+import { checkChildUid, checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
 
 /** One finding of `doctor`: what was checked, how it went and, if not ok, how to fix it. */
 export interface Finding {
@@ -112,28 +114,52 @@ function checkHostTokens(config: Config): Finding {
   return { check: "host tokens", level: "ok", message: `${config.hostTokens.length} host token(s)` };
 }
 
-/** Runs every check; never throws for a bad setup, it reports it. */
-export function runChecks(env: NodeJS.ProcessEnv): Finding[] {
+function checkProcessUser(config: Config, euid: number | undefined): Finding {
+  const v = rootVerdict(config, euid);
+  return { check: "process user", level: v.level, message: v.message, ...(v.level === "ok" ? {} : { fix: "set SLAUDE_CHILD_UID_BASE (see docs/operations.md) or run as an unprivileged user" }) };
+}
+
+/** Runs every check; never throws for a bad setup, it reports it. `euid` is the uid the broker would run as. */
+export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = process.geteuid?.()): Finding[] {
   let config: Config;
   try {
     config = loadConfig(env);
   } catch (e) {
     return [{ check: "environment", level: "error", message: (e as Error).message, fix: "see .env.example" }];
   }
+  const keys = checkKey(config);
+  const registry = checkRegistry(config);
   return [
     { check: "environment", level: "ok", message: `NODE_ENV=${config.nodeEnv}, data dir ${config.dataDir}` },
-    ...checkKey(config),
+    ...keys,
     checkDatabase(config),
-    checkRegistry(config),
+    // Only with usable keys and registry: otherwise their own findings already say what is wrong.
+    ...(keys.some((f) => f.level === "error") ? [] : [checkKeyIds(config)]),
+    registry,
+    ...(registry.level === "error" ? [] : [checkVendorCommands(config, resolveRegistry(config).registry)]),
+    checkChildUid(config),
     checkChromium(config),
     checkSlack(config),
     checkHostTokens(config),
+    checkProcessUser(config, euid),
   ];
+}
+
+/** Checks that ask a network service (Slack's auth.test); none when the environment is invalid. */
+export async function runRemoteChecks(env: NodeJS.ProcessEnv): Promise<Finding[]> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch {
+    return [];
+  }
+  const slack = await checkSlackScopes(config);
+  return slack ? [slack] : [];
 }
 
 /** `doctor`: prints each check; exit 1 if any is an error, 0 with warnings. */
 export async function doctorCommand(ctx: CliContext): Promise<number> {
-  const findings = runChecks(ctx.io.env);
+  const findings = [...runChecks(ctx.io.env), ...(await runRemoteChecks(ctx.io.env))];
   for (const f of findings) {
     const tag = f.level === "ok" ? "ok   " : f.level === "warn" ? "WARN " : "ERROR";
     ctx.out(`${tag} ${f.check}: ${f.message.replace(/\n/g, "\n        ")}`);

@@ -25,6 +25,8 @@ import { ConfinedBrowserError } from "./errors.js";
 import { HostAllowlist } from "./host-allowlist.js";
 import { jpegSize } from "./jpeg-size.js";
 import { PAGE_GUARD_SCRIPT } from "./page-guard.js";
+import { captureFrame } from "./capture-frame.js";
+import { HopReporter, watchRedirectHops } from "./redirect-hops.js";
 import { browserProcesses, findBrowserPid, isRunning, killAll, isSameProcess, type BrowserPid } from "./process-tree.js";
 
 /** One screencast frame: a JPEG of the page currently shown (the main page or a popup). */
@@ -60,6 +62,8 @@ export interface ConfinedBrowserOptions {
   onPopupChange?(open: boolean): void;
   /** Requests whose URL starts with `prefix` are answered here (never reach the network) and reported: the OAuth redirect. */
   intercept?: { prefix: string; onHit(url: string): void };
+  /** Where the browser's own HOME directory is made (default the system temp dir): a directory the owner sweeps after a crash. */
+  homeParent?: string;
   log?: { warn(msg: string, f?: Record<string, unknown>): void };
 }
 
@@ -121,6 +125,8 @@ function blockedPage(host: string): string {
 interface Cast {
   readonly page: Page;
   readonly cdp: CDPSession;
+  /** Whether a frame of this cast has reached onFrame. */
+  shown: boolean;
 }
 
 /** What input coordinates are relative to: the last frame sent. */
@@ -147,6 +153,7 @@ export class ConfinedBrowser {
   private lastUrl: string;
   private popupShown = false;
   private intercepted = false;
+  private readonly hops = new HopReporter((url) => this.onHop(url));
 
   private constructor(
     private readonly browser: Browser,
@@ -181,7 +188,7 @@ export class ConfinedBrowser {
     }
     // Chromium's HOME: crashpad's database and anything else it writes outside the profile land
     // here, and it marks every process of this browser (see process-tree.ts).
-    const homeDir = mkdtempSync(path.join(os.tmpdir(), "slaude-login-"));
+    const homeDir = mkdtempSync(path.join(opts.homeParent ?? os.tmpdir(), "slaude-login-"));
     let browser: Browser;
     try {
       browser = await chromium.launch({
@@ -230,14 +237,13 @@ export class ConfinedBrowser {
   private async start(): Promise<void> {
     const { ctx, main } = this;
     await ctx.route("**/*", (route) => this.onRoute(route));
-    // Redirect hops bypass the route; the network stack refuses them, and here they are reported.
+    // Redirect hops bypass the route; the network stack refuses them, and here they are reported:
+    // from each page's own CDP session (see redirect-hops.ts), and from Playwright's event for
+    // the hops of a popup's first requests, made before its session is attached.
     ctx.on("request", (req) => {
-      if (!req.redirectedFrom() || this.closing) return;
-      const url = req.url();
-      const intercept = this.opts.intercept;
-      if (intercept && url.startsWith(intercept.prefix)) this.hit(url);
-      else if (!isLocalUrl(url) && !this.allow.allowsUrl(url)) this.report(url);
+      if (req.redirectedFrom()) this.hops.hop(req.url());
     });
+    await watchRedirectHops(ctx, main, this.hops);
     await ctx.addInitScript(PAGE_GUARD_SCRIPT);
     ctx.on("dialog", (d) => {
       // Nobody sees a dialog in a screencast: confirm and leave so the flow goes on, but answer no prompt.
@@ -367,6 +373,9 @@ export class ConfinedBrowser {
 
   private onPage(page: Page): void {
     if (this.closing) return;
+    watchRedirectHops(this.ctx, page, this.hops).catch((err: unknown) => {
+      if (!this.closing && !page.isClosed()) this.warn("login browser could not watch a popup's redirects", { error: errorMessage(err) });
+    });
     this.pages.push(page);
     this.watch(page);
     this.setPopupShown(this.pages.length > 1);
@@ -418,29 +427,39 @@ export class ConfinedBrowser {
     }
     if (top.isClosed()) return; // its close event schedules the next switch
     const cdp = await this.ctx.newCDPSession(top);
-    const cast: Cast = { page: top, cdp };
+    const cast: Cast = { page: top, cdp, shown: false };
     this.cast = cast;
     cdp.on("Page.screencastFrame", (f) => {
       // Chromium sends the next frame only after this ack, so ack every one, even those dropped.
       cdp.send("Page.screencastFrameAck", { sessionId: f.sessionId }).catch(() => {});
-      if (this.cast !== cast || this.closing) return;
-      const data = Buffer.from(f.data, "base64");
-      const size = jpegSize(data);
-      if (!size) {
-        this.warn("login browser dropped an unreadable frame");
-        return;
-      }
-      const geometry: FrameGeometry = {
-        width: size.width,
-        height: size.height,
-        pageWidth: f.metadata.deviceWidth ?? size.width,
-        pageHeight: f.metadata.deviceHeight ?? size.height,
-      };
-      this.frame = geometry;
-      const popup = cast.page !== this.main;
-      this.safely(() => this.opts.onFrame({ data, ...geometry, popup }));
+      this.emitFrame(cast, Buffer.from(f.data, "base64"), f.metadata.deviceWidth, f.metadata.deviceHeight);
     });
     await cdp.send("Page.startScreencast", { format: "jpeg", quality: JPEG_QUALITY, maxWidth: this.frameMax.width, maxHeight: this.frameMax.height, everyNthFrame: 1 });
+    // An idle page may draw nothing for a new screencast: make sure the viewer gets a current
+    // frame of the page now on screen. Not awaited, so a slow capture never holds up a switch.
+    captureFrame(cdp, this.frameMax, JPEG_QUALITY).then(
+      (shot) => {
+        if (!cast.shown) this.emitFrame(cast, shot.data, shot.pageWidth, shot.pageHeight);
+      },
+      (err: unknown) => {
+        if (this.cast === cast && !this.closing && !top.isClosed()) this.warn("login browser could not capture a frame", { error: errorMessage(err) });
+      },
+    );
+  }
+
+  /** Sends a frame of `cast` to the viewer, if that cast is still the one on screen. */
+  private emitFrame(cast: Cast, data: Buffer, pageWidth: number | undefined, pageHeight: number | undefined): void {
+    if (this.cast !== cast || this.closing) return;
+    const size = jpegSize(data);
+    if (!size) {
+      this.warn("login browser dropped an unreadable frame");
+      return;
+    }
+    const geometry: FrameGeometry = { width: size.width, height: size.height, pageWidth: pageWidth ?? size.width, pageHeight: pageHeight ?? size.height };
+    this.frame = geometry;
+    cast.shown = true;
+    const popup = cast.page !== this.main;
+    this.safely(() => this.opts.onFrame({ data, ...geometry, popup }));
   }
 
   /** Runs one input on the page on screen, after the inputs before it; drops it if there is none. */
@@ -466,6 +485,14 @@ export class ConfinedBrowser {
       x: clamp((finite(x) * f.pageWidth) / f.width, f.pageWidth),
       y: clamp((finite(y) * f.pageHeight) / f.height, f.pageHeight),
     };
+  }
+
+  /** A redirect hop to `url`: the OAuth callback if it is the intercept prefix, else blocked unless allowed. */
+  private onHop(url: string): void {
+    if (this.closing) return;
+    const intercept = this.opts.intercept;
+    if (intercept && url.startsWith(intercept.prefix)) this.hit(url);
+    else if (!isLocalUrl(url) && !this.allow.allowsUrl(url)) this.report(url);
   }
 
   private hit(url: string): void {

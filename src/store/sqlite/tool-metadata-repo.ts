@@ -11,9 +11,9 @@ export class SqliteToolMetadataRepo implements ToolMetadataRepo {
     private readonly db: Db,
     private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {}
-  async get(service: string): Promise<ToolMetadata | undefined> {
-    const r = this.db.prepare("SELECT * FROM tool_metadata WHERE service = ?").get(service) as
-      | { service: string; content_hash: string; tools_json: string; fetched_at: number }
+  async get(teamId: string, service: string): Promise<ToolMetadata | undefined> {
+    const r = this.db.prepare("SELECT * FROM tool_metadata WHERE team_id = ? AND service = ?").get(teamId, service) as
+      | { team_id: string; service: string; content_hash: string; tools_json: string; fetched_at: number }
       | undefined;
     if (!r) return undefined;
     let doc: unknown;
@@ -24,11 +24,11 @@ export class SqliteToolMetadataRepo implements ToolMetadataRepo {
     }
     const parsed = toolsJson.safeParse(doc);
     if (!parsed.success) return undefined;
-    return { service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
+    return { teamId: r.team_id, service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
   }
   async put(m: ToolMetadata): Promise<void> {
-    const upsert = this.db.prepare(`INSERT INTO tool_metadata (service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT (service) DO UPDATE SET content_hash = excluded.content_hash, tools_json = excluded.tools_json, fetched_at = excluded.fetched_at`);
-    await writeTx(this.db, () => upsert.run(m.service, m.contentHash, JSON.stringify(m.tools), m.fetchedAt), this.wait);
+    const upsert = this.db.prepare(`INSERT INTO tool_metadata (team_id, service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (team_id, service) DO UPDATE SET content_hash = excluded.content_hash, tools_json = excluded.tools_json, fetched_at = excluded.fetched_at`);
+    await writeTx(this.db, () => upsert.run(m.teamId, m.service, m.contentHash, JSON.stringify(m.tools), m.fetchedAt), this.wait);
   }
 }

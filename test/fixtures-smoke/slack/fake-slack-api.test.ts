@@ -134,6 +134,24 @@ describe("fake Slack Web API with the real WebClient", () => {
     await client.views.publish({ user_id: ALICE, view, hash: r.view?.hash as string });
   });
 
+  it("views.open exchanges a fresh trigger once for a valid modal", async () => {
+    const trigger = (ageMs = 0) => `${Date.now() - ageMs}.4242.${"ab".repeat(16)}${Math.random().toString(16).slice(2, 10)}`;
+    const view = { type: "modal" as const, title: { type: "plain_text" as const, text: "Request arguments" }, blocks: [{ type: "rich_text", elements: [{ type: "rich_text_preformatted", elements: [{ type: "text", text: "<!channel>" }] }] }] };
+    const t = trigger();
+    const r = await client.views.open({ trigger_id: t, view });
+    expect(r.view).toMatchObject({ type: "modal", blocks: view.blocks, team_id: fake.teamId });
+    expect(fake.openedViews.at(-1)).toMatchObject({ triggerId: t, view });
+    expect(await slackError(client.views.open({ trigger_id: t, view }))).toMatchObject({ error: "exchanged_trigger_id" });
+    expect(await slackError(client.views.open({ trigger_id: trigger(10_000), view }))).toMatchObject({ error: "expired_trigger_id" });
+    expect(await slackError(client.views.open({ trigger_id: "nope", view }))).toMatchObject({ error: "invalid_trigger_id" });
+    const badTitle = { ...view, title: { type: "plain_text" as const, text: "A title longer than twenty-four" } };
+    expect(await slackError(client.views.open({ trigger_id: trigger(), view: badTitle }))).toMatchObject({ error: "invalid_arguments" });
+    const tooMany = { ...view, blocks: Array.from({ length: 101 }, () => ({ type: "divider" })) };
+    expect(await slackError(client.views.open({ trigger_id: trigger(), view: tooMany }))).toMatchObject({ error: "invalid_arguments" });
+    const longText = { ...view, blocks: [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(3001) } }] };
+    expect(await slackError(client.views.open({ trigger_id: trigger(), view: longText }))).toMatchObject({ error: "invalid_arguments" });
+  });
+
   it("apps.connections.open takes only the app token and returns a ws:// URL", async () => {
     const app = clientFor(fake, fake.appToken);
     const r = await app.apps.connections.open();

@@ -92,12 +92,14 @@ describe("SqliteApprovalRepo", () => {
 describe("SqliteToolMetadataRepo", () => {
   it("stores, replaces and validates the cached tool list", async () => {
     const h = harness(tmp);
-    expect(await h.store.toolMetadata.get("svc")).toBeUndefined();
-    await h.store.toolMetadata.put({ service: "svc", contentHash: "h1", tools: [{ name: "a" }], fetchedAt: 1 });
-    await h.store.toolMetadata.put({ service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
-    expect(await h.store.toolMetadata.get("svc")).toEqual({ service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
+    expect(await h.store.toolMetadata.get("T1", "svc")).toBeUndefined();
+    await h.store.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "h1", tools: [{ name: "a" }], fetchedAt: 1 });
+    await h.store.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
+    expect(await h.store.toolMetadata.get("T1", "svc")).toEqual({ teamId: "T1", service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
+    // Keyed per team: another team's cache is a miss.
+    expect(await h.store.toolMetadata.get("T2", "svc")).toBeUndefined();
     // JSON read back is validated: a non-array is treated as a cache miss.
     h.store.db.prepare("UPDATE tool_metadata SET tools_json = '{\"not\":\"an array\"}'").run();
-    expect(await h.store.toolMetadata.get("svc")).toBeUndefined();
+    expect(await h.store.toolMetadata.get("T1", "svc")).toBeUndefined();
   });
 });

@@ -1,0 +1,28 @@
+// One explicit frame of a page. A screencast sends frames only when Chromium draws one; a page that
+// has just come back on screen (a popup closed over it) may be idle and draw nothing, and the
+// viewer would keep showing the popup's last image. Capturing once guarantees a current frame.
+import type { CDPSession } from "playwright-core";
+
+/** A captured JPEG with the geometry a screencast frame carries. */
+export interface CapturedFrame {
+  readonly data: Buffer;
+  /** The page's viewport in CSS pixels. */
+  readonly pageWidth: number;
+  readonly pageHeight: number;
+}
+
+/** Captures the visible viewport of the page behind `cdp` as a JPEG no larger than `max`. */
+export async function captureFrame(cdp: CDPSession, max: { width: number; height: number }, quality: number): Promise<CapturedFrame> {
+  const metrics = await cdp.send("Page.getLayoutMetrics");
+  const vp = metrics.cssVisualViewport;
+  const width = Math.max(1, Math.round(vp.clientWidth));
+  const height = Math.max(1, Math.round(vp.clientHeight));
+  // The same fit-inside scaling the screencast applies with maxWidth/maxHeight.
+  const scale = Math.min(1, max.width / width, max.height / height);
+  const shot = await cdp.send("Page.captureScreenshot", {
+    format: "jpeg",
+    quality,
+    clip: { x: vp.pageX, y: vp.pageY, width, height, scale },
+  });
+  return { data: Buffer.from(shot.data, "base64"), pageWidth: width, pageHeight: height };
+}

@@ -1,0 +1,163 @@
+import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+// Newline-delimited JSON-RPC framing of a vendor's stdout with a per-line cap. A line over the cap
+// is never held: only its first bytes (for an excerpt) and last bytes (where serializers put the
+// id) are kept while the rest streams past. If it is a tools/call *result*, the caller answers the
+// pending request with a truncated result instead of killing a vendor that merely said too much.
+
+/** One stdout line: a parsed message, or the kept ends of a line over the cap. */
+export type Frame =
+  | { readonly kind: "message"; readonly message: JSONRPCMessage }
+  | { readonly kind: "oversized"; readonly bytes: number; readonly head: Buffer; readonly tail: Buffer };
+
+/** The `_meta` key of a result the broker synthesised from an oversized frame; vendors cannot set it. */
+export const FRAME_TRUNCATED_META = "io.slaude-connect/frame-truncated";
+
+const HEAD_KEEP = 64 * 1024;
+const TAIL_KEEP = 512;
+
+/** Splits a byte stream into lines, parsing those within `maxBytes`; memory stays under ~maxBytes + one chunk. */
+export class FrameReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private over: { head: Buffer; tail: Buffer; bytes: number } | undefined;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** Feeds `chunk`; calls `onFrame` for each completed line in order. Throws on a malformed line within the cap. */
+  push(chunk: Buffer, onFrame: (f: Frame) => void): void {
+    let rest = chunk;
+    for (;;) {
+      const nl = rest.indexOf(0x0a);
+      this.take(nl < 0 ? rest : rest.subarray(0, nl));
+      if (nl < 0) return;
+      rest = rest.subarray(nl + 1);
+      onFrame(this.finish());
+    }
+  }
+
+  /** Drops whatever is buffered (the child is gone). */
+  clear(): void {
+    this.chunks = [];
+    this.size = 0;
+    this.over = undefined;
+  }
+
+  private take(piece: Buffer): void {
+    if (this.over) {
+      this.over.bytes += piece.length;
+      this.over.tail = lastBytes([this.over.tail, piece], TAIL_KEEP);
+    } else if (this.size + piece.length > this.maxBytes) {
+      const parts = [...this.chunks, piece];
+      this.over = { head: firstBytes(parts, HEAD_KEEP), tail: lastBytes(parts, TAIL_KEEP), bytes: this.size + piece.length };
+      this.chunks = [];
+      this.size = 0;
+    } else if (piece.length > 0) {
+      this.chunks.push(piece);
+      this.size += piece.length;
+    }
+  }
+
+  private finish(): Frame {
+    const over = this.over;
+    if (over) {
+      this.over = undefined;
+      return { kind: "oversized", ...over };
+    }
+    const line = Buffer.concat(this.chunks, this.size).toString("utf8").replace(/\r$/, "");
+    this.chunks = [];
+    this.size = 0;
+    const message = deserializeMessage(line);
+    // Only the broker marks a result as cut from an oversized frame.
+    const meta = "result" in message ? message.result._meta : undefined;
+    if (meta && FRAME_TRUNCATED_META in meta) delete meta[FRAME_TRUNCATED_META];
+    return { kind: "message", message };
+  }
+}
+
+/** A copy of the first `n` bytes of `parts` (a copy, so the big chunks they came from can be freed). */
+function firstBytes(parts: readonly Buffer[], n: number): Buffer {
+  const out: Buffer[] = [];
+  let have = 0;
+  for (const p of parts) {
+    if (have >= n) break;
+    out.push(p);
+    have += p.length;
+  }
+  return Buffer.from(Buffer.concat(out).subarray(0, n));
+}
+
+/** A copy of the last `n` bytes of `parts`. */
+function lastBytes(parts: readonly Buffer[], n: number): Buffer {
+  const out: Buffer[] = [];
+  let have = 0;
+  for (let i = parts.length - 1; i >= 0 && have < n; i--) {
+    out.unshift(parts[i]!);
+    have += parts[i]!.length;
+  }
+  const all = Buffer.concat(out);
+  return Buffer.from(all.subarray(Math.max(0, all.length - n)));
+}
+
+const ID = String.raw`(-?\d+|"(?:[^"\\]|\\.)*")`;
+const PAIR = String.raw`(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*${ID}|"id"\s*:\s*${ID}\s*,\s*"jsonrpc"\s*:\s*"2\.0")`;
+/** `{"result": …, "jsonrpc": "2.0", "id": 3}` (the SDK's order): the id is at the very end. */
+const RESULT_FIRST = /^\s*\{\s*"result"\s*:/;
+const TAIL_ID = new RegExp(String.raw`\}\s*,\s*${PAIR}\s*\}\s*$`);
+/** `{"jsonrpc": "2.0", "id": 3, "result": …}` (other serializers): the id is at the start. */
+const HEAD_ID = new RegExp(String.raw`^\s*\{\s*${PAIR}\s*,\s*"result"\s*:`);
+
+/**
+ * The truncated response that answers an oversized tools/call result: the start of its first text
+ * block and the original size in `_meta`. Undefined when the line is not recognisably a result.
+ */
+export function oversizedResponse(frame: Extract<Frame, { kind: "oversized" }>): JSONRPCMessage | undefined {
+  const head = frame.head.toString("utf8").replace(/\uFFFD$/, "");
+  const tail = frame.tail.toString("utf8");
+  const m = RESULT_FIRST.test(head) ? TAIL_ID.exec(tail) : HEAD_ID.exec(head);
+  const raw = m?.[1] ?? m?.[2];
+  if (raw === undefined) return undefined;
+  const id = JSON.parse(raw) as string | number;
+  const at = /"text"\s*:\s*"/.exec(head);
+  const excerpt = at ? partialJsonString(head.slice(at.index + at[0].length)) : "";
+  const result: CallToolResult = { content: [{ type: "text", text: excerpt }], _meta: { [FRAME_TRUNCATED_META]: { bytes: frame.bytes } } };
+  return { jsonrpc: "2.0", id, result };
+}
+
+const frameMark = z.object({ bytes: z.number().int().nonnegative() }).strict();
+
+/** The original size of a result the broker cut from an oversized frame, if this is one. */
+export function frameTruncatedBytes(result: CallToolResult): number | undefined {
+  const p = frameMark.safeParse(result._meta?.[FRAME_TRUNCATED_META]);
+  return p.success ? p.data.bytes : undefined;
+}
+
+const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", b: "\b", f: "\f", '"': '"', "\\": "\\", "/": "/" };
+
+/** Decodes the start of a JSON string body up to its closing quote or a cut escape. */
+function partialJsonString(s: string): string {
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c === '"') break;
+    if (c !== "\\") {
+      out += c;
+      continue;
+    }
+    const n = s[i + 1];
+    if (n === "u") {
+      const hex = s.slice(i + 2, i + 6);
+      if (!/^[0-9a-fA-F]{4}$/.test(hex)) break;
+      out += String.fromCharCode(parseInt(hex, 16));
+      i += 5;
+      continue;
+    }
+    const e = n === undefined ? undefined : ESCAPES[n];
+    if (e === undefined) break;
+    out += e;
+    i++;
+  }
+  return out;
+}

@@ -1,0 +1,165 @@
+import type http from "node:http";
+import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { LRUCache } from "lru-cache";
+import type { Clock } from "../clock/clock.js";
+import type { Logger } from "../log/logger.js";
+import type { ThreadRef } from "../store/records.js";
+
+/** How many MCP sessions may be open at once, and how long one may sit unused before it is closed. */
+export interface SessionLimits {
+  readonly maxSessions: number;
+  readonly idleMs: number;
+}
+
+/** Defaults of SLAUDE_MCP_MAX_SESSIONS and SLAUDE_MCP_SESSION_IDLE_SECONDS. */
+export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 30 * 60_000 };
+
+/** One open Streamable HTTP session, bound to the thread it was opened for. */
+export interface McpSession {
+  readonly transport: StreamableHTTPServerTransport;
+  readonly server: McpServer;
+  readonly thread: ThreadRef;
+  /** Requests (and SSE streams) of this session still being answered: a busy session is never evicted or expired. */
+  busy: number;
+  closed: boolean;
+}
+
+/**
+ * The open sessions, bounded twice: at most `maxSessions` (a new one evicts the least recently used
+ * idle session, or is refused when every session is busy) and closed after `idleMs` without a request.
+ * Recency and expiry come from lru-cache, on the injected clock.
+ */
+export class SessionTable {
+  private readonly cache: LRUCache<string, McpSession>;
+  /** Initializes in flight: they count against the cap before their session id exists. */
+  private opening = 0;
+
+  constructor(
+    readonly limits: SessionLimits,
+    clock: Clock,
+    private readonly log: Logger,
+  ) {
+    this.cache = new LRUCache<string, McpSession>({
+      max: limits.maxSessions,
+      ttl: limits.idleMs,
+      ttlResolution: 0,
+      // Stale entries stay visible to iteration: expiry is decided here (busy sessions never expire), not on read.
+      allowStale: true,
+      perf: { now: () => clock.now() },
+      // After the removal completes, so closing (which re-enters remove) sees the entry gone.
+      disposeAfter: (s, _id, reason) => {
+        if (reason !== "set") this.close(s);
+      },
+    });
+  }
+
+  /** Open sessions (stale ones not yet swept included). */
+  get size(): number {
+    return this.cache.size;
+  }
+
+  /**
+   * Makes room for one new session: true when there is room (evicting the least recently used
+   * idle session if needed), false when every open session is busy (the caller refuses).
+   */
+  reserve(): boolean {
+    this.sweepIdle();
+    if (this.cache.size + this.opening < this.limits.maxSessions) {
+      this.opening++;
+      return true;
+    }
+    for (const id of [...this.cache.rkeys()]) {
+      const s = this.cache.peek(id, { allowStale: true });
+      if (s && s.busy === 0) {
+        this.cache.delete(id);
+        this.log.info("mcp session evicted: the session cap is reached", { maxSessions: this.limits.maxSessions });
+        this.opening++;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Ends a reservation made by `reserve` (the session was added, or its initialize failed). */
+  release(): void {
+    this.opening = Math.max(0, this.opening - 1);
+  }
+
+  /** Records an initialized session as the most recently used. */
+  add(id: string, s: McpSession): void {
+    this.cache.set(id, s);
+  }
+
+  /** The live session `id`, or undefined when unknown or expired (an expired idle one is closed now). */
+  get(id: string): McpSession | undefined {
+    const s = this.cache.peek(id, { allowStale: true });
+    if (!s) return undefined;
+    if (s.busy === 0 && this.cache.getRemainingTTL(id) <= 0) {
+      this.cache.delete(id);
+      return undefined;
+    }
+    return s;
+  }
+
+  /**
+   * Records a request on `s`: its idle clock restarts now and when `res` ends. A `busy` request
+   * (a POST: a call may be running) pins the session until then; a standing GET stream does not,
+   * since a client holding only that stream is not doing anything.
+   */
+  track(id: string, s: McpSession, res: http.ServerResponse, busy: boolean): void {
+    if (busy) s.busy++;
+    this.touch(id, s);
+    res.once("close", () => {
+      if (busy) s.busy--;
+      this.touch(id, s);
+    });
+  }
+
+  /** Sessions with a request being answered (a POST still open). */
+  get busyCount(): number {
+    let n = 0;
+    for (const s of this.cache.values()) if (s.busy > 0) n++;
+    return n;
+  }
+
+  /** Forgets `s` (its transport closed on its own, e.g. a client DELETE). */
+  remove(id: string, s: McpSession): void {
+    s.closed = true;
+    if (this.cache.peek(id, { allowStale: true }) === s) this.cache.delete(id);
+  }
+
+  /** Closes every session idle for `idleMs` or more; returns how many were closed. */
+  sweepIdle(): number {
+    // A busy session is in use however long its request (or SSE stream) has been open.
+    for (const [id, s] of [...this.cache.entries()]) if (s.busy > 0) this.touch(id, s);
+    let expired = 0;
+    for (const id of [...this.cache.rkeys()]) {
+      const s = this.cache.peek(id, { allowStale: true });
+      if (s && s.busy === 0 && this.cache.getRemainingTTL(id) <= 0) {
+        this.cache.delete(id);
+        expired++;
+      }
+    }
+    if (expired) this.log.info("idle mcp sessions closed", { count: expired, idleMs: this.limits.idleMs });
+    return expired;
+  }
+
+  /** Closes every session (shutdown). */
+  async closeAll(): Promise<void> {
+    const all = [...this.cache.values()];
+    for (const s of all) s.closed = true;
+    this.cache.clear();
+    await Promise.all(all.map((s) => s.server.close().catch(() => {})));
+  }
+
+  private touch(id: string, s: McpSession): void {
+    if (!s.closed && this.cache.peek(id, { allowStale: true }) === s) this.cache.set(id, s);
+  }
+
+  private close(s: McpSession): void {
+    if (s.closed) return;
+    s.closed = true;
+    void s.server.close().catch(() => {});
+  }
+}

@@ -1,0 +1,117 @@
+import { CARD_LIMITS, type ApprovalCard, type ApprovalDecision, type CardArgument } from "../approvals/card.js";
+import type { Approval } from "../store/records.js";
+import { ACTIONS, approvalButtonValue, esc, threadLink, when } from "./blocks.js";
+import type { Block } from "./slack-api.js";
+
+// Block Kit rendering of the approval card model (src/approvals/card.ts). Every text that came from
+// the call (tool, argument names and values) goes into rich_text `text` elements, which Slack never
+// parses as mrkdwn: `<!channel>`, `*bold*`, backticks and links stay inert characters. mrkdwn is
+// used only for our own sentences.
+
+/** A card shows its arguments inline up to these sizes; past them the modal shows them. */
+const INLINE = { maxArgs: 10, maxChars: 2_500 } as const;
+/** Code blocks are split at this many characters (Slack's text limit is 3,000). */
+const CHUNK = 2_900;
+
+const text = (t: string, style?: Record<string, boolean>): Block => ({ type: "text", text: t, ...(style ? { style } : {}) });
+const richText = (...elements: Block[]): Block => ({ type: "rich_text", elements });
+const line = (...elements: Block[]): Block => ({ type: "rich_text_section", elements });
+const code = (t: string): Block => ({ type: "rich_text_preformatted", elements: [text(t)] });
+const mrkdwn = (t: string): Block => ({ type: "section", text: { type: "mrkdwn", text: t } });
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+// Split on code points so a surrogate pair is never cut in two.
+function chunks(s: string): string[] {
+  const cps = Array.from(s);
+  const out: string[] = [];
+  for (let i = 0; i < cps.length; i += CHUNK) out.push(cps.slice(i, i + CHUNK).join(""));
+  return out;
+}
+
+/** One argument: its name and type on a line, then its value as code blocks (one per chunk). */
+function argumentBlocks(a: CardArgument): Block[] {
+  const parts = chunks(a.text);
+  const notes = [a.type, ...(a.escaped ? ["escaped"] : []), ...(a.redacted ? ["contains your credential, hidden"] : []), ...(parts.length > 1 ? [`${count(a.text.length)} characters in ${parts.length} parts`] : [])];
+  const label = line(a.name === "" ? text("(empty name)", { italic: true }) : text(a.name, { bold: true }), text(` (${notes.join(", ")})`));
+  if (parts.length === 0) return [richText(label, line(text("(empty)", { italic: true })))];
+  return parts.map((p, i) => (i === 0 ? richText(label, code(p)) : richText(code(p))));
+}
+
+function toolLine(card: ApprovalCard): Block {
+  return richText(line(text("Tool: ", { bold: true }), text(card.tool, { code: true }), text(card.write ? " (write)" : " (read)")));
+}
+
+/** Our own sentence about why the card is Deny-only, or undefined when it is not. */
+function denyOnlyNotice(card: ApprovalCard): string | undefined {
+  switch (card.args.shown) {
+    case "complete":
+      return undefined;
+    case "redacted":
+      return `:warning: *An argument contains your ${esc(card.serviceDisplayName)} credential.* It is hidden here, so this card cannot show you exactly what would run: only Deny is offered.`;
+    case "too_large":
+      return `:warning: *These arguments are too large to show in full* (${count(card.args.count)} arguments, ${count(card.args.chars)} characters; a card shows at most ${CARD_LIMITS.maxArgs} arguments and ${count(CARD_LIMITS.maxChars)} characters), so they cannot be approved: only Deny is offered.`;
+  }
+}
+
+const BUTTONS: Record<ApprovalDecision, { action: string; label: string }> = {
+  allowed_thread: { action: ACTIONS.allowThread, label: "Allow for thread" },
+  allowed_once: { action: ACTIONS.allowOnce, label: "Just once" },
+  denied: { action: ACTIONS.deny, label: "Deny" },
+};
+
+function decisionButtons(card: ApprovalCard, value: string): Block[] {
+  // The first Allow is the primary action; Deny is always there and always red.
+  const primary = card.decisions.find((d) => d !== "denied");
+  return card.decisions.map((d) => ({
+    type: "button",
+    action_id: BUTTONS[d].action,
+    text: { type: "plain_text", text: BUTTONS[d].label },
+    value,
+    ...(d === "denied" ? { style: "danger" } : d === primary ? { style: "primary" } : {}),
+  }));
+}
+
+/** The approval card DM'd to an owner: every argument inline when small, else behind View all arguments. */
+export function approvalCardBlocks(approval: Approval, card: ApprovalCard): Block[] {
+  const why = card.reason === "write_under_grant" ? "This tool *changes data*, so every use asks you, even with a thread grant." : "They have no grant in this thread yet.";
+  const value = approvalButtonValue(approval);
+  const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> wants to use *your ${esc(card.serviceDisplayName)} account* in ${threadLink(card)}.\n${why}`), toolLine(card)];
+  const a = card.args;
+  if (a.shown === "too_large") {
+    blocks.push(mrkdwn(`*Arguments:* ${count(a.count)}, not shown.`));
+  } else if (a.args.length === 0) {
+    blocks.push(mrkdwn("*Arguments:* _none_"));
+  } else {
+    const inline = a.args.length <= INLINE.maxArgs && a.chars <= INLINE.maxChars;
+    const summary = inline
+      ? `*Arguments:* ${count(a.args.length)}, exactly as they would run:`
+      : `*Arguments:* ${count(a.args.length)} (${count(a.chars)} characters), too long for this message. Open *View all arguments* to read every one, exactly as it would run, before you decide.`;
+    blocks.push({ type: "section", text: { type: "mrkdwn", text: summary }, accessory: { type: "button", action_id: ACTIONS.viewArgs, text: { type: "plain_text", text: "View all arguments" }, value } });
+    if (inline) for (const arg of a.args) blocks.push(...argumentBlocks(arg));
+  }
+  const notice = denyOnlyNotice(card);
+  if (notice) blocks.push(mrkdwn(notice));
+  blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: `Expires ${when(card.expiresAt)}. Every use is audited; you can revoke any time with /connections.` }] });
+  blocks.push({ type: "actions", block_id: "approval", elements: decisionButtons(card, value) });
+  return blocks;
+}
+
+/** The View all arguments modal: every argument of a pending card, values as code, split to fit Slack. */
+export function approvalArgsView(approval: Approval, card: ApprovalCard): Record<string, unknown> {
+  const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> asks to run this on *your ${esc(card.serviceDisplayName)} account*. Every argument, exactly as the vendor would receive it:`), toolLine(card)];
+  const notice = denyOnlyNotice(card);
+  if (notice) blocks.push(mrkdwn(notice));
+  if (card.args.shown !== "too_large") for (const arg of card.args.args) blocks.push(...argumentBlocks(arg));
+  blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: "Strings are shown verbatim, other values as JSON; _escaped_ values hold invisible characters, written as \\uXXXX. Close this and answer on the card." }] });
+  return {
+    type: "modal",
+    callback_id: "approval_arguments",
+    private_metadata: approval.id,
+    title: { type: "plain_text", text: "Request arguments" },
+    close: { type: "plain_text", text: "Close" },
+    blocks,
+  };
+}
