@@ -29,6 +29,9 @@ import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
+import { metricsHandler } from "../server/metrics-endpoint.js";
+import { Readiness, SlackAuthState } from "../server/readiness.js";
+import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { McpEndpoint } from "../server/mcp-endpoint.js";
 import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
 import { TurnState } from "../turns/turn-state.js";
@@ -54,6 +57,8 @@ export interface AppOptions {
   readonly browsers?: LoginBrowserFactory;
   /** Starts OAuth flows (src/login/oauth by default). */
   readonly oauth?: OAuthFlowFactory;
+  /** How often Slack's auth.test is repeated for /readyz (default 60 s). */
+  readonly slackAuthCheckIntervalMs?: number;
   /** The effective uid the root rule judges (default: the process's own). */
   readonly euid?: number;
 }
@@ -66,6 +71,8 @@ export interface RunningApp {
   readonly lifecycle: ConnectionLifecycle;
   readonly broker: Broker;
   readonly logins: LoginService;
+  /** This app's metrics (its own prom-client Registry), served at GET /metrics. */
+  readonly metrics: PrometheusMetrics;
   /** The MCP endpoint (its open sessions). */
   readonly mcp: McpEndpoint;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
@@ -94,6 +101,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const { store, migrations } = openSqliteStore(config.dbPath, () => clock.now(), { maxWaitMs: config.dbLockWaitMs });
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
+  const metrics = new PrometheusMetrics(registrySource.registry);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
@@ -127,6 +135,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     limits: config.resultLimits,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    metrics,
     turns: new TurnState({ maxThreads: config.turns.maxThreads, maxTurnMs: config.turns.maxTurnMs }),
     credentialCache: config.caches.credentials,
   });
@@ -147,7 +156,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
-  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log);
+  metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, undefined, metrics);
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
@@ -166,10 +176,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     });
   }
 
-  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log);
+  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log);
+  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log, undefined, metrics);
   cacheSweep.start();
 
   const http = new HttpServer(log);
@@ -184,6 +194,19 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const auth = new HostTokenAuth(config.hostTokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
+  // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
+  const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
+  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, undefined, metrics) : undefined;
+  const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
+  http.route({
+    method: "GET",
+    path: "/readyz",
+    handler: async (_req, res) => {
+      const r = await readiness.report();
+      sendJson(res, r.ready ? 200 : 503, { status: r.ready ? "ready" : "not_ready", ...r.checks });
+    },
+  });
+  http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
   const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
@@ -195,6 +218,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   const port = await http.listen(config.port, config.bindHost);
   origin.allowPort(port);
+  slackAuthJob?.start();
   if (slack) {
     await slack.start();
     log.info("slack app ready", { mode: slack.mode });
@@ -209,6 +233,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     broker,
     logins,
+    metrics,
     mcp,
     close: () =>
       (closing ??= (async () => {
@@ -221,6 +246,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await slack?.stop();
         await http.close();
         await reaper.stop();
+        await slackAuthJob?.stop();
         await cacheSweep.stop();
         await broker.shutdown();
         await store.close();

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/clock.js";
 import { newId } from "../connections/ids.js";
 import type { Logger } from "../log/logger.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Approval, ThreadRef } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import type { ApprovalCard } from "./card.js";
@@ -40,8 +41,13 @@ export class ApprovalService {
   private readonly cards = new Map<string, ApprovalCard>();
 
   constructor(
-    private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number },
+    private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number; metrics?: Pick<Metrics, "approvalDecided"> },
   ) {}
+
+  /** Approvals this process is waiting on (a borrower's call is held for each). */
+  get pendingCount(): number {
+    return this.waiting.size;
+  }
 
   get available(): boolean {
     return this.deps.channel.available;
@@ -112,6 +118,7 @@ export class ApprovalService {
   private async expire(approval: Approval): Promise<void> {
     const now = this.deps.clock.now();
     if (await this.deps.store.approvals.expire(approval.id, now, [this.auditOf(approval, "approval_decided", "expired", now)])) {
+      this.deps.metrics?.approvalDecided("expired", (now - approval.createdAt) / 1000);
       await this.safeSettled({ ...approval, status: "expired" }, "expired");
     }
   }
@@ -165,6 +172,7 @@ export class ApprovalService {
       return why;
     }
     const decided: Approval = { ...a, status: decision, decidedAt: now, decidedBy: clicker };
+    this.deps.metrics?.approvalDecided(decision, (now - a.createdAt) / 1000);
     this.waiting.get(a.id)?.(decided);
     await this.safeSettled(decided, decision);
     return "applied";

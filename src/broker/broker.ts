@@ -13,6 +13,7 @@ import { PeriodicJob } from "../connections/reaper.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import { noMembership, type MembershipSource } from "../membership/membership.js";
+import { noMetrics, type Metrics } from "../metrics/metrics.js";
 import { ChildLedger } from "../pool/child-ledger.js";
 import { ProductionLauncher, UidAllocator, type VendorLauncher } from "../pool/launcher.js";
 import { VendorPool } from "../pool/pool.js";
@@ -48,6 +49,8 @@ export interface BrokerOptions {
   readonly refresher?: { fresh(connection: { id: string }): Promise<unknown> };
   /** Delivers the consent card for `connect` (Slack in production). */
   readonly consent?: ConsentNotifier;
+  /** Where calls, pool waits, approval decisions and reaper runs are reported (GET /metrics). */
+  readonly metrics?: Metrics;
   /** Replaces the process launcher (tests of the pool bookkeeping). */
   readonly launcher?: VendorLauncher;
   /** Bounds the decrypted-credential cache (count and age). */
@@ -102,8 +105,9 @@ export class Broker {
       log: o.log,
     });
     this.launcher = o.launcher ?? production;
-    this.pool = new VendorPool(this.launcher, { maxChildren, idleMs: o.pool?.idleMs ?? 600_000, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? 30_000 }, o.clock, o.log);
-    this.approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000 });
+    const metrics = o.metrics ?? noMetrics;
+    this.pool = new VendorPool(this.launcher, { maxChildren, idleMs: o.pool?.idleMs ?? 600_000, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? 30_000 }, o.clock, o.log, metrics);
+    this.approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics });
     this.deps = {
       store: o.store,
       vault: o.vault,
@@ -115,6 +119,7 @@ export class Broker {
       turns: this.turns,
       clock: o.clock,
       log: o.log,
+      metrics,
       limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
       callTimeoutMs: o.callTimeoutMs ?? 120_000,
       backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
@@ -147,6 +152,8 @@ export class Broker {
         this.calls.opened.sweepExpired();
       },
       this.o.log,
+      undefined,
+      this.deps.metrics,
     );
     idle.start();
     this.jobs.push(idle);

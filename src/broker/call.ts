@@ -19,6 +19,8 @@ import { VaultError } from "../vault/errors.js";
 import { CredentialCache } from "./credential-cache.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
+import { CallTrace, reportCall } from "./call-trace.js";
+import { withLogContext } from "../log/context.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
 import { callVendorTool, VendorCallError } from "./vendor-call.js";
 
@@ -52,7 +54,17 @@ export class CallService {
     this.opened = new CredentialCache(d.credentialCache, d.clock);
   }
 
+  /** Runs one call under its call id: its audit rows and every log line it writes carry that id. */
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
+    const trace = extra.trace ?? new CallTrace();
+    return withLogContext({ callId: trace.callId }, async () => {
+      const outcome = await this.traced(ctx, input, { ...extra, trace });
+      reportCall(this.d, input, outcome, trace);
+      return outcome;
+    });
+  }
+
+  private async traced(ctx: CallerContext, input: McpCallInput, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     const started = Date.now();
     const { thread } = ctx;
     // The exact arguments the approval (if any) is bound to and the vendor receives: a private frozen copy.
@@ -68,12 +80,13 @@ export class CallService {
       service: input.service,
       tool: input.tool,
       argsHash,
+      callId: extra.trace.callId,
     };
     const fail = async (code: FailureCode, facts: MessageFacts = {}, audit: Partial<AuditEvent> = {}): Promise<CallOutcome> => {
       // Nothing ran: the refusal stands even if its row cannot be written (the log records that).
       await appendOrLog(this.d.store.audit, this.d.log, [
         { at: this.d.clock.now(), event: "call_denied", ...base, decision: code, errorCode: code, durationMs: Date.now() - started, ...audit },
-      ]);
+      ], this.d.metrics);
       return { kind: "failed", code, message: failureMessage(code, { service: input.service, tool: input.tool, ...facts }) };
     };
 
@@ -190,6 +203,7 @@ export class CallService {
         }, 10_000)
       : undefined;
     heartbeat?.unref();
+    const t0 = performance.now();
     try {
       return await this.d.approvals.requestAndWait(
         { thread: ctx.thread, connectionId: decision.connectionId, ownerUserId: decision.ownerUserId, borrowerUserId: caller, service: service.name, tool, argsHash },
@@ -210,6 +224,7 @@ export class CallService {
       );
     } finally {
       if (heartbeat) clearInterval(heartbeat);
+      if (extra.trace) extra.trace.approvalMs += performance.now() - t0;
     }
   }
 
@@ -308,6 +323,7 @@ export class CallService {
     fresh?: Connection,
   ): Promise<CallOutcome> {
     const now = this.d.clock.now();
+    if (extra.trace) extra.trace.via = via;
     // `fresh` was read in this same call; otherwise re-read: a revoke since the decision must win.
     const conn = fresh?.id === connectionId ? fresh : await this.d.store.connections.get(connectionId);
     const record = new CallAudit(this.d.store.audit, this.d.log, (e) => ({
@@ -320,7 +336,7 @@ export class CallService {
       approverUserId: approver ?? null,
       durationMs: Date.now() - started,
       ...e,
-    }));
+    }), { callId: extra.trace?.callId, metrics: this.d.metrics });
     const audit = (e: Partial<AuditEvent>) => record.completed(e);
     const failed = async (code: FailureCode, facts: MessageFacts = {}): Promise<CallOutcome> => {
       await audit({ errorCode: code });
@@ -366,6 +382,7 @@ export class CallService {
     if (!(await record.started())) return { kind: "failed", code: "audit_unavailable", message: failureMessage("audit_unavailable", { service: service.name }) };
     try {
       const result = await this.d.pool.withLease(live, service, secretVersion, () => credential, async (client) => {
+        const t0 = performance.now();
         return callVendorTool(client, base.tool ?? "", args, {
           timeoutMs: this.d.callTimeoutMs,
           signal: extra.signal,
@@ -376,6 +393,8 @@ export class CallService {
                 forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
               }
             : undefined,
+        }).finally(() => {
+          if (extra.trace) extra.trace.vendorMs = performance.now() - t0;
         });
       });
       if (progressed) {

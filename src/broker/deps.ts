@@ -6,8 +6,10 @@ import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffState } from "../pool/launcher.js";
 import type { VendorPool } from "../pool/pool.js";
+import type { CallTrace } from "./call-trace.js";
 import type { ThreadRef } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
@@ -25,6 +27,8 @@ export interface BrokerDeps {
   readonly turns: TurnState;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Where each call's outcome and timings go (noMetrics unless the app wires Prometheus). */
+  readonly metrics: Metrics;
   readonly limits: ResultLimits;
   readonly callTimeoutMs: number;
   /** Refreshes OAuth credentials near expiry, one refresh per connection at a time (src/login/oauth). */
@@ -47,4 +51,6 @@ export interface CallerContext {
 export interface CallExtra {
   readonly signal?: AbortSignal;
   readonly progress?: (p: { progress: number; total?: number; message?: string }) => Promise<void>;
+  /** The call's id and timings; set by the call service for the stages of one call. */
+  readonly trace?: CallTrace;
 }

@@ -29,6 +29,7 @@ const envSchema = z.object({
   SLAUDE_BIND_HOST: z.string().min(1).default("127.0.0.1"),
   SLAUDE_PUBLIC_URL: z.url().optional(),
   SLAUDE_HOST_TOKENS: csv,
+  SLAUDE_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SLAUDE_ADMINS: csv,
   SLAUDE_ALLOWED_HOSTS: csv,
   SLAUDE_ALLOWED_ORIGINS: csv,
@@ -92,6 +93,8 @@ export interface Config {
   readonly bindHost: string;
   readonly publicUrl: string;
   readonly hostTokens: readonly string[];
+  /** Bearer token a Prometheus scraper presents on GET /metrics; unset: /metrics is refused. */
+  readonly metricsToken: string | undefined;
   readonly admins: readonly string[];
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
@@ -160,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bindHost: e.SLAUDE_BIND_HOST,
     publicUrl: (e.SLAUDE_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
     hostTokens: e.SLAUDE_HOST_TOKENS,
+    metricsToken: e.SLAUDE_METRICS_TOKEN,
     admins: e.SLAUDE_ADMINS,
     allowedHosts: e.SLAUDE_ALLOWED_HOSTS,
     allowedOrigins: e.SLAUDE_ALLOWED_ORIGINS,

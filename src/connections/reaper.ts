@@ -1,4 +1,5 @@
 import type { Logger } from "../log/logger.js";
+import type { Metrics } from "../metrics/metrics.js";
 
 /** Passes still running past their deadline that the job tolerates before it skips runs again. */
 const MAX_OVERDUE_PASSES = 4;
@@ -14,13 +15,17 @@ export class PeriodicJob {
   /** Passes abandoned past their deadline that have not settled yet (bounded by MAX_OVERDUE_PASSES). */
   private overdue = 0;
 
-  /** `deadlineMs` (default: the interval): after it, a pass still running no longer holds back the next. */
+  /**
+   * `deadlineMs` (default: the interval): after it, a pass still running no longer holds back the
+   * next. `metrics` counts each settled pass by outcome.
+   */
   constructor(
     private readonly name: string,
     private readonly intervalMs: number,
     private readonly run: () => Promise<unknown>,
     private readonly log: Logger,
     private readonly deadlineMs = intervalMs,
+    private readonly metrics?: Pick<Metrics, "jobRan">,
   ) {}
 
   /** Runs once now, then every interval. */
@@ -44,7 +49,14 @@ export class PeriodicJob {
       this.overdue++;
       void this.running.finally(() => this.overdue--);
     }
-    const pass: Promise<unknown> = this.run().catch((err: unknown) => this.log.error(`${this.name} failed`, { error: (err as Error).message }));
+    const t0 = performance.now();
+    const pass: Promise<unknown> = this.run().then(
+      () => this.metrics?.jobRan(this.name, "ok", (performance.now() - t0) / 1000),
+      (err: unknown) => {
+        this.metrics?.jobRan(this.name, "failed", (performance.now() - t0) / 1000);
+        this.log.error(`${this.name} failed`, { error: (err as Error).message });
+      },
+    );
     this.running = pass;
     this.startedAt = Date.now();
     void pass.finally(() => {

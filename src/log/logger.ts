@@ -1,3 +1,5 @@
+import { currentLogContext } from "./context.js";
+
 /** Log levels, in increasing severity. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -14,11 +16,14 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
 }
 
-/** A logger that writes JSON lines to `write` (default: stderr) at or above `level`. */
+/**
+ * A logger that writes JSON lines to `write` (default: stderr) at or above `level`; each line
+ * carries the request id and call id of the flow that wrote it (src/log/context.ts).
+ */
 export function createLogger(level: LogLevel = "info", write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
   const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
     if (RANK[lvl] < RANK[level]) return;
-    write(JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...fields }) + "\n");
+    write(JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...currentLogContext(), ...fields }) + "\n");
   };
   return {
     debug: (m, f) => emit("debug", m, f),

@@ -68,6 +68,11 @@ export class FlowTable {
     return [...this.flows.values()];
   }
 
+  /** Flows in progress (a link opened, not yet ended). */
+  get size(): number {
+    return this.flows.size;
+  }
+
   /** Flows with a live browser. */
   get activeBrowsers(): number {
     let n = 0;

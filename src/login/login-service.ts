@@ -67,6 +67,11 @@ export class LoginService {
     });
   }
 
+  /** Number of login flows in progress (a link opened in a browser, not yet ended). */
+  get activeFlows(): number {
+    return this.table.size;
+  }
+
   /** Number of flows with a live browser. */
   get activeBrowsers(): number {
     return this.table.activeBrowsers;

@@ -2,6 +2,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
+import { noMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Connection } from "../store/records.js";
 import type { Credential } from "../vault/credential.js";
 import { PoolError } from "./errors.js";
@@ -53,6 +54,8 @@ export interface PoolStats {
   readonly leased: number;
   readonly stopping: number;
   readonly spawned: number;
+  /** Calls waiting for a free slot right now. */
+  readonly waiting: number;
 }
 
 /**
@@ -72,6 +75,7 @@ export class VendorPool {
     private readonly opts: PoolOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
+    private readonly metrics: Pick<Metrics, "poolWaited"> = noMetrics,
   ) {}
 
   onVendorStarted(l: VendorStartedListener): void {
@@ -81,7 +85,7 @@ export class VendorPool {
   stats(): PoolStats {
     let leased = 0;
     for (const e of this.entries.values()) if (e.leases > 0) leased++;
-    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned };
+    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned, waiting: this.waiters.length };
   }
 
   /** Connection ids with a live (or starting) vendor. */
@@ -121,7 +125,20 @@ export class VendorPool {
     }
   }
 
+  /** Acquires a lease; a call that had to wait for a slot is reported to the metrics. */
   private async acquire(connection: Connection, service: Service, secretVersion: string, credential: () => Credential): Promise<Entry> {
+    const wait: { since?: number } = {};
+    try {
+      const entry = await this.acquireSlot(connection, service, secretVersion, credential, wait);
+      if (wait.since !== undefined) this.metrics.poolWaited((Date.now() - wait.since) / 1000, "slot");
+      return entry;
+    } catch (err) {
+      if (wait.since !== undefined) this.metrics.poolWaited((Date.now() - wait.since) / 1000, err instanceof PoolError && err.code === "pool_busy" ? "timeout" : "slot");
+      throw err;
+    }
+  }
+
+  private async acquireSlot(connection: Connection, service: Service, secretVersion: string, credential: () => Credential, wait: { since?: number }): Promise<Entry> {
     const deadline = Date.now() + this.opts.acquireTimeoutMs;
     for (;;) {
       if (this.closed) throw new PoolError("shutting_down", "the broker is shutting down");
@@ -149,6 +166,7 @@ export class VendorPool {
         await this.remove(victim, "close");
         continue;
       }
+      wait.since ??= Date.now();
       await this.waitForSlot(deadline);
     }
   }

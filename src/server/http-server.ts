@@ -1,5 +1,7 @@
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { safeRequestId, withLogContext } from "../log/context.js";
 import type { Logger } from "../log/logger.js";
 
 /** A route handler; returns false to fall through to the next route. */
@@ -44,7 +46,14 @@ export class HttpServer {
     this.routes.push(r);
   }
 
-  private async dispatch(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  private dispatch(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // Every log line written while serving this request carries its id; the client sees it too.
+    const requestId = safeRequestId(req.headers["x-request-id"]) ?? randomBytes(12).toString("base64url");
+    res.setHeader("x-request-id", requestId);
+    return withLogContext({ requestId }, () => this.serve(req, res));
+  }
+
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     try {
       url = new URL(req.url ?? "/", "http://localhost");
