@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
-import { loadConfig } from "../../src/config/env.js";
+import { testAppConfig } from "../support/app-config.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
@@ -42,15 +42,7 @@ describe("the event loop while another process holds the write lock", () => {
   it("answers /healthz promptly while the reaper and an mcp_call wait for the lock; the call is then refused", async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "slaude-dblock-"));
     const log = memoryLogger("debug");
-    const config = loadConfig({
-      NODE_ENV: "test",
-      SLAUDE_DATA_DIR: dir,
-      PORT: "0",
-      SLAUDE_HOST_TOKENS: TOKEN,
-      SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-      SLAUDE_DB_LOCK_WAIT_MS: "4000",
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-    });
+    const config = testAppConfig(dir, TOKEN, { SLAUDE_DB_LOCK_WAIT_MS: "4000" });
     // The TTL reaper writes every 50 ms: each run waits for the lock too.
     app = await startApp({ config, log, reapIntervalMs: 50, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
     const a = app;

@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
-import { loadConfig } from "../../src/config/env.js";
+import { testAppConfig } from "../support/app-config.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
@@ -32,16 +32,7 @@ beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-sessions-"));
   log = memoryLogger("debug");
   clock = new ManualClock(Date.now());
-  const config = loadConfig({
-    NODE_ENV: "test",
-    SLAUDE_DATA_DIR: dir,
-    PORT: "0",
-    SLAUDE_HOST_TOKENS: TOKEN,
-    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    SLAUDE_MCP_MAX_SESSIONS: "2",
-    SLAUDE_MCP_SESSION_IDLE_SECONDS: "60",
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-  });
+  const config = testAppConfig(dir, TOKEN, { SLAUDE_MCP_MAX_SESSIONS: "2", SLAUDE_MCP_SESSION_IDLE_SECONDS: "60" });
   app = await startApp({ config, log, clock, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
 });
 

@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
-import { loadConfig } from "../../src/config/env.js";
+import { testAppConfig } from "../support/app-config.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
@@ -25,14 +25,7 @@ const clients: Client[] = [];
 
 beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-turns-"));
-  const config = loadConfig({
-    NODE_ENV: "test",
-    SLAUDE_DATA_DIR: dir,
-    PORT: "0",
-    SLAUDE_HOST_TOKENS: TOKEN,
-    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-  });
+  const config = testAppConfig(dir, TOKEN);
   app = await startApp({ config, log: memoryLogger(), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB), registry: parseRegistry(fixtureRegistryDoc(), "x") });
   for (const owner of [ALICE, BOB]) {
     await app.lifecycle.create({
