@@ -20,9 +20,7 @@ import { ALICE, BOB, CAROL, THREAD, makeHarness, mcpCall, type Harness } from ".
 
 const RUNS = 40;
 const MAX_COMMANDS = 12;
-// Long enough that an answer given as soon as the card shows lands before expiry on a loaded
-// 2-core machine (500 ms did not, once, with the write-ahead audit rows in the path).
-const APPROVAL_TIMEOUT_MS = 1_000;
+const APPROVAL_TIMEOUT_MS = 500;
 const MEMBERS = new Set([ALICE, BOB]);
 const USERS = [ALICE, BOB, CAROL] as const;
 type User = (typeof USERS)[number];
@@ -291,13 +289,17 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
         expect(card!.approval.connectionId).toBe(expected.conn.id);
         expect(card!.card.reason).toBe(expected.reason);
         expect(card!.card.tool).toBe(this.tool);
-        const outcome = { allow_thread: "approval_thread", allow_once: "approval_once", deny: "approval_denied", none: "approval_expired", wrong_clicker: "approval_expired" }[this.answer];
+        // A write's card offers Just once and Deny only: an Allow for thread click on it (which no
+        // card shows) is refused, and the call waits until the approval expires.
+        const offered = !(this.answer === "allow_thread" && TOOL_CLASS[this.tool].write);
+        if (!offered) expect(click?.result).toBe("not_offered");
+        const outcome = offered ? { allow_thread: "approval_thread", allow_once: "approval_once", deny: "approval_denied", none: "approval_expired", wrong_clicker: "approval_expired" }[this.answer] : "approval_expired";
         expect(ranAs ?? res.structured.code).toBe(outcome);
-        if (this.answer === "allow_thread") m.grants.add(grantKey(expected.conn.id, caller));
+        if (this.answer === "allow_thread" && offered) m.grants.add(grantKey(expected.conn.id, caller));
         // A replayed or late click applies to nothing.
         const a = card!.approval;
         const late = await h.approvalService.decide(a.id, a.nonce, a.ownerUserId, "allowed_thread");
-        expect(late).toBe(this.answer === "none" || this.answer === "wrong_clicker" ? "expired" : "already_decided");
+        expect(late).toBe(this.answer === "none" || this.answer === "wrong_clicker" || !offered ? "expired" : "already_decided");
         break;
       }
     }
