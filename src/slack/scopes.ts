@@ -23,6 +23,8 @@ export const SLACK_METHOD_SCOPES = {
   "conversations.members": { scopes: ["channels:read", "groups:read"], why: "channel membership, checked on every call" },
   "users.info": { scopes: ["users:read"], why: "workspace admins and owners are slaude-connect admins" },
   "views.publish": { scopes: [], why: "the App Home tab" },
+  // A modal needs no scope of its own, only the trigger_id of the owner's click.
+  "views.open": { scopes: [], why: "the approval card's View all arguments modal" },
 } as const satisfies Record<string, ScopeUse>;
 
 /** Bot events the manifests subscribe to (src/slack/handlers.ts). */
