@@ -73,9 +73,17 @@ export class PeriodicJob {
   }
 
   private async bounded(p: Promise<unknown>): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const left = Math.max(0, this.startedAt + this.deadlineMs - Date.now());
-    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
-    clearTimeout(timer);
+    let settled = false;
+    void p.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    // A timer may fire a fraction of a millisecond before Date.now() reaches the deadline; wait on
+    // until it has, so the next tick sees this pass as overdue rather than skipping as in flight.
+    for (let left = this.startedAt + this.deadlineMs - Date.now(); !settled && left > 0; left = this.startedAt + this.deadlineMs - Date.now()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
+      clearTimeout(timer);
+    }
   }
 }
