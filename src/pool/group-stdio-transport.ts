@@ -60,6 +60,8 @@ export class GroupStdioTransport implements Transport {
 
   private child: ChildProcess | undefined;
   private readonly buffer: FrameReader;
+  /** Messages are handed over one microtask apart, in order (see `deliver`). */
+  private delivered: Promise<void> = Promise.resolve();
   private exited: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
@@ -114,7 +116,7 @@ export class GroupStdioTransport implements Transport {
           // A result over the cap answers its call truncated; anything else over it is not trusted.
           const msg = frame.kind === "message" ? frame.message : oversizedResponse(frame);
           if (!msg) throw new Error(`vendor message of ${frame.kind === "oversized" ? frame.bytes : 0} bytes exceeds the frame cap`);
-          this.onmessage?.(msg);
+          this.deliver(msg);
         });
       } catch (e) {
         // Malformed or oversized output: this child can no longer be trusted to frame messages.
@@ -125,11 +127,30 @@ export class GroupStdioTransport implements Transport {
       }
     });
     child.stderr?.on("data", (chunk: Buffer) => this.spec.onStderr?.(chunk.toString("utf8").slice(0, 4096)));
-    void this.exited.then(() => {
+    void this.exited.then(async () => {
       // The leader is gone; sweep anything it left in its group (grandchildren of `npx`).
       if (child.pid) killGroup(child.pid, "SIGKILL");
       this.buffer.clear();
+      // Messages read before the exit reach the client before it learns of the close.
+      await this.delivered;
       this.onclose?.();
+    });
+  }
+
+  /**
+   * Hands `msg` to the client after the messages before it, each in its own microtask. The SDK runs
+   * a notification's handler one microtask late but a response at once, so when progress
+   * notifications and the result arrive in one stdout chunk (a busy broker reads them together),
+   * handing them over back to back lets the result retire its progress handler first and the
+   * progress is lost. One microtask apart, each notification's handler runs before the next message.
+   */
+  private deliver(msg: JSONRPCMessage): void {
+    this.delivered = this.delivered.then(() => {
+      try {
+        this.onmessage?.(msg);
+      } catch (e) {
+        this.onerror?.(e as Error);
+      }
     });
   }
 
