@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -13,7 +13,7 @@ import type { ThreadRef } from "../../src/store/records.js";
 import { BIN, runBin } from "../cli/run.js";
 import { startFakeSlack, type FakeSlack, type FakeSlackCall } from "../fixtures/slack/fake-slack-api.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { cmdlineOf, isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
+import { cmdlineOf, descendsFrom, isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
 
 // The real server process (`slaude-connect serve`) killed with SIGKILL in the middle of load
 // (brief §10, §11: "broker killed with SIGKILL mid-write", "vendor child crashes, ignores
@@ -73,20 +73,6 @@ async function startServer(): Promise<Server> {
     if (ok) return s;
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return undefined;
-  }
-}
-
-function descendsFrom(pid: number, ancestor: number): boolean {
-  for (let p: number | undefined = pid, i = 0; p !== undefined && p > 1 && i < 64; p = parentOf(p), i++) if (p === ancestor) return true;
-  return false;
 }
 
 /** Live processes that belong to this data dir (environ or argv mention it), minus `except` and its descendants. */

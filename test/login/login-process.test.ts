@@ -3,7 +3,7 @@
 // behind die when it starts again (item 7). Real Chromium, real WebSocket, processes seen in /proc.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -16,7 +16,7 @@ import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { BIN } from "../cli/run.js";
 import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
-import { cmdlineOf, envOf, isAlive, processesReferencing, waitDead } from "../support/proc.js";
+import { cmdlineOf, descendsFrom, envOf, isAlive, processesReferencing, waitDead } from "../support/proc.js";
 
 const ALICE = "UALICE01";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -119,20 +119,6 @@ async function until(cond: () => boolean, ms: number, what: string, s?: Server):
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}${s ? `\n${s.stderr}` : ""}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return undefined;
-  }
-}
-
-function descendsFrom(pid: number, ancestor: number): boolean {
-  for (let p: number | undefined = pid, i = 0; p !== undefined && p > 1 && i < 64; p = parentOf(p), i++) if (p === ancestor) return true;
-  return false;
 }
 
 /**

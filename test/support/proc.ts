@@ -23,6 +23,22 @@ export function processGroup(pid: number): number | undefined {
   }
 }
 
+/** The parent of `pid`, or undefined if there is no such process. */
+export function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `pid` is `ancestor` or one of its descendants (walking at most 64 parents). */
+export function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let p: number | undefined = pid, i = 0; p !== undefined && p > 1 && i < 64; p = parentOf(p), i++) if (p === ancestor) return true;
+  return false;
+}
+
 /** Whether `pid` exists (process.kill(pid, 0)) and is not a zombie. */
 export function isAlive(pid: number): boolean {
   try {
