@@ -24,7 +24,7 @@ import { loadConfig } from "../src/config/env.js";
 import { parseRegistry } from "../src/config/registry.js";
 import { memoryLogger } from "../src/log/logger.js";
 import { StaticMembership } from "../src/membership/membership.js";
-import type { ThreadRef } from "../src/store/records.js";
+import type { ThreadRef } from "../src/domain/thread.js";
 import { fixtureRegistryDoc } from "../test/integration/broker-harness.js";
 
 /** The shape of one load run. */

@@ -17,4 +17,4 @@ export type { Approval } from "./store/records.js";
 export { systemClock, type Clock } from "./clock/clock.js";
 export { createLogger, type Logger, type LogLevel, type LogFields } from "./log/logger.js";
 /** The package version. */
-export { VERSION } from "./app/version.js";
+export { VERSION } from "./domain/version.js";

@@ -39,7 +39,7 @@ import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
-import { VERSION } from "./version.js";
+import { VERSION } from "../domain/version.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {

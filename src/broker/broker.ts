@@ -17,7 +17,7 @@ import { noMetrics, type Metrics } from "../metrics/metrics.js";
 import { ChildLedger } from "../pool/child-ledger.js";
 import { ProductionLauncher, UidAllocator, type VendorLauncher } from "../pool/launcher.js";
 import { VendorPool } from "../pool/pool.js";
-import type { ThreadRef } from "../store/records.js";
+import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
 import { threadKey, TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";

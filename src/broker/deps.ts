@@ -10,7 +10,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffState } from "../pool/launcher.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { CallTrace } from "./call-trace.js";
-import type { ThreadRef } from "../store/records.js";
+import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";

@@ -1,6 +1,6 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { VERSION } from "../app/version.js";
+import { VERSION } from "../domain/version.js";
 import { ConfigError } from "../config/errors.js";
 import { ConnectionError } from "../connections/errors.js";
 import { StoreError } from "../store/errors.js";

@@ -9,7 +9,7 @@ import type { Service } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
 import type { Credential } from "../vault/credential.js";
-import { VERSION } from "../app/version.js";
+import { VERSION } from "../domain/version.js";
 import { killProcesses, processStartTicks } from "../proc/proc.js";
 import type { ChildLedger } from "./child-ledger.js";
 import { renderTemplate } from "./credential-template.js";

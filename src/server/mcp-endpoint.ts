@@ -7,7 +7,7 @@ import type { Broker } from "../broker/broker.js";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { PeriodicJob } from "../connections/reaper.js";
 import type { Logger } from "../log/logger.js";
-import type { ThreadRef } from "../store/records.js";
+import type { ThreadRef } from "../domain/thread.js";
 import { threadKey, TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { BodyTooLargeError, readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
 import { sendJson, type RouteHandler } from "./http-server.js";

@@ -4,7 +4,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
-import type { ThreadRef } from "../store/records.js";
+import type { ThreadRef } from "../domain/thread.js";
 
 /** How many MCP sessions may be open at once, and how long one may sit unused before it is closed. */
 export interface SessionLimits {

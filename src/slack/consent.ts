@@ -1,6 +1,6 @@
 import type { ConsentNotifier } from "../broker/broker.js";
 import type { ServiceRegistry } from "../config/registry.js";
-import type { ThreadRef } from "../store/records.js";
+import type { ThreadRef } from "../domain/thread.js";
 import { consentBlocks, consentValue } from "./blocks.js";
 import type { SlackApi } from "./slack-api.js";
 

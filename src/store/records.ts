@@ -6,13 +6,6 @@ export type ConnectionScope = "thread" | "user" | "shared";
 /** A connection's lifecycle state. Only `active` connections run calls. */
 export type ConnectionStatus = "active" | "needs_login" | "revoked" | "expired";
 
-/** A thread: where a conversation (and so a turn, grant or thread-scoped connection) lives. */
-export interface ThreadRef {
-  readonly teamId: string;
-  readonly channelId: string;
-  readonly threadTs: string;
-}
-
 /** One owner's credential for one service in one scope; the secret stays sealed. */
 export interface Connection {
   readonly id: string;

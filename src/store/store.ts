@@ -1,16 +1,7 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
-import type {
-  Approval,
-  Connection,
-  ConnectionScope,
-  ConnectionStatus,
-  Grant,
-  LoginSession,
-  NewConnection,
-  ThreadRef,
-  ToolMetadata,
-} from "./records.js";
+import type { Approval, Connection, ConnectionScope, ConnectionStatus, Grant, LoginSession, NewConnection, ToolMetadata } from "./records.js";
+import type { ThreadRef } from "../domain/thread.js";
 
 // The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
 // and a PostgreSQL adapter can implement the same contract. Every method that changes state takes

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import type { ThreadRef } from "../store/records.js";
+import type { ThreadRef } from "../domain/thread.js";
 import { newerOrder, slackTsMicros, type TurnResolution } from "./turn-rules.js";
 
 export { TURN_ID_PATTERN, type TurnResolution } from "./turn-rules.js";

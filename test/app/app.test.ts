@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
-import { VERSION } from "../../src/app/version.js";
+import { VERSION } from "../../src/domain/version.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { ConfigError } from "../../src/config/errors.js";

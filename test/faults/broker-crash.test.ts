@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { callHash } from "../../src/policy/args-hash.js";
-import type { ThreadRef } from "../../src/store/records.js";
+import type { ThreadRef } from "../../src/domain/thread.js";
 import { BIN, runBin } from "../cli/run.js";
 import { startFakeSlack, type FakeSlack, type FakeSlackCall } from "../fixtures/slack/fake-slack-api.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";

@@ -5,7 +5,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ClickResult } from "../../src/approvals/approval-service.js";
 import type { AuditRecord } from "../../src/audit/event.js";
 import { callHash } from "../../src/policy/args-hash.js";
-import type { ThreadRef } from "../../src/store/records.js";
+import type { ThreadRef } from "../../src/domain/thread.js";
 import { ALICE, BOB, CAROL, THREAD, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
 
 // Model-based test of identity and consent through the REAL broker (brief §3, §11): arbitrary

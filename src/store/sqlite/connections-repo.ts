@@ -1,6 +1,7 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
-import type { Connection, NewConnection, ThreadRef } from "../records.js";
+import type { Connection, NewConnection } from "../records.js";
+import type { ThreadRef } from "../../domain/thread.js";
 import type { ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import type { Statement } from "better-sqlite3";

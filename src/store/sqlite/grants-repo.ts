@@ -1,5 +1,6 @@
 import type { AuditEvent } from "../../audit/event.js";
-import type { Grant, ThreadRef } from "../records.js";
+import type { Grant } from "../records.js";
+import type { ThreadRef } from "../../domain/thread.js";
 import type { GrantRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";

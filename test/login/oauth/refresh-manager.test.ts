@@ -1,3 +1,4 @@
+import { ManualClock } from "../../../src/clock/clock.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEventKind } from "../../../src/audit/event.js";
 import { parseRegistry, type ServiceRegistry } from "../../../src/config/registry.js";
@@ -311,7 +312,7 @@ describe("OAuthRefresher client resolution", () => {
     const client = await resolver.resolve(service);
     expect(client).toEqual({ tokenEndpoint: idp.tokenEndpoint, clientId: "conf", clientSecret: "conf-secret" });
     const t = idp.issueTokens("alice", "conf");
-    const next = await refresh({ ...client, refreshToken: t.refreshToken }, { clock: { now: () => 0 } });
+    const next = await refresh({ ...client, refreshToken: t.refreshToken }, { clock: new ManualClock(0) });
     expect(idp.userOfAccessToken(next.accessToken)).toBe("alice");
   });
 });
