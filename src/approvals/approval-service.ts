@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/clock.js";
-import { newId } from "../connections/ids.js";
+import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Approval } from "../store/records.js";

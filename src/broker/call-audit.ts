@@ -1,5 +1,5 @@
 import type { AuditEvent } from "../audit/event.js";
-import { newId } from "../connections/ids.js";
+import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { AuditRepo } from "../store/store.js";

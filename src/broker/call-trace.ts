@@ -1,4 +1,4 @@
-import { newId } from "../connections/ids.js";
+import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { CallOutcome } from "./call.js";

@@ -7,7 +7,7 @@ import { credentialSchema, type CredentialInput } from "../vault/credential.js";
 import type { Vault } from "../vault/vault.js";
 import { bindingOf } from "./binding.js";
 import { ConnectionError } from "./errors.js";
-import { newId } from "./ids.js";
+import { newId } from "../domain/ids.js";
 
 /** Everything needed to create a connection; the credential is sealed before it touches the store. */
 export interface CreateConnection {

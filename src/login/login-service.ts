@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
 import type { Service, ServiceRegistry } from "../config/registry.js";
-import { newId } from "../connections/ids.js";
+import { newId } from "../domain/ids.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection, ConnectionScope, LoginSession } from "../store/records.js";

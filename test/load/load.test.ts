@@ -13,7 +13,7 @@ import { startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { bindingOf } from "../../src/connections/binding.js";
-import { newId } from "../../src/connections/ids.js";
+import { newId } from "../../src/domain/ids.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";

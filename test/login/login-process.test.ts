@@ -10,7 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { newId } from "../../src/connections/ids.js";
+import { newId } from "../../src/domain/ids.js";
 import { newLinkToken, secretHash } from "../../src/login/links.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
