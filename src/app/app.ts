@@ -17,7 +17,7 @@ import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-noti
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
-import { oauthFlows } from "../login/oauth-flow.js";
+import { oauthFlows } from "../login/oauth/flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
