@@ -20,7 +20,6 @@ const DEFAULT_TIMEOUT_MS = 15_000;
 /** OAuth metadata and token responses are small; anything larger is refused. */
 const MAX_BODY_BYTES = 256 * 1024;
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /**
  * Parses an endpoint URL and refuses anything that would carry a code, token or secret in the
@@ -63,50 +62,34 @@ export interface GuardedFetch {
   last(): Observed | undefined;
 }
 
-/** Reads at most MAX_BODY_BYTES of a body, stopping (and cancelling the stream) as soon as it is over. */
+/** Reads at most MAX_BODY_BYTES of a body, cancelling the stream as soon as it is over. */
 async function readCapped(res: Response, step: string): Promise<string> {
-  const declared = Number(res.headers.get("content-length") ?? "0");
-  const tooLarge = () => new OAuthError("invalid_response", `${step}: response too large`, { status: res.status });
-  if (declared > MAX_BODY_BYTES) {
-    await res.body?.cancel().catch(() => undefined);
-    throw tooLarge();
-  }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
-  let size = 0;
+  let size = Number(res.headers.get("content-length") ?? "0") > MAX_BODY_BYTES ? Infinity : 0;
+  const reader = res.body?.getReader();
   try {
-    for (;;) {
+    while (reader && size <= MAX_BODY_BYTES) {
       const { done, value } = await reader.read();
-      if (done) break;
+      if (done) return Buffer.concat(chunks).toString("utf8");
       size += value.byteLength;
-      if (size > MAX_BODY_BYTES) {
-        await reader.cancel().catch(() => undefined);
-        throw tooLarge();
-      }
       chunks.push(value);
     }
   } catch (cause) {
-    if (cause instanceof OAuthError) throw cause;
     // The cause is about the connection (reset, timeout), never the body's text.
     throw new OAuthError("network", `${step}: response was cut off`, { cause, status: res.status });
   }
-  return Buffer.concat(chunks).toString("utf8");
+  if (!reader) return "";
+  await reader.cancel().catch(() => undefined);
+  throw new OAuthError("invalid_response", `${step}: response too large`, { status: res.status });
 }
 
-/**
- * Re-shapes a body for the SDK, which reads JSON only: a form-encoded body (vendors that ignore
- * `Accept`) becomes JSON. Returns the text to hand on and the parsed value, if any.
- */
-function normalise(text: string, contentType: string | null): { text: string; json: unknown } {
-  if (contentType?.includes("application/x-www-form-urlencoded")) {
-    const json = Object.fromEntries(new URLSearchParams(text));
-    return { text: JSON.stringify(json), json };
-  }
+/** The body as the SDK (which reads JSON only) should see it: a form-encoded one (vendors that ignore `Accept`) becomes JSON. */
+function parse(text: string, contentType: string | null): unknown {
+  if (contentType?.includes("application/x-www-form-urlencoded")) return Object.fromEntries(new URLSearchParams(text));
   try {
-    return { text, json: JSON.parse(text) as unknown };
+    return JSON.parse(text) as unknown;
   } catch {
-    return { text, json: undefined };
+    return undefined;
   }
 }
 
@@ -115,33 +98,29 @@ function normalise(text: string, contentType: string | null): { text: string; js
  * (redirect targets included), no automatic redirects, a timeout on the clock, a capped body, and
  * I/O failures as OAuthError `network`. `reshape` may adjust a parsed 2xx JSON body for the SDK.
  */
-export function guardedFetch(opts: HttpOptions, step: string, reshape?: (json: unknown) => unknown): GuardedFetch {
-  const doFetch = opts.fetch ?? fetch;
-  const clock = opts.clock ?? systemClock;
+export function guardedFetch(opts: HttpOptions, step: string, reshape: (json: unknown) => unknown = (j) => j): GuardedFetch {
   let last: Observed | undefined;
   const fetchFn: FetchLike = async (input, init) => {
     const url = checkEndpoint(String(input), `${step} URL`);
     const abort = new AbortController();
-    const timer = clock.setTimeout(() => abort.abort(), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, { unref: true });
+    const timer = (opts.clock ?? systemClock).setTimeout(() => abort.abort(), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, { unref: true });
     try {
       let res: Response;
       try {
-        res = await doFetch(url, { ...init, redirect: "manual", signal: abort.signal });
+        res = await (opts.fetch ?? fetch)(url, { ...init, redirect: "manual", signal: abort.signal });
       } catch (cause) {
         // The cause is a fetch/undici error about the connection, never the request body.
         throw new OAuthError("network", `${step}: could not reach ${url.host}`, { cause });
       }
-      const body = normalise(await readCapped(res, step), res.headers.get("content-type"));
-      const vendorError = vendorErrorOf(body.json);
+      const text = await readCapped(res, step);
+      const json = parse(text, res.headers.get("content-type"));
+      const vendorError = vendorErrorOf(json);
       last = { url: url.href, status: res.status, ...(vendorError ? { vendorError } : {}) };
       const headers = new Headers(res.headers);
       headers.delete("content-length");
-      let text = body.text;
-      if (body.json !== undefined) {
-        headers.set("content-type", "application/json");
-        if (reshape && res.status >= 200 && res.status < 300) text = JSON.stringify(reshape(body.json));
-      }
-      return new Response(NULL_BODY_STATUSES.has(res.status) ? null : text, { status: res.status, headers });
+      if (json !== undefined) headers.set("content-type", "application/json");
+      const body = json === undefined ? text : JSON.stringify(res.ok ? reshape(json) : json);
+      return new Response([204, 205, 304].includes(res.status) ? null : body, { status: res.status, headers });
     } finally {
       timer.cancel();
     }

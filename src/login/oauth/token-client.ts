@@ -65,6 +65,9 @@ function defaultTokenType(json: unknown): unknown {
   return { ...json, token_type: "Bearer" };
 }
 
+/** What every SDK token call takes, prepared by `tokenRequest`, with the server URL. */
+type TokenCall = Pick<Parameters<typeof refreshAuthorization>[1], "metadata" | "clientInformation" | "addClientAuthentication" | "fetchFn"> & { server: string };
+
 /** Runs one SDK token request through our guarded fetch; any failure becomes an OAuthError without vendor text. */
 async function tokenRequest(client: Client, opts: TokenClientOptions, step: string, call: (c: TokenCall) => Promise<SdkTokens>): Promise<SdkTokens> {
   const endpoint = checkEndpoint(client.tokenEndpoint, "token endpoint");
@@ -81,11 +84,11 @@ async function tokenRequest(client: Client, opts: TokenClientOptions, step: stri
   } catch (err) {
     rethrowOwn(err);
     const last = http.last();
-    const status = last?.status ?? 0;
+    if (!last) throw new OAuthError("invalid_response", `${step}: no request could be made to ${endpoint.host}`);
     // Some vendors answer 200 with an error body; treat it like the 400 it should have been.
+    const { status, vendorError } = last;
     const ok = status >= 200 && status < 300;
-    if (ok && !last?.vendorError) throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status });
-    const vendorError = last?.vendorError;
+    if (ok && !vendorError) throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status });
     throw new OAuthError(mapVendorError(vendorError, ok ? 400 : status), `${step} failed at ${endpoint.host} (HTTP ${status}${vendorError ? `, ${vendorError}` : ""})`, {
       status,
       ...(vendorError ? { vendorError } : {}),
@@ -96,15 +99,6 @@ async function tokenRequest(client: Client, opts: TokenClientOptions, step: stri
     throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status: http.last()?.status ?? 0 });
   }
   return r;
-}
-
-/** What every SDK token call needs, prepared by `tokenRequest`. */
-interface TokenCall {
-  readonly server: string;
-  readonly metadata: ReturnType<typeof sdkMetadata>;
-  readonly clientInformation: { client_id: string; client_secret?: string };
-  readonly addClientAuthentication: ReturnType<typeof clientAuthentication>;
-  readonly fetchFn: ReturnType<typeof guardedFetch>["fetchFn"];
 }
 
 /** Normalises the token type's case (`bearer` → `Bearer`), since it is pasted into headers. */
