@@ -115,7 +115,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     registry: registrySource.registry,
     clock,
     log,
-    clients: new OAuthClientResolver({ secretOf }),
+    clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
   });
   const broker = new Broker({
