@@ -17,7 +17,7 @@ import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-noti
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
-import { oauthFlows } from "../login/oauth-flow.js";
+import { oauthFlows } from "../login/oauth/flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
@@ -123,7 +123,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     registry: registrySource.registry,
     clock,
     log,
-    clients: new OAuthClientResolver({ secretOf }),
+    clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
   });
   const broker = new Broker({
