@@ -82,7 +82,8 @@ export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000): 
 /** An MCP SDK client over Streamable HTTP. */
 export async function httpClient(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: "bench", version: "1" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  // A generous initialize timeout: a pass-through spawns its child while answering initialize.
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { timeout: 300_000 });
   return client;
 }
 

@@ -18,7 +18,8 @@ type Caller = () => Promise<unknown>;
 
 /** 50 sessions on the bare proxy: one child each. */
 export async function bareCallers(url: string, n: number): Promise<{ callers: Caller[]; clients: Client[] }> {
-  const clients = await Promise.all(Array.from({ length: n }, () => httpClient(`${url}/mcp`)));
+  const clients: Client[] = [];
+  for (let i = 0; i < n; i++) clients.push(await httpClient(`${url}/mcp`));
   return { clients, callers: clients.map((c) => () => c.callTool({ name: "echo", arguments: { text: "ping" } })) };
 }
 
