@@ -63,6 +63,8 @@ export interface AppOptions {
   readonly slackAuthCheckIntervalMs?: number;
   /** The effective uid the root rule judges (default: the process's own). */
   readonly euid?: number;
+  /** How often waiting calls look for decisions made by another process, e.g. the CLI (default 1 s). */
+  readonly approvalPollIntervalMs?: number;
 }
 
 /** A running broker process. */
@@ -184,6 +186,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     });
   }
 
+  // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
+  const approvalPoll = new PeriodicJob("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions(), log, undefined, metrics);
+  approvalPoll.start();
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
@@ -260,6 +265,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
+        await approvalPoll.stop();
         await broker.approvals.shutdown();
         await logins.shutdown();
         await loginReaper.stop();
