@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Approval } from "../../../src/store/records.js";
-import { harness, TempDirs, threadInput, type Harness } from "../../support/foundation.js";
+import { threadInput } from "../../support/foundation.js";
+import { backends, type StoreHarness } from "./backends.js";
 
-const tmp = new TempDirs();
-afterEach(() => tmp.cleanup());
+const BACKENDS = backends();
 
-async function pending(h: Harness, id = "appr_1"): Promise<Approval> {
+async function pending(h: StoreHarness, id = "appr_1"): Promise<Approval> {
   const c = await h.lifecycle.create(threadInput("U1", "t", `1.${id}`)); // one connection per approval: a replacement would expire it
   const a: Approval = {
     id,
@@ -31,9 +31,9 @@ async function pending(h: Harness, id = "appr_1"): Promise<Approval> {
   return a;
 }
 
-describe("SqliteApprovalRepo", () => {
+describe.each(BACKENDS)("approvals repository on $name", (be) => {
   it("only the owner decides, only once, only before expiry", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const a = await pending(h);
     const at = h.clock.now();
     expect(await h.store.approvals.decide(a.id, { status: "allowed_once", by: "U2", at }, [{ at, event: "approval_decided" }])).toBe(false);
@@ -49,7 +49,7 @@ describe("SqliteApprovalRepo", () => {
   });
 
   it("allow-for-thread creates the grant in the same transaction; consume works once, for the approved hash only", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const a = await pending(h);
     const at = h.clock.now();
     const grant = { id: "grant_1", connectionId: a.connectionId, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: at };
@@ -63,17 +63,17 @@ describe("SqliteApprovalRepo", () => {
   });
 
   it("a failing grant insert rolls back the decision", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const a = await pending(h);
     const at = h.clock.now();
     const badGrant = { id: "grant_x", connectionId: "conn_missing", teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: at };
-    await expect(h.store.approvals.decide(a.id, { status: "allowed_thread", by: "U1", at, grant: badGrant }, [{ at, event: "approval_decided" }])).rejects.toThrow(/FOREIGN KEY/);
+    await expect(h.store.approvals.decide(a.id, { status: "allowed_thread", by: "U1", at, grant: badGrant }, [{ at, event: "approval_decided" }])).rejects.toThrow(be.errors.foreignKey);
     expect((await h.store.approvals.get(a.id))!.status).toBe("pending");
     expect(await h.store.audit.count({ event: "approval_decided" })).toBe(0);
   });
 
   it("expirePending expires due approvals (or all at start-up) with an audit row each", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const a = await pending(h, "appr_a");
     h.clock.advance(30_000);
     const b = await pending(h, "appr_b");
@@ -89,9 +89,9 @@ describe("SqliteApprovalRepo", () => {
   });
 });
 
-describe("SqliteToolMetadataRepo", () => {
+describe.each(BACKENDS)("tool metadata cache on $name", (be) => {
   it("stores, replaces and validates the cached tool list", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     expect(await h.store.toolMetadata.get("T1", "svc")).toBeUndefined();
     await h.store.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "h1", tools: [{ name: "a" }], fetchedAt: 1 });
     await h.store.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
@@ -99,7 +99,7 @@ describe("SqliteToolMetadataRepo", () => {
     // Keyed per team: another team's cache is a miss.
     expect(await h.store.toolMetadata.get("T2", "svc")).toBeUndefined();
     // JSON read back is validated: a non-array is treated as a cache miss.
-    h.store.db.prepare("UPDATE tool_metadata SET tools_json = '{\"not\":\"an array\"}'").run();
+    await h.exec("UPDATE tool_metadata SET tools_json = '{\"not\":\"an array\"}'");
     expect(await h.store.toolMetadata.get("T1", "svc")).toBeUndefined();
   });
 });

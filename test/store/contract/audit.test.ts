@@ -1,17 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
 import { bindingOf } from "../../../src/connections/binding.js";
 import { newId } from "../../../src/domain/ids.js";
 import type { NewConnection } from "../../../src/store/records.js";
-import { harness, rows, TempDirs, threadInput, type Harness } from "../../support/foundation.js";
+import { threadInput } from "../../support/foundation.js";
+import { backends, type StoreHarness } from "./backends.js";
 
-const tmp = new TempDirs();
-afterEach(() => tmp.cleanup());
+const BACKENDS = backends();
 
 /** An audit event the table refuses (event is NOT NULL): it makes the audit write fail mid-transaction. */
 const BROKEN_AUDIT = { at: 1, event: null } as unknown as AuditEvent;
 
-function newConnection(h: Harness): NewConnection {
+function newConnection(h: StoreHarness): NewConnection {
   const draft = {
     id: newId("conn"),
     teamId: "T1",
@@ -28,21 +28,22 @@ function newConnection(h: Harness): NewConnection {
   return { ...draft, sealed: h.vault.sealCredential({ kind: "fields", fields: { token: "t" } }, bindingOf(draft)) };
 }
 
-function grantFor(h: Harness, connectionId: string, id = newId("grant")) {
+function grantFor(h: StoreHarness, connectionId: string, id = newId("grant")) {
   return { id, connectionId, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: h.clock.now() };
 }
 
-describe("audit table", () => {
+describe.each(BACKENDS)("audit table on $name", (be) => {
   it("is append-only: UPDATE and DELETE raise", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     await h.store.audit.append([{ at: 1, event: "admin_action", actor: "cli:test" }]);
-    expect(() => h.store.db.prepare("UPDATE audit SET actor = 'someone else'").run()).toThrow(/append-only/);
-    expect(() => h.store.db.prepare("DELETE FROM audit").run()).toThrow(/append-only/);
-    expect(rows(h.store, "SELECT actor FROM audit")).toEqual([{ actor: "cli:test" }]);
+    await expect(h.exec("UPDATE audit SET actor = 'someone else'")).rejects.toThrow(be.errors.appendOnly);
+    await expect(h.exec("DELETE FROM audit")).rejects.toThrow(be.errors.appendOnly);
+    if (be.name === "postgres") await expect(h.exec("TRUNCATE audit")).rejects.toThrow(be.errors.appendOnly);
+    expect(await h.rows("SELECT actor FROM audit")).toEqual([{ actor: "cli:test" }]);
   });
 
   it("queries by filters, in sequence order, with a limit", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     await h.store.audit.append([
       { at: 100, event: "connection_created", teamId: "T1", ownerUserId: "U1", service: "svc", connectionId: "c1" },
       { at: 200, event: "call", teamId: "T1", callerUserId: "U2", ownerUserId: "U1", service: "svc", connectionId: "c1", tool: "read_thing" },
@@ -64,28 +65,28 @@ describe("audit table", () => {
   });
 });
 
-describe("every state change writes its audit row in the same transaction", () => {
+describe.each(BACKENDS)("every state change writes its audit row in the same transaction, on $name", (be) => {
   it("connections.create: a failing audit write leaves no connection", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const c = newConnection(h);
-    await expect(h.store.connections.create(c, [{ at: 1, event: "connection_created", connectionId: c.id }, BROKEN_AUDIT])).rejects.toThrow(/NOT NULL/);
+    await expect(h.store.connections.create(c, [{ at: 1, event: "connection_created", connectionId: c.id }, BROKEN_AUDIT])).rejects.toThrow(be.errors.notNull);
     expect(await h.store.connections.get(c.id)).toBeUndefined();
     expect(await h.store.audit.count()).toBe(0);
   });
 
   it("connections.create: a failing insert leaves no audit row and does not end the live duplicate", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const existing = await h.lifecycle.create({ teamId: "T1", ownerUserId: "U1", service: "svc", scope: "user", credential: { kind: "fields", fields: { token: "t" } }, createdBy: "U1" });
     const auditBefore = await h.store.audit.count();
     // Same dedupe key (so the existing row would be replaced), but the id collides: the INSERT fails.
     const dup = { ...newConnection(h), id: existing.id };
-    await expect(h.store.connections.create(dup, [{ at: 2, event: "connection_created", connectionId: dup.id }])).rejects.toThrow(/UNIQUE|PRIMARY/);
+    await expect(h.store.connections.create(dup, [{ at: 2, event: "connection_created", connectionId: dup.id }])).rejects.toThrow(be.errors.unique);
     expect(await h.store.audit.count()).toBe(auditBefore);
     expect(await h.store.connections.get(existing.id)).toMatchObject({ status: "active", sealed: expect.anything() });
   });
 
   it("connections.end: a failing audit write keeps the row live, its secret and its grants", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const c = await h.lifecycle.create(threadInput("U1", "t"));
     const g = await h.store.grants.create(grantFor(h, c.id), []);
     const before = await h.store.audit.count();
@@ -97,16 +98,16 @@ describe("every state change writes its audit row in the same transaction", () =
   });
 
   it("grants.create: a foreign-key violation leaves no audit row", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     await expect(h.store.grants.create(grantFor(h, "conn_does_not_exist"), [{ at: 1, event: "grant_created", connectionId: "conn_does_not_exist" }])).rejects.toThrow(
-      /FOREIGN KEY/,
+      be.errors.foreignKey,
     );
     expect(await h.store.audit.count()).toBe(0);
     expect(await h.store.grants.list({})).toEqual([]);
   });
 
   it("grants.create and grants.revoke: a failing audit write leaves no change", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     const c = await h.lifecycle.create(threadInput("U1", "t"));
     await expect(h.store.grants.create(grantFor(h, c.id, "grant_a"), [BROKEN_AUDIT])).rejects.toThrow();
     expect(await h.store.grants.get("grant_a")).toBeUndefined();
@@ -119,24 +120,19 @@ describe("every state change writes its audit row in the same transaction", () =
   });
 
   it("reencryptAll: a failing audit write leaves every ciphertext as it was", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     await h.lifecycle.create(threadInput("U1", "t"));
-    const before = rows(h.store, "SELECT secret_nonce, secret_ct FROM connections");
+    const before = await h.rows("SELECT secret_nonce, secret_ct FROM connections");
     await expect(h.store.connections.reencryptAll((c) => h.vault.reseal(c.sealed, bindingOf(c)), BROKEN_AUDIT)).rejects.toThrow();
-    expect(rows(h.store, "SELECT secret_nonce, secret_ct FROM connections")).toEqual(before);
+    expect(await h.rows("SELECT secret_nonce, secret_ct FROM connections")).toEqual(before);
   });
 
   it("a closed database writes nothing and fails loudly", async () => {
-    const h = harness(tmp);
+    const h = await be.harness();
     await h.store.close();
-    await expect(h.lifecycle.create(threadInput("U1", "t"))).rejects.toThrow(/not open/);
-    const { openSqliteStore } = await import("../../../src/store/sqlite/sqlite-store.js");
-    const { store } = openSqliteStore(h.dbPath);
-    try {
-      expect(await store.audit.count()).toBe(0);
-      expect(await store.connections.list({})).toEqual([]);
-    } finally {
-      await store.close();
-    }
+    await expect(h.lifecycle.create(threadInput("U1", "t"))).rejects.toThrow(be.errors.closed);
+    const store = await h.reopen();
+    expect(await store.audit.count()).toBe(0);
+    expect(await store.connections.list({})).toEqual([]);
   });
 });

@@ -1,0 +1,105 @@
+import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
+import type { AuditRepo } from "../store.js";
+import type { PgDb, Sql } from "./pg-db.js";
+
+interface AuditRow {
+  seq: number;
+  at: number;
+  event: string;
+  team_id: string | null;
+  channel_id: string | null;
+  thread_ts: string | null;
+  caller_user_id: string | null;
+  owner_user_id: string | null;
+  connection_id: string | null;
+  service: string | null;
+  tool: string | null;
+  args_hash: string | null;
+  decision: string | null;
+  approver_user_id: string | null;
+  duration_ms: number | null;
+  result_bytes: number | null;
+  error_code: string | null;
+  actor: string | null;
+  call_id: string | null;
+}
+
+function toRecord(r: AuditRow): AuditRecord {
+  return {
+    seq: r.seq,
+    at: r.at,
+    event: r.event as AuditRecord["event"],
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    callerUserId: r.caller_user_id,
+    ownerUserId: r.owner_user_id,
+    connectionId: r.connection_id,
+    service: r.service,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    decision: r.decision,
+    approverUserId: r.approver_user_id,
+    durationMs: r.duration_ms,
+    resultBytes: r.result_bytes,
+    errorCode: r.error_code,
+    actor: r.actor,
+    callId: r.call_id,
+  };
+}
+
+const COLUMNS = "at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id";
+const PER_ROW = 18;
+
+/** Writes audit rows with `q`: pass the client of the transaction making the change they describe. */
+export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise<void> {
+  if (!events.length) return;
+  const values: unknown[] = [];
+  const tuples = events.map((e, i) => {
+    values.push(
+      e.at, e.event, e.teamId ?? null, e.channelId ?? null, e.threadTs ?? null, e.callerUserId ?? null, e.ownerUserId ?? null,
+      e.connectionId ?? null, e.service ?? null, e.tool ?? null, e.argsHash ?? null, e.decision ?? null, e.approverUserId ?? null,
+      e.durationMs ?? null, e.resultBytes ?? null, e.errorCode ?? null, e.actor ?? null, e.callId ?? null,
+    );
+    return `(${Array.from({ length: PER_ROW }, (_, k) => `$${i * PER_ROW + k + 1}`).join(", ")})`;
+  });
+  await q.query(`INSERT INTO audit (${COLUMNS}) VALUES ${tuples.join(", ")}`, values);
+}
+
+function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  const p = (v: unknown): string => (params.push(v), `$${params.length}`);
+  if (q.since !== undefined) clauses.push(`at >= ${p(q.since)}`);
+  if (q.until !== undefined) clauses.push(`at < ${p(q.until)}`);
+  if (q.teamId) clauses.push(`team_id = ${p(q.teamId)}`);
+  if (q.userId) {
+    const u = p(q.userId);
+    clauses.push(`(caller_user_id = ${u} OR owner_user_id = ${u} OR approver_user_id = ${u})`);
+  }
+  if (q.connectionId) clauses.push(`connection_id = ${p(q.connectionId)}`);
+  if (q.service) clauses.push(`service = ${p(q.service)}`);
+  if (q.event) clauses.push(`event = ${p(q.event)}`);
+  if (q.callId) clauses.push(`call_id = ${p(q.callId)}`);
+  return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
+}
+
+/** PostgreSQL audit repository; the table refuses UPDATE, DELETE and TRUNCATE (migration 0001's triggers). */
+export class PgAuditRepo implements AuditRepo {
+  constructor(private readonly db: PgDb) {}
+  async append(events: readonly AuditEvent[]): Promise<void> {
+    await this.db.tx((q) => writeAudit(q, events));
+  }
+  async query(q: AuditQuery): Promise<AuditRecord[]> {
+    const { sql, params } = whereOf(q);
+    const n = Math.max(1, Math.min(Math.floor(q.limit ?? 1000), Number.MAX_SAFE_INTEGER));
+    const latest = q.take === "latest";
+    const rows = (await this.db.query<AuditRow>(`SELECT * FROM audit ${sql} ORDER BY seq ${latest ? "DESC" : "ASC"} LIMIT ${n}`, params)).rows;
+    if (latest) rows.reverse();
+    return rows.map(toRecord);
+  }
+  async count(q: AuditQuery = {}): Promise<number> {
+    const { sql, params } = whereOf(q);
+    return (await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM audit ${sql}`, params)).rows[0]!.n;
+  }
+}

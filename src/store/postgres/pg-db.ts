@@ -1,0 +1,184 @@
+import pg from "pg";
+import { StoreError } from "../errors.js";
+
+// The PostgreSQL handle every repository shares: one pool, transactions on one pooled client,
+// advisory locks, and a dedicated (unpooled) connection for LISTEN. Replicas share the database, so
+// anything that must happen once across them goes through a row condition or an advisory lock here.
+
+/** Something SQL can be sent to: the pool (autocommit) or the client of an open transaction. */
+export interface Sql {
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/** Options of a PostgreSQL store connection. */
+export interface PgDbOptions {
+  /** postgres://user:password@host:port/db?sslmode=…: TLS follows the URL's sslmode (pg-connection-string). */
+  readonly url: string;
+  /** How long a statement waits for a row or advisory lock before failing as StoreError `busy`. */
+  readonly lockWaitMs?: number;
+  /** Pool size per process (each replica has its own pool). */
+  readonly maxConnections?: number;
+}
+
+const INT8_OID = 20;
+
+/** bigint columns (times in ms, counts, seq) come back as numbers; a value past 2^53 is a bug, not data to round. */
+function parseInt8(text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n)) throw new StoreError("open_failed", `bigint value ${text} is outside JavaScript's safe integer range`);
+  return n;
+}
+
+const types = {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown {
+    if (oid === INT8_OID && format !== "binary") return parseInt8;
+    return pg.types.getTypeParser(oid, format as "text");
+  },
+} as unknown as pg.CustomTypesConfig;
+
+/** A stable 64-bit advisory lock key for a name (PostgreSQL hashes it: one function, every replica agrees). */
+export const LOCK_KEY_SQL = "hashtextextended($1, 0)";
+
+/** Maps driver errors the store gives a meaning to: a lock wait past `lock_timeout` is `busy`. */
+export function mapPgError(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "55P03") return new StoreError("busy", `database lock wait timed out: ${(err as Error).message}`, { cause: err });
+  return err;
+}
+
+/** The shared pool of one process; `ready` gates every query until migrations have run. */
+export class PgDb implements Sql {
+  readonly pool: pg.Pool;
+  private gate: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly opts: PgDbOptions) {
+    this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000 });
+    // An idle client losing its connection (a restarted server) must not crash the process; the pool drops it.
+    this.pool.on("error", () => {});
+  }
+
+  /** The config of one connection: the URL, bigint parsing, the lock wait, a name in pg_stat_activity. */
+  clientConfig(): pg.ClientConfig {
+    return {
+      connectionString: this.opts.url,
+      types,
+      application_name: "slaude-connect",
+      ...(this.opts.lockWaitMs !== undefined ? { lock_timeout: this.opts.lockWaitMs } : {}),
+    };
+  }
+
+  /** Every query waits for `p` first (the migrations); a rejected `p` fails every query: closed, not half-open. */
+  setGate(p: Promise<unknown>): void {
+    this.gate = p;
+    p.catch(() => {});
+  }
+
+  private async usable(): Promise<void> {
+    if (this.closed) throw new StoreError("open_failed", "database is not open (the PostgreSQL store was closed)");
+    await this.gate;
+  }
+
+  async query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+    await this.usable();
+    try {
+      return await this.pool.query<R>(text, values as unknown[]);
+    } catch (err) {
+      throw mapPgError(err);
+    }
+  }
+
+  /** Runs `fn` in one READ COMMITTED transaction on one client; rolls back on any error and rethrows it. */
+  async tx<T>(fn: (q: Sql) => Promise<T>): Promise<T> {
+    await this.usable();
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      const out = await fn(client);
+      await client.query("COMMIT");
+      return out;
+    } catch (err) {
+      try {
+        await client.query("ROLLBACK");
+      } catch (e) {
+        broken = e as Error; // the connection is unusable: the pool must not hand it out again
+      }
+      throw mapPgError(err);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Runs `fn` holding the session-level advisory lock `name` on a dedicated client (waits for it):
+   * what must happen once across replicas at a time, e.g. migrations. Released even when `fn` throws.
+   */
+  async withSessionLock<T>(name: string, fn: (q: Sql) => Promise<T>): Promise<T> {
+    if (this.closed) throw new StoreError("open_failed", "database is not open (the PostgreSQL store was closed)");
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      // Migrations may wait long behind another replica's; the statement lock wait does not apply here.
+      await client.query("SET lock_timeout = 0");
+      await client.query(`SELECT pg_advisory_lock(${LOCK_KEY_SQL})`, [name]);
+      try {
+        return await fn(client);
+      } finally {
+        await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY_SQL})`, [name]).catch((e: Error) => (broken = e));
+        await client.query("RESET lock_timeout").catch((e: Error) => (broken = e));
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Tries the session advisory lock `name` on a dedicated client; the holder keeps it until `release()` (or its connection dies). */
+  async tryHoldLock(name: string): Promise<{ release(): Promise<void> } | undefined> {
+    await this.usable();
+    const client = new pg.Client(this.clientConfig());
+    client.on("error", () => {});
+    await client.connect();
+    const got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_KEY_SQL}) AS ok`, [name])).rows[0]?.ok === true;
+    if (!got) {
+      await client.end();
+      return undefined;
+    }
+    return { release: () => client.end() };
+  }
+
+  /** Sends a NOTIFY on `channel` (delivered when the surrounding transaction, if any, commits). */
+  async notify(channel: string, payload: string, q: Sql = this): Promise<void> {
+    await q.query("SELECT pg_notify($1, $2)", [channel, payload]);
+  }
+
+  /**
+   * LISTENs on `channel` over its own connection (a pooled one would be handed to others). `onLost`
+   * runs when that connection fails: notifications may have been missed, so re-read the database.
+   */
+  async listen(channel: string, onMessage: (payload: string) => void, onLost: (err: Error) => void = () => {}): Promise<{ close(): Promise<void> }> {
+    await this.usable();
+    const client = new pg.Client(this.clientConfig());
+    let closing = false;
+    client.on("notification", (n) => {
+      if (n.channel === channel) onMessage(n.payload ?? "");
+    });
+    client.on("error", (err) => {
+      if (!closing) onLost(err);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    return {
+      close: async () => {
+        closing = true;
+        await client.end();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}

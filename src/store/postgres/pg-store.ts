@@ -1,0 +1,64 @@
+import type { MigrationReport } from "../sqlite/migrator.js";
+import type { Store } from "../store.js";
+import { PgApprovalRepo } from "./approvals-repo.js";
+import { PgAuditRepo } from "./audit-repo.js";
+import { PgConnectionRepo } from "./connections-repo.js";
+import { PgGrantRepo } from "./grants-repo.js";
+import { PgLoginSessionRepo } from "./login-sessions-repo.js";
+import { migratePg } from "./migrator.js";
+import { PgDb, type PgDbOptions } from "./pg-db.js";
+import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
+
+/** The PostgreSQL store: the same contract as SqliteStore, shared by every replica of one deployment. */
+export class PostgresStore implements Store {
+  readonly connections: PgConnectionRepo;
+  readonly grants: PgGrantRepo;
+  readonly approvals: PgApprovalRepo;
+  readonly audit: PgAuditRepo;
+  readonly toolMetadata: PgToolMetadataRepo;
+  readonly loginSessions: PgLoginSessionRepo;
+
+  constructor(readonly db: PgDb) {
+    this.connections = new PgConnectionRepo(db);
+    this.grants = new PgGrantRepo(db);
+    this.approvals = new PgApprovalRepo(db);
+    this.audit = new PgAuditRepo(db);
+    this.toolMetadata = new PgToolMetadataRepo(db);
+    this.loginSessions = new PgLoginSessionRepo(db);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.db.query<{ ok: number }>("SELECT 1 AS ok")).rows[0]?.ok === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/**
+ * Connects to `opts.url` and returns the store at once; its first query waits for the migrations
+ * (run under the advisory lock), and if they fail every query fails with their error. `migrations`
+ * settles with the report: a server awaits it before serving, so a bad database stops start-up.
+ */
+export function connectPostgresStore(opts: PgDbOptions, now: () => number = Date.now): { store: PostgresStore; migrations: Promise<MigrationReport> } {
+  const db = new PgDb(opts);
+  const migrations = migratePg(db, undefined, now);
+  db.setGate(migrations);
+  return { store: new PostgresStore(db), migrations };
+}
+
+/** Connects, migrates, and returns the store; closes the pool and rethrows when the migrations fail. */
+export async function openPostgresStore(opts: PgDbOptions, now: () => number = Date.now): Promise<{ store: PostgresStore; migrations: MigrationReport }> {
+  const { store, migrations } = connectPostgresStore(opts, now);
+  try {
+    return { store, migrations: await migrations };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
