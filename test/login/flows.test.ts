@@ -13,7 +13,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { bindingOf } from "../../src/connections/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { chromiumBrowsers } from "../../src/login/browser-factory.js";
+import { chromiumBrowsers } from "../../src/login/browser/browser-factory.js";
 import type { LoginBrowserFactory } from "../../src/login/login-service.js";
 import { createLogger } from "../../src/log/logger.js";
 import { centerOf, LOGIN_LAYOUT, SSO_LAYOUT, startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
@@ -31,7 +31,7 @@ let keyB64: string;
 /** Every login browser the app launched, to prove their processes are gone. */
 let launched: { pids(): number[] }[] = [];
 const recordingBrowsers: LoginBrowserFactory = async (req) => {
-  const b = await chromiumBrowsers(CHROMIUM, createLogger("error"))(req);
+  const b = await chromiumBrowsers({ chromiumPath: CHROMIUM, log: createLogger("error") })(req);
   launched.push(b as unknown as { pids(): number[] });
   return b;
 };
