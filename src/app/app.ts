@@ -24,7 +24,7 @@ import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
-import { chromiumBrowsers } from "../login/browser-factory.js";
+import { chromiumBrowsers } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import { SlackMembership } from "../slack/membership.js";
@@ -164,7 +164,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
+    browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
     ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
@@ -230,8 +230,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
+  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
   http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);
