@@ -4,12 +4,14 @@ import type { Config } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { GrantsAdmin } from "../connections/grants-admin.js";
 import { PeriodicJob } from "../connections/reaper.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
 import { Broker } from "../broker/broker.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
+import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
@@ -22,7 +24,7 @@ import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
-import { chromiumBrowsers } from "../login/browser-factory.js";
+import { chromiumBrowsers } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import { SlackMembership } from "../slack/membership.js";
@@ -116,7 +118,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
   const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max) : undefined);
+  const membership = opts.membership ?? (slack ? new ChannelMembership(new SlackMembership(slack.api), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }) : undefined);
+  const membershipCache = membership instanceof CachedMembership || membership instanceof ChannelMembership ? membership : undefined;
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
   const refresher = new OAuthRefresher({
@@ -138,7 +141,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     ...(membership ? { membership } : {}),
     ...(approvalChannel ? { approvalChannel } : {}),
-    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry, true) } : {}),
+    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry) } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
@@ -161,7 +164,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
+    browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
     ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
@@ -175,11 +178,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       api: slack.api,
       store,
       registry: registrySource.registry,
-      lifecycle,
       approvals: broker.approvals,
       turns: broker.turns,
-      admins: new AdminDirectory(config.admins, slack.api, clock),
-      ...(membership instanceof CachedMembership ? { membership } : {}),
+      grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
+      ...(membershipCache ? { membership: membershipCache } : {}),
       logins,
       clock,
       log,
@@ -192,7 +194,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log, undefined, metrics);
+  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => membershipCache?.sweep(), log, undefined, metrics);
   cacheSweep.start();
 
   const http = new HttpServer(log);
@@ -228,8 +230,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
+  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
   http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);

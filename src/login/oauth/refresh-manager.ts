@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { Clock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";
-import { bindingOf } from "../../connections/binding.js";
+import { bindingOf } from "../../vault/binding.js";
 import type { Logger } from "../../log/logger.js";
 import type { Connection } from "../../store/records.js";
 import type { Store } from "../../store/store.js";

@@ -2,7 +2,7 @@ import { ManualClock } from "../../../src/clock/clock.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEventKind } from "../../../src/audit/event.js";
 import { parseRegistry, type ServiceRegistry } from "../../../src/config/registry.js";
-import { bindingOf } from "../../../src/connections/binding.js";
+import { bindingOf } from "../../../src/vault/binding.js";
 import { ConnectionLifecycle } from "../../../src/connections/lifecycle.js";
 import { OAuthClientResolver } from "../../../src/login/oauth/client-resolver.js";
 import { OAuthError } from "../../../src/login/oauth/errors.js";
