@@ -37,7 +37,7 @@ import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { McpEndpoint } from "../server/mcp-endpoint.js";
 import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
 import { TurnState } from "../turns/turn-state.js";
-import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
+import { openStore } from "./store-factory.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
@@ -110,7 +110,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const registrySource = opts.registry ? { registry: opts.registry, path: undefined } : resolveRegistry(config);
   if ("note" in registrySource && registrySource.note) log.warn(registrySource.note);
 
-  const { store, migrations } = openSqliteStore(config.dbPath, () => clock.now(), { maxWaitMs: config.dbLockWaitMs });
+  const { store, migrations } = await openStore(config, () => clock.now());
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
   const metrics = new PrometheusMetrics(registrySource.registry);

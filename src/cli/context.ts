@@ -5,7 +5,8 @@ import { resolveRegistry, type RegistrySource } from "../config/registry-source.
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
 import { createLogger, type Logger } from "../log/logger.js";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite-store.js";
+import { connectStore } from "../app/store-factory.js";
+import type { Store } from "../store/store.js";
 import { resolveKeyRing, type KeySource } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
 
@@ -21,7 +22,7 @@ export interface CliIo {
 /** Lazily built dependencies of a CLI command; each is created on first use and closed at the end. */
 export class CliContext {
   private cfg: Config | undefined;
-  private storeInst: SqliteStore | undefined;
+  private storeInst: Store | undefined;
   private registrySrc: RegistrySource | undefined;
   private vaultInst: Vault | undefined;
   private keySrc: KeySource | undefined;
@@ -37,8 +38,9 @@ export class CliContext {
     return (this.cfg ??= loadConfig(this.io.env));
   }
 
-  get store(): SqliteStore {
-    return (this.storeInst ??= openSqliteStore(this.config.dbPath, () => this.clock.now(), { maxWaitMs: this.config.dbLockWaitMs }).store);
+  /** The configured store (SQLite file, or PostgreSQL when SLAUDE_DATABASE_URL is set). */
+  get store(): Store {
+    return (this.storeInst ??= connectStore(this.config, () => this.clock.now()));
   }
 
   get registry(): RegistrySource {

@@ -12,6 +12,7 @@ import { doctorCommand } from "./commands/doctor.js";
 import { grantsCommand, GRANTS_HELP } from "./commands/grants.js";
 import { keysCommand, KEYS_HELP } from "./commands/keys.js";
 import { migrateCommand } from "./commands/migrate.js";
+import { migrateStoreCommand, MIGRATE_STORE_HELP } from "./commands/migrate-store.js";
 import { registryCommand, REGISTRY_HELP } from "./commands/registry.js";
 import { CliContext, UsageError, type CliIo } from "./context.js";
 
@@ -22,6 +23,7 @@ usage: slaude-connect <command> [options]
 
   serve         Run the broker (HTTP server, MCP endpoint, Slack app, reapers) [--port N] [--host ADDR]
   migrate       Apply database migrations
+  migrate-store Copy the SQLite file into PostgreSQL [--to postgres://…]
   connections   list | add | revoke | login
   approvals     list | decide
   grants        list | revoke
@@ -42,7 +44,9 @@ ${AUDIT_HELP}
 
 ${KEYS_HELP}
 
-${REGISTRY_HELP}`;
+${REGISTRY_HELP}
+
+${MIGRATE_STORE_HELP}`;
 
 /** Refuses options and arguments for a command that takes none, rather than ignoring them. */
 function noArguments(command: string, argv: readonly string[]): void {
@@ -61,6 +65,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "migrate":
         noArguments("migrate", rest);
         return await migrateCommand(ctx);
+      case "migrate-store":
+        return await migrateStoreCommand(ctx, rest);
       case "connections":
         return await connectionsCommand(ctx, rest);
       case "grants":

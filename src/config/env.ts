@@ -24,6 +24,11 @@ const envSchema = z.object({
   SLAUDE_ENCRYPTION_KEY_PREVIOUS: csv,
   SLAUDE_DATA_DIR: z.string().min(1).default("./data"),
   SLAUDE_DB_PATH: z.string().min(1).optional(),
+  // postgres:// or postgresql:// selects the PostgreSQL store; unset keeps the SQLite file.
+  SLAUDE_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/, "must be a postgres:// URL (e.g. postgres://slaude:PASSWORD@db.internal:5432/slaude?sslmode=verify-full)")
+    .optional(),
   SLAUDE_REGISTRY_PATH: z.string().min(1).optional(),
   PORT: port.default(8080),
   SLAUDE_BIND_HOST: z.string().min(1).default("127.0.0.1"),
@@ -87,6 +92,8 @@ export interface Config {
   readonly previousEncryptionKeys: readonly string[];
   readonly dataDir: string;
   readonly dbPath: string;
+  /** PostgreSQL URL (a secret: it holds the password), or undefined for the SQLite file at dbPath. */
+  readonly databaseUrl: string | undefined;
   /** Explicit registry path, or undefined for the default `./services.json` (optional in development). */
   readonly registryPath: string | undefined;
   readonly port: number;
@@ -158,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     previousEncryptionKeys: e.SLAUDE_ENCRYPTION_KEY_PREVIOUS,
     dataDir,
     dbPath: path.resolve(e.SLAUDE_DB_PATH ?? path.join(dataDir, "slaude.db")),
+    databaseUrl: e.SLAUDE_DATABASE_URL,
     registryPath: e.SLAUDE_REGISTRY_PATH ? path.resolve(e.SLAUDE_REGISTRY_PATH) : undefined,
     port: e.PORT,
     bindHost: e.SLAUDE_BIND_HOST,

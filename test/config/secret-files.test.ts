@@ -32,7 +32,7 @@ function configError(fn: () => unknown): ConfigError {
 
 describe("*_FILE secret variables", () => {
   it("every secret variable has a _FILE variant, read and trimmed; lists take one entry per line", () => {
-    expect([...SECRET_VARIABLES].sort()).toEqual(["SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLAUDE_ENCRYPTION_KEY", "SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS", "SLAUDE_METRICS_TOKEN"]);
+    expect([...SECRET_VARIABLES].sort()).toEqual(["SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLAUDE_DATABASE_URL", "SLAUDE_ENCRYPTION_KEY", "SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS", "SLAUDE_METRICS_TOKEN"]);
     const key = newKeyB64();
     const old = newKeyB64();
     const c = loadConfig({
@@ -44,7 +44,9 @@ describe("*_FILE secret variables", () => {
       SLACK_BOT_TOKEN_FILE: secretFile("xoxb-file-bot\n"),
       SLACK_SIGNING_SECRET_FILE: secretFile("file-signing-secret"),
       SLACK_APP_TOKEN_FILE: secretFile("xapp-file-app\r\n", 0o640),
+      SLAUDE_DATABASE_URL_FILE: secretFile("postgres://slaude:file-db-password@db.internal:5432/slaude?sslmode=verify-full\n"),
     });
+    expect(c.databaseUrl).toBe("postgres://slaude:file-db-password@db.internal:5432/slaude?sslmode=verify-full");
     expect(c.encryptionKey).toBe(key);
     expect(c.previousEncryptionKeys).toEqual([old]);
     expect(c.hostTokens).toEqual(["host-token-one", "host-token-two", "host-token-three"]);

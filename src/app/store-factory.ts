@@ -1,0 +1,34 @@
+import type { Config } from "../config/env.js";
+import { connectPostgresStore, openPostgresStore } from "../store/postgres/pg-store.js";
+import type { MigrationReport } from "../store/sqlite/migrator.js";
+import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
+import type { Store } from "../store/store.js";
+
+// The one place that chooses the store adapter: SLAUDE_DATABASE_URL selects PostgreSQL, otherwise
+// the SQLite file at SLAUDE_DB_PATH (the embedded default). Everything else sees the Store port.
+
+/** Which adapter a config selects, and where it points (the URL's password left out: this is for logs). */
+export function storeTarget(config: Pick<Config, "databaseUrl" | "dbPath">): { kind: "sqlite" | "postgres"; where: string } {
+  if (!config.databaseUrl) return { kind: "sqlite", where: config.dbPath };
+  try {
+    const u = new URL(config.databaseUrl);
+    return { kind: "postgres", where: `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}` };
+  } catch {
+    return { kind: "postgres", where: "(unparsable URL)" };
+  }
+}
+
+/** Opens the configured store and applies pending migrations before returning (a server's start-up). */
+export async function openStore(config: Pick<Config, "databaseUrl" | "dbPath" | "dbLockWaitMs">, now: () => number): Promise<{ store: Store; migrations: MigrationReport }> {
+  if (config.databaseUrl) return openPostgresStore({ url: config.databaseUrl, lockWaitMs: config.dbLockWaitMs }, now);
+  return openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs });
+}
+
+/**
+ * Opens the configured store without waiting (the CLI's lazy context): PostgreSQL connects and
+ * migrates on first use, and a failed migration fails every query; SQLite migrates at once.
+ */
+export function connectStore(config: Pick<Config, "databaseUrl" | "dbPath" | "dbLockWaitMs">, now: () => number): Store {
+  if (config.databaseUrl) return connectPostgresStore({ url: config.databaseUrl, lockWaitMs: config.dbLockWaitMs }, now).store;
+  return openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs }).store;
+}
