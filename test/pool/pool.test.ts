@@ -6,7 +6,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it, type TestContext } from "vitest";
 import { ChildLedger, processStartTicks } from "../../src/pool/child-ledger.js";
-import type { BrokerOptions } from "../../src/broker/broker.js";
+import type { BrokerOptions } from "../../src/app/broker-factory.js";
 import { VENDOR_STDIO_PATH } from "../fixtures/paths.js";
 import { ALICE, BOB, THREAD, TSX_LOADER, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
 import { envOf, groupMembers, groupsReferencing, isAlive, processGroup, processesReferencing, waitDead, waitFor } from "../support/proc.js";
