@@ -9,6 +9,7 @@ import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import type { VendorHandle, VendorLauncher } from "./launcher.js";
 import { SlotQueue } from "./slot-queue.js";
+import { LATE, stopVendor, within } from "./stop.js";
 
 /** Settings of the pool. */
 export interface PoolOptions {
@@ -51,8 +52,6 @@ export type VendorStartedListener = (client: Client, lease: PoolLease) => void |
 
 /** The longest a stop (graceful or kill) of one vendor may take before the pool stops waiting for it. */
 export const STOP_DEADLINE_MS = 15_000;
-
-const LATE = Symbol("late");
 
 /** A snapshot of the pool, for metrics and tests. */
 export interface PoolStats {
@@ -146,29 +145,44 @@ export class VendorPool {
   private async acquireSlot(lease: PoolLease, wait: { since?: number }): Promise<Entry> {
     const id = lease.connection.id;
     const deadline = this.clock.now() + this.opts.acquireTimeoutMs;
-    // Once woken, this call is at the head of the queue: it may take a slot ahead of later arrivals.
+    // A turn at a slot is held from the wake-up until this call spawns, joins, or queues again, so
+    // no later arrival takes the slot meanwhile (not even during an eviction).
     let myTurn = false;
-    for (;;) {
-      if (this.closed) throw new PoolError("shutting_down", "the broker is shutting down");
-      const existing = this.entries.get(id);
-      if (existing && !existing.dead && existing.secretVersion === lease.version) return this.join(existing);
-      if (existing) {
-        // Stale credential or a dead vendor: replace it.
-        await this.remove(existing, "kill");
-        continue;
-      }
-      if (myTurn || this.queue.size === 0) {
-        if (this.entries.size + this.stopping < this.opts.maxChildren) return this.spawn(lease);
-        const victim = this.lruIdle();
-        if (victim) {
-          this.log.debug("evicting idle vendor", { connectionId: victim.connectionId });
-          await this.remove(victim, "close");
+    const giveBack = () => {
+      if (myTurn) this.queue.tookTurn();
+      myTurn = false;
+    };
+    try {
+      for (;;) {
+        if (this.closed) throw new PoolError("shutting_down", "the broker is shutting down");
+        const existing = this.entries.get(id);
+        if (existing && !existing.dead && existing.secretVersion === lease.version) {
+          // A turn that turned out not to be needed passes to the next waiting call.
+          if (myTurn) (giveBack(), this.wake());
+          return this.join(existing);
+        }
+        if (existing) {
+          // Stale credential or a dead vendor: replace it.
+          await this.remove(existing, "kill");
           continue;
         }
+        if (myTurn || !this.queue.busy) {
+          if (this.entries.size + this.stopping < this.opts.maxChildren) return this.spawn(lease);
+          const victim = this.lruIdle();
+          if (victim) {
+            this.log.debug("evicting idle vendor", { connectionId: victim.connectionId });
+            await this.remove(victim, "close");
+            continue;
+          }
+        }
+        wait.since ??= performance.now();
+        if (this.clock.now() >= deadline) throw new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`);
+        const front: boolean = myTurn;
+        giveBack();
+        myTurn = (await this.queue.wait(id, deadline - this.clock.now(), front)) === "turn";
       }
-      wait.since ??= performance.now();
-      if (this.clock.now() >= deadline) throw new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`);
-      myTurn = await this.queue.wait(id, deadline - this.clock.now(), myTurn);
+    } finally {
+      giveBack();
     }
   }
 
@@ -239,7 +253,7 @@ export class VendorPool {
     entry.dead = true;
     this.stopping++;
     try {
-      const handle = entry.handle ?? (await this.within(entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
+      const handle = entry.handle ?? (await within(this.clock, entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
       if (handle === LATE) {
         // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
         this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
@@ -251,24 +265,8 @@ export class VendorPool {
     }
   }
 
-  /** Stops one vendor within STOP_DEADLINE_MS (a graceful stop that overruns is escalated to a kill); never throws. */
-  private async stopHandle(connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
-    const attempt = (h: "close" | "kill") =>
-      this.within(h === "kill" ? handle.kill() : handle.close(), STOP_DEADLINE_MS).catch((err: unknown) => {
-        this.log.warn("vendor stop failed", { connectionId, error: (err as Error).message });
-        return undefined;
-      });
-    if ((await attempt(how)) !== LATE) return;
-    this.log.warn("vendor stop overran its deadline", { connectionId, how });
-    if (how === "close" && (await attempt("kill")) !== LATE) return;
-    this.log.error("vendor did not stop; its slot is released anyway", { connectionId });
-  }
-
-  /** `p`, or LATE if it has not settled within `ms` on the pool's clock. */
-  private within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
-    let timer: { cancel(): void } | undefined;
-    const late = new Promise<typeof LATE>((r) => (timer = this.clock.setTimeout(() => r(LATE), ms, { unref: true })));
-    return Promise.race([p, late]).finally(() => timer?.cancel());
+  private stopHandle(connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
+    return stopVendor({ clock: this.clock, log: this.log, deadlineMs: STOP_DEADLINE_MS }, connectionId, handle, how);
   }
 
   /** Something changed (a lease ended, a vendor started or went): queued calls look again, in order. */

@@ -1,8 +1,11 @@
 import type { Clock, Timer } from "../clock/clock.js";
 
+/** Why a waiting call resumed: its turn at a slot, to look again (its vendor is live, or shutdown), or its time ran out. */
+export type Wakeup = "turn" | "again" | "timeout";
+
 interface Waiter {
   readonly connectionId: string;
-  readonly resolve: (woken: boolean) => void;
+  readonly resolve: (why: Wakeup) => void;
   timer: Timer | undefined;
 }
 
@@ -13,6 +16,8 @@ interface Waiter {
  */
 export class SlotQueue {
   private waiters: Waiter[] = [];
+  /** Turns handed out and not yet taken up: a newcomer must not take the slot meant for them. */
+  private reserved = 0;
 
   /** `isLive(id)`: whether a vendor for that connection is live or starting (its callers need no slot). */
   constructor(
@@ -25,19 +30,30 @@ export class SlotQueue {
     return this.waiters.length;
   }
 
+  /** Whether a call that was not handed a turn must queue behind others. */
+  get busy(): boolean {
+    return this.waiters.length > 0 || this.reserved > 0;
+  }
+
+  /** The call handed a turn is done with it (it spawned, joined, failed or queued again). */
+  tookTurn(): void {
+    this.reserved = Math.max(0, this.reserved - 1);
+  }
+
   /** Whether a call for `connectionId` waits: its vendor must not be evicted. */
   hasWaiterFor(connectionId: string): boolean {
     return this.waiters.some((w) => w.connectionId === connectionId);
   }
 
   /**
-   * Waits for a turn, at most `ms`: true when woken, false when the time ran out. `front` puts a
-   * call that was woken but found no slot back at the head, ahead of later arrivals.
+   * Waits, at most `ms`, for a turn at a slot or a reason to look again. `front` puts a call that
+   * had its turn but found no slot back at the head, ahead of later arrivals. A "turn" must be
+   * given back with `tookTurn()` once the call has used it.
    */
-  wait(connectionId: string, ms: number, front: boolean): Promise<boolean> {
+  wait(connectionId: string, ms: number, front: boolean): Promise<Wakeup> {
     return new Promise((resolve) => {
       const w: Waiter = { connectionId, resolve, timer: undefined };
-      w.timer = this.clock.setTimeout(() => this.release(w, false), Math.max(0, ms), { unref: true });
+      w.timer = this.clock.setTimeout(() => this.release(w, "timeout"), Math.max(0, ms), { unref: true });
       if (front) this.waiters.unshift(w);
       else this.waiters.push(w);
     });
@@ -45,20 +61,25 @@ export class SlotQueue {
 
   /** Something changed: calls for live vendors go, then the oldest other call looks for a slot. */
   wake(): void {
-    const head = this.waiters.find((w) => !this.isLive(w.connectionId));
-    for (const w of [...this.waiters]) if (w === head || this.isLive(w.connectionId)) this.release(w, true);
+    const head = this.reserved === 0 ? this.waiters.find((w) => !this.isLive(w.connectionId)) : undefined;
+    for (const w of [...this.waiters]) {
+      if (w === head) {
+        this.reserved++;
+        this.release(w, "turn");
+      } else if (this.isLive(w.connectionId)) this.release(w, "again");
+    }
   }
 
   /** Wakes every call (shutdown: each then sees the pool closed). */
   wakeAll(): void {
-    for (const w of [...this.waiters]) this.release(w, true);
+    for (const w of [...this.waiters]) this.release(w, "again");
   }
 
-  private release(w: Waiter, woken: boolean): void {
+  private release(w: Waiter, why: Wakeup): void {
     const i = this.waiters.indexOf(w);
     if (i < 0) return;
     this.waiters.splice(i, 1);
     w.timer?.cancel();
-    w.resolve(woken);
+    w.resolve(why);
   }
 }
