@@ -41,16 +41,6 @@ export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
-/** Whether any process of the group is still alive. */
-export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * An MCP client transport over a child's stdio, with the child leading its own process group
  * (`detached`), no shell, an explicit environment, and a stop sequence that reaches grandchildren:
