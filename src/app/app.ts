@@ -9,7 +9,8 @@ import { PeriodicJob } from "../connections/reaper.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
-import { Broker } from "../broker/broker.js";
+import type { Broker } from "../broker/broker.js";
+import { buildBroker } from "./broker-factory.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
@@ -122,7 +123,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const membershipCache = membership instanceof CachedMembership || membership instanceof ChannelMembership ? membership : undefined;
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
+  // One refresh skew, here: the refresher refreshes within it, the broker asks it to within it.
+  const refreshSkewMs = 60_000;
   const refresher = new OAuthRefresher({
+    skewMs: refreshSkewMs,
     store,
     vault,
     registry: registrySource.registry,
@@ -131,8 +135,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
   });
-  const broker = new Broker({
-    refresher,
+  const broker = buildBroker({
+    refresher: { skewMs: refreshSkewMs, fresh: (c) => refresher.fresh(c) },
     store,
     vault,
     registry: registrySource.registry,

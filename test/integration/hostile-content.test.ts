@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { REDACTED } from "../../src/hygiene/redact.js";
 import { HOSTILE_CONTENT_VENDOR_PATH } from "../fixtures/paths.js";
 import { ALICE, BOB, CAROL, fixtureRegistryDoc, makeHarness, mcpCall, THREAD, TSX_LOADER, type Harness } from "./broker-harness.js";
@@ -66,7 +66,12 @@ describe("item 3: a vendor's JSON-RPC error codes never pass for the broker's ow
     h = await makeHarness({ registryDoc: registryDoc(), callTimeoutMs: 3_000 });
     const { connection } = await h.connect(ALICE);
     const s = await h.session();
-    const hung = await mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
+    const before = h.clock.pendingTimers();
+    const call = mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
+    // The deadline runs on the broker's clock: advanced once the call has reached the vendor.
+    await vi.waitFor(() => expect(h!.clock.pendingTimers()).toBe(before + 1), { timeout: 30_000 });
+    h.clock.advance(3_000);
+    const hung = await call;
     expect(hung.structured.code).toBe("vendor_timeout");
     expect(h.broker.pool.has(connection.id)).toBe(false);
   });
