@@ -1,9 +1,9 @@
 import type { AuditEvent } from "../../audit/event.js";
-import type { ThreadRef } from "../../domain/thread.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
 import { toConnection } from "../sqlite/connections-repo.js";
-import type { ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import { queryPgCandidates } from "./candidates-query.js";
 import { writeAudit } from "./audit-repo.js";
 import { LOCK_KEY_SQL, type PgDb, type Sql } from "./pg-db.js";
 
@@ -129,16 +129,8 @@ export class PgConnectionRepo implements ConnectionRepo {
     return (await this.db.query<ConnectionRow>(`SELECT * FROM connections ${where} ORDER BY created_at, id`, params)).rows.map(toConnection);
   }
 
-  async findOwnActive(owner: string, service: string, t: ThreadRef): Promise<Connection | undefined> {
-    const r = (
-      await this.db.query<ConnectionRow>(
-        `SELECT * FROM connections WHERE team_id = $1 AND owner_user_id = $2 AND service = $3 AND status = 'active'
-         AND ((scope = 'thread' AND channel_id = $4 AND thread_ts = $5) OR scope = 'user')
-         ORDER BY CASE scope WHEN 'thread' THEN 0 ELSE 1 END, created_at LIMIT 1`,
-        [t.teamId, owner, service, t.channelId, t.threadTs],
-      )
-    ).rows[0];
-    return r ? toConnection(r) : undefined;
+  async candidates(q: CandidateQuery): Promise<CandidateRow[]> {
+    return queryPgCandidates(this.db, q);
   }
 
   async end(id: string, how: EndConnection): Promise<Connection | undefined> {
