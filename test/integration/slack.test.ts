@@ -184,17 +184,19 @@ describe("approval cards", () => {
     await app.close();
     // Time is the app's clock: the approval expires when the test moves it past the timeout, not in real time.
     const clock = new ManualClock(Date.now());
-    app = await boot({ SLAUDE_APPROVAL_TIMEOUT_SECONDS: "20" }, clock);
+    app = await boot({ SLAUDE_APPROVAL_TIMEOUT_SECONDS: "120" }, clock);
     await connectOwner(ALICE);
     const s = await session();
     s.turn.user = BOB;
-    const pending = mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: BOB });
+    let r: Awaited<ReturnType<typeof mcpCall>> | undefined;
+    const pending = mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: BOB }).then((x) => (r = x));
     const c = await cardFor(ALICE);
-    await clock.advanceAsync(19_999);
+    await clock.advanceAsync(119_999);
     expect(await app.store.audit.count({ event: "approval_decided" })).toBe(0);
     await clock.advanceAsync(1);
-    const r = await pending;
-    expect(r.structured.code).toBe("approval_expired");
+    // Far less than the 120 s a real-time timer would take.
+    await vi.waitFor(() => expect(r?.structured.code).toBe("approval_expired"), { timeout: 20_000, interval: 20 });
+    await pending;
     await fake.waitFor("chat.update", (x) => x.args.ts === c.msg.ts);
     expect(JSON.stringify(fake.messageAt(c.msg.channel, c.msg.ts)?.blocks)).toContain("expired");
     await click(ALICE, "approval_allow_thread", c.buttons.approval_allow_thread!, c.msg);
