@@ -5,7 +5,7 @@ import type { ServiceRegistry } from "../config/registry.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
-import { PeriodicJob } from "../connections/reaper.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
@@ -174,7 +174,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
-  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, undefined, metrics);
+  const loginReaper = new PeriodicJob({ name: "login reaper", intervalMs: 30_000, run: () => logins.reap(), log, clock, metrics });
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
@@ -193,12 +193,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   }
 
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
-  const approvalPoll = new PeriodicJob("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions(), log, undefined, metrics);
+  const approvalPoll = new PeriodicJob({ name: "approval decisions", intervalMs: opts.approvalPollIntervalMs ?? 1_000, run: () => broker.approvals.collectDecisions(), log, clock, metrics });
   approvalPoll.start();
-  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
+  const reaper = new PeriodicJob({ name: "ttl reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => lifecycle.reapExpired(), log, clock, metrics });
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => membershipCache?.sweep(), log, undefined, metrics);
+  const cacheSweep = new PeriodicJob({ name: "cache sweep", intervalMs: 60_000, run: async () => membershipCache?.sweep(), log, clock, metrics });
   cacheSweep.start();
 
   const http = new HttpServer(log);
@@ -218,7 +218,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
-  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, undefined, metrics) : undefined;
+  const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs: opts.slackAuthCheckIntervalMs ?? 60_000, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
   const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
   http.route({
     method: "GET",

@@ -6,7 +6,7 @@ import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
-import { PeriodicJob } from "../connections/reaper.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
@@ -111,18 +111,18 @@ export class Broker {
     if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
     const abandoned = await this.approvals.expireAbandoned();
     if (abandoned) this.o.log.info("expired approvals left pending by a previous run", { count: abandoned });
-    const idle = new PeriodicJob(
-      "idle reaper",
-      opts.idleReapIntervalMs ?? 15_000,
-      async () => {
+    const idle = new PeriodicJob({
+      name: "idle reaper",
+      intervalMs: opts.idleReapIntervalMs ?? 15_000,
+      run: async () => {
         await this.reconcile();
         await this.pool.reapIdle();
         this.calls.sessions.opened.sweepExpired();
       },
-      this.o.log,
-      undefined,
-      this.deps.metrics,
-    );
+      log: this.o.log,
+      clock: this.o.clock,
+      metrics: this.deps.metrics,
+    });
     idle.start();
     this.jobs.push(idle);
   }

@@ -156,8 +156,7 @@ describe("item 4: vendor tool metadata is redacted before it is cached, and cach
     // Rows are read with SQL (the refresh runs beside the first call): what is on disk is what counts.
     const cacheRows = () => harness.store.db.prepare("SELECT * FROM tool_metadata").all() as { team_id?: string; tools_json: string; content_hash: string }[];
     const waitForRows = async (n: number) => {
-      for (let i = 0; i < 400 && cacheRows().length < n; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(cacheRows()).toHaveLength(n);
+      await vi.waitFor(() => expect(cacheRows()).toHaveLength(n), { timeout: 20_000, interval: 50 });
       return cacheRows();
     };
     const describe_ = async (client: Awaited<ReturnType<Harness["session"]>>["client"], args: Record<string, unknown>) => {
