@@ -7,17 +7,6 @@ import type { Store } from "../store/store.js";
 // The one place that chooses the store adapter: SLAUDE_DATABASE_URL selects PostgreSQL, otherwise
 // the SQLite file at SLAUDE_DB_PATH (the embedded default). Everything else sees the Store port.
 
-/** Which adapter a config selects, and where it points (the URL's password left out: this is for logs). */
-export function storeTarget(config: Pick<Config, "databaseUrl" | "dbPath">): { kind: "sqlite" | "postgres"; where: string } {
-  if (!config.databaseUrl) return { kind: "sqlite", where: config.dbPath };
-  try {
-    const u = new URL(config.databaseUrl);
-    return { kind: "postgres", where: `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}` };
-  } catch {
-    return { kind: "postgres", where: "(unparsable URL)" };
-  }
-}
-
 /** Opens the configured store and applies pending migrations before returning (a server's start-up). */
 export async function openStore(config: Pick<Config, "databaseUrl" | "dbPath" | "dbLockWaitMs">, now: () => number): Promise<{ store: Store; migrations: MigrationReport }> {
   if (config.databaseUrl) return openPostgresStore({ url: config.databaseUrl, lockWaitMs: config.dbLockWaitMs }, now);
