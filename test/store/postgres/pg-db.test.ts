@@ -6,7 +6,7 @@ import { migratePg, readPgMigrations } from "../../../src/store/postgres/migrato
 import { PgDb } from "../../../src/store/postgres/pg-db.js";
 import { connectPostgresStore, openPostgresStore } from "../../../src/store/postgres/pg-store.js";
 import { TempDirs } from "../../support/foundation.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { postgresBinDir, startPostgres, type PgCluster } from "../../support/postgres.js";
 
 // What only the PostgreSQL adapter has: migrations under an advisory lock (replicas starting
 // together), an ordinary role, TLS from the URL, advisory locks and LISTEN/NOTIFY for replicas.
@@ -112,6 +112,13 @@ describe("PostgreSQL migrations", () => {
       await store.close();
     }
     await expect(store.audit.count()).rejects.toThrow(/not open/);
+  });
+});
+
+describe("the test PostgreSQL", () => {
+  it("without Debian's server binaries, fails with the fix instead of skipping", () => {
+    expect(() => postgresBinDir(path.join(tmp.make(), "no-postgresql"))).toThrow(/apt-get install -y postgresql/);
+    expect(postgresBinDir()).toMatch(/^\/usr\/lib\/postgresql\/\d+\/bin$/);
   });
 });
 
