@@ -13,6 +13,8 @@ import { SeenEvents } from "./seen-events.js";
 import type { AdminDirectory } from "./admins.js";
 import { registerApprovalViewHandler } from "./approval-view-handler.js";
 import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
+import { revokedCard } from "../cards/notice-cards.js";
+import { noticeText } from "./card-mrkdwn.js";
 import { mintFailureReply } from "./mint-replies.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
@@ -157,7 +159,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     if (ended && conn.ownerUserId) {
       try {
         const dm = await d.api.openDm(conn.ownerUserId);
-        await d.api.postMessage({ channel: dm, text: `An admin (<@${admin}>) revoked your ${conn.service} connection. Its credential was wiped and its grants revoked. Connect again with /connect ${conn.service} if you still need it.` });
+        await d.api.postMessage({ channel: dm, text: noticeText(revokedCard(conn, admin)) });
       } catch (err) {
         d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
       }
