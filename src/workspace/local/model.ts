@@ -78,3 +78,16 @@ export interface LocalWorkspace {
   /** Watches every change; returns the unsubscribe function. At most a bounded number of listeners. */
   subscribe(listener: (e: WorkspaceEvent) => void): () => void;
 }
+
+/**
+ * The demo team seeded on first start. User ids are Slack-shaped (`U` + capitals/digits, no
+ * underscore) because POST /v1/turns and the MCP tools validate user ids as Slack ids.
+ */
+export const DEMO_TEAM = {
+  users: [
+    { id: "UALICE", name: "Alice", admin: false },
+    { id: "UBOB", name: "Bob", admin: false },
+    { id: "UCAROL", name: "Carol", admin: true },
+  ],
+  channels: [{ id: "C_GENERAL", name: "general", members: ["UALICE", "UBOB", "UCAROL"] }],
+} as const satisfies { users: readonly WorkspaceUser[]; channels: readonly WorkspaceChannel[] };
