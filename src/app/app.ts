@@ -11,9 +11,8 @@ import type { ApprovalChannel } from "../approvals/channel.js";
 import { Broker } from "../broker/broker.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
 import { AdminDirectory } from "../slack/admins.js";
-import { SlackApprovalChannel } from "../slack/approval-channel.js";
-import { SlackConsent } from "../slack/consent.js";
-import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-notifier.js";
+import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
+import type { LocalWorkspace } from "../workspace/local/model.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -25,8 +24,7 @@ import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from ".
 import { chromiumBrowsers } from "../login/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
-import { SlackMembership } from "../slack/membership.js";
-import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
+import type { SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
@@ -75,6 +73,8 @@ export interface RunningApp {
   readonly metrics: PrometheusMetrics;
   /** The MCP endpoint (its open sessions). */
   readonly mcp: McpEndpoint;
+  /** Which workspace serves people; `local` is the local workspace (development only) the console shows. */
+  readonly workspace: { readonly kind: "slack" | "local" | "none"; readonly local?: LocalWorkspace };
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -88,6 +88,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const keys = resolveKeyRing(config);
   const root = rootVerdict(config, opts.euid ?? process.geteuid?.());
   if (root.level === "error") throw new ConfigError("root_without_uid_base", root.message);
+  // Production without Slack stops here, naming the Slack variables, before anything is created.
+  const workspaceChoice = workspaceChoiceOrThrow(config);
   if (root.level === "warn") log.warn(`RUNNING AS ROOT, VENDORS CAN READ THE BROKER'S SECRETS: ${root.message}`);
   if (keys.origin !== "env") {
     log.warn("DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.", {
@@ -104,10 +106,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const metrics = new PrometheusMetrics(registrySource.registry);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
 
-  // Slack, when configured, is the membership source, the approval channel and the consent port.
-  const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max) : undefined);
-  const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
+  // The workspace (Slack, or the local one in development) is the membership source, the approval
+  // channel, the consent port and the owner notices.
+  const workspace = buildWorkspace(workspaceChoice, { config, store, registry: registrySource.registry, clock, log });
+  const slack: SlackRuntime | undefined = workspace.slack;
+  const membership = opts.membership ?? workspace.adapters?.membership;
+  const approvalChannel = opts.approvalChannel ?? workspace.adapters?.approvals;
   const secretOf = envSecretSource();
   const refresher = new OAuthRefresher({
     store,
@@ -116,7 +120,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     clock,
     log,
     clients: new OAuthClientResolver({ secretOf }),
-    notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
+    notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
   });
   const broker = new Broker({
     refresher,
@@ -128,7 +132,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     ...(membership ? { membership } : {}),
     ...(approvalChannel ? { approvalChannel } : {}),
-    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry, true) } : {}),
+    ...(workspace.adapters ? { consent: workspace.adapters.consent } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
@@ -152,11 +156,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     clock,
     log,
     browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
-    ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
+    ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  await workspace.start({ approvals: broker.approvals, logins, lifecycle });
   const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, undefined, metrics);
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
@@ -235,6 +240,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     logins,
     metrics,
     mcp,
+    workspace: { kind: workspace.kind, ...(workspace.local ? { local: workspace.local } : {}) },
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
