@@ -4,19 +4,21 @@ import type { Config } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { GrantsAdmin } from "../connections/grants-admin.js";
 import { PeriodicJob } from "../connections/reaper.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
 import { Broker } from "../broker/broker.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
+import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
 import type { LocalWorkspace } from "../workspace/local/model.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
-import { oauthFlows } from "../login/oauth-flow.js";
+import { oauthFlows } from "../login/oauth/flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
@@ -38,6 +40,8 @@ import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
+import { resolveHostTokens } from "../config/dev-host-token.js";
+import { startupBanner } from "./banner.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {
@@ -59,6 +63,8 @@ export interface AppOptions {
   readonly slackAuthCheckIntervalMs?: number;
   /** The effective uid the root rule judges (default: the process's own). */
   readonly euid?: number;
+  /** How often waiting calls look for decisions made by another process, e.g. the CLI (default 1 s). */
+  readonly approvalPollIntervalMs?: number;
 }
 
 /** A running broker process. */
@@ -75,6 +81,12 @@ export interface RunningApp {
   readonly mcp: McpEndpoint;
   /** Which workspace serves people; `local` is the local workspace (development only) the console shows. */
   readonly workspace: { readonly kind: "slack" | "local" | "none"; readonly local?: LocalWorkspace };
+  /** A host token this broker accepts (the development token, else the first configured), for an in-process agent host such as the console. */
+  readonly hostToken: string | undefined;
+  /** The development host token file, when one is in use. */
+  readonly hostTokenFile: string | undefined;
+  /** The start-up block (console link, MCP URL, host token file, Inspector command); `serve` prints it last. */
+  readonly banner: string;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -112,6 +124,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const slack: SlackRuntime | undefined = workspace.slack;
   const membership = opts.membership ?? workspace.adapters?.membership;
   const approvalChannel = opts.approvalChannel ?? workspace.adapters?.approvals;
+  const membershipCache = membership instanceof CachedMembership || membership instanceof ChannelMembership ? membership : undefined;
   const secretOf = envSecretSource();
   const refresher = new OAuthRefresher({
     store,
@@ -119,7 +132,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     registry: registrySource.registry,
     clock,
     log,
-    clients: new OAuthClientResolver({ secretOf }),
+    clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
   });
   const broker = new Broker({
@@ -170,21 +183,23 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       api: slack.api,
       store,
       registry: registrySource.registry,
-      lifecycle,
       approvals: broker.approvals,
       turns: broker.turns,
-      admins: new AdminDirectory(config.admins, slack.api, clock),
-      ...(membership instanceof CachedMembership ? { membership } : {}),
+      grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
+      ...(membershipCache ? { membership: membershipCache } : {}),
       logins,
       clock,
       log,
     });
   }
 
+  // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
+  const approvalPoll = new PeriodicJob("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions(), log, undefined, metrics);
+  approvalPoll.start();
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log, undefined, metrics);
+  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => membershipCache?.sweep(), log, undefined, metrics);
   cacheSweep.start();
 
   const http = new HttpServer(log);
@@ -197,7 +212,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
 
-  const auth = new HostTokenAuth(config.hostTokens);
+  // Development without SLAUDE_HOST_TOKENS: a generated token in the data dir; otherwise exactly the configured ones.
+  const hostTokens = resolveHostTokens(config);
+  if (hostTokens.file) log.info(hostTokens.origin === "dev-generated" ? "development host token generated" : "development host token in use", { file: hostTokens.file });
+  const auth = new HostTokenAuth(hostTokens.tokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
@@ -229,11 +247,19 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log.info("slack app ready", { mode: slack.mode });
   }
   log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services: registrySource.registry.list().length });
+  const url = `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`;
+  // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
+  const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
+  const banner = startupBanner({
+    mcpUrl: `${reachable}/mcp`,
+    hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
+    exampleThread: slack ? "<team_id>/<channel_id>/<thread_ts>" : "T_LOCAL/C_GENERAL/1700000000.000100",
+  });
 
   let closing: Promise<void> | undefined;
   return {
     port,
-    url: `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`,
+    url,
     store,
     lifecycle,
     broker,
@@ -241,9 +267,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     metrics,
     mcp,
     workspace: { kind: workspace.kind, ...(workspace.local ? { local: workspace.local } : {}) },
+    hostToken: hostTokens.tokens[0],
+    hostTokenFile: hostTokens.file,
+    banner,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
+        await approvalPoll.stop();
         await broker.approvals.shutdown();
         await logins.shutdown();
         await loginReaper.stop();

@@ -6,7 +6,7 @@ import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { Logger } from "../log/logger.js";
 import type { LoginService } from "../login/login-service.js";
-import { CachedMembership } from "../membership/membership.js";
+import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
@@ -49,9 +49,9 @@ export function buildWorkspace(
     const slack = createSlackRuntime(config.slack, log);
     const adapters: WorkspaceAdapters = {
       kind: "slack",
-      membership: new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max),
+      membership: new ChannelMembership(new SlackMembership(slack.api), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }),
       approvals: new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs),
-      consent: new SlackConsent(slack.api, registry, true),
+      consent: new SlackConsent(slack.api, registry),
       admins: new AdminDirectory(config.admins, slack.api, clock),
       notices: new SlackOwnerNotices(slack.api),
     };

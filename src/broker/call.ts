@@ -3,7 +3,7 @@ import type { WaitOutcome } from "../approvals/approval-service.js";
 import { cardFacts } from "../approvals/card.js";
 import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
-import { bindingOf } from "../connections/binding.js";
+import { bindingOf } from "../vault/binding.js";
 import { Redactor } from "../hygiene/redact.js";
 import { redactToolResult } from "../hygiene/redact-result.js";
 import { OAuthError } from "../login/oauth/errors.js";

@@ -4,7 +4,8 @@ import type { Card, CardActionId } from "../cards/card.js";
 import type { Approval } from "../store/records.js";
 import { ACTIONS, approvalButtonValue } from "./blocks.js";
 import { contextBlock, esc, mrkdwnLine } from "./card-mrkdwn.js";
-import type { Block } from "./slack-api.js";
+import type { types } from "@slack/bolt";
+import type { Block, ModalView } from "./slack-api.js";
 
 // Block Kit rendering of the approval card (src/cards/approval-cards.ts, arguments from
 // src/approvals/card.ts): what it says and offers comes from the card. Every text that came from
@@ -17,11 +18,11 @@ const INLINE = { maxArgs: 10, maxChars: 2_500 } as const;
 /** Code blocks are split at this many characters (Slack's text limit is 3,000). */
 const CHUNK = 2_900;
 
-const text = (t: string, style?: Record<string, boolean>): Block => ({ type: "text", text: t, ...(style ? { style } : {}) });
-const richText = (...elements: Block[]): Block => ({ type: "rich_text", elements });
-const line = (...elements: Block[]): Block => ({ type: "rich_text_section", elements });
-const code = (t: string): Block => ({ type: "rich_text_preformatted", elements: [text(t)] });
-const mrkdwn = (t: string): Block => ({ type: "section", text: { type: "mrkdwn", text: t } });
+const text = (t: string, style?: types.RichTextText["style"]): types.RichTextText => ({ type: "text", text: t, ...(style ? { style } : {}) });
+const richText = (...elements: types.RichTextBlockElement[]): types.RichTextBlock => ({ type: "rich_text", elements });
+const line = (...elements: types.RichTextElement[]): types.RichTextSection => ({ type: "rich_text_section", elements });
+const code = (t: string): types.RichTextPreformatted => ({ type: "rich_text_preformatted", elements: [text(t)] });
+const mrkdwn = (t: string): types.SectionBlock => ({ type: "section", text: { type: "mrkdwn", text: t } });
 
 // Split on code points so a surrogate pair is never cut in two.
 function chunks(s: string): string[] {
@@ -40,12 +41,12 @@ function argumentBlocks(a: CardArgument): Block[] {
   return parts.map((p, i) => (i === 0 ? richText(label, code(p)) : richText(code(p))));
 }
 
-function toolLine(tool: { name: string; write: boolean }): Block {
+function toolLine(tool: { name: string; write: boolean }): types.RichTextBlock {
   return richText(line(text("Tool: ", { bold: true }), text(tool.name, { code: true }), text(tool.write ? " (write)" : " (read)")));
 }
 
 /** The card's warning (why it is Deny-only), or undefined when it has none. */
-function noticeBlock(card: Card): Block | undefined {
+function noticeBlock(card: Card): types.SectionBlock | undefined {
   return card.notice ? mrkdwn(`:warning: ${mrkdwnLine(card.notice)}`) : undefined;
 }
 
@@ -55,7 +56,7 @@ const BUTTON_ACTIONS: Partial<Record<CardActionId, string>> = {
   denied: ACTIONS.deny,
 };
 
-function decisionButtons(card: Card, value: string): Block[] {
+function decisionButtons(card: Card, value: string): types.Button[] {
   return card.actions.map((a) => ({
     type: "button",
     action_id: BUTTON_ACTIONS[a.id] ?? a.id,
@@ -92,7 +93,7 @@ export function approvalCardBlocks(approval: Approval, model: ApprovalCard): Blo
 }
 
 /** The View all arguments modal: every argument of a pending card, values as code, split to fit Slack. */
-export function approvalArgsView(approval: Approval, card: ApprovalCard): Record<string, unknown> {
+export function approvalArgsView(approval: Approval, card: ApprovalCard): ModalView {
   const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> asks to run this on *your ${esc(card.serviceDisplayName)} account*. Every argument, exactly as the vendor would receive it:`), toolLine({ name: card.tool, write: card.write })];
   const notice = noticeBlock(approvalCard(card));
   if (notice) blocks.push(notice);

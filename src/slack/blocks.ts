@@ -2,6 +2,7 @@ import type { ApprovalOutcome } from "../approvals/channel.js";
 import type { AuditRecord } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import type { Approval, Connection, Grant } from "../store/records.js";
+import type { types } from "@slack/bolt";
 import type { Block } from "./slack-api.js";
 import type { Card } from "../cards/card.js";
 import { approvalSettledCard, approvalThreadNote } from "../cards/approval-cards.js";
@@ -51,7 +52,7 @@ export function consentValue(v: { userId: string; service: string; channelId: st
 /** Block Kit of a consent card: the title in bold, the facts as bullets, the next step. */
 export function consentCardBlocks(card: Card, acceptValue?: string): Block[] {
   const blocks: Block[] = [mrkdwnSection(`*${mrkdwnLine(card.title)}*`), mrkdwnSection(card.lines.map((l) => `• ${mrkdwnLine(l)}`).join("\n"))];
-  const elements = card.actions.map((a) => ({
+  const elements = card.actions.map((a): types.Button => ({
     type: "button",
     text: { type: "plain_text", text: a.label },
     ...(a.style ? { style: a.style } : {}),
@@ -81,7 +82,7 @@ function connectionLine(c: Connection): string {
   return `*${esc(c.service)}* · ${where} · ${c.status} · expires ${when(c.expiresAt)}`;
 }
 
-function revokeButton(actionId: string, value: string, label = "Revoke"): Block {
+function revokeButton(actionId: string, value: string, label = "Revoke"): types.Button {
   return { type: "button", action_id: actionId, text: { type: "plain_text", text: label }, style: "danger", value };
 }
 

@@ -6,19 +6,21 @@ import { consentCardBlocks, consentValue } from "./blocks.js";
 import { notificationText } from "./card-mrkdwn.js";
 import type { SlackApi } from "./slack-api.js";
 
-/** Sends the consent card for `connect` to the user privately (a DM), never into the thread. */
+/**
+ * Sends the consent card for `connect` to the user privately (a DM), never into the thread. Its
+ * Continue button mints the login link (the app always runs a login service beside Slack).
+ */
 export class SlackConsent implements ConsentNotifier {
   constructor(
     private readonly api: SlackApi,
     private readonly registry: ServiceRegistry,
-    private readonly loginAvailable = false,
   ) {}
 
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
     const service = this.registry.get(serviceName);
     if (!service) throw new Error(`unknown service ${serviceName}`);
     const dm = await this.api.openDm(userId);
-    const card = consentCard(service, this.loginAvailable ? { kind: "continue" } : { kind: "unavailable" }, { thread });
+    const card = consentCard(service, { kind: "continue" }, { thread });
     await this.api.postMessage({
       channel: dm,
       text: notificationText(card),

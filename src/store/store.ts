@@ -96,6 +96,8 @@ export interface ApprovalRepo {
   /** Expires every pending approval with expires_at <= now (or all pending, at start-up). */
   expirePending(now: number, all?: boolean): Promise<Approval[]>;
   setCard(id: string, channel: string, ts: string): Promise<void>;
+  /** Approvals newest first, at most `limit`: `pendingAt` keeps those still pending and unexpired at that time. */
+  list(filter: { teamId?: string; ownerUserId?: string; pendingAt?: number; limit: number }): Promise<Approval[]>;
 }
 
 /** The append-only audit log. */

@@ -9,7 +9,7 @@ import WebSocket from "ws";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { bindingOf } from "../../src/connections/binding.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { Vault } from "../../src/vault/vault.js";
 import { KeyRing } from "../../src/vault/keyring.js";
