@@ -5,11 +5,12 @@ import type { ServiceRegistry } from "../config/registry.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
-import { PeriodicJob } from "../connections/reaper.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
-import { Broker } from "../broker/broker.js";
+import type { Broker } from "../broker/broker.js";
+import { buildBroker } from "./broker-factory.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
@@ -23,7 +24,7 @@ import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
-import { chromiumBrowsers } from "../login/browser-factory.js";
+import { chromiumBrowsers } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
@@ -126,7 +127,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const approvalChannel = opts.approvalChannel ?? workspace.adapters?.approvals;
   const membershipCache = membership instanceof CachedMembership || membership instanceof ChannelMembership ? membership : undefined;
   const secretOf = envSecretSource();
+  // One refresh skew, here: the refresher refreshes within it, the broker asks it to within it.
+  const refreshSkewMs = 60_000;
   const refresher = new OAuthRefresher({
+    skewMs: refreshSkewMs,
     store,
     vault,
     registry: registrySource.registry,
@@ -135,8 +139,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
   });
-  const broker = new Broker({
-    refresher,
+  const broker = buildBroker({
+    refresher: { skewMs: refreshSkewMs, fresh: (c) => refresher.fresh(c) },
     store,
     vault,
     registry: registrySource.registry,
@@ -168,14 +172,14 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
+    browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
     ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
   await workspace.start({ approvals: broker.approvals, logins, lifecycle });
-  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, undefined, metrics);
+  const loginReaper = new PeriodicJob({ name: "login reaper", intervalMs: 30_000, run: () => logins.reap(), log, clock, metrics });
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
@@ -194,12 +198,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   }
 
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
-  const approvalPoll = new PeriodicJob("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions(), log, undefined, metrics);
+  const approvalPoll = new PeriodicJob({ name: "approval decisions", intervalMs: opts.approvalPollIntervalMs ?? 1_000, run: () => broker.approvals.collectDecisions(), log, clock, metrics });
   approvalPoll.start();
-  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
+  const reaper = new PeriodicJob({ name: "ttl reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => lifecycle.reapExpired(), log, clock, metrics });
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => membershipCache?.sweep(), log, undefined, metrics);
+  const cacheSweep = new PeriodicJob({ name: "cache sweep", intervalMs: 60_000, run: async () => membershipCache?.sweep(), log, clock, metrics });
   cacheSweep.start();
 
   const http = new HttpServer(log);
@@ -219,7 +223,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
-  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, undefined, metrics) : undefined;
+  const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs: opts.slackAuthCheckIntervalMs ?? 60_000, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
   const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
   http.route({
     method: "GET",
@@ -235,8 +239,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
+  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
   http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);

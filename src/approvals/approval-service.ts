@@ -82,10 +82,11 @@ export class ApprovalService {
     };
     await this.deps.store.approvals.create(approval, [this.auditOf(approval, "approval_requested", null, now)]);
     const decided = new Promise<Approval | "timeout" | "cancelled" | "interrupted">((resolve) => {
-      const timer = setTimeout(() => finish("timeout"), this.deps.timeoutMs);
+      // Armed on the injected clock for the approval's own expiry: tests advance time to expire it.
+      const timer = this.deps.clock.setTimeout(() => finish("timeout"), approval.expiresAt - this.deps.clock.now());
       const onAbort = () => finish("cancelled");
       const finish = (v: Approval | "timeout" | "cancelled" | "interrupted") => {
-        clearTimeout(timer);
+        timer.cancel();
         signal?.removeEventListener("abort", onAbort);
         this.waiting.delete(approval.id);
         this.cards.delete(approval.id);

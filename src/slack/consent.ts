@@ -1,4 +1,4 @@
-import type { ConsentNotifier } from "../broker/broker.js";
+import type { ConsentNotifier } from "../broker/ports.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
 import { consentCard } from "../cards/notice-cards.js";

@@ -1,5 +1,5 @@
 import type { ApprovalChannel } from "../approvals/channel.js";
-import type { ConsentNotifier } from "../broker/broker.js";
+import type { ConsentNotifier } from "../broker/ports.js";
 import type { Service } from "../config/registry.js";
 import type { LoginNotifier } from "../login/ports.js";
 import type { MembershipSource } from "../membership/membership.js";

@@ -1,6 +1,6 @@
 import type { ApprovalCard } from "../../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../approvals/channel.js";
-import type { ConsentNotifier } from "../../broker/broker.js";
+import type { ConsentNotifier } from "../../broker/ports.js";
 import { approvalCard, approvalSettledCard, approvalThreadNote } from "../../cards/approval-cards.js";
 import { connectionReadyCard, consentCard, expiredCard, needsLoginCard, revokedCard } from "../../cards/notice-cards.js";
 import type { Service, ServiceRegistry } from "../../config/registry.js";
