@@ -3,7 +3,7 @@ import type { Card } from "../../cards/card.js";
 import type { ThreadRef } from "../../domain/thread.js";
 
 // The local workspace's public shape: what the console (src/console) and the CLI read and do.
-// State lives in the store (migrations/0007_local_workspace.sql); this is only the port.
+// State lives in the store (migrations/0005_local_workspace.sql); this is only the port.
 
 /** The local team's id: every local thread, connection and audit row carries it. */
 export const LOCAL_TEAM_ID = "T_LOCAL";
