@@ -3,11 +3,13 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
+import { readPgMigrations } from "../../src/store/postgres/migrator.js";
 import { openPostgresStore } from "../../src/store/postgres/pg-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
+import { DEMO_TEAM, LOCAL_TEAM_ID } from "../../src/workspace/local/model.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
 import { runInProcess, type CliResult } from "./run.js";
@@ -46,8 +48,9 @@ describe("the admin CLI with SLAUDE_DATABASE_URL", () => {
   it("migrates, adds, lists, revokes and audits on PostgreSQL, never touching a SQLite file", async () => {
     const url = await cluster.createDatabase();
     const { cli, dbPath, clock } = setup({ SLAUDE_DATABASE_URL: url });
-    expect(await cli(["migrate"])).toMatchObject({ code: 0, stdout: "applied postgres 1; schema is at 1\n" });
-    expect((await cli(["migrate"])).stdout).toBe("nothing to do; postgres schema is at 1\n");
+    const versions = readPgMigrations().map((m) => m.version);
+    expect(await cli(["migrate"])).toMatchObject({ code: 0, stdout: `applied postgres ${versions.join(", ")}; schema is at ${versions.at(-1)}\n` });
+    expect((await cli(["migrate"])).stdout).toBe(`nothing to do; postgres schema is at ${versions.at(-1)}\n`);
     const id = storedId(await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], { stdin: "pg-secret" }));
     expect(jsonLines((await cli(["connections", "list", "--json"])).stdout).map((c) => [c.id, c.status, c.hasSecret])).toEqual([[id, "active", true]]);
     clock.advance(1000);
@@ -83,6 +86,9 @@ describe("migrate-store", () => {
       );
       await sqlite.loginSessions.create({ id: "login_1", tokenHash: "th", teamId: "T1", userId: "U1", service: "svc", scope: "user", channelId: null, threadTs: null, createdAt: at, expiresAt: at + 1000 }, []);
       await sqlite.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "c", tools: [{ name: "read_thing" }], fetchedAt: at });
+      // The local workspace's tables come along too (notes keep their ids, threads their order).
+      await sqlite.workspace.seed({ teamId: LOCAL_TEAM_ID, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels }, at);
+      for (let i = 0; i < 3; i++) await sqlite.workspace.addNote({ teamId: LOCAL_TEAM_ID, channelId: "C_GENERAL", threadTs: `1.${i}` }, `note ${i}`, at, { maxPerThread: 5, maxThreads: 5 });
     } finally {
       await sqlite.close();
     }
@@ -108,6 +114,10 @@ describe("migrate-store", () => {
       await store.audit.append([{ at, event: "admin_action", actor: "cli:test" }]);
       expect((await store.audit.query({ take: "latest", limit: 1 }))[0]!.seq).toBe(7);
       expect(await store.toolMetadata.get("T1", "svc")).toEqual(await src.toolMetadata.get("T1", "svc"));
+      expect(await store.workspace.channels(LOCAL_TEAM_ID)).toEqual(await src.workspace.channels(LOCAL_TEAM_ID));
+      expect(await store.workspace.threads(LOCAL_TEAM_ID, "C_GENERAL", 10)).toEqual(await src.workspace.threads(LOCAL_TEAM_ID, "C_GENERAL", 10));
+      await store.workspace.addNote({ teamId: LOCAL_TEAM_ID, channelId: "C_GENERAL", threadTs: "1.0" }, "after the copy", at + 1, { maxPerThread: 5, maxThreads: 5 });
+      expect((await store.workspace.notes({ teamId: LOCAL_TEAM_ID, channelId: "C_GENERAL", threadTs: "1.0" }, 10)).map((n) => n.text)).toEqual(["note 0", "after the copy"]);
     } finally {
       await store.close();
       await src.close();

@@ -8,13 +8,20 @@ import type { PgDb, Sql } from "./pg-db.js";
 // (their binding covers the copied fields, so they open on PostgreSQL with the same keys).
 
 /** The tables copied, parents before children (foreign keys), each with its identity column if any. */
-export const COPIED_TABLES: readonly { readonly name: string; readonly identity?: string }[] = [
+export const COPIED_TABLES: readonly { readonly name: string; readonly identity?: string; readonly orderOnly?: string }[] = [
   { name: "connections" },
   { name: "grants" },
   { name: "approvals" },
   { name: "login_sessions" },
   { name: "tool_metadata" },
   { name: "audit", identity: "seq" },
+  { name: "workspace_users" },
+  { name: "workspace_channels" },
+  { name: "workspace_members" },
+  // `seq` stands in for SQLite's rowid: filled by the copy in rowid order.
+  { name: "workspace_threads", orderOnly: "seq" },
+  { name: "workspace_notes", identity: "id" },
+  { name: "workspace_inbox", orderOnly: "seq" },
 ];
 
 /** SQLite's own bookkeeping, not data. */
@@ -37,8 +44,8 @@ async function pgColumns(q: Sql, table: string): Promise<string[]> {
   return rows.map((r) => r.column_name);
 }
 
-async function copyTable(q: Sql, src: Db, table: string, identity: string | undefined): Promise<void> {
-  const columns = await pgColumns(q, table);
+async function copyTable(q: Sql, src: Db, table: string, identity: string | undefined, orderOnly: string | undefined): Promise<void> {
+  const columns = (await pgColumns(q, table)).filter((c) => c !== orderOnly);
   const sqliteColumns = new Set((src.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((r) => r.name));
   const missing = columns.filter((c) => !sqliteColumns.has(c));
   const extra = [...sqliteColumns].filter((c) => !columns.includes(c));
@@ -82,7 +89,7 @@ export async function copySqliteToPostgres(src: Db, target: PgDb): Promise<CopyR
       const n = (await q.query<{ n: number }>(`SELECT count(*) AS n FROM ${t.name}`)).rows[0]!.n;
       if (n > 0) throw new StoreError("migration_failed", `the PostgreSQL table ${t.name} already holds ${n} row(s): migrate-store copies into an empty database only`);
     }
-    for (const t of COPIED_TABLES) await copyTable(q, src, t.name, t.identity);
+    for (const t of COPIED_TABLES) await copyTable(q, src, t.name, t.identity, t.orderOnly);
   });
   const out: { name: string; source: number; target: number }[] = [];
   for (const t of COPIED_TABLES) {

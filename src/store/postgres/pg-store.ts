@@ -8,6 +8,7 @@ import { PgLoginSessionRepo } from "./login-sessions-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
+import { PgWorkspaceRepo } from "./workspace-repo.js";
 
 /** The PostgreSQL store: the same contract as SqliteStore, shared by every replica of one deployment. */
 export class PostgresStore implements Store {
@@ -17,6 +18,7 @@ export class PostgresStore implements Store {
   readonly audit: PgAuditRepo;
   readonly toolMetadata: PgToolMetadataRepo;
   readonly loginSessions: PgLoginSessionRepo;
+  readonly workspace: PgWorkspaceRepo;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -25,6 +27,7 @@ export class PostgresStore implements Store {
     this.audit = new PgAuditRepo(db);
     this.toolMetadata = new PgToolMetadataRepo(db);
     this.loginSessions = new PgLoginSessionRepo(db);
+    this.workspace = new PgWorkspaceRepo(db);
   }
 
   async ping(): Promise<boolean> {

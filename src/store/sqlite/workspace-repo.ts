@@ -6,7 +6,7 @@ import type { ConsentSubject, InboxRecord, WorkspaceChannelRecord, WorkspaceUser
 import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../store.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 
-interface InboxRow {
+export interface InboxRow {
   id: string;
   team_id: string;
   user_id: string;
@@ -31,7 +31,7 @@ function parseSubject(json: string | null): ConsentSubject | null | undefined {
 }
 
 /** A row as an inbox record; undefined when its JSON does not parse (such a row is never shown). */
-function toInbox(r: InboxRow): InboxRecord | undefined {
+export function toInbox(r: InboxRow): InboxRecord | undefined {
   const card = parseCard(r.card_json);
   const subject = parseSubject(r.subject_json);
   if (!card || subject === undefined || (r.state !== "open" && r.state !== "settled")) return undefined;
