@@ -81,7 +81,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     pool,
     approvals,
     ledger,
-    backoff: { backoffOf: (id) => launcher.backoffOf?.(id) },
+    backoff: { backoffOf: (id) => launcher.backoffOf?.(id), unavailableOf: (id) => launcher.unavailableOf?.(id) },
     metrics,
     limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
     callTimeoutMs: o.callTimeoutMs ?? 120_000,

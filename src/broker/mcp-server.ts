@@ -2,6 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../domain/version.js";
 import { answer, callAnswer, refusal } from "./answer.js";
+import { serviceUnavailable, unavailableLine, unavailableText } from "./availability-view.js";
 import type { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
@@ -116,9 +117,10 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
         if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name))) await calls.warmMetadata(ctx, caller, service);
         const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
         if ("notFound" in r) return refusal("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` });
+        const unavailable = await serviceUnavailable(deps, ctx, caller, service);
         const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
-        const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
-        return answer(text, { ...r });
+        const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...unavailable.map((n) => unavailableLine(n, service.name)), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
+        return answer(text, { ...r, ...(unavailable.length ? { unavailable } : {}) });
       }),
   );
 
@@ -158,7 +160,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
           ? rows
               .map(
                 (r) =>
-                  `- ${r.id} ${r.service} ${r.mine ? "(yours)" : r.owner ? `(<@${r.owner}>, ${r.grant === "granted" ? "you have a thread grant" : "use asks the owner"})` : "(shared identity)"} ${r.where}, ${r.status}, expires ${r.expiresAt}${r.unreachableUntil ? `, unreachable until ${r.unreachableUntil}` : ""}`,
+                  `- ${r.id} ${r.service} ${r.mine ? "(yours)" : r.owner ? `(<@${r.owner}>, ${r.grant === "granted" ? "you have a thread grant" : "use asks the owner"})` : "(shared identity)"} ${r.where}, ${r.status}, expires ${r.expiresAt}${r.unavailable ? `; ${unavailableText(r.unavailable, r.service)}` : ""}`,
               )
               .join("\n")
           : "No connections usable here. Use connect(service) to connect an account.";

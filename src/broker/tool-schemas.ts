@@ -60,6 +60,15 @@ const describedTool = z
 
 const listedService = z.object({ name: z.string(), displayName: z.string(), description: z.string(), loginStrategy: z.string() }).loose();
 
+const unavailable = {
+  reason: z.enum(["backoff", "credential_rejected", "start_failed"]).describe("backoff: a remote vendor's connects are failing; credential_rejected: the vendor refused the credential (reconnect); start_failed: the vendor's command did not start"),
+  since: z.string(),
+  retryAt: z.string().optional().describe("backoff: calls are refused until this time, then the next call tries to connect"),
+  failures: z.number().optional(),
+  lastError: z.string().describe("The broker's class of the last error (e.g. ECONNREFUSED, http_503, ENOENT); never vendor text"),
+};
+const connectionUnavailable = z.object(unavailable).loose().describe("Why this connection's vendor cannot be used right now");
+
 const listedConnection = z
   .object({
     id: z.string(),
@@ -73,6 +82,7 @@ const listedConnection = z
     grant: z.enum(["granted", "needs_approval"]).optional(),
     grantsGiven: z.number().optional(),
     unreachableUntil: z.string().optional(),
+    unavailable: connectionUnavailable.optional(),
   })
   .loose();
 
@@ -101,6 +111,10 @@ export const toolOutputs = {
       fetchedAt: z.string().nullable().optional(),
       tools: z.array(describedTool).optional(),
       note: z.string().optional(),
+      unavailable: z
+        .array(z.object({ kind: z.enum(["connection"]), connectionId: z.string(), ...unavailable }).loose())
+        .optional()
+        .describe("The caller's usable connections to this service that cannot be used right now, and why"),
     })
     .loose(),
   connect: z.object({ ...refusal, service: z.string().optional() }).loose(),
