@@ -150,6 +150,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
     limits: config.resultLimits,
+    resultStore: config.resultStore,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
     metrics,
@@ -197,6 +198,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   approvalPoll.start();
   const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
   reaper.start();
+  // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
+  const resultReaper = new PeriodicJob("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap(), log, undefined, metrics);
+  resultReaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => membershipCache?.sweep(), log, undefined, metrics);
   cacheSweep.start();
@@ -281,6 +285,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await slack?.stop();
         await http.close();
         await reaper.stop();
+        await resultReaper.stop();
         await slackAuthJob?.stop();
         await cacheSweep.stop();
         await broker.shutdown();

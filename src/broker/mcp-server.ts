@@ -6,6 +6,7 @@ import type { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { describeService } from "./describe.js";
+import { serveStoredResults } from "./result-resources.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 import type { ServiceRegistry } from "../config/registry.js";
 
@@ -186,6 +187,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
 
   // registerTool turns listChanged on whatever was passed; the list never changes, so say so.
   server.server.registerCapabilities({ tools: { listChanged: false } });
+  // Truncated results' full text, for their caller in this thread only (no listing of anyone's).
+  serveStoredResults(server, deps, (extra) => resolveCaller(callerRequest(extra)));
   return server;
 }
 

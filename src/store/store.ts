@@ -2,6 +2,7 @@ import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
 import type { Approval, Connection, ConnectionScope, ConnectionStatus, Grant, LoginSession, NewConnection, ToolMetadata } from "./records.js";
 import type { ThreadRef } from "../domain/thread.js";
+import type { ResultRepo } from "./result-repo.js";
 
 // The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
 // and a PostgreSQL adapter can implement the same contract. Every method that changes state takes
@@ -154,6 +155,8 @@ export interface Store {
   readonly audit: AuditRepo;
   readonly toolMetadata: ToolMetadataRepo;
   readonly loginSessions: LoginSessionRepo;
+  /** Full results of truncated calls, sealed, for resources/read (src/results). */
+  readonly results: ResultRepo;
   /** A cheap liveness probe for /healthz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
