@@ -201,6 +201,7 @@ function instructionsFor(registry: ServiceRegistry): string {
     "mcp_describe with no arguments lists the services; with a service it lists its tools (use `query` to find one, `tool` for its input schema).",
     "mcp_call runs a tool, with on_behalf_of set to the Slack user id of the person whose message you are answering.",
     "When mcp_call answers needs_connect, call connect(service): the user gets a private sign-in card.",
+    "A result too big to return whole is cut and carries a resource_link (slaude://results/…): read the rest with resources/read, page N at ?page=N, in this thread while it is the same user's turn.",
   ].join(" ");
 }
 

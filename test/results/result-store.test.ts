@@ -136,4 +136,9 @@ describe("ResultStore", () => {
     expect(await capped.keep(request("d".repeat(10_001)))).toEqual({ kind: "not_kept", reason: "too_large" });
     expect(await store.results.get(b.id)).toBeDefined();
   });
+
+  it("keeping never throws: a store that fails answers not_kept (the call is answered truncated, without a link)", async () => {
+    store.db.close();
+    expect(await results.keep(request("e".repeat(3_000)))).toEqual({ kind: "not_kept", reason: "unavailable" });
+  });
 });

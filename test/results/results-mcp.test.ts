@@ -111,6 +111,7 @@ describe("full results on demand over /mcp", () => {
     expect((await alice.listResources()).resources).toEqual([]);
     expect((await alice.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual(["slaude://results/{id}{?page}"]);
     expect((await alice.listTools()).tools).toHaveLength(5);
+    expect(alice.getInstructions()).toContain("resources/read");
   });
 
   it("a truncated mcp_call answer carries a resource_link and a fullResult to the stored, redacted result", async () => {
