@@ -27,7 +27,9 @@ export function pageBounds(bytes: Buffer, limits: ResultLimits): Array<readonly 
 /** Where the page starting at `start` ends: after `maxLines` newlines or `maxBytes` bytes, whichever is first. */
 function pageEnd(bytes: Buffer, start: number, limits: ResultLimits): number {
   let lineEnd = start;
-  for (let n = 0; n < limits.maxLines; n++) {
+  const byteCap = start + limits.maxBytes;
+  // Newlines past the byte cap cannot end this page: stop looking there.
+  for (let n = 0; n < limits.maxLines && lineEnd < byteCap; n++) {
     const nl = bytes.indexOf(0x0a, lineEnd);
     if (nl === -1) {
       lineEnd = bytes.length;
@@ -35,7 +37,7 @@ function pageEnd(bytes: Buffer, start: number, limits: ResultLimits): number {
     }
     lineEnd = nl + 1;
   }
-  let end = Math.min(lineEnd, start + limits.maxBytes, bytes.length);
+  let end = Math.min(lineEnd, byteCap, bytes.length);
   // Never split a character: back off over continuation bytes (10xxxxxx).
   while (end > start && end < bytes.length && (bytes[end]! & 0xc0) === 0x80) end--;
   // A cap smaller than one character still moves on: the page holds that one character.
@@ -48,10 +50,15 @@ function pageEnd(bytes: Buffer, start: number, limits: ResultLimits): number {
 
 /** Page `page` (1-based) of `text`, or undefined when the text has fewer pages. */
 export function pageOf(text: string, limits: ResultLimits, page: number): ResultPage | undefined {
-  const bytes = Buffer.from(text, "utf8");
+  const r = pageOfBytes(Buffer.from(text, "utf8"), limits, page);
+  return "text" in r ? r : undefined;
+}
+
+/** Page `page` of UTF-8 `bytes` (only that page is decoded), or the page count when there is no such page. */
+export function pageOfBytes(bytes: Buffer, limits: ResultLimits, page: number): ResultPage | { readonly pages: number } {
   const bounds = pageBounds(bytes, limits);
   const b = bounds[page - 1];
-  if (!b) return undefined;
+  if (!b) return { pages: bounds.length };
   return { text: bytes.subarray(b[0], b[1]).toString("utf8"), page, pages: bounds.length };
 }
 

@@ -9,7 +9,7 @@ import type { ResultRepo, StoredResult } from "../store/result-repo.js";
 import { VaultError } from "../vault/errors.js";
 import type { Vault } from "../vault/vault.js";
 import { readVerdict, type ReaderFacts, type ReadRefusal } from "./read-policy.js";
-import { pageCount, pageOf } from "./result-pages.js";
+import { pageBounds, pageOfBytes } from "./result-pages.js";
 import { parseResultUri, resultUri } from "./result-uri.js";
 
 // The result store: keeps the full, redacted text of a truncated tool result, sealed by the vault
@@ -102,7 +102,7 @@ export class ResultStore {
         this.d.log.warn("truncated result not kept: larger than the team's result store", { callId: req.callId, bytes: row.sizeBytes, maxBytesPerTeam: this.settings.maxBytesPerTeam });
         return { kind: "not_kept", reason: "too_large" };
       }
-      return { kind: "kept", id, uri: resultUri(id), bytes: row.sizeBytes, pages: pageCount(req.text, this.settings.pageLimits), expiresAt: row.expiresAt };
+      return { kind: "kept", id, uri: resultUri(id), bytes: row.sizeBytes, pages: pageBounds(plain, this.settings.pageLimits).length, expiresAt: row.expiresAt };
     } catch (err) {
       this.d.log.error("truncated result could not be kept", { callId: req.callId, error: err instanceof Error ? err.name : "unknown" });
       return { kind: "not_kept", reason: "unavailable" };
@@ -125,21 +125,21 @@ export class ResultStore {
     const sameTeam = row && row.teamId === reader.thread.teamId ? { ownerUserId: row.ownerUserId, callId: row.callId, service: row.service, tool: row.tool } : {};
     const audit = (e: Partial<AuditEvent>): AuditEvent => ({ at: now, event: "result_read", teamId: reader.thread.teamId, channelId: reader.thread.channelId, threadTs: reader.thread.threadTs, callerUserId: reader.userId ?? null, ...sameTeam, ...e });
     if (verdict.kind === "not_found" || !row || !ref) return this.refuse(audit, verdict.kind === "not_found" ? verdict.reason : "unknown");
-    let text: string;
+    let plain: Buffer;
     try {
-      const plain = this.d.vault.openResult(row.sealed, { resultId: row.id, teamId: row.teamId, ownerUserId: row.ownerUserId, channelId: row.channelId, threadTs: row.threadTs });
-      text = plain.toString("utf8");
-      plain.fill(0);
+      plain = this.d.vault.openResult(row.sealed, { resultId: row.id, teamId: row.teamId, ownerUserId: row.ownerUserId, channelId: row.channelId, threadTs: row.threadTs });
     } catch (err) {
       if (!(err instanceof VaultError)) throw err;
       // Tampered, moved or under a rotated-away key: fail closed, and say so only to the log and audit.
       this.d.log.error("stored result refused by the vault", { callId: row.callId, code: err.code });
       return this.refuse(audit, "undecryptable");
     }
-    const page = pageOf(text, this.settings.pageLimits, ref.page);
-    if (!page) {
+    // Only the page asked for is decoded; the whole plaintext is zeroed at once.
+    const page = pageOfBytes(plain, this.settings.pageLimits, ref.page);
+    plain.fill(0);
+    if (!("text" in page)) {
       await this.d.audit.append([audit({ decision: "refused", errorCode: "no_such_page" })]);
-      return { kind: "no_such_page", pages: pageCount(text, this.settings.pageLimits) };
+      return { kind: "no_such_page", pages: page.pages };
     }
     await this.d.audit.append([audit({ decision: `page ${page.page}/${page.pages}`, resultBytes: Buffer.byteLength(page.text) })]);
     return { kind: "page", uri, text: page.text, page: page.page, pages: page.pages, next: page.page < page.pages ? resultUri(row.id, page.page + 1) : undefined };
