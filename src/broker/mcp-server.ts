@@ -7,6 +7,7 @@ import type { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { describeService } from "./describe.js";
+import { serveStoredResults } from "./result-resources.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 import type { ServiceRegistry } from "../config/registry.js";
 
@@ -188,6 +189,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
 
   // registerTool turns listChanged on whatever was passed; the list never changes, so say so.
   server.server.registerCapabilities({ tools: { listChanged: false } });
+  // Truncated results' full text, for their caller in this thread only (no listing of anyone's).
+  serveStoredResults(server, deps, (extra) => resolveCaller(callerRequest(extra)));
   return server;
 }
 
@@ -200,6 +203,7 @@ function instructionsFor(registry: ServiceRegistry): string {
     "mcp_describe with no arguments lists the services; with a service it lists its tools (use `query` to find one, `tool` for its input schema).",
     "mcp_call runs a tool, with on_behalf_of set to the Slack user id of the person whose message you are answering.",
     "When mcp_call answers needs_connect, call connect(service): the user gets a private sign-in card.",
+    "A result too big to return whole is cut and carries a resource_link (slaude://results/…): read the rest with resources/read, page N at ?page=N, in this thread while it is the same user's turn.",
   ].join(" ");
 }
 

@@ -96,6 +96,10 @@ export const toolOutputs = {
       ranAs: z.enum(["own", "grant", "shared", "approval_once", "approval_thread"]).optional().describe("Whose account ran it: own, a thread grant, the shared identity, or an owner's approval"),
       connectionOwner: z.string().nullable().optional().describe("The Slack user id whose account ran the call (null for the shared identity)"),
       truncated: z.boolean().optional(),
+      fullResult: z
+        .object({ uri: z.string(), bytes: z.number(), pages: z.number(), expiresAt: z.string() })
+        .optional()
+        .describe("When truncated: where the whole (redacted) result is kept for you; read it with resources/read, page N at `uri?page=N`"),
       vendorIsError: z.boolean().optional().describe("The vendor tool itself reported an error"),
       result: z.record(z.string(), z.unknown()).optional().describe("The vendor's own structured result, redacted"),
     })
