@@ -154,6 +154,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
     limits: config.resultLimits,
+    resultStore: config.resultStore,
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
     metrics,
@@ -202,6 +203,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   approvalPoll.start();
   const reaper = new PeriodicJob({ name: "ttl reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => lifecycle.reapExpired(), log, clock, metrics });
   reaper.start();
+  // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
+  const resultReaper = new PeriodicJob({ name: "result reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => broker.deps.results.reap(), log, clock, metrics });
+  resultReaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = new PeriodicJob({ name: "cache sweep", intervalMs: 60_000, run: async () => membershipCache?.sweep(), log, clock, metrics });
   cacheSweep.start();
@@ -287,6 +291,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await slack?.stop();
         await http.close();
         await reaper.stop();
+        await resultReaper.stop();
         await slackAuthJob?.stop();
         await cacheSweep.stop();
         await broker.shutdown();

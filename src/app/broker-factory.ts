@@ -15,6 +15,7 @@ import { noMetrics, type Metrics } from "../metrics/metrics.js";
 import { ChildLedger } from "../pool/child-ledger.js";
 import { ProductionLauncher, UidAllocator, type BackoffSource, type VendorLauncher } from "../pool/launcher.js";
 import { VendorPool } from "../pool/pool.js";
+import { RESULT_STORE_DEFAULTS, ResultStore } from "../results/result-store.js";
 import type { Store } from "../store/store.js";
 import { TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";
@@ -38,6 +39,8 @@ export interface BrokerOptions {
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly pool?: { maxChildren?: number; idleMs?: number; acquireTimeoutMs?: number; stopGraceMs?: number; childUidBase?: number | undefined };
   readonly limits?: ResultLimits;
+  /** The result store's TTL and per-team cap (SLAUDE_RESULT_TTL_SECONDS, SLAUDE_RESULT_STORE_MAX_BYTES_PER_TEAM). */
+  readonly resultStore?: { ttlMs?: number; maxBytesPerTeam?: number };
   readonly callTimeoutMs?: number;
   readonly approvalTimeoutMs?: number;
   /** Refreshes OAuth credentials before calls (src/login/oauth). */
@@ -68,6 +71,11 @@ export function buildBroker(o: BrokerOptions): Broker {
     o.log,
     metrics,
   );
+  const limits = o.limits ?? { maxBytes: 50_000, maxLines: 2_000 };
+  const results = new ResultStore(
+    { results: o.store.results, audit: o.store.audit, vault: o.vault, clock: o.clock, log: o.log },
+    { ttlMs: o.resultStore?.ttlMs ?? RESULT_STORE_DEFAULTS.ttlMs, maxBytesPerTeam: o.resultStore?.maxBytesPerTeam ?? RESULT_STORE_DEFAULTS.maxBytesPerTeam, pageLimits: limits },
+  );
   const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics });
   return new Broker({
     store: o.store,
@@ -81,9 +89,10 @@ export function buildBroker(o: BrokerOptions): Broker {
     pool,
     approvals,
     ledger,
-    backoff: { backoffOf: (id) => launcher.backoffOf?.(id) },
+    backoff: { backoffOf: (id) => launcher.backoffOf?.(id), unavailableOf: (id) => launcher.unavailableOf?.(id) },
     metrics,
-    limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
+    limits,
+    results,
     callTimeoutMs: o.callTimeoutMs ?? 120_000,
     ...(o.refresher ? { refresher: o.refresher } : {}),
     ...(o.consent ? { consent: o.consent } : {}),

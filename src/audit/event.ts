@@ -18,6 +18,9 @@ export type AuditEventKind =
   | "login_completed"
   | "login_refused"
   | "keys_rotated"
+  | "result_stored"
+  | "result_evicted"
+  | "result_read"
   | "admin_action";
 
 /** An audit row as written: identifiers, decisions and sizes only, never values or secrets. */

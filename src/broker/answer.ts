@@ -1,5 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
+import type { FullResultLink } from "./result-keep.js";
 
 // The one place a broker tool's answer takes its MCP shape: refusals (text + structured code and
 // message), plain answers, and mcp_call's result with the note saying whose account ran it.
@@ -9,7 +10,7 @@ export type RanVia = "own" | "grant" | "shared" | "approval_once" | "approval_th
 
 /** The broker's answer to mcp_call, before it is shaped into an MCP result. */
 export type CallOutcome =
-  | { readonly kind: "ok"; readonly via: RanVia; readonly connectionId: string; readonly ownerUserId: string | null; readonly result: CallToolResult; readonly truncated: boolean }
+  | { readonly kind: "ok"; readonly via: RanVia; readonly connectionId: string; readonly ownerUserId: string | null; readonly result: CallToolResult; readonly truncated: boolean; readonly fullResult?: FullResultLink }
   | { readonly kind: "failed"; readonly code: FailureCode; readonly facts: MessageFacts };
 
 /** A refusal: the code's one sentence (outcome.ts) as text and in structuredContent. */
@@ -41,6 +42,7 @@ export function callAnswer(input: { service: string; tool: string }, out: CallOu
       ranAs: out.via,
       connectionOwner: out.ownerUserId,
       truncated: out.truncated,
+      ...(out.fullResult ? { fullResult: out.fullResult } : {}),
       vendorIsError: out.result.isError === true,
       ...(out.result.structuredContent ? { result: out.result.structuredContent } : {}),
     },

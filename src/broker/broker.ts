@@ -14,6 +14,7 @@ import type { MembershipSource } from "../membership/membership.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
 import type { VendorPool } from "../pool/pool.js";
+import type { ResultStore } from "../results/result-store.js";
 import type { Store } from "../store/store.js";
 import { threadKey, type TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";
@@ -45,6 +46,8 @@ export interface BrokerParts {
   readonly backoff: BackoffSource;
   readonly metrics: Metrics;
   readonly limits: ResultLimits;
+  /** The result store behind truncated results' resource links. */
+  readonly results: ResultStore;
   readonly callTimeoutMs: number;
   /** Refreshes OAuth credentials before calls (src/login/oauth). */
   readonly refresher?: CredentialRefresher;
@@ -89,6 +92,7 @@ export class Broker {
       log: o.log,
       metrics: o.metrics,
       limits: o.limits,
+      results: o.results,
       callTimeoutMs: o.callTimeoutMs,
       backoff: o.backoff,
       ...(o.refresher ? { refresher: o.refresher } : {}),

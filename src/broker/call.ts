@@ -17,6 +17,7 @@ import { CredentialSessions, type CredentialSession } from "./credential-session
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import type { FailureCode, MessageFacts } from "./outcome.js";
 import { cleanResult } from "./result-hygiene.js";
+import { keepFullResult } from "./result-keep.js";
 import { runOnVendor, vendorFailure, type NamedFailure } from "./vendor-run.js";
 
 // One mcp_call, read top to bottom: plan → facts → policy → approval → credential session → pool
@@ -132,11 +133,14 @@ export class CallService {
     const vendorRun = { plan, lease: this.sessions.lease(session, plan.service), extra };
     try {
       const raw = await runOnVendor(this.d, vendorRun);
-      const { result, truncated, bytes } = cleanResult(raw, vendorRun.lease.redactor, this.d.limits);
+      const clean = cleanResult(raw, vendorRun.lease.redactor, this.d.limits);
+      const { result, truncated, bytes } = clean;
       // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
       if (!CallToolResultSchema.safeParse(result).success) return fail({ code: "vendor_error", facts: { detail: "its result could not be delivered intact" } });
       await audit.completed({ resultBytes: bytes, ...(result.isError ? { errorCode: "vendor_tool_error" } : {}) });
-      return { kind: "ok", via: order.via, connectionId: conn.id, ownerUserId: conn.ownerUserId, result, truncated };
+      // A truncated result's full text is kept for this caller and thread; the answer links to it.
+      const kept = await keepFullResult(this.d.results, plan, clean);
+      return { kind: "ok", via: order.via, connectionId: conn.id, ownerUserId: conn.ownerUserId, result: kept.result, truncated, ...(kept.link ? { fullResult: kept.link } : {}) };
     } catch (err) {
       return fail(await vendorFailure(this.d, vendorRun, err));
     }

@@ -1,5 +1,6 @@
 import type { Connection } from "../store/records.js";
 import type { CandidateRow } from "../store/store.js";
+import { unavailableOf, type ConnectionUnavailable } from "./availability-view.js";
 import { borrowable, candidateQuery, isMember } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 
@@ -18,6 +19,8 @@ export interface ListedConnection {
   /** For mine: how many live grants I gave on it. */
   readonly grantsGiven?: number;
   readonly unreachableUntil?: string;
+  /** Why this connection's vendor cannot be used now (backoff, rejected credential, failed start). */
+  readonly unavailable?: ConnectionUnavailable;
 }
 
 /** Rows read per page of the candidates query, and the most connections_list shows. */
@@ -47,7 +50,8 @@ export async function listConnections(d: BrokerDeps, ctx: CallerContext, caller:
   const participants = new Set(d.turns.participantsOf(thread));
   const backoff = (id: string) => {
     const b = d.backoff.backoffOf(id);
-    return b ? { unreachableUntil: new Date(b.retryAt).toISOString() } : {};
+    const u = unavailableOf(d, id);
+    return { ...(b ? { unreachableUntil: new Date(b.retryAt).toISOString() } : {}), ...(u ? { unavailable: u } : {}) };
   };
   const byAge = (a: CandidateRow, b: CandidateRow) => a.connection.createdAt - b.connection.createdAt || (a.connection.id < b.connection.id ? -1 : 1);
   const mine: ListedConnection[] = [];

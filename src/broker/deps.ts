@@ -13,6 +13,7 @@ import type { CallTrace } from "./call-trace.js";
 import type { CredentialRefresher } from "./ports.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
+import type { ResultStore } from "../results/result-store.js";
 import type { TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";
 
@@ -31,6 +32,8 @@ export interface BrokerDeps {
   /** Where each call's outcome and timings go (noMetrics unless the app wires Prometheus). */
   readonly metrics: Metrics;
   readonly limits: ResultLimits;
+  /** Keeps the full (redacted) text of truncated results for their caller and thread (src/results). */
+  readonly results: ResultStore;
   readonly callTimeoutMs: number;
   /** Refreshes OAuth credentials near expiry, one refresh per connection at a time (src/login/oauth). */
   readonly refresher?: CredentialRefresher;

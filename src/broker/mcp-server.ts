@@ -2,10 +2,12 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../domain/version.js";
 import { answer, callAnswer, refusal } from "./answer.js";
+import { serviceUnavailable, unavailableLine, unavailableText } from "./availability-view.js";
 import type { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { describeService } from "./describe.js";
+import { serveStoredResults } from "./result-resources.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 import type { ServiceRegistry } from "../config/registry.js";
 
@@ -116,9 +118,10 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
         if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name))) await calls.warmMetadata(ctx, caller, service);
         const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
         if ("notFound" in r) return refusal("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` });
+        const unavailable = await serviceUnavailable(deps, ctx, caller, service);
         const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
-        const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
-        return answer(text, { ...r });
+        const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...unavailable.map((n) => unavailableLine(n, service.name)), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
+        return answer(text, { ...r, ...(unavailable.length ? { unavailable } : {}) });
       }),
   );
 
@@ -158,7 +161,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
           ? rows
               .map(
                 (r) =>
-                  `- ${r.id} ${r.service} ${r.mine ? "(yours)" : r.owner ? `(<@${r.owner}>, ${r.grant === "granted" ? "you have a thread grant" : "use asks the owner"})` : "(shared identity)"} ${r.where}, ${r.status}, expires ${r.expiresAt}${r.unreachableUntil ? `, unreachable until ${r.unreachableUntil}` : ""}`,
+                  `- ${r.id} ${r.service} ${r.mine ? "(yours)" : r.owner ? `(<@${r.owner}>, ${r.grant === "granted" ? "you have a thread grant" : "use asks the owner"})` : "(shared identity)"} ${r.where}, ${r.status}, expires ${r.expiresAt}${r.unavailable ? `; ${unavailableText(r.unavailable, r.service)}` : ""}`,
               )
               .join("\n")
           : "No connections usable here. Use connect(service) to connect an account.";
@@ -186,6 +189,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
 
   // registerTool turns listChanged on whatever was passed; the list never changes, so say so.
   server.server.registerCapabilities({ tools: { listChanged: false } });
+  // Truncated results' full text, for their caller in this thread only (no listing of anyone's).
+  serveStoredResults(server, deps, (extra) => resolveCaller(callerRequest(extra)));
   return server;
 }
 
@@ -198,6 +203,7 @@ function instructionsFor(registry: ServiceRegistry): string {
     "mcp_describe with no arguments lists the services; with a service it lists its tools (use `query` to find one, `tool` for its input schema).",
     "mcp_call runs a tool, with on_behalf_of set to the Slack user id of the person whose message you are answering.",
     "When mcp_call answers needs_connect, call connect(service): the user gets a private sign-in card.",
+    "A result too big to return whole is cut and carries a resource_link (slaude://results/…): read the rest with resources/read, page N at ?page=N, in this thread while it is the same user's turn.",
   ].join(" ");
 }
 

@@ -24,6 +24,9 @@ export type FailureCode =
   | "vendor_error"
   | "vendor_unreachable"
   | "vendor_backoff"
+  | "vendor_disconnected"
+  | "vendor_start_failed"
+  | "credential_rejected"
   | "pool_busy"
   | "audit_unavailable"
   | "cancelled"
@@ -88,9 +91,15 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
     case "vendor_error":
       return `${svc} reported an error${f.detail ? `: ${f.detail}` : "."}`;
     case "vendor_unreachable":
-      return `${svc} cannot be reached right now${f.retryAt ? `; the next attempt is after ${new Date(f.retryAt).toISOString()}` : ""}.`;
+      return `${svc} cannot be reached right now${f.detail ? ` (${f.detail})` : ""}${f.retryAt ? `; the next attempt is after ${new Date(f.retryAt).toISOString()}` : ""}.`;
+    case "vendor_disconnected":
+      return `The connection to ${svc} was lost during the call (${f.detail ?? "connection closed"}); the call was not retried, so check before repeating anything that writes. The next call opens a new connection.`;
+    case "vendor_start_failed":
+      return `The ${svc} vendor could not be started (${f.detail ?? "start failed"}), so nothing ran. The next call tries to start it again; the operator can find details in the logs.`;
+    case "credential_rejected":
+      return `${svc} rejected the stored credential (${f.detail ?? "unauthorized"}), so nothing ran. Call connect(${f.service ?? "service"}) to connect the account again.`;
     case "vendor_backoff":
-      return `${svc} has been failing to connect; the next attempt is after ${f.retryAt ? new Date(f.retryAt).toISOString() : "a short wait"}.`;
+      return `${svc} has been failing to connect${f.detail ? ` (last error: ${f.detail})` : ""}; the next attempt is after ${f.retryAt ? new Date(f.retryAt).toISOString() : "a short wait"}.`;
     case "pool_busy":
       return "Every vendor slot is busy with calls in progress; try again in a moment.";
     case "audit_unavailable":

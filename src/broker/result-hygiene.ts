@@ -9,6 +9,8 @@ export interface CleanResult {
   readonly result: CallToolResult;
   readonly truncated: boolean;
   readonly bytes: number;
+  /** When truncated: the whole redacted text the cut was taken from (what the result store keeps). */
+  readonly full?: string;
 }
 
 /** Redacts every credential form and caps the size; `bytes` is the size seen before truncation. */
@@ -24,11 +26,13 @@ export function cleanResult(result: CallToolResult, redactor: Redactor, limits: 
     return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
   }
   const joined = texts.join("\n");
-  const cut = truncateText(joined || JSON.stringify(redacted.structuredContent ?? redacted.content), limits);
+  const full = joined || JSON.stringify(redacted.structuredContent ?? redacted.content);
+  const cut = truncateText(full, limits);
   return {
     result: { content: [{ type: "text", text: cut.text + truncationNotice(bytes, limits) }], ...(result.isError ? { isError: true } : {}) },
     truncated: true,
     bytes,
+    full,
   };
 }
 

@@ -60,6 +60,15 @@ const describedTool = z
 
 const listedService = z.object({ name: z.string(), displayName: z.string(), description: z.string(), loginStrategy: z.string() }).loose();
 
+const unavailable = {
+  reason: z.enum(["backoff", "credential_rejected", "start_failed"]).describe("backoff: a remote vendor's connects are failing; credential_rejected: the vendor refused the credential (reconnect); start_failed: the vendor's command did not start"),
+  since: z.string(),
+  retryAt: z.string().optional().describe("backoff: calls are refused until this time, then the next call tries to connect"),
+  failures: z.number().optional(),
+  lastError: z.string().describe("The broker's class of the last error (e.g. ECONNREFUSED, http_503, ENOENT); never vendor text"),
+};
+const connectionUnavailable = z.object(unavailable).loose().describe("Why this connection's vendor cannot be used right now");
+
 const listedConnection = z
   .object({
     id: z.string(),
@@ -73,6 +82,7 @@ const listedConnection = z
     grant: z.enum(["granted", "needs_approval"]).optional(),
     grantsGiven: z.number().optional(),
     unreachableUntil: z.string().optional(),
+    unavailable: connectionUnavailable.optional(),
   })
   .loose();
 
@@ -86,6 +96,10 @@ export const toolOutputs = {
       ranAs: z.enum(["own", "grant", "shared", "approval_once", "approval_thread"]).optional().describe("Whose account ran it: own, a thread grant, the shared identity, or an owner's approval"),
       connectionOwner: z.string().nullable().optional().describe("The Slack user id whose account ran the call (null for the shared identity)"),
       truncated: z.boolean().optional(),
+      fullResult: z
+        .object({ uri: z.string(), bytes: z.number(), pages: z.number(), expiresAt: z.string() })
+        .optional()
+        .describe("When truncated: where the whole (redacted) result is kept for you; read it with resources/read, page N at `uri?page=N`"),
       vendorIsError: z.boolean().optional().describe("The vendor tool itself reported an error"),
       result: z.record(z.string(), z.unknown()).optional().describe("The vendor's own structured result, redacted"),
     })
@@ -101,6 +115,10 @@ export const toolOutputs = {
       fetchedAt: z.string().nullable().optional(),
       tools: z.array(describedTool).optional(),
       note: z.string().optional(),
+      unavailable: z
+        .array(z.object({ kind: z.enum(["connection"]), connectionId: z.string(), ...unavailable }).loose())
+        .optional()
+        .describe("The caller's usable connections to this service that cannot be used right now, and why"),
     })
     .loose(),
   connect: z.object({ ...refusal, service: z.string().optional() }).loose(),

@@ -1,5 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { PoolError } from "../pool/errors.js";
+import type { VendorHandle } from "../pool/launcher.js";
 import type { PoolLease } from "../pool/pool.js";
 import type { CallPlan } from "./call-plan.js";
 import type { BrokerDeps, CallExtra } from "./deps.js";
@@ -24,7 +25,7 @@ export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTi
   // response first would drop a late progress notification for a finished request.
   let forwarded: Promise<unknown> = Promise.resolve();
   let progressed = false;
-  const result = await d.pool.withLease(lease, async (client) => {
+  const result = await d.pool.withLease(lease, async (client, handle) => {
     const t0 = performance.now();
     return callVendorTool(client, r.plan.tool, r.plan.args, {
       timeoutMs: d.callTimeoutMs,
@@ -37,15 +38,32 @@ export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTi
             forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
           }
         : undefined,
-    }).finally(() => {
-      if (extra.trace) extra.trace.vendorMs = performance.now() - t0;
-    });
+    })
+      .catch(async (err: unknown) => {
+        throw handle.kind === "remote" ? await remoteLost(handle, err) : err;
+      })
+      .finally(() => {
+        if (extra.trace) extra.trace.vendorMs = performance.now() - t0;
+      });
   });
   if (progressed) {
     await forwarded;
     await new Promise((resolve) => setImmediate(resolve));
   }
   return result;
+}
+
+/**
+ * A remote call that ended because the transport failed or closed: that session is gone (closed
+ * here, so the pool drops it and the next call opens a new one) and the call is not retried.
+ */
+async function remoteLost(handle: VendorHandle, err: unknown): Promise<unknown> {
+  if (!(err instanceof VendorCallError) || (err.end.kind !== "closed" && err.end.kind !== "other")) return err;
+  const lost = handle.lostReason?.() ?? "connection_closed";
+  await handle.close().catch(() => {});
+  // A 401/403 mid-session: the vendor stopped accepting this credential (revoked on its side).
+  if (lost === "http_401" || lost === "http_403") return new PoolError("credential_rejected", `the remote vendor rejected the credential (${lost})`, { cause: err, detail: lost });
+  return new PoolError("vendor_disconnected", `the remote session was lost (${lost})`, { cause: err, detail: lost });
 }
 
 /** A failure named for the caller: the code and the facts its message may mention. */
@@ -64,9 +82,18 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
       case "pool_busy":
         return { code: "pool_busy" };
       case "backoff":
-        return { code: "vendor_backoff", facts: err.retryAt ? { retryAt: err.retryAt } : {} };
+        return { code: "vendor_backoff", facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) } };
       case "vendor_unreachable":
-        return { code: "vendor_unreachable", facts: err.retryAt ? { retryAt: err.retryAt } : {} };
+        return { code: "vendor_unreachable", facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) } };
+      case "vendor_disconnected":
+        d.log.warn("remote vendor session lost during a call", { connectionId, error: err.detail ?? "" });
+        return { code: "vendor_disconnected", facts: { detail: err.detail ?? "connection_closed" } };
+      case "credential_rejected":
+        return { code: "credential_rejected", facts: { detail: err.detail ?? "rejected" } };
+      case "spawn_failed":
+      case "initialize_failed":
+        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+        return { code: "vendor_start_failed", facts: { detail: err.detail ?? err.code } };
       case "credential_incomplete":
         return { code: "credential_unusable" };
       case "vendor_misbehaved":

@@ -46,6 +46,9 @@ const envSchema = z.object({
   SLAUDE_DB_LOCK_WAIT_MS: positiveInt.max(600_000).default(5_000),
   SLAUDE_RESULT_MAX_BYTES: positiveInt.default(50_000),
   SLAUDE_RESULT_MAX_LINES: positiveInt.default(2_000),
+  // The result store (issue 15): full text of truncated results, for their caller, for a while.
+  SLAUDE_RESULT_TTL_SECONDS: positiveInt.max(604_800).default(3_600),
+  SLAUDE_RESULT_STORE_MAX_BYTES_PER_TEAM: positiveInt.default(67_108_864),
   // Never 0 (root) or a system uid: children must be unprivileged.
   SLAUDE_CHILD_UID_BASE: z.coerce.number().int().min(1000, "must be an unprivileged uid (>= 1000)").max(4_000_000_000).optional(),
   SLAUDE_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
@@ -109,6 +112,8 @@ export interface Config {
   readonly logLevel: "debug" | "info" | "warn" | "error";
   readonly pool: { readonly maxChildren: number; readonly idleMs: number; readonly acquireTimeoutMs: number; readonly callTimeoutMs: number; readonly childUidBase: number | undefined };
   readonly resultLimits: { readonly maxBytes: number; readonly maxLines: number };
+  /** The result store: how long a truncated result's full text is kept, and each team's byte cap (oldest evicted first). */
+  readonly resultStore: { readonly ttlMs: number; readonly maxBytesPerTeam: number };
   /** How long a database write waits (asynchronously) for another process's write lock before it fails. */
   readonly dbLockWaitMs: number;
   readonly chromiumPath: string;
@@ -190,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       childUidBase: e.SLAUDE_CHILD_UID_BASE,
     },
     resultLimits: { maxBytes: e.SLAUDE_RESULT_MAX_BYTES, maxLines: e.SLAUDE_RESULT_MAX_LINES },
+    resultStore: { ttlMs: e.SLAUDE_RESULT_TTL_SECONDS * 1000, maxBytesPerTeam: e.SLAUDE_RESULT_STORE_MAX_BYTES_PER_TEAM },
     dbLockWaitMs: e.SLAUDE_DB_LOCK_WAIT_MS,
     chromiumPath: e.SLAUDE_CHROMIUM_PATH,
     slack: {

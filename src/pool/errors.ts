@@ -9,6 +9,8 @@ export type PoolErrorCode =
   | "vendor_error"
   | "vendor_misbehaved"
   | "vendor_unreachable"
+  | "vendor_disconnected"
+  | "credential_rejected"
   | "backoff"
   | "credential_incomplete"
   | "shutting_down";
@@ -19,10 +21,13 @@ export class PoolError extends Error {
   constructor(
     readonly code: PoolErrorCode,
     message: string,
-    options?: { cause?: unknown; retryAt?: number },
+    options?: { cause?: unknown; retryAt?: number; detail?: string },
   ) {
     super(message, options);
     this.retryAt = options?.retryAt;
+    this.detail = options?.detail;
   }
   readonly retryAt: number | undefined;
+  /** A short error class the broker made up ("ECONNREFUSED", "http_503"): safe to show, never vendor text. */
+  readonly detail: string | undefined;
 }

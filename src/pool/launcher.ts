@@ -1,19 +1,20 @@
 import { chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { systemClock, type Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
 import { VERSION } from "../domain/version.js";
 import { killProcesses, processStartTicks } from "../proc/proc.js";
+import { AvailabilityBook, type BackoffState, type Unavailability } from "./availability.js";
 import type { ChildLedger } from "./child-ledger.js";
 import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import { GroupStdioTransport } from "./group-stdio-transport.js";
+import { connectRemote, failureClass, httpStatusOf, type RemoteSession } from "./remote.js";
+
+export type { BackoffState, Unavailability } from "./availability.js";
 
 /** A started vendor: an initialized MCP client plus the means to stop it. */
 export interface VendorHandle {
@@ -27,6 +28,8 @@ export interface VendorHandle {
   kill(): Promise<void>;
   /** Registers a callback for when the vendor goes away on its own (crash, transport failure). */
   onClosed(cb: () => void): void;
+  /** A remote vendor's lost session: the class of the transport failure that ended it, if one did. */
+  lostReason?(): string | undefined;
 }
 
 /** Starts vendors for connections: the pool's port to processes and networks. */
@@ -38,6 +41,8 @@ export interface VendorLauncher {
 /** Where the broker reads a remote vendor's connect backoff (describe and connections_list report it). */
 export interface BackoffSource {
   backoffOf(connectionId: string): BackoffState | undefined;
+  /** Why the connection's vendor cannot be used now (backoff, rejected credential, failed start), if so. */
+  unavailableOf?(connectionId: string): Unavailability | undefined;
 }
 
 /** Settings of the production launcher. */
@@ -73,26 +78,22 @@ export class UidAllocator {
   }
 }
 
-const BACKOFF_START_MS = 60_000;
-const BACKOFF_MAX_MS = 15 * 60_000;
-
-/** The backoff state of a remote vendor connection after failed connects. */
-export interface BackoffState {
-  readonly failures: number;
-  readonly retryAt: number;
-  readonly lastError: string;
-}
-
 /** Starts stdio children and connects to remote vendors. */
 export class ProductionLauncher implements VendorLauncher, BackoffSource {
-  private readonly backoff = new Map<string, BackoffState>();
+  private readonly book: AvailabilityBook;
 
-  constructor(private readonly opts: LauncherOptions) {}
+  constructor(private readonly opts: LauncherOptions) {
+    this.book = new AvailabilityBook(opts.clock);
+  }
 
   /** The current backoff of a remote connection, if its connects have been failing. */
   backoffOf(connectionId: string): BackoffState | undefined {
-    const b = this.backoff.get(connectionId);
-    return b && b.retryAt > this.opts.clock.now() ? b : undefined;
+    return this.book.backoffOf(connectionId);
+  }
+
+  /** Why a connection's vendor cannot be used now, as its last start or connect showed. */
+  unavailableOf(connectionId: string): Unavailability | undefined {
+    return this.book.of(connectionId);
   }
 
   async launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
@@ -170,9 +171,12 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       await transport.kill();
       cleanOnce();
       const spawnError = (cause as NodeJS.ErrnoException).code;
-      if (typeof spawnError === "string") throw new PoolError("spawn_failed", `could not start the ${service.displayName} vendor (${spawnError})`, { cause });
-      throw new PoolError("initialize_failed", `the ${service.displayName} vendor did not start correctly`, { cause });
+      const failure = typeof spawnError === "string" ? spawnError : "initialize_failed";
+      this.book.startFailed(connection.id, failure);
+      if (typeof spawnError === "string") throw new PoolError("spawn_failed", `could not start the ${service.displayName} vendor (${spawnError})`, { cause, detail: failure });
+      throw new PoolError("initialize_failed", `the ${service.displayName} vendor did not start correctly`, { cause, detail: failure });
     }
+    this.book.started(connection.id);
     return {
       client,
       kind: "stdio",
@@ -192,46 +196,36 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
   private async launchRemote(connection: Connection, service: Service, header: { readonly name: string; readonly value: string }): Promise<VendorHandle> {
     const t = service.entry.transport;
     if (t.type !== "http") throw new Error("not a remote service");
-    const now = this.opts.clock.now();
-    const b = this.backoff.get(connection.id);
-    if (b && b.retryAt > now) {
-      throw new PoolError("backoff", `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`, { retryAt: b.retryAt });
-    }
-    const headers = { [header.name]: header.value };
-    const url = new URL(t.url);
-    const attempt = async (make: () => Transport): Promise<Client> => {
-      const client = new Client({ name: "slaude-connect", version: VERSION });
-      await client.connect(make(), { timeout: this.opts.initializeTimeoutMs ?? 30_000 });
-      return client;
-    };
-    let client: Client;
+    const b = this.book.backoffOf(connection.id);
+    if (b) throw new PoolError("backoff", `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`, { retryAt: b.retryAt, detail: b.lastError });
+    let session: RemoteSession;
     try {
-      if (t.protocol === "sse") client = await attempt(() => new SSEClientTransport(url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders(headers) } }));
-      else {
-        try {
-          client = await attempt(() => new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
-        } catch (first) {
-          const code = (first as { code?: number }).code;
-          // Only a server that does not speak Streamable HTTP (404/405) gets the SSE fallback.
-          if (t.protocol !== "auto" || (code !== 404 && code !== 405)) throw first;
-          client = await attempt(() => new SSEClientTransport(url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders(headers) } }));
-        }
-      }
+      session = await connectRemote({ url: new URL(t.url), protocol: t.protocol, headers: { [header.name]: header.value }, initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000 });
     } catch (cause) {
-      const failures = (b?.failures ?? 0) + 1;
-      const delay = Math.min(BACKOFF_START_MS * 2 ** (failures - 1), BACKOFF_MAX_MS);
-      const code = (cause as { code?: number }).code;
-      const lastError = typeof code === "number" ? `HTTP ${code}` : ((cause as NodeJS.ErrnoException).cause as NodeJS.ErrnoException | undefined)?.code ?? "connect failed";
-      this.backoff.set(connection.id, { failures, retryAt: now + delay, lastError });
-      this.opts.log.warn("remote vendor connect failed", { service: service.name, connectionId: connection.id, failures, error: lastError });
-      throw new PoolError("vendor_unreachable", `${service.displayName} is unreachable (${lastError}); retrying after ${new Date(now + delay).toISOString()}`, {
+      const status = httpStatusOf(cause);
+      const lastError = failureClass(cause);
+      if (status === 401 || status === 403) {
+        // The vendor refused this credential: waiting will not fix it, a new login will.
+        this.book.credentialRejected(connection.id, lastError);
+        this.opts.log.warn("remote vendor rejected the credential", { service: service.name, connectionId: connection.id, error: lastError });
+        throw new PoolError("credential_rejected", `${service.displayName} rejected the stored credential (${lastError})`, { cause, detail: lastError });
+      }
+      const next = this.book.connectFailed(connection.id, lastError);
+      this.opts.log.warn("remote vendor connect failed", { service: service.name, connectionId: connection.id, failures: next.failures, error: lastError });
+      throw new PoolError("vendor_unreachable", `${service.displayName} is unreachable (${lastError}); retrying after ${new Date(next.retryAt).toISOString()}`, {
         cause,
-        retryAt: now + delay,
+        retryAt: next.retryAt,
+        detail: lastError,
       });
     }
-    this.backoff.delete(connection.id);
+    this.book.started(connection.id);
+    const { client } = session;
     let closedCb: (() => void) | undefined;
-    client.onclose = () => closedCb?.();
+    client.onclose = () => {
+      const lost = session.lostReason();
+      if (lost) this.opts.log.warn("remote vendor session lost", { service: service.name, connectionId: connection.id, error: lost });
+      closedCb?.();
+    };
     return {
       client,
       kind: "remote",
@@ -239,15 +233,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       close: () => client.close(),
       kill: () => client.close(),
       onClosed: (cb) => (closedCb = cb),
+      lostReason: () => session.lostReason(),
     };
   }
-}
-
-/** A fetch that adds `headers` (the SSE GET stream does not use requestInit). */
-function withHeaders(headers: Record<string, string>): typeof fetch {
-  return (input, init) => {
-    const h = new Headers(init?.headers);
-    for (const [k, v] of Object.entries(headers)) h.set(k, v);
-    return fetch(input, { ...init, headers: h });
-  };
 }

@@ -15,7 +15,7 @@ import { LATE, stopVendor, within } from "./stop.js";
 export interface PoolOptions {
   /** Cap on live vendors (stdio children and remote sessions). */
   readonly maxChildren: number;
-  /** A vendor idle this long is stopped by the reaper. */
+  /** A vendor with no successful call for this long (and none in progress) is stopped by the reaper. */
   readonly idleMs: number;
   /** How long a call waits for a slot when every vendor is leased. */
   readonly acquireTimeoutMs: number;
@@ -116,10 +116,12 @@ export class VendorPool {
     const entry = await this.acquire(lease);
     try {
       const handle = await entry.ready;
-      return await fn(handle.client, handle);
+      const r = await fn(handle.client, handle);
+      // Only a call that worked counts as use: failing calls must not keep a broken vendor from the reaper.
+      entry.lastUsed = this.clock.now();
+      return r;
     } finally {
       entry.leases--;
-      entry.lastUsed = this.clock.now();
       this.wake();
     }
   }
@@ -189,7 +191,6 @@ export class VendorPool {
   /** Leases a live (or starting) vendor; a start that fails gives the lease back. */
   private async join(entry: Entry): Promise<Entry> {
     entry.leases++;
-    entry.lastUsed = this.clock.now();
     try {
       await entry.ready;
     } catch (err) {

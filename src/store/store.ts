@@ -15,6 +15,7 @@ import type {
   WorkspaceUserRecord,
 } from "./records.js";
 import type { ThreadRef } from "../domain/thread.js";
+import type { ResultRepo } from "./result-repo.js";
 
 // The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
 // and a PostgreSQL adapter can implement the same contract. Every method that changes state takes
@@ -213,6 +214,8 @@ export interface Store {
   readonly loginSessions: LoginSessionRepo;
   /** The local workspace's state (empty when Slack serves). */
   readonly workspace: WorkspaceRepo;
+  /** Full results of truncated calls, sealed, for resources/read (src/results). */
+  readonly results: ResultRepo;
   /** A cheap liveness probe for /healthz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -42,19 +42,29 @@ export function associatedData(binding: SecretBinding, keyId: string): Buffer {
 
 /** Encrypts `plaintext` under `key` with a fresh random nonce, bound to `binding`. */
 export function seal(key: Buffer, keyId: string, plaintext: Buffer, binding: SecretBinding): SealedSecret {
+  return sealWithAad(key, keyId, plaintext, associatedData(binding, keyId));
+}
+
+/** Encrypts `plaintext` under `key` with a fresh random nonce and the given AAD (which must name `keyId`). */
+export function sealWithAad(key: Buffer, keyId: string, plaintext: Buffer, aad: Buffer): SealedSecret {
   const nonce = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", key, nonce);
-  cipher.setAAD(associatedData(binding, keyId));
+  cipher.setAAD(aad);
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return { keyId, nonce, ciphertext, tag: cipher.getAuthTag() };
 }
 
 /** Decrypts and authenticates; any mismatch of key, nonce, tag, ciphertext or binding throws. */
 export function open(key: Buffer, sealed: SealedSecret, binding: SecretBinding): Buffer {
+  return openWithAad(key, sealed, associatedData(binding, sealed.keyId));
+}
+
+/** Decrypts and authenticates against `aad`; any mismatch throws VaultError `undecryptable`. */
+export function openWithAad(key: Buffer, sealed: SealedSecret, aad: Buffer): Buffer {
   if (sealed.nonce.length !== 12 || sealed.tag.length !== 16) throw new VaultError("undecryptable", "credential ciphertext is malformed");
   try {
     const decipher = createDecipheriv("aes-256-gcm", key, sealed.nonce, { authTagLength: 16 });
-    decipher.setAAD(associatedData(binding, sealed.keyId));
+    decipher.setAAD(aad);
     decipher.setAuthTag(sealed.tag);
     return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]);
   } catch (cause) {

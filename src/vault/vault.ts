@@ -1,7 +1,8 @@
-import { open, seal, type SealedSecret, type SecretBinding } from "./aead.js";
+import { open, openWithAad, seal, sealWithAad, type SealedSecret, type SecretBinding } from "./aead.js";
 import { credentialSchema, type Credential, type CredentialInput } from "./credential.js";
 import { VaultError } from "./errors.js";
 import type { KeyRing } from "./keyring.js";
+import { resultAssociatedData, type ResultBinding } from "./result-binding.js";
 
 /** Encrypts credentials for a connection row and decrypts them back, failing closed on any doubt. */
 export class Vault {
@@ -34,6 +35,17 @@ export class Vault {
     const parsed = credentialSchema.safeParse(doc);
     if (!parsed.success) throw new VaultError("malformed_credential", "decrypted credential has an unexpected shape");
     return parsed.data;
+  }
+
+  /** Seals a stored tool result (already redacted) under the primary key's result subkey, bound to `binding`. */
+  sealResult(plaintext: Buffer, binding: ResultBinding): SealedSecret {
+    const keyId = this.keys.primaryId;
+    return sealWithAad(this.keys.subkey("result-encryption", keyId), keyId, plaintext, resultAssociatedData(binding, keyId));
+  }
+
+  /** Opens a stored result; an unknown (rotated-away) key, tampering or a moved row throw VaultError. */
+  openResult(sealed: SealedSecret, binding: ResultBinding): Buffer {
+    return openWithAad(this.keys.subkey("result-encryption", sealed.keyId), sealed, resultAssociatedData(binding, sealed.keyId));
   }
 
   /** Re-encrypts `sealed` under the primary key (for rotation); the binding must still match. */

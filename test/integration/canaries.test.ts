@@ -190,7 +190,8 @@ describe("result size cap", () => {
     expect(big.structured.status).toBe("ok");
     expect(big.structured["truncated"]).toBe(true);
     const content = big.raw.content as { type: string; text: string }[];
-    expect(content).toHaveLength(1);
+    // The cut text with its notice, then (issue 15) the note and the resource_link to the full result.
+    expect(content.map((c) => c.type)).toEqual(["text", "text", "resource_link"]);
     const [body, notice] = content[0]!.text.split("\n[slaude-connect: result truncated");
     expect(notice).toBeDefined();
     expect(notice).toContain("limit of 1000 bytes / 50 lines");

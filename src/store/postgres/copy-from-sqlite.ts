@@ -22,6 +22,7 @@ export const COPIED_TABLES: readonly { readonly name: string; readonly identity?
   { name: "workspace_threads", orderOnly: "seq" },
   { name: "workspace_notes", identity: "id" },
   { name: "workspace_inbox", orderOnly: "seq" },
+  { name: "stored_results" },
 ];
 
 /** SQLite's own bookkeeping, not data. */

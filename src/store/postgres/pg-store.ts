@@ -7,6 +7,7 @@ import { PgGrantRepo } from "./grants-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
+import { PgResultRepo } from "./results-repo.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
 import { PgWorkspaceRepo } from "./workspace-repo.js";
 
@@ -19,6 +20,7 @@ export class PostgresStore implements Store {
   readonly toolMetadata: PgToolMetadataRepo;
   readonly loginSessions: PgLoginSessionRepo;
   readonly workspace: PgWorkspaceRepo;
+  readonly results: PgResultRepo;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -28,6 +30,7 @@ export class PostgresStore implements Store {
     this.toolMetadata = new PgToolMetadataRepo(db);
     this.loginSessions = new PgLoginSessionRepo(db);
     this.workspace = new PgWorkspaceRepo(db);
+    this.results = new PgResultRepo(db);
   }
 
   async ping(): Promise<boolean> {

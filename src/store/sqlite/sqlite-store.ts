@@ -6,6 +6,7 @@ import { DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, type Db, type
 import { SqliteGrantRepo } from "./grants-repo.js";
 import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
 import { migrate, type MigrationReport } from "./migrator.js";
+import { SqliteResultRepo } from "./results-repo.js";
 import { SqliteToolMetadataRepo } from "./tool-metadata-repo.js";
 import { SqliteWorkspaceRepo } from "./workspace-repo.js";
 
@@ -18,6 +19,7 @@ export class SqliteStore implements Store {
   readonly toolMetadata: SqliteToolMetadataRepo;
   readonly loginSessions: SqliteLoginSessionRepo;
   readonly workspace: SqliteWorkspaceRepo;
+  readonly results: SqliteResultRepo;
 
   /** Every write waits for another process's lock asynchronously, up to `wait` (the event loop stays free). */
   constructor(
@@ -31,6 +33,7 @@ export class SqliteStore implements Store {
     this.toolMetadata = new SqliteToolMetadataRepo(db, wait);
     this.loginSessions = new SqliteLoginSessionRepo(db, wait);
     this.workspace = new SqliteWorkspaceRepo(db, wait);
+    this.results = new SqliteResultRepo(db, wait);
   }
 
   async ping(): Promise<boolean> {
