@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
-import type { Approval, Connection, ConnectionScope, ConnectionStatus, Grant, LoginSession, NewConnection, ToolMetadata } from "./records.js";
+import type { Approval, Connection, ConnectionScope, ConnectionStatus, Grant, LoginSession, NewConnection, ToolMetadata, ToolPin } from "./records.js";
 import type { ThreadRef } from "../domain/thread.js";
 
 // The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
@@ -146,6 +146,27 @@ export interface ToolMetadataRepo {
   put(m: ToolMetadata): Promise<void>;
 }
 
+/** What one pin transaction writes: the rows to upsert, their audit rows, and a value for the caller. */
+export interface PinWrite<T> {
+  readonly writes: readonly ToolPin[];
+  readonly audit: readonly AuditEvent[];
+  readonly value: T;
+}
+
+/** Tool definition pins per team and service (src/pinning): what a vendor may serve without an admin's say. */
+export interface ToolPinRepo {
+  get(teamId: string, service: string, tool: string): Promise<ToolPin | undefined>;
+  /** The service's pins in the team, by tool name (as many as its vendor lists, within the tool-list limits). */
+  list(teamId: string, service: string): Promise<ToolPin[]>;
+  /** Pins waiting for an admin (quarantined, new) or rejected, most recently changed first, at most `limit`. */
+  undecided(filter: { teamId?: string; service?: string; tool?: string; limit: number }): Promise<ToolPin[]>;
+  /**
+   * Reads the service's pins and writes what `change` (pure, synchronous) returns, with its audit rows,
+   * in one transaction: two vendors starting at once cannot lose each other's observation.
+   */
+  update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T>;
+}
+
 /** The whole store. */
 export interface Store {
   readonly connections: ConnectionRepo;
@@ -153,6 +174,7 @@ export interface Store {
   readonly approvals: ApprovalRepo;
   readonly audit: AuditRepo;
   readonly toolMetadata: ToolMetadataRepo;
+  readonly toolPins: ToolPinRepo;
   readonly loginSessions: LoginSessionRepo;
   /** A cheap liveness probe for /healthz. */
   ping(): Promise<boolean>;

@@ -7,6 +7,7 @@ import { SqliteGrantRepo } from "./grants-repo.js";
 import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
 import { migrate, type MigrationReport } from "./migrator.js";
 import { SqliteToolMetadataRepo } from "./tool-metadata-repo.js";
+import { SqliteToolPinRepo } from "./tool-pins-repo.js";
 
 /** The embedded SQLite store. */
 export class SqliteStore implements Store {
@@ -15,6 +16,7 @@ export class SqliteStore implements Store {
   readonly approvals: SqliteApprovalRepo;
   readonly audit: SqliteAuditRepo;
   readonly toolMetadata: SqliteToolMetadataRepo;
+  readonly toolPins: SqliteToolPinRepo;
   readonly loginSessions: SqliteLoginSessionRepo;
 
   /** Every write waits for another process's lock asynchronously, up to `wait` (the event loop stays free). */
@@ -27,6 +29,7 @@ export class SqliteStore implements Store {
     this.approvals = new SqliteApprovalRepo(db, wait);
     this.audit = new SqliteAuditRepo(db, wait);
     this.toolMetadata = new SqliteToolMetadataRepo(db, wait);
+    this.toolPins = new SqliteToolPinRepo(db, wait);
     this.loginSessions = new SqliteLoginSessionRepo(db, wait);
   }
 
