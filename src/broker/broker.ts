@@ -13,6 +13,7 @@ import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
+import { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { ResultStore } from "../results/result-store.js";
 import type { Store } from "../store/store.js";
@@ -95,13 +96,17 @@ export class Broker {
       results: o.results,
       callTimeoutMs: o.callTimeoutMs,
       backoff: o.backoff,
+      pins: new PinService({ store: o.store, clock: o.clock, log: o.log }),
       ...(o.refresher ? { refresher: o.refresher } : {}),
       ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     };
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
-    // it; the vendor gets its first call once the (bounded) tool list is in.
-    this.pool.onVendorStarted((client, lease) => refreshMetadata(this.deps, lease.service, client, { teamId: lease.connection.teamId, redactor: lease.redactor }));
+    // it; the vendor gets its first call once the (bounded) tool list is in and checked against the pins.
+    this.pool.onVendorStarted(async (client, lease) => {
+      const definitions = await refreshMetadata(this.deps, lease.service, client, { teamId: lease.connection.teamId, redactor: lease.redactor });
+      await this.deps.pins.observeVendor(client, { teamId: lease.connection.teamId, service: lease.service.name }, definitions);
+    });
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {
       this.calls.forget(c.id);

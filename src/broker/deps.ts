@@ -8,6 +8,7 @@ import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
+import type { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { CallTrace } from "./call-trace.js";
 import type { CredentialRefresher } from "./ports.js";
@@ -39,6 +40,8 @@ export interface BrokerDeps {
   readonly refresher?: CredentialRefresher;
   /** The remote-vendor backoff of a connection, if any (reported by connections_list). */
   readonly backoff: BackoffSource;
+  /** Tool definition pins: the call path refuses a quarantined tool and checks the leased vendor's definition. */
+  readonly pins: PinService;
   /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
   readonly credentialCache?: CacheLimits;
 }

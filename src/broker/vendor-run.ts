@@ -1,4 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { PinRefusedError } from "../pinning/errors.js";
 import { PoolError } from "../pool/errors.js";
 import type { VendorHandle } from "../pool/launcher.js";
 import type { PoolLease } from "../pool/pool.js";
@@ -16,6 +18,8 @@ export interface VendorRun {
   readonly plan: CallPlan;
   readonly lease: PoolLease;
   readonly extra: CallExtra;
+  /** The pin check on the leased vendor, run after it started and before the tool: throws PinRefusedError to refuse. */
+  readonly verify?: (client: Client) => Promise<void>;
 }
 
 /** Runs the planned tool on the lease's vendor; throws PoolError or VendorCallError. */
@@ -26,6 +30,8 @@ export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTi
   let forwarded: Promise<unknown> = Promise.resolve();
   let progressed = false;
   const result = await d.pool.withLease(lease, async (client, handle) => {
+    // On this very vendor, after its start listeners recorded its tool list: nothing unpinned runs.
+    await r.verify?.(client);
     const t0 = performance.now();
     return callVendorTool(client, r.plan.tool, r.plan.args, {
       timeoutMs: d.callTimeoutMs,
@@ -77,6 +83,7 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
   const connectionId = r.lease.connection.id;
   const redactor = r.lease.redactor;
   let err = thrown;
+  if (err instanceof PinRefusedError) return { code: err.code };
   if (err instanceof PoolError) {
     switch (err.code) {
       case "pool_busy":
