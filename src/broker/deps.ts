@@ -3,6 +3,7 @@ import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
@@ -30,6 +31,8 @@ export interface BrokerDeps {
   readonly log: Logger;
   /** Where each call's outcome and timings go (noMetrics unless the app wires Prometheus). */
   readonly metrics: Metrics;
+  /** The call event stream (src/events): started, progress, approval asked/decided, ended. */
+  readonly events: CallEventSink;
   readonly limits: ResultLimits;
   readonly callTimeoutMs: number;
   /** Refreshes OAuth credentials near expiry, one refresh per connection at a time (src/login/oauth). */
