@@ -29,6 +29,8 @@ import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
+import { EventsEndpoint } from "../server/events-endpoint.js";
+import { HostTeamAuth } from "../server/host-teams.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, SlackAuthState } from "../server/readiness.js";
@@ -82,6 +84,8 @@ export interface RunningApp {
   readonly mcp: McpEndpoint;
   /** Which workspace serves people; `local` is the local workspace (development only) the console shows. */
   readonly workspace: { readonly kind: "slack" | "local" | "none"; readonly local?: LocalWorkspace };
+  /** GET /v1/events (its open streams). */
+  readonly events: EventsEndpoint;
   /** A host token this broker accepts (the development token, else the first configured), for an in-process agent host such as the console. */
   readonly hostToken: string | undefined;
   /** The development host token file, when one is in use. */
@@ -242,6 +246,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
+  const events = new EventsEndpoint(broker.events, new HostTeamAuth(hostTokens.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });
+  http.route({ method: "GET", path: "/v1/events", handler: events.handler });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
@@ -276,6 +282,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     metrics,
     mcp,
     workspace: { kind: workspace.kind, ...(workspace.local ? { local: workspace.local } : {}) },
+    events,
     hostToken: hostTokens.tokens[0],
     hostTokenFile: hostTokens.file,
     banner,
@@ -288,6 +295,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await loginReaper.stop();
         liveView.close();
         await mcp.close();
+        events.close();
         await slack?.stop();
         await http.close();
         await reaper.stop();

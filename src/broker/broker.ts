@@ -8,6 +8,7 @@ import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { ThreadRef } from "../domain/thread.js";
+import type { CallEventBus } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
@@ -46,6 +47,8 @@ export interface BrokerParts {
   /** Remote vendors' connect backoff (reported by connections_list). */
   readonly backoff: BackoffSource;
   readonly metrics: Metrics;
+  /** The call event stream: the call path emits on it; metrics, the log and GET /v1/events subscribe. */
+  readonly events: CallEventBus;
   readonly limits: ResultLimits;
   /** The result store behind truncated results' resource links. */
   readonly results: ResultStore;
@@ -72,6 +75,8 @@ export class Broker {
   readonly pool: VendorPool;
   readonly turns: TurnState;
   readonly approvals: ApprovalService;
+  /** The call event stream, for subscribers (GET /v1/events). */
+  readonly events: CallEventBus;
   /** One call service for every session, so decrypted credentials are cached (and forgotten) in one place. */
   readonly calls: CallService;
   private readonly jobs: PeriodicJob[] = [];
@@ -80,6 +85,7 @@ export class Broker {
     this.turns = o.turns;
     this.pool = o.pool;
     this.approvals = o.approvals;
+    this.events = o.events;
     this.deps = {
       store: o.store,
       vault: o.vault,
@@ -92,6 +98,7 @@ export class Broker {
       clock: o.clock,
       log: o.log,
       metrics: o.metrics,
+      events: o.events,
       limits: o.limits,
       results: o.results,
       callTimeoutMs: o.callTimeoutMs,

@@ -13,7 +13,7 @@ import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
 import { candidateQuery, gatherCallFacts, isMember, ownFirst } from "./call-facts.js";
-import { auditBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
+import { auditBase, eventBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CredentialSessions, type CredentialSession } from "./credential-session.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
@@ -57,9 +57,15 @@ export class CallService {
     const trace = extra.trace ?? new CallTrace();
     return withLogContext({ callId: trace.callId }, async () => {
       const plan = planCall(this.d.registry, ctx, input, trace.callId);
-      const outcome = await this.decide(plan, { ...extra, trace });
-      reportCall(this.d, input, outcome, trace);
-      return outcome;
+      this.d.events.emit({ type: "call.started", ...eventBase(plan, this.d.clock.now()) });
+      let outcome: CallOutcome | undefined;
+      try {
+        outcome = await this.decide(plan, { ...extra, trace });
+        return outcome;
+      } finally {
+        // A stage that threw is answered internal_error by the MCP server: its call ends so too.
+        reportCall(this.d, plan, outcome ?? failed("internal_error"), trace);
+      }
     });
   }
 

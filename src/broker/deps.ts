@@ -3,6 +3,7 @@ import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
@@ -32,6 +33,8 @@ export interface BrokerDeps {
   readonly log: Logger;
   /** Where each call's outcome and timings go (noMetrics unless the app wires Prometheus). */
   readonly metrics: Metrics;
+  /** The call event stream (src/events): started, progress, approval asked/decided, ended. */
+  readonly events: CallEventSink;
   readonly limits: ResultLimits;
   /** Keeps the full (redacted) text of truncated results for their caller and thread (src/results). */
   readonly results: ResultStore;
