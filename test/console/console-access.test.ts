@@ -1,0 +1,131 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startApp, type RunningApp } from "../../src/app/app.js";
+import { testAppConfig } from "../support/app-config.js";
+
+// Console access (issue 10 item 3): the token link is the only way in; API requests without the
+// session cookie, state-changing requests without the CSRF header, and requests with a foreign
+// Origin or Host are refused, and a refused request changes nothing. A planted credential never
+// reaches anything the console sends to the page.
+
+const CANARY = "demo-canary-Zq9CanaryValue7731";
+let dir: string;
+let app: RunningApp;
+let base: string;
+let link: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-access-"));
+  app = await startApp({ config: testAppConfig(dir, "host-token-" + "x".repeat(24)) });
+  expect(app.consoleUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/console\/\?token=[A-Za-z0-9_-]{43}$/);
+  link = app.consoleUrl!;
+  base = new URL(link).origin;
+});
+
+afterAll(async () => {
+  await app?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Signs in with the token link; returns the cookie and the session's CSRF token. */
+async function signIn(): Promise<{ cookie: string; csrf: string }> {
+  const r = await fetch(link, { redirect: "manual" });
+  expect(r.status).toBe(303);
+  expect(r.headers.get("location")).toBe("/console/");
+  const setCookie = r.headers.get("set-cookie") ?? "";
+  expect(setCookie).toMatch(/; Path=\/console; HttpOnly; SameSite=Strict$/);
+  const cookie = setCookie.split(";")[0]!;
+  const s = await fetch(`${base}/console/api/session`, { headers: { cookie } });
+  expect(s.status).toBe(200);
+  const { csrf } = (await s.json()) as { csrf: string };
+  expect(csrf).toMatch(/^[A-Za-z0-9_-]{32}$/);
+  return { cookie, csrf };
+}
+
+async function isMember(cookie: string, userId: string): Promise<boolean> {
+  const r = await fetch(`${base}/console/api/workspace`, { headers: { cookie } });
+  const w = (await r.json()) as { channels: { id: string; members: string[] }[] };
+  return w.channels.find((c) => c.id === "C_GENERAL")!.members.includes(userId);
+}
+
+describe("console access", () => {
+  it("refuses the page and every API without the session cookie, and a wrong token", async () => {
+    for (const p of ["/console/api/session", "/console/api/workspace", "/console/api/events", "/console/api/audit"]) {
+      const r = await fetch(base + p);
+      expect(r.status, p).toBe(401);
+      expect(((await r.json()) as { error: string }).error).toBe("no_session");
+    }
+    const page = await fetch(`${base}/console/`);
+    expect(page.status).toBe(401);
+    expect(await page.text()).toContain("Open the console link");
+    expect((await fetch(`${base}/console/app.js`)).status).toBe(401);
+    const wrong = await fetch(`${base}/console/?token=${"A".repeat(43)}`, { redirect: "manual" });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    const forged = await fetch(`${base}/console/api/session`, { headers: { cookie: `slaude_console_${new URL(base).port}=${"B".repeat(43)}` } });
+    expect(forged.status).toBe(401);
+  });
+
+  it("refuses a state-changing request without the CSRF header, or with a wrong one, and nothing changes", async () => {
+    const { cookie, csrf } = await signIn();
+    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    const body = JSON.stringify({ channelId: "C_GENERAL", userId: "U_BOB", member: false });
+    const none = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json" }, body });
+    expect(none.status).toBe(403);
+    expect(((await none.json()) as { error: string }).error).toBe("csrf");
+    const wrong = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf.slice(1) + "x" }, body });
+    expect(wrong.status).toBe(403);
+    const noCookie = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { "content-type": "application/json", "x-console-csrf": csrf }, body });
+    expect(noCookie.status).toBe(401);
+    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    // With both, it applies (and is put back).
+    const ok = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body });
+    expect(ok.status).toBe(200);
+    expect(await isMember(cookie, "U_BOB")).toBe(false);
+    await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify({ channelId: "C_GENERAL", userId: "U_BOB", member: true }) });
+    expect(await isMember(cookie, "U_BOB")).toBe(true);
+  });
+
+  it("refuses a foreign Origin and a foreign Host even with a valid cookie and CSRF token", async () => {
+    const { cookie, csrf } = await signIn();
+    const body = JSON.stringify({ channelId: "C_GENERAL", userId: "U_BOB", member: false });
+    const origin = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://evil.example", "content-type": "application/json", "x-console-csrf": csrf }, body });
+    expect(origin.status).toBe(403);
+    expect(((await origin.json()) as { error: string }).error).toBe("bad_origin");
+    // A sibling port on localhost is another origin (cookies are not isolated by port; Origin is).
+    const sibling = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://127.0.0.1:1", "content-type": "application/json", "x-console-csrf": csrf }, body });
+    expect(sibling.status).toBe(403);
+    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    const host = await fetch(`${base}/console/api/session`, { headers: { cookie, host: "evil.example" } });
+    expect(host.status).toBe(403);
+    const sameOrigin = await fetch(`${base}/console/api/session`, { headers: { cookie, origin: base } });
+    expect(sameOrigin.status).toBe(200);
+  });
+
+  it("validates bodies strictly: unknown keys, unknown users and malformed ids are refused", async () => {
+    const { cookie, csrf } = await signIn();
+    const post = (p: string, b: unknown) => fetch(`${base}/console/api/${p}`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify(b) });
+    expect((await post("membership", { channelId: "C_GENERAL", userId: "U_BOB", member: false, admin: true })).status).toBe(400);
+    expect((await post("membership", { channelId: "C_GENERAL", userId: "U_NOBODY", member: false })).status).toBe(404);
+    expect((await post("decide", { approvalId: "../x", decision: "allowed_thread", asUserId: "U_ALICE" })).status).toBe(400);
+    expect((await post("host", { channelId: "C_GENERAL", threadTs: "1.1", userId: "U_ALICE", tool: "shell", arguments: {}, runId: "run_abcdefgh" })).status).toBe(400);
+    expect(await isMember(cookie, "U_BOB")).toBe(true);
+  });
+
+  it("never sends a stored credential to the page", async () => {
+    const { cookie } = await signIn();
+    const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "U_ALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { token: CANARY }, createdBy: "U_ALICE" });
+    const pages = ["connections?user=U_ALICE", "connections?user=U_CAROL", "audit", "inbox?user=U_ALICE", "workspace"];
+    for (const p of pages) {
+      const r = await fetch(`${base}/console/api/${p}`, { headers: { cookie } });
+      expect(r.status, p).toBe(200);
+      const text = await r.text();
+      expect(text, p).not.toContain(CANARY);
+      expect(text, p).not.toContain("sealed");
+    }
+    const carol = (await (await fetch(`${base}/console/api/connections?user=U_CAROL`, { headers: { cookie } })).json()) as { admin: { all: { id: string }[] } | null };
+    expect(carol.admin?.all.map((c) => c.id)).toContain(conn.id);
+  });
+});
