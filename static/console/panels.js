@@ -61,7 +61,9 @@ function drawInbox() {
 /** Reloads the inbox shown. */
 export async function refreshInbox() {
   state.inboxUser = fillSelect($("inbox-user"), state.users.map((u) => [u.id, u.name]), state.inboxUser || state.actor);
-  const { items } = await getJson("/console/api/inbox", { user: state.inboxUser });
+  const asked = state.inboxUser;
+  const { items } = await getJson("/console/api/inbox", { user: asked });
+  if (asked !== state.inboxUser) return; // another inbox was chosen meanwhile
   inboxItems.clear();
   for (const i of items) inboxItems.set(i.id, i);
   drawInbox();
@@ -109,7 +111,9 @@ function fillList(id, rows, empty, render) {
 
 /** Reloads the acting person's connections and grants (and the team's for an admin). */
 export async function refreshConnections() {
-  const m = await getJson("/console/api/connections", { user: state.actor });
+  const asked = state.actor;
+  const m = await getJson("/console/api/connections", { user: asked });
+  if (asked !== state.actor) return; // someone else is acting now
   fillList("my-connections", m.mine, "No connections.", (c) =>
     el("li", {}, el("span", { class: "grow" }, el("strong", { text: c.service }), ` ${where(c)}, ${c.status}, expires ${when(c.expiresAt)}`), revokeButton("connection", c.id, `Revoke my ${c.service} connection`)));
   fillList("grants-given", m.grantsGiven, "None.", (g) =>
@@ -168,7 +172,7 @@ function matches(r, f) {
 }
 
 function auditRow(r) {
-  const who = [r.callerUserId && `caller ${names(r.callerUserId)}`, r.ownerUserId && `owner ${names(r.ownerUserId)}`, r.approverUserId && `answered by ${names(r.approverUserId)}`, r.actor && !r.actor.startsWith("U") && `by ${r.actor}`].filter(Boolean).join(", ");
+  const who = [r.callerUserId && `caller ${names(r.callerUserId)}`, r.ownerUserId && `owner ${names(r.ownerUserId)}`, r.approverUserId && `clicked by ${names(r.approverUserId)}`, r.actor && !r.actor.startsWith("U") && `by ${r.actor}`].filter(Boolean).join(", ");
   return el("tr", { "data-seq": String(r.seq) }, el("td", {}, el("time", { datetime: new Date(r.at).toISOString(), text: new Date(r.at).toLocaleTimeString() })), el("td", { text: r.event }), el("td", { text: who }), el("td", { text: [r.service, r.tool].filter(Boolean).join(" · ") }), el("td", { text: [r.decision, r.errorCode].filter(Boolean).join(" ") }));
 }
 

@@ -41,9 +41,12 @@ export async function refreshThreads() {
 async function refreshNotes() {
   const list = $("notes");
   list.textContent = "";
-  $("thread-info").textContent = state.threadTs ? `Thread ${state.channelId}/${state.threadTs}: calls run as ${names(state.actor)}.` : "Start a thread to play.";
+  $("thread-info").textContent = `${state.threadTs ? `Thread ${state.channelId}/${state.threadTs}` : "No thread yet: start one"}; calls run as ${names(state.actor)}.`;
   if (!state.threadTs) return;
-  const { notes } = await getJson("/console/api/notes", { channel: state.channelId, ts: state.threadTs });
+  const asked = state.threadTs;
+  const { notes } = await getJson("/console/api/notes", { channel: state.channelId, ts: asked });
+  if (asked !== state.threadTs) return; // another thread was chosen meanwhile
+  list.textContent = "";
   for (const n of notes) addNote(n);
 }
 

@@ -53,7 +53,7 @@ async function finishedRun(who: string, label: string): Promise<Locator> {
 
 async function useTool(query: string, tool: string): Promise<void> {
   await openTab(/^Play a thread/);
-  await page.getByLabel("Service", { exact: true }).selectOption({ label: "Demo notes" });
+  await page.getByRole("combobox", { name: "Service" }).selectOption({ label: "Demo notes" });
   await page.getByRole("searchbox", { name: "Search" }).fill(query);
   await page.getByRole("button", { name: "Search tools" }).click();
   await page.getByRole("button", { name: `Use ${tool}` }).click();
@@ -85,7 +85,7 @@ describe("the console, as a new user meets it", () => {
     await login.getByRole("button", { name: "Save" }).click();
     await expect.poll(() => login.getByRole("status").getAttribute("data-state"), { timeout: WAIT }).toBe("captured");
     await login.close();
-    await visible(page.getByRole("heading", { name: /ready/i }).first());
+    await visible(page.getByRole("heading", { name: "Demo notes connected" }).first());
 
     // --- Alice runs whoami and sees herself.
     await useTool("who", "whoami");
