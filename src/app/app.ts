@@ -40,6 +40,8 @@ import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
+import { resolveHostTokens } from "../config/dev-host-token.js";
+import { startupBanner } from "./banner.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {
@@ -75,6 +77,12 @@ export interface RunningApp {
   readonly metrics: PrometheusMetrics;
   /** The MCP endpoint (its open sessions). */
   readonly mcp: McpEndpoint;
+  /** A host token this broker accepts (the development token, else the first configured), for an in-process agent host such as the console. */
+  readonly hostToken: string | undefined;
+  /** The development host token file, when one is in use. */
+  readonly hostTokenFile: string | undefined;
+  /** The start-up block (console link, MCP URL, host token file, Inspector command); `serve` prints it last. */
+  readonly banner: string;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -192,7 +200,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
 
-  const auth = new HostTokenAuth(config.hostTokens);
+  // Development without SLAUDE_HOST_TOKENS: a generated token in the data dir; otherwise exactly the configured ones.
+  const hostTokens = resolveHostTokens(config);
+  if (hostTokens.file) log.info(hostTokens.origin === "dev-generated" ? "development host token generated" : "development host token in use", { file: hostTokens.file });
+  const auth = new HostTokenAuth(hostTokens.tokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
@@ -224,17 +235,28 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log.info("slack app ready", { mode: slack.mode });
   }
   log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services: registrySource.registry.list().length });
+  const url = `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`;
+  // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
+  const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
+  const banner = startupBanner({
+    mcpUrl: `${reachable}/mcp`,
+    hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
+    exampleThread: slack ? "<team_id>/<channel_id>/<thread_ts>" : "T_LOCAL/C_GENERAL/1700000000.000100",
+  });
 
   let closing: Promise<void> | undefined;
   return {
     port,
-    url: `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`,
+    url,
     store,
     lifecycle,
     broker,
     logins,
     metrics,
     mcp,
+    hostToken: hostTokens.tokens[0],
+    hostTokenFile: hostTokens.file,
+    banner,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "./env.js";
 import { ConfigError } from "./errors.js";
+import { demoRegistry } from "./demo-registry.js";
 import { emptyRegistry, loadRegistry, type ServiceRegistry } from "./registry.js";
 
 /** The registry path used when SLAUDE_REGISTRY_PATH is not set. */
@@ -16,7 +17,8 @@ export interface RegistrySource {
 
 /**
  * Loads the configured registry. Without SLAUDE_REGISTRY_PATH, `./services.json` is used if it
- * exists; a development start without one runs with no services, production refuses.
+ * exists; a development start without one runs the demo registry (service `demo`), a test start
+ * runs with no services, production refuses.
  */
 export function resolveRegistry(config: Config, cwd: string = process.cwd()): RegistrySource {
   if (config.registryPath) return { registry: loadRegistry(config.registryPath), path: config.registryPath };
@@ -24,6 +26,9 @@ export function resolveRegistry(config: Config, cwd: string = process.cwd()): Re
   if (existsSync(fallback)) return { registry: loadRegistry(fallback), path: fallback };
   if (config.production) {
     throw new ConfigError("registry_not_found", `no service registry: set SLAUDE_REGISTRY_PATH or create ${fallback} (see services.example.json)`);
+  }
+  if (config.nodeEnv === "development") {
+    return { registry: demoRegistry(), path: undefined, note: `no service registry (${fallback} not found): using the demo registry (service "demo", examples/demo-vendor); copy services.example.json to services.json for real services` };
   }
   return { registry: emptyRegistry, path: undefined, note: `no service registry (${fallback} not found): running with no services; copy services.example.json to services.json` };
 }

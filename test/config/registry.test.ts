@@ -147,12 +147,13 @@ describe("loadRegistry", () => {
 });
 
 describe("resolveRegistry", () => {
-  it("uses SLAUDE_REGISTRY_PATH, then ./services.json, else an empty registry in development", () => {
+  // Development without services.json runs the demo registry instead: test/demo/dev-start.test.ts.
+  it("uses SLAUDE_REGISTRY_PATH, then ./services.json, else an empty registry in a test start", () => {
     const dir = tmp.make();
     const explicit = writeRegistryFile(tmp.make());
     expect(resolveRegistry(loadConfig({ SLAUDE_REGISTRY_PATH: explicit }), dir)).toMatchObject({ path: explicit });
 
-    const none = resolveRegistry(loadConfig({}), dir);
+    const none = resolveRegistry(loadConfig({ NODE_ENV: "test" }), dir);
     expect(none.path).toBeUndefined();
     expect(none.registry.list()).toEqual([]);
     expect(none.note).toContain(path.join(dir, "services.json"));

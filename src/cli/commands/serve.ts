@@ -44,6 +44,8 @@ export async function serveCommand(ctx: CliContext, argv: string[]): Promise<num
     ctx.err(line);
     return 1;
   }
+  // The start-up log ends with one block saying where to go next.
+  ctx.io.stderr.write(app.banner);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log.info("shutting down", { signal });
