@@ -3,7 +3,7 @@
 
 import { getJson, listen, openSession } from "./api.js";
 import { drawWorkspace, initPanels, onAudit, onInbox, refreshAudit, refreshConnections, refreshInbox } from "./panels.js";
-import { initPlay, onProgress, onThreadNote, refreshThreads } from "./play.js";
+import { initPlay, onProgress, onThreadNote, refreshServices, refreshThreads } from "./play.js";
 import { $, fillSelect, state, toast } from "./ui.js";
 
 const tabs = [...document.querySelectorAll('[role="tab"]')];
@@ -43,6 +43,7 @@ async function onActor() {
   state.actor = $("actor").value;
   state.inboxUser = state.actor;
   await Promise.all([refreshInbox(), refreshConnections(), refreshThreads()]);
+  await refreshServices();
 }
 
 async function boot() {

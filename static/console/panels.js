@@ -172,7 +172,9 @@ function matches(r, f) {
 }
 
 function auditRow(r) {
-  const who = [r.callerUserId && `caller ${names(r.callerUserId)}`, r.ownerUserId && `owner ${names(r.ownerUserId)}`, r.approverUserId && `clicked by ${names(r.approverUserId)}`, r.actor && !r.actor.startsWith("U") && `by ${r.actor}`].filter(Boolean).join(", ");
+  const answered = r.event === "approval_rejected_click" ? "clicked by" : r.event === "approval_decided" ? "answered by" : "approved by";
+  const actor = r.actor && r.actor !== r.callerUserId && r.actor !== r.approverUserId ? r.actor.replace(/^admin:/, "admin ") : "";
+  const who = [r.callerUserId && `caller ${names(r.callerUserId)}`, r.ownerUserId && `owner ${names(r.ownerUserId)}`, r.approverUserId && `${answered} ${names(r.approverUserId)}`, actor && `by ${actor.replace(/[A-Z][A-Z0-9_]+$/, (id) => names(id))}`].filter(Boolean).join(", ");
   return el("tr", { "data-seq": String(r.seq) }, el("td", {}, el("time", { datetime: new Date(r.at).toISOString(), text: new Date(r.at).toLocaleTimeString() })), el("td", { text: r.event }), el("td", { text: who }), el("td", { text: [r.service, r.tool].filter(Boolean).join(" · ") }), el("td", { text: [r.decision, r.errorCode].filter(Boolean).join(" ") }));
 }
 

@@ -61,10 +61,15 @@ export function onThreadNote(e) {
 
 // --- services, connections and tools
 
-async function refreshServices() {
+/** Reloads the services and what the acting person can use in the thread. */
+export async function refreshServices() {
   const box = $("services");
   box.textContent = "";
+  if (!state.threadTs) return void box.append(el("li", { class: "hint", text: "Start or choose a thread first." }));
+  const asked = `${state.actor} ${state.threadTs}`;
   const [described, listed] = await Promise.all([hostCall("mcp_describe", {}), hostCall("connections_list", {})]);
+  if (asked !== `${state.actor} ${state.threadTs}`) return; // someone else acts now, or another thread
+  box.textContent = "";
   const services = structured(described).services ?? [];
   const conns = structured(listed).connections ?? [];
   fillSelect($("service"), services.map((s) => [s.name, s.displayName]), $("service").value);
@@ -226,12 +231,13 @@ export function onProgress(p) {
 /** Wires the play panel. */
 export function initPlay() {
   $("channel").addEventListener("change", async () => { state.channelId = $("channel").value; state.threadTs = ""; await refreshThreads(); });
-  $("thread").addEventListener("change", async () => { state.threadTs = $("thread").value; await refreshNotes(); });
+  $("thread").addEventListener("change", async () => { state.threadTs = $("thread").value; await refreshNotes(); await refreshServices().catch((e) => toast(e.message)); });
   $("new-thread").addEventListener("click", async () => {
     try {
       const { thread } = await postJson("/console/api/threads", { channelId: state.channelId, userId: state.actor });
       state.threadTs = thread.threadTs;
       await refreshThreads();
+      await refreshServices();
       toast(`${names(state.actor)} started a thread in #${names(state.channelId)}.`);
     } catch (err) { toast(err.message); }
   });

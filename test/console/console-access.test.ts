@@ -116,7 +116,7 @@ describe("console access", () => {
 
   it("never sends a stored credential to the page", async () => {
     const { cookie } = await signIn();
-    const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "U_ALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { token: CANARY }, createdBy: "U_ALICE" });
+    const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "U_ALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { kind: "fields", fields: { token: CANARY } }, createdBy: "U_ALICE" });
     const pages = ["connections?user=U_ALICE", "connections?user=U_CAROL", "audit", "inbox?user=U_ALICE", "workspace"];
     for (const p of pages) {
       const r = await fetch(`${base}/console/api/${p}`, { headers: { cookie } });
