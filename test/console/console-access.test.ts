@@ -18,7 +18,7 @@ let link: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-access-"));
-  app = await startApp({ config: testAppConfig(dir, "host-token-" + "x".repeat(24)) });
+  app = await startApp({ config: testAppConfig(dir, "host-token-" + "x".repeat(24), { SLAUDE_WORKSPACE: "local" }) });
   expect(app.consoleUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/console\/\?token=[A-Za-z0-9_-]{43}$/);
   link = app.consoleUrl!;
   base = new URL(link).origin;
@@ -70,8 +70,8 @@ describe("console access", () => {
 
   it("refuses a state-changing request without the CSRF header, or with a wrong one, and nothing changes", async () => {
     const { cookie, csrf } = await signIn();
-    expect(await isMember(cookie, "U_BOB")).toBe(true);
-    const body = JSON.stringify({ channelId: "C_GENERAL", userId: "U_BOB", member: false });
+    expect(await isMember(cookie, "UBOB")).toBe(true);
+    const body = JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: false });
     const none = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json" }, body });
     expect(none.status).toBe(403);
     expect(((await none.json()) as { error: string }).error).toBe("csrf");
@@ -79,25 +79,25 @@ describe("console access", () => {
     expect(wrong.status).toBe(403);
     const noCookie = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { "content-type": "application/json", "x-console-csrf": csrf }, body });
     expect(noCookie.status).toBe(401);
-    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    expect(await isMember(cookie, "UBOB")).toBe(true);
     // With both, it applies (and is put back).
     const ok = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body });
     expect(ok.status).toBe(200);
-    expect(await isMember(cookie, "U_BOB")).toBe(false);
-    await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify({ channelId: "C_GENERAL", userId: "U_BOB", member: true }) });
-    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    expect(await isMember(cookie, "UBOB")).toBe(false);
+    await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: true }) });
+    expect(await isMember(cookie, "UBOB")).toBe(true);
   });
 
   it("refuses a foreign Origin and a foreign Host even with a valid cookie and CSRF token", async () => {
     const { cookie, csrf } = await signIn();
-    const body = JSON.stringify({ channelId: "C_GENERAL", userId: "U_BOB", member: false });
+    const body = JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: false });
     const origin = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://evil.example", "content-type": "application/json", "x-console-csrf": csrf }, body });
     expect(origin.status).toBe(403);
     expect(((await origin.json()) as { error: string }).error).toBe("bad_origin");
     // A sibling port on localhost is another origin (cookies are not isolated by port; Origin is).
     const sibling = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://127.0.0.1:1", "content-type": "application/json", "x-console-csrf": csrf }, body });
     expect(sibling.status).toBe(403);
-    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    expect(await isMember(cookie, "UBOB")).toBe(true);
     const host = await fetch(`${base}/console/api/session`, { headers: { cookie, host: "evil.example" } });
     expect(host.status).toBe(403);
     const sameOrigin = await fetch(`${base}/console/api/session`, { headers: { cookie, origin: base } });
@@ -107,17 +107,17 @@ describe("console access", () => {
   it("validates bodies strictly: unknown keys, unknown users and malformed ids are refused", async () => {
     const { cookie, csrf } = await signIn();
     const post = (p: string, b: unknown) => fetch(`${base}/console/api/${p}`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify(b) });
-    expect((await post("membership", { channelId: "C_GENERAL", userId: "U_BOB", member: false, admin: true })).status).toBe(400);
+    expect((await post("membership", { channelId: "C_GENERAL", userId: "UBOB", member: false, admin: true })).status).toBe(400);
     expect((await post("membership", { channelId: "C_GENERAL", userId: "U_NOBODY", member: false })).status).toBe(404);
-    expect((await post("decide", { approvalId: "../x", decision: "allowed_thread", asUserId: "U_ALICE" })).status).toBe(400);
-    expect((await post("host", { channelId: "C_GENERAL", threadTs: "1.1", userId: "U_ALICE", tool: "shell", arguments: {}, runId: "run_abcdefgh" })).status).toBe(400);
-    expect(await isMember(cookie, "U_BOB")).toBe(true);
+    expect((await post("decide", { approvalId: "../x", decision: "allowed_thread", asUserId: "UALICE" })).status).toBe(400);
+    expect((await post("host", { channelId: "C_GENERAL", threadTs: "1.1", userId: "UALICE", tool: "shell", arguments: {}, runId: "run_abcdefgh" })).status).toBe(400);
+    expect(await isMember(cookie, "UBOB")).toBe(true);
   });
 
   it("never sends a stored credential to the page", async () => {
     const { cookie } = await signIn();
-    const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "U_ALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { kind: "fields", fields: { token: CANARY } }, createdBy: "U_ALICE" });
-    const pages = ["connections?user=U_ALICE", "connections?user=U_CAROL", "audit", "inbox?user=U_ALICE", "workspace"];
+    const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "UALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { kind: "fields", fields: { token: CANARY } }, createdBy: "UALICE" });
+    const pages = ["connections?user=UALICE", "connections?user=UCAROL", "audit", "inbox?user=UALICE", "workspace"];
     for (const p of pages) {
       const r = await fetch(`${base}/console/api/${p}`, { headers: { cookie } });
       expect(r.status, p).toBe(200);
@@ -125,7 +125,25 @@ describe("console access", () => {
       expect(text, p).not.toContain(CANARY);
       expect(text, p).not.toContain("sealed");
     }
-    const carol = (await (await fetch(`${base}/console/api/connections?user=U_CAROL`, { headers: { cookie } })).json()) as { admin: { all: { id: string }[] } | null };
+    const carol = (await (await fetch(`${base}/console/api/connections?user=UCAROL`, { headers: { cookie } })).json()) as { admin: { all: { id: string }[] } | null };
     expect(carol.admin?.all.map((c) => c.id)).toContain(conn.id);
+  });
+});
+
+describe("no console without the local workspace", () => {
+  it("serves no /console route at all when the local workspace does not run", async () => {
+    const other = mkdtempSync(path.join(os.tmpdir(), "slaude-console-none-"));
+    const none = await startApp({ config: testAppConfig(other, "host-token-" + "y".repeat(24), { SLAUDE_WORKSPACE: "none" }) });
+    try {
+      expect(none.consoleUrl).toBeUndefined();
+      for (const p of ["/console", "/console/", "/console/api/session", "/console/app.js"]) {
+        const r = await fetch(`http://127.0.0.1:${none.port}${p}`, { redirect: "manual" });
+        expect(r.status, p).toBe(404);
+      }
+      expect(none.banner).not.toContain("/console");
+    } finally {
+      await none.close();
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 });
