@@ -109,9 +109,13 @@ async function chooseTool(service, tool) {
   const r = structured(await hostCall("mcp_describe", { service, tool }));
   if (r.status !== "ok") return toast(r.message ?? "The broker refused.");
   const t = (r.tools ?? []).find((x) => x.name === tool) ?? { name: tool };
-  chosen = { service, tool, schema: t.inputSchema ?? { type: "object", properties: {} } };
+  chosen = { service, tool, schema: t.inputSchema };
   $("call-target").textContent = `${service} · ${tool}`;
   buildForm(chosen.schema);
+  $("json-mode").checked = !chosen.schema;
+  toggleJson();
+  // Before any vendor of the service ran, the broker knows the tool's name and class, not its schema.
+  $("schema-note").textContent = chosen.schema ? "" : r.note ?? "The input schema is not known yet (no vendor of this service has run): write the arguments as JSON.";
   $("run").disabled = false;
   $("run").textContent = `Run ${tool}`;
 }
@@ -121,8 +125,8 @@ async function chooseTool(service, tool) {
 function buildForm(schema) {
   const box = $("arg-fields");
   box.textContent = "";
-  const required = new Set(schema.required ?? []);
-  for (const [name, p] of Object.entries(schema.properties ?? {})) {
+  const required = new Set(schema?.required ?? []);
+  for (const [name, p] of Object.entries(schema?.properties ?? {})) {
     const id = "arg-" + name.replace(/[^A-Za-z0-9_-]/g, "_");
     let input;
     if (Array.isArray(p.enum)) {

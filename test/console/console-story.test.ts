@@ -36,7 +36,7 @@ const visible = (l: Locator) => l.waitFor({ state: "visible", timeout: WAIT });
 async function actAs(name: string): Promise<void> {
   await page.getByLabel("Acting as").selectOption({ label: name });
   // The panels reload for the new person; the play panel says who calls run as.
-  await visible(page.getByText(new RegExp(`calls run as ${name.replace(/ \(admin\)$/, "")}\\.`)));
+  await page.getByText(new RegExp(`calls run as ${name.replace(/ \(admin\)$/, "")}\\.`)).waitFor({ state: "attached", timeout: WAIT });
 }
 
 async function openTab(name: RegExp): Promise<void> {
