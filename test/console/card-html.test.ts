@@ -29,10 +29,12 @@ beforeAll(async () => {
   // The console's real static files, served by name from static/console.
   await page.route(`${ORIGIN}/**`, (route) => {
     const name = new URL(route.request().url()).pathname.replace(/^\/console\//, "");
-    if (name === "blank") return route.fulfill({ contentType: "text/html", body: "<!doctype html><title>cards</title><body></body>" });
+    // A page that loads cards.js as the console does (a module) and exposes its renderer to the test.
+    if (name === "blank") return route.fulfill({ contentType: "text/html", body: '<!doctype html><title>cards</title><script type="module">import { renderCard } from "/console/cards.js"; window.renderCard = renderCard;</script><body></body>' });
     return route.fulfill({ contentType: "text/javascript", body: readFileSync(path.join(CONSOLE_STATIC_DIR, path.basename(name))) });
   });
   await page.goto(`${ORIGIN}/console/blank`);
+  await page.waitForFunction(() => typeof (window as unknown as { renderCard?: unknown }).renderCard === "function");
 });
 
 afterAll(async () => {
@@ -41,9 +43,8 @@ afterAll(async () => {
 
 /** Renders `card` with the console's cards.js and reads back what the HTML says, fact by fact. */
 async function htmlFacts(card: Card): Promise<CardFactList & { readonly html: string }> {
-  return page.evaluate(async (c) => {
-    const { renderCard } = (await import("/console/cards.js")) as { renderCard: (card: unknown) => HTMLElement };
-    const root = renderCard(c);
+  return page.evaluate((c) => {
+    const root = (window as unknown as { renderCard: (card: unknown) => HTMLElement }).renderCard(c);
     document.body.replaceChildren(root);
     // What a reader reads: dates as the instant they name (the card model's plain form).
     const read = (e: Element | null): string => {
@@ -80,7 +81,7 @@ function slackButtons(blocks: unknown[]): string[] {
 
 describe("one card rendered by Slack and by the console says the same facts", () => {
   it("an approval card with hostile text: every argument exactly as the vendor receives it, as inert text, the same buttons as Slack", async () => {
-    const m = model({ title: "<img src=x onerror=alert(1)> & milk", body: "line one\n*line two*", count: 2, tags: ["a", "b"], zw: "a\u200Bb" }, false);
+    const m = model({ title: "<img src=x onerror=alert(1)> & milk", body: "line one\n*line two*", count: 2, tags: ["a", "b"], zw: "a\u200Bb", padded: "  two spaces each side  " }, false);
     const card = approvalCard(m);
     const html = await htmlFacts(card);
     const { html: markup, ...facts } = html;
