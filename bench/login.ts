@@ -9,7 +9,7 @@ import { chromium } from "playwright-core";
 import { startApp } from "../src/app/app.js";
 import { loadConfig } from "../src/config/env.js";
 import { parseRegistry } from "../src/config/registry.js";
-import { chromiumBrowsers } from "../src/login/browser-factory.js";
+import { chromiumBrowsers } from "../src/login/browser/browser-factory.js";
 import type { LoginBrowserFactory } from "../src/login/login-service.js";
 import { createLogger } from "../src/log/logger.js";
 import { centerOf, LOGIN_LAYOUT, startFakeIdp } from "../test/fixtures/idp/fake-idp.js";
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-bench-login-"));
   let current: { pids(): number[] } | undefined;
   const browsers: LoginBrowserFactory = async (req) => {
-    const b = await chromiumBrowsers(CHROMIUM, createLogger("error"))(req);
+    const b = await chromiumBrowsers({ chromiumPath: CHROMIUM, log: createLogger("error") })(req);
     current = b as unknown as { pids(): number[] };
     return b;
   };

@@ -9,6 +9,7 @@ export { loadConfig, type Config, type SlackConfig } from "./config/env.js";
 export { Broker, type EmbeddedCaller } from "./broker/broker.js";
 /** The membership port (who is in which channel) and its ready-made adapters. */
 export { CachedMembership, StaticMembership, noMembership, type MembershipSource } from "./membership/membership.js";
+export { ChannelMembership, type ChannelRoster } from "./membership/channel-membership.js";
 /** The approval port (how an owner is asked) and the channel that asks nobody. */
 export { noApprovalChannel, type ApprovalChannel, type ApprovalOutcome } from "./approvals/channel.js";
 export type { ApprovalCard } from "./approvals/card.js";

@@ -4,12 +4,15 @@ import type { Config } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
-import { PeriodicJob } from "../connections/reaper.js";
+import { GrantsAdmin } from "../connections/grants-admin.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import path from "node:path";
 import type { ApprovalChannel } from "../approvals/channel.js";
-import { Broker } from "../broker/broker.js";
+import type { Broker } from "../broker/broker.js";
+import { buildBroker } from "./broker-factory.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
+import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
@@ -17,12 +20,12 @@ import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-noti
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
-import { oauthFlows } from "../login/oauth-flow.js";
+import { oauthFlows } from "../login/oauth/flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
-import { chromiumBrowsers } from "../login/browser-factory.js";
+import { chromiumBrowsers } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import { SlackMembership } from "../slack/membership.js";
@@ -63,6 +66,8 @@ export interface AppOptions {
   readonly slackAuthCheckIntervalMs?: number;
   /** The effective uid the root rule judges (default: the process's own). */
   readonly euid?: number;
+  /** How often waiting calls look for decisions made by another process, e.g. the CLI (default 1 s). */
+  readonly approvalPollIntervalMs?: number;
 }
 
 /** A running broker process. */
@@ -114,20 +119,24 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // Slack, when configured, is the membership source, the approval channel and the consent port.
   const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new CachedMembership(new SlackMembership(slack.api), clock, config.caches.membership.ttlMs, config.caches.membership.max) : undefined);
+  const membership = opts.membership ?? (slack ? new ChannelMembership(new SlackMembership(slack.api), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }) : undefined);
+  const membershipCache = membership instanceof CachedMembership || membership instanceof ChannelMembership ? membership : undefined;
   const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
+  // One refresh skew, here: the refresher refreshes within it, the broker asks it to within it.
+  const refreshSkewMs = 60_000;
   const refresher = new OAuthRefresher({
+    skewMs: refreshSkewMs,
     store,
     vault,
     registry: registrySource.registry,
     clock,
     log,
-    clients: new OAuthClientResolver({ secretOf }),
+    clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
   });
-  const broker = new Broker({
-    refresher,
+  const broker = buildBroker({
+    refresher: { skewMs: refreshSkewMs, fresh: (c) => refresher.fresh(c) },
     store,
     vault,
     registry: registrySource.registry,
@@ -136,7 +145,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     ...(membership ? { membership } : {}),
     ...(approvalChannel ? { approvalChannel } : {}),
-    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry, true) } : {}),
+    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry) } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
@@ -159,13 +168,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers(config.chromiumPath, log, browserHomes.dir),
+    browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
     ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
-  const loginReaper = new PeriodicJob("login reaper", 30_000, () => logins.reap(), log, undefined, metrics);
+  const loginReaper = new PeriodicJob({ name: "login reaper", intervalMs: 30_000, run: () => logins.reap(), log, clock, metrics });
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
@@ -173,21 +182,23 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       api: slack.api,
       store,
       registry: registrySource.registry,
-      lifecycle,
       approvals: broker.approvals,
       turns: broker.turns,
-      admins: new AdminDirectory(config.admins, slack.api, clock),
-      ...(membership instanceof CachedMembership ? { membership } : {}),
+      grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
+      ...(membershipCache ? { membership: membershipCache } : {}),
       logins,
       clock,
       log,
     });
   }
 
-  const reaper = new PeriodicJob("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), log, undefined, metrics);
+  // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
+  const approvalPoll = new PeriodicJob({ name: "approval decisions", intervalMs: opts.approvalPollIntervalMs ?? 1_000, run: () => broker.approvals.collectDecisions(), log, clock, metrics });
+  approvalPoll.start();
+  const reaper = new PeriodicJob({ name: "ttl reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => lifecycle.reapExpired(), log, clock, metrics });
   reaper.start();
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob("cache sweep", 60_000, async () => (membership instanceof CachedMembership ? membership.sweep() : undefined), log, undefined, metrics);
+  const cacheSweep = new PeriodicJob({ name: "cache sweep", intervalMs: 60_000, run: async () => membershipCache?.sweep(), log, clock, metrics });
   cacheSweep.start();
 
   const http = new HttpServer(log);
@@ -207,7 +218,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
-  const slackAuthJob = slackAuth ? new PeriodicJob("slack auth check", opts.slackAuthCheckIntervalMs ?? 60_000, () => slackAuth.check(), log, undefined, metrics) : undefined;
+  const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs: opts.slackAuthCheckIntervalMs ?? 60_000, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
   const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
   http.route({
     method: "GET",
@@ -223,8 +234,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins }, log);
+  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
   http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);
@@ -260,6 +272,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
+        await approvalPoll.stop();
         await broker.approvals.shutdown();
         await logins.shutdown();
         await loginReaper.stop();

@@ -40,6 +40,8 @@ export class ApprovalService {
   private readonly asking = new Map<string, Promise<unknown>>();
   /** The card of each approval a call is waiting on (as many as `waiting`), for the full-arguments view. */
   private readonly cards = new Map<string, ApprovalCard>();
+  /** Decisions this process is writing itself: the cross-process check leaves them to `decide`. */
+  private readonly decidingHere = new Map<string, number>();
 
   constructor(
     private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number; metrics?: Pick<Metrics, "approvalDecided"> },
@@ -80,10 +82,11 @@ export class ApprovalService {
     };
     await this.deps.store.approvals.create(approval, [this.auditOf(approval, "approval_requested", null, now)]);
     const decided = new Promise<Approval | "timeout" | "cancelled" | "interrupted">((resolve) => {
-      const timer = setTimeout(() => finish("timeout"), this.deps.timeoutMs);
+      // Armed on the injected clock for the approval's own expiry: tests advance time to expire it.
+      const timer = this.deps.clock.setTimeout(() => finish("timeout"), approval.expiresAt - this.deps.clock.now());
       const onAbort = () => finish("cancelled");
       const finish = (v: Approval | "timeout" | "cancelled" | "interrupted") => {
-        clearTimeout(timer);
+        timer.cancel();
         signal?.removeEventListener("abort", onAbort);
         this.waiting.delete(approval.id);
         this.cards.delete(approval.id);
@@ -165,7 +168,14 @@ export class ApprovalService {
         : undefined;
     const audit = [this.auditOf(a, "approval_decided", decision, now, clicker)];
     if (grant) audit.push({ ...this.auditOf(a, "grant_created", "allowed_thread", now, clicker) });
-    const applied = await this.deps.store.approvals.decide(approvalId, { status: decision, by: clicker, at: now, ...(grant ? { grant } : {}) }, audit);
+    this.decidingHere.set(approvalId, (this.decidingHere.get(approvalId) ?? 0) + 1);
+    let applied: boolean;
+    try {
+      applied = await this.deps.store.approvals.decide(approvalId, { status: decision, by: clicker, at: now, ...(grant ? { grant } : {}) }, audit);
+    } finally {
+      // Released once the waiter is answered (the line after the write, with no await between).
+      queueMicrotask(() => this.doneDeciding(approvalId));
+    }
     if (!applied) {
       const why: ClickResult =
         clicker !== a.ownerUserId ? "not_owner" : a.status === "expired" || a.expiresAt <= now ? "expired" : a.status !== "pending" ? "already_decided" : "expired";
@@ -177,6 +187,54 @@ export class ApprovalService {
     this.waiting.get(a.id)?.(decided);
     await this.safeSettled(decided, decision);
     return "applied";
+  }
+
+  /**
+   * Answers calls waiting here whose approval another process decided (`slaude-connect approvals
+   * decide` writes the store only). Run periodically while calls wait; returns how many it answered.
+   * A decision the card here did not offer is applied as a denial and its grant revoked (fail closed).
+   */
+  async collectDecisions(): Promise<number> {
+    let answered = 0;
+    for (const id of [...this.waiting.keys()]) {
+      if (this.decidingHere.has(id)) continue;
+      const a = await this.deps.store.approvals.get(id);
+      const waiter = this.waiting.get(id);
+      if (!a || !waiter || this.decidingHere.has(id) || a.status === "pending") continue;
+      if (a.status !== "allowed_thread" && a.status !== "allowed_once" && a.status !== "denied") continue;
+      const card = this.cards.get(id);
+      if (a.status !== "denied" && card && !card.decisions.includes(a.status)) {
+        await this.refuseUnoffered(a);
+        waiter({ ...a, status: "denied" });
+        await this.safeSettled({ ...a, status: "denied" }, "denied");
+      } else {
+        this.deps.metrics?.approvalDecided(a.status, ((a.decidedAt ?? this.deps.clock.now()) - a.createdAt) / 1000);
+        waiter(a);
+        await this.safeSettled(a, a.status);
+      }
+      answered++;
+    }
+    return answered;
+  }
+
+  private doneDeciding(id: string): void {
+    const n = (this.decidingHere.get(id) ?? 1) - 1;
+    if (n > 0) this.decidingHere.set(id, n);
+    else this.decidingHere.delete(id);
+  }
+
+  /** Undoes what an unoffered decision made elsewhere granted, and audits the refusal. */
+  private async refuseUnoffered(a: Approval): Promise<void> {
+    const now = this.deps.clock.now();
+    const by = a.decidedBy ?? a.ownerUserId;
+    await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", "not_offered", now, by)]);
+    if (a.status !== "allowed_thread") return;
+    const grant = await this.deps.store.grants.findLive(a.connectionId, a.borrowerUserId, { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs });
+    if (grant) {
+      await this.deps.store.grants.revoke(grant.id, "broker", now, [
+        { at: now, event: "grant_revoked", teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs, ownerUserId: a.ownerUserId, callerUserId: a.borrowerUserId, connectionId: a.connectionId, service: a.service, decision: "not_offered", actor: "broker" },
+      ]);
+    }
   }
 
   /** The card of a pending approval, for its owner only (the View all arguments modal). */

@@ -1,65 +1,57 @@
-import { chmodSync, mkdirSync } from "node:fs";
-import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { ApprovalService } from "../approvals/approval-service.js";
-import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
+import type { ApprovalService } from "../approvals/approval-service.js";
 import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
-import { PeriodicJob } from "../connections/reaper.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
+import type { ThreadRef } from "../domain/thread.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
-import { noMembership, type MembershipSource } from "../membership/membership.js";
-import { noMetrics, type Metrics } from "../metrics/metrics.js";
-import { ChildLedger } from "../pool/child-ledger.js";
-import { ProductionLauncher, UidAllocator, type VendorLauncher } from "../pool/launcher.js";
-import { VendorPool } from "../pool/pool.js";
-import type { ThreadRef } from "../domain/thread.js";
+import type { MembershipSource } from "../membership/membership.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { BackoffSource } from "../pool/launcher.js";
+import type { VendorPool } from "../pool/pool.js";
 import type { Store } from "../store/store.js";
-import { threadKey, TurnState } from "../turns/turn-state.js";
+import { threadKey, type TurnState } from "../turns/turn-state.js";
 import type { Vault } from "../vault/vault.js";
-import type { BrokerDeps, CallerContext } from "./deps.js";
+import { answer, refusal } from "./answer.js";
 import { CallService } from "./call.js";
+import type { BrokerDeps, CallerContext } from "./deps.js";
 import { refreshMetadata } from "./describe.js";
-import { failureMessage } from "./outcome.js";
 import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
+import type { ConsentNotifier, CredentialRefresher, LeftoverSweeper } from "./ports.js";
 
-/** Everything the broker is built from; the composition root passes real adapters, tests fakes. */
-export interface BrokerOptions {
+/**
+ * Everything the broker is built from, adapters included: only the composition root (src/app/)
+ * builds them; tests pass fakes (an in-memory launcher under a real pool, say).
+ */
+export interface BrokerParts {
   readonly store: Store;
   readonly vault: Vault;
   readonly registry: ServiceRegistry;
   readonly lifecycle: ConnectionLifecycle;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly membership?: MembershipSource;
-  readonly approvalChannel?: ApprovalChannel;
-  readonly turns?: TurnState;
-  /** Where per-connection HOME/TMPDIR and the child ledger live (under the data dir). */
-  readonly runDir: string;
-  readonly childBaseEnv: Readonly<Record<string, string>>;
-  readonly pool?: { maxChildren?: number; idleMs?: number; acquireTimeoutMs?: number; stopGraceMs?: number; childUidBase?: number | undefined };
-  readonly limits?: ResultLimits;
-  readonly callTimeoutMs?: number;
-  readonly approvalTimeoutMs?: number;
+  readonly membership: MembershipSource;
+  readonly turns: TurnState;
+  readonly pool: VendorPool;
+  readonly approvals: ApprovalService;
+  /** Kills vendor processes a crashed predecessor left behind, at start. */
+  readonly ledger: LeftoverSweeper;
+  /** Remote vendors' connect backoff (reported by connections_list). */
+  readonly backoff: BackoffSource;
+  readonly metrics: Metrics;
+  readonly limits: ResultLimits;
+  readonly callTimeoutMs: number;
   /** Refreshes OAuth credentials before calls (src/login/oauth). */
-  readonly refresher?: { fresh(connection: { id: string }): Promise<unknown> };
+  readonly refresher?: CredentialRefresher;
   /** Delivers the consent card for `connect` (Slack in production). */
   readonly consent?: ConsentNotifier;
-  /** Where calls, pool waits, approval decisions and reaper runs are reported (GET /metrics). */
-  readonly metrics?: Metrics;
-  /** Replaces the process launcher (tests of the pool bookkeeping). */
-  readonly launcher?: VendorLauncher;
   /** Bounds the decrypted-credential cache (count and age). */
   readonly credentialCache?: CacheLimits;
-}
-
-/** The consent port: shows a user the card that starts connecting a service (privately). */
-export interface ConsentNotifier {
-  sendConsent(thread: ThreadRef, userId: string, service: string): Promise<void>;
 }
 
 /** The caller as an embedding host reports it, on every tool call. */
@@ -76,60 +68,36 @@ export class Broker {
   readonly pool: VendorPool;
   readonly turns: TurnState;
   readonly approvals: ApprovalService;
-  readonly ledger: ChildLedger;
-  private readonly launcher: VendorLauncher;
   /** One call service for every session, so decrypted credentials are cached (and forgotten) in one place. */
-  private readonly calls: CallService;
+  readonly calls: CallService;
   private readonly jobs: PeriodicJob[] = [];
 
-  constructor(private readonly o: BrokerOptions) {
-    this.turns = o.turns ?? new TurnState();
-    this.ledger = new ChildLedger(path.join(o.runDir, "children"), path.join(o.runDir, "vendors"));
-    const uidBase = o.pool?.childUidBase;
-    const maxChildren = o.pool?.maxChildren ?? 32;
-    const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
-    if (perChildUid) {
-      // Children under their own uids must traverse to their private HOME: execute-only, no listing.
-      for (const d of [path.dirname(o.runDir), o.runDir, path.join(o.runDir, "vendors")]) {
-        mkdirSync(d, { recursive: true, mode: 0o711 });
-        chmodSync(d, 0o711);
-      }
-    }
-    const production = new ProductionLauncher({
-      baseEnv: o.childBaseEnv,
-      runDir: path.join(o.runDir, "vendors"),
-      ledger: this.ledger,
-      uids: perChildUid ? new UidAllocator(uidBase, maxChildren) : undefined,
-      ...(o.pool?.stopGraceMs !== undefined ? { stopGraceMs: o.pool.stopGraceMs } : {}),
-      clock: o.clock,
-      log: o.log,
-    });
-    this.launcher = o.launcher ?? production;
-    const metrics = o.metrics ?? noMetrics;
-    this.pool = new VendorPool(this.launcher, { maxChildren, idleMs: o.pool?.idleMs ?? 600_000, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? 30_000 }, o.clock, o.log, metrics);
-    this.approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics });
+  constructor(private readonly o: BrokerParts) {
+    this.turns = o.turns;
+    this.pool = o.pool;
+    this.approvals = o.approvals;
     this.deps = {
       store: o.store,
       vault: o.vault,
       registry: o.registry,
       lifecycle: o.lifecycle,
-      pool: this.pool,
-      approvals: this.approvals,
-      membership: o.membership ?? noMembership,
-      turns: this.turns,
+      pool: o.pool,
+      approvals: o.approvals,
+      membership: o.membership,
+      turns: o.turns,
       clock: o.clock,
       log: o.log,
-      metrics,
-      limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
-      callTimeoutMs: o.callTimeoutMs ?? 120_000,
-      backoffOf: (id) => (this.launcher instanceof ProductionLauncher ? this.launcher.backoffOf(id) : undefined),
+      metrics: o.metrics,
+      limits: o.limits,
+      callTimeoutMs: o.callTimeoutMs,
+      backoff: o.backoff,
       ...(o.refresher ? { refresher: o.refresher } : {}),
       ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     };
+    this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
     // it; the vendor gets its first call once the (bounded) tool list is in.
-    this.pool.onVendorStarted((service, client, conn) => refreshMetadata(this.deps, service, client, { teamId: conn.teamId, redactor: this.calls.redactorFor(conn, service) }));
-    this.calls = new CallService(this.deps);
+    this.pool.onVendorStarted((client, lease) => refreshMetadata(this.deps, lease.service, client, { teamId: lease.connection.teamId, redactor: lease.redactor }));
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {
       this.calls.forget(c.id);
@@ -139,22 +107,22 @@ export class Broker {
 
   /** Kills children left by a crashed predecessor, expires its abandoned approvals, starts the reapers. */
   async start(opts: { idleReapIntervalMs?: number } = {}): Promise<void> {
-    const killed = this.ledger.sweep();
+    const killed = this.o.ledger.sweep();
     if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
     const abandoned = await this.approvals.expireAbandoned();
     if (abandoned) this.o.log.info("expired approvals left pending by a previous run", { count: abandoned });
-    const idle = new PeriodicJob(
-      "idle reaper",
-      opts.idleReapIntervalMs ?? 15_000,
-      async () => {
+    const idle = new PeriodicJob({
+      name: "idle reaper",
+      intervalMs: opts.idleReapIntervalMs ?? 15_000,
+      run: async () => {
         await this.reconcile();
         await this.pool.reapIdle();
-        this.calls.opened.sweepExpired();
+        this.calls.sessions.opened.sweepExpired();
       },
-      this.o.log,
-      undefined,
-      this.deps.metrics,
-    );
+      log: this.o.log,
+      clock: this.o.clock,
+      metrics: this.deps.metrics,
+    });
     idle.start();
     this.jobs.push(idle);
   }
@@ -187,7 +155,7 @@ export class Broker {
       if (r.kind === "caller") return { thread, userId: r.userId };
       return r.kind === "no_turn" ? { thread, userId: undefined } : r.kind;
     };
-    return createBrokerServer(this.deps, resolve, { ...this.connectOptions(), calls: this.calls });
+    return createBrokerServer(this.deps, resolve, { calls: this.calls, ...this.connectOptions() });
   }
 
   /**
@@ -206,11 +174,11 @@ export class Broker {
       this.turns.set(thread, c.userId, this.o.clock.now());
       return { thread, userId: c.userId };
     };
-    return createBrokerServer(this.deps, resolve, { ...this.connectOptions(), calls: this.calls });
+    return createBrokerServer(this.deps, resolve, { calls: this.calls, ...this.connectOptions() });
   }
 
   /** How the `connect` tool answers: a consent card through the consent port when one is configured. */
-  private connectOptions(): BrokerServerOptions {
+  private connectOptions(): Pick<BrokerServerOptions, "connectAvailable"> {
     const consent = this.o.consent;
     if (!consent) return {};
     return {
@@ -220,11 +188,10 @@ export class Broker {
         } catch (err) {
           this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
           // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
-          const message = failureMessage("consent_unavailable", { service });
-          return { content: [{ type: "text", text: message }], structuredContent: { status: "refused", code: "consent_unavailable", message }, isError: true };
+          return refusal("consent_unavailable", { service });
         }
         const message = `I've sent <@${caller}> a private card to connect ${service}. The login link goes only to them, never into this conversation.`;
-        return { content: [{ type: "text", text: message }], structuredContent: { status: "consent_sent", service, message } };
+        return answer(message, { service, message }, "consent_sent");
       },
     };
   }

@@ -1,7 +1,7 @@
 import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { CallOutcome } from "./call.js";
+import type { CallOutcome } from "./answer.js";
 
 /**
  * One mcp_call's id and timings. The id is the `call_id` of its audit rows and of every log line

@@ -1,4 +1,6 @@
 import type { Connection } from "../store/records.js";
+import type { CandidateRow } from "../store/store.js";
+import { borrowable, candidateQuery, isMember } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 
 /** One row of connections_list: identifiers, state and expiry, never secrets. */
@@ -18,63 +20,51 @@ export interface ListedConnection {
   readonly unreachableUntil?: string;
 }
 
-/** connections_list: the caller's own connections and those usable in this thread whose owners are current members. */
-export async function listConnections(d: BrokerDeps, ctx: CallerContext, caller: string): Promise<ListedConnection[]> {
+/** Rows read per page of the candidates query, and the most connections_list shows. */
+export const LIST_PAGE = 200;
+export const LIST_MAX = 1_000;
+
+/**
+ * connections_list: the caller's own connections and those usable in this thread whose owners are
+ * current members, read page by page through the same indexed query (and borrow rule) as mcp_call;
+ * `more` when over LIST_MAX rows were left out.
+ */
+export async function listConnections(d: BrokerDeps, ctx: CallerContext, caller: string): Promise<{ rows: ListedConnection[]; more: boolean }> {
   const { thread } = ctx;
+  const rows: CandidateRow[] = [];
+  let more = false;
+  for (let after: string | undefined; ; ) {
+    const page = await d.store.connections.candidates(candidateQuery(d, thread, caller, { own: "everywhere", limit: LIST_PAGE, ...(after !== undefined ? { after } : {}) }));
+    rows.push(...page);
+    after = page.at(-1)?.connection.id;
+    if (page.length < LIST_PAGE || after === undefined) break;
+    if (rows.length >= LIST_MAX) {
+      more = true;
+      break;
+    }
+  }
   const now = d.clock.now();
-  const out: ListedConnection[] = [];
+  const participants = new Set(d.turns.participantsOf(thread));
   const backoff = (id: string) => {
-    const b = d.backoffOf(id);
+    const b = d.backoff.backoffOf(id);
     return b ? { unreachableUntil: new Date(b.retryAt).toISOString() } : {};
   };
-  const inThread = (c: Connection) => c.scope === "thread" && c.channelId === thread.channelId && c.threadTs === thread.threadTs;
-  const mine = await d.store.connections.list({ teamId: thread.teamId, ownerUserId: caller, statuses: ["active", "needs_login"] });
-  for (const c of mine) {
-    const given = await d.store.grants.list({ connectionId: c.id, liveOnly: true });
-    out.push({
-      id: c.id,
-      service: c.service,
-      owner: caller,
-      mine: true,
-      scope: c.scope,
-      where: c.scope === "user" ? "everywhere" : inThread(c) ? "this_thread" : "other_thread",
-      status: c.expiresAt <= now ? "expired" : c.status,
-      expiresAt: new Date(c.expiresAt).toISOString(),
-      grantsGiven: given.length,
-      ...backoff(c.id),
-    });
-  }
-  const participants = d.turns.participantsOf(thread);
-  const live = (await d.store.connections.list({ teamId: thread.teamId, statuses: ["active"] })).filter((c) => c.expiresAt > now);
-  for (const c of live) {
-    if (c.ownerUserId === caller) continue;
-    if (c.scope === "shared") {
-      out.push({ id: c.id, service: c.service, owner: null, mine: false, scope: c.scope, where: "shared", status: c.status, expiresAt: new Date(c.expiresAt).toISOString(), ...backoff(c.id) });
-      continue;
+  const byAge = (a: CandidateRow, b: CandidateRow) => a.connection.createdAt - b.connection.createdAt || (a.connection.id < b.connection.id ? -1 : 1);
+  const mine: ListedConnection[] = [];
+  const others: ListedConnection[] = [];
+  for (const { connection: c, granted, grantsGiven } of [...rows].sort(byAge)) {
+    const base = { id: c.id, service: c.service, scope: c.scope, expiresAt: new Date(c.expiresAt).toISOString(), ...backoff(c.id) };
+    if (c.ownerUserId === caller) {
+      const inThread = c.scope === "thread" && c.channelId === thread.channelId && c.threadTs === thread.threadTs;
+      const where = c.scope === "user" ? "everywhere" : inThread ? "this_thread" : "other_thread";
+      mine.push({ ...base, owner: caller, mine: true, where, status: c.expiresAt <= now ? "expired" : c.status, grantsGiven });
+    } else if (c.scope === "shared") {
+      others.push({ ...base, owner: null, mine: false, where: "shared", status: c.status });
+    } else if (borrowable(c, caller, thread, participants) && (await isMember(d, thread, c.ownerUserId))) {
+      others.push({ ...base, owner: c.ownerUserId, mine: false, where: c.scope === "user" ? "everywhere" : "this_thread", status: c.status, grant: granted ? "granted" : "needs_approval" });
     }
-    if (!c.ownerUserId || !(inThread(c) || (c.scope === "user" && participants.has(c.ownerUserId)))) continue;
-    let member = false;
-    try {
-      member = await d.membership.isMember(thread.teamId, thread.channelId, c.ownerUserId);
-    } catch {
-      member = false;
-    }
-    if (!member) continue;
-    const grant = await d.store.grants.findLive(c.id, caller, thread);
-    out.push({
-      id: c.id,
-      service: c.service,
-      owner: c.ownerUserId,
-      mine: false,
-      scope: c.scope,
-      where: c.scope === "user" ? "everywhere" : "this_thread",
-      status: c.status,
-      expiresAt: new Date(c.expiresAt).toISOString(),
-      grant: grant ? "granted" : "needs_approval",
-      ...backoff(c.id),
-    });
   }
-  return out;
+  return { rows: [...mine, ...others], more };
 }
 
 /** connections_revoke: the caller's own live connections matching the filter; their children and grants go too. */

@@ -2,12 +2,20 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { Redactor } from "../hygiene/redact.js";
+import type { RenderedCredential } from "../pool/credential-template.js";
+import type { PoolError } from "../pool/errors.js";
 import type { Credential } from "../vault/credential.js";
 
-/** A connection's decrypted credential and its redactor, valid for one exact ciphertext and binding (`version`). */
+/**
+ * A connection's decrypted credential, rendered once through the registry's templates (what the
+ * vendor receives) and the redactor built from those same values; valid for one exact ciphertext
+ * and binding (`version`).
+ */
 export interface OpenedCredential {
   readonly version: string;
   readonly credential: Credential;
+  /** A PoolError when a template names a value the credential lacks: the launch fails with it. */
+  readonly rendered: RenderedCredential | PoolError;
   readonly redactor: Redactor;
 }
 
@@ -35,10 +43,12 @@ export class CredentialCache {
     return this.lru.get(connectionId);
   }
 
+  /** Holds `entry` for `connectionId`, replacing any older version. */
   set(connectionId: string, entry: OpenedCredential): void {
     this.lru.set(connectionId, entry);
   }
 
+  /** Forgets a connection's plaintext (ended, or its child dropped). */
   delete(connectionId: string): void {
     this.lru.delete(connectionId);
   }

@@ -7,9 +7,10 @@ import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { BackoffState } from "../pool/launcher.js";
+import type { BackoffSource } from "../pool/launcher.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { CallTrace } from "./call-trace.js";
+import type { CredentialRefresher } from "./ports.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
@@ -32,11 +33,9 @@ export interface BrokerDeps {
   readonly limits: ResultLimits;
   readonly callTimeoutMs: number;
   /** Refreshes OAuth credentials near expiry, one refresh per connection at a time (src/login/oauth). */
-  readonly refresher?: { fresh(connection: { id: string }): Promise<unknown> };
-  /** Refresh OAuth tokens expiring within this many ms before a call. */
-  readonly refreshSkewMs?: number;
-  /** The remote-vendor backoff of a connection, if any (reported by describe and list). */
-  readonly backoffOf: (connectionId: string) => BackoffState | undefined;
+  readonly refresher?: CredentialRefresher;
+  /** The remote-vendor backoff of a connection, if any (reported by connections_list). */
+  readonly backoff: BackoffSource;
   /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
   readonly credentialCache?: CacheLimits;
 }

@@ -3,7 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { z } from "zod";
 import type { Service, ToolClass } from "../config/registry.js";
 import type { Redactor } from "../hygiene/redact.js";
-import { canonicalJson } from "../policy/args-hash.js";
+import { canonicalJson } from "../domain/canonical-json.js";
 import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
 import { listAllTools } from "./tool-paging.js";

@@ -1,11 +1,11 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../domain/version.js";
-import { CallService } from "./call.js";
+import { answer, callAnswer, refusal } from "./answer.js";
+import type { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
 import { describeService } from "./describe.js";
-import { failureMessage, type FailureCode } from "./outcome.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 import type { ServiceRegistry } from "../config/registry.js";
 
@@ -29,28 +29,20 @@ function callerRequest(extra: { requestInfo?: { headers?: Record<string, string 
   return v === undefined ? {} : { turnId: typeof v === "string" ? v : "(repeated)" };
 }
 
-function failure(code: FailureCode, message: string): CallToolResult {
-  return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message }, isError: true };
-}
+/** How the `connect` tool answers when a consent channel exists. */
+export type ConnectHandler = (ctx: CallerContext, caller: string, service: string) => Promise<CallToolResult>;
 
-function ok(text: string, structured: Record<string, unknown>): CallToolResult {
-  return { content: [{ type: "text", text }], structuredContent: { status: "ok", ...structured } };
+/** Options of a session's server: the broker-wide call service and, when consent is wired, the connect handler. */
+export interface BrokerServerOptions {
+  readonly calls: CallService;
+  readonly connectAvailable?: ConnectHandler;
 }
 
 /**
  * Builds the slaude_connect MCP server for one session. `resolveCaller` is called on every tool
  * call: the caller is never captured when the session opens.
  */
-/** How the `connect` tool answers when a consent channel exists. */
-export type ConnectHandler = (ctx: CallerContext, caller: string, service: string) => Promise<CallToolResult>;
-
-/** Options of a session's server: the connect handler and the broker-wide call service. */
-export interface BrokerServerOptions {
-  readonly connectAvailable?: ConnectHandler;
-  readonly calls?: CallService;
-}
-
-export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolver, opts: BrokerServerOptions = {}): McpServer {
+export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolver, opts: BrokerServerOptions): McpServer {
   const server = new McpServer(
     { name: "slaude_connect", version: VERSION },
     {
@@ -58,17 +50,19 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       instructions: instructionsFor(deps.registry),
     },
   );
-  const calls = opts.calls ?? new CallService(deps);
+  const { calls } = opts;
 
-  const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>): Promise<CallToolResult> => {
+  // The one place a tool call's caller is resolved: every tool but mcp_call needs one (mcp_call
+  // lets the policy refuse a missing turn, so that refusal is audited like every other).
+  const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>, needsCaller = true): Promise<CallToolResult> => {
     const ctx = resolveCaller(callerRequest(extra));
-    if (typeof ctx === "string") return failure(ctx, failureMessage(ctx));
-    if (!ctx.userId) return failure("no_turn", failureMessage("no_turn"));
+    if (typeof ctx === "string") return refusal(ctx);
+    if (needsCaller && !ctx.userId) return refusal("no_turn");
     try {
-      return await fn(ctx, ctx.userId);
+      return await fn(ctx, ctx.userId ?? "");
     } catch (err) {
       deps.log.error("broker tool failed", { error: (err as Error).message });
-      return failure("internal_error", failureMessage("internal_error"));
+      return refusal("internal_error");
     }
   };
 
@@ -82,47 +76,24 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       outputSchema: toolOutputs.mcp_call,
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true, idempotentHint: false },
     },
-    async (input, extra) => {
-      const ctx = resolveCaller(callerRequest(extra));
-      if (typeof ctx === "string") return failure(ctx, failureMessage(ctx));
-      const progressToken = extra._meta?.progressToken;
-      const callExtra: CallExtra = {
-        signal: extra.signal,
-        ...(progressToken !== undefined
-          ? {
-              progress: (p) =>
-                extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
-            }
-          : {}),
-      };
-      try {
-        const out = await calls.call(ctx, { service: input.service, tool: input.tool, args: input.args, on_behalf_of: input.on_behalf_of }, callExtra);
-        if (out.kind === "failed") return failure(out.code, out.message);
-        const note =
-          out.via === "shared"
-            ? `[Ran with the shared ${input.service} identity, not the user's own account.]`
-            : out.via === "grant" || out.via.startsWith("approval")
-              ? `[Ran on <@${out.ownerUserId}>'s ${input.service} account${out.via === "grant" ? " under their thread grant" : " with their approval"}.]`
-              : undefined;
-        return {
-          content: [...out.result.content, ...(note ? [{ type: "text" as const, text: note }] : [])],
-          structuredContent: {
-            status: "ok",
-            service: input.service,
-            tool: input.tool,
-            ranAs: out.via,
-            connectionOwner: out.ownerUserId,
-            truncated: out.truncated,
-            vendorIsError: out.result.isError === true,
-            ...(out.result.structuredContent ? { result: out.result.structuredContent } : {}),
-          },
-          ...(out.result.isError ? { isError: true } : {}),
-        };
-      } catch (err) {
-        deps.log.error("mcp_call failed", { error: (err as Error).message });
-        return failure("internal_error", failureMessage("internal_error"));
-      }
-    },
+    async (input, extra) =>
+      withCaller(
+        extra,
+        async (ctx) => {
+          const progressToken = extra._meta?.progressToken;
+          const callExtra: CallExtra = {
+            signal: extra.signal,
+            ...(progressToken !== undefined
+              ? {
+                  progress: (p) =>
+                    extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
+                }
+              : {}),
+          };
+          return callAnswer(input, await calls.call(ctx, { service: input.service, tool: input.tool, args: input.args, on_behalf_of: input.on_behalf_of }, callExtra));
+        },
+        false,
+      ),
   );
 
   server.registerTool(
@@ -139,15 +110,15 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       withCaller(extra, async (ctx, caller) => {
         if (input.service === undefined) return listServices(deps.registry);
         const service = deps.registry.get(input.service);
-        if (!service) return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
+        if (!service) return refusal("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") });
         // A tool's schema asked for before any vendor of this team ran: start the caller's own (or
         // the shared) connection's vendor to learn it. Never a borrowed one: that needs an approval.
         if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name))) await calls.warmMetadata(ctx, caller, service);
         const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
-        if ("notFound" in r) return failure("invalid_request", failureMessage("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` }));
+        if ("notFound" in r) return refusal("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` });
         const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
         const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
-        return ok(text, { ...r });
+        return answer(text, { ...r });
       }),
   );
 
@@ -163,11 +134,11 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     async (input, extra) =>
       withCaller(extra, async (ctx, caller) => {
         if (!deps.registry.get(input.service)) {
-          return failure("unknown_service", failureMessage("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") }));
+          return refusal("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") });
         }
         if (opts.connectAvailable) return opts.connectAvailable(ctx, caller, input.service);
         const message = `Connecting an account from a conversation is not available yet on this slaude-connect: the login flow has not been enabled. An operator can add a connection with \`slaude-connect connections add\`.`;
-        return { content: [{ type: "text", text: message }], structuredContent: { status: "not_available", code: "not_available", service: input.service, message } };
+        return answer(message, { code: "not_available", service: input.service, message }, "not_available");
       }),
   );
 
@@ -182,7 +153,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     },
     async (_input, extra) =>
       withCaller(extra, async (ctx, caller) => {
-        const rows = await listConnections(deps, ctx, caller);
+        const { rows, more } = await listConnections(deps, ctx, caller);
         const text = rows.length
           ? rows
               .map(
@@ -191,7 +162,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
               )
               .join("\n")
           : "No connections usable here. Use connect(service) to connect an account.";
-        return ok(text, { connections: rows });
+        return answer(more ? `${text}\n(more not shown)` : text, { connections: rows, ...(more ? { more } : {}) });
       }),
   );
 
@@ -206,10 +177,10 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     },
     async (input, extra) =>
       withCaller(extra, async (ctx, caller) => {
-        if (!input.service && !input.connection_id) return failure("invalid_request", failureMessage("invalid_request", { detail: "give service or connection_id" }));
+        if (!input.service && !input.connection_id) return refusal("invalid_request", { detail: "give service or connection_id" });
         const ended = await revokeConnections(deps, ctx, caller, { ...(input.service ? { service: input.service } : {}), ...(input.connection_id ? { connectionId: input.connection_id } : {}) });
-        if (ended.length === 0) return failure("not_found", failureMessage("not_found"));
-        return ok(`Revoked ${ended.length} connection(s): ${ended.map((c) => `${c.id} (${c.service})`).join(", ")}.`, { revoked: ended.map((c) => ({ id: c.id, service: c.service })) });
+        if (ended.length === 0) return refusal("not_found");
+        return answer(`Revoked ${ended.length} connection(s): ${ended.map((c) => `${c.id} (${c.service})`).join(", ")}.`, { revoked: ended.map((c) => ({ id: c.id, service: c.service })) });
       }),
   );
 
@@ -236,5 +207,5 @@ function listServices(registry: ServiceRegistry): CallToolResult {
   const text = services.length
     ? ["Services (give one as `service` to see its tools):", ...services.map((s) => `- ${s.name}: ${s.displayName}${s.description ? `. ${s.description}` : ""}`)].join("\n")
     : "No services are configured on this broker.";
-  return ok(text, { services });
+  return answer(text, { services });
 }

@@ -3,6 +3,7 @@
 // broker without bound on one call; over any limit it is a misbehaving vendor, reported as such.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { systemClock, type Clock } from "../clock/clock.js";
 import { PoolError } from "../pool/errors.js";
 
 /** Limits on one tools/list read (every page together). Real vendors are far below them. */
@@ -23,22 +24,25 @@ export function vendorMisbehaved(what: string): PoolError {
   return new PoolError("vendor_misbehaved", `the vendor's tools/list went over the broker's limit (${what})`);
 }
 
-/** Every tool of every page, or a `vendor_misbehaved` PoolError once a limit is passed or a cursor repeats. */
-export async function listAllTools(client: Pick<Client, "listTools">, limits: ToolListLimits = TOOL_LIST_LIMITS): Promise<Tool[]> {
-  const deadline = Date.now() + limits.maxMs;
+/**
+ * Every tool of every page, or a `vendor_misbehaved` PoolError once a limit is passed or a cursor
+ * repeats. The time limit bounds real I/O with the vendor: wall time unless a clock is given.
+ */
+export async function listAllTools(client: Pick<Client, "listTools">, limits: ToolListLimits = TOOL_LIST_LIMITS, clock: Clock = systemClock): Promise<Tool[]> {
+  const deadline = clock.now() + limits.maxMs;
   const seen = new Set<string>();
   const tools: Tool[] = [];
   let bytes = 0;
   let cursor: string | undefined;
   for (let pages = 1; ; pages++) {
-    const left = deadline - Date.now();
+    const left = deadline - clock.now();
     if (left <= 0) throw vendorMisbehaved(`${limits.maxMs} ms`);
     let page;
     try {
       page = await client.listTools(cursor ? { cursor } : {}, { timeout: left, maxTotalTimeout: left });
     } catch (err) {
       // Our own deadline, not a vendor error code, decides that the time limit was passed.
-      if (Date.now() >= deadline) throw vendorMisbehaved(`${limits.maxMs} ms`);
+      if (clock.now() >= deadline) throw vendorMisbehaved(`${limits.maxMs} ms`);
       throw err;
     }
     bytes += Buffer.byteLength(JSON.stringify(page.tools));

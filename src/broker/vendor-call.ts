@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Clock } from "../clock/clock.js";
 
 // One vendor tools/call with the broker's own deadline. How a call ended is decided from the
 // broker's own signals only (its own timer, the caller's AbortSignal, the transport's close), never
@@ -25,6 +26,8 @@ export class VendorCallError extends Error {
 /** Options of one vendor call. */
 export interface VendorCallOptions {
   readonly timeoutMs: number;
+  /** Arms the broker's deadline. */
+  readonly clock: Clock;
   readonly signal?: AbortSignal | undefined;
   readonly onprogress?: ((p: { progress: number; total?: number | undefined; message?: string | undefined }) => void) | undefined;
 }
@@ -40,9 +43,7 @@ class BrokerDeadline extends Error {}
 export async function callVendorTool(client: Client, name: string, args: Record<string, unknown>, o: VendorCallOptions): Promise<CallToolResult> {
   const own = new AbortController();
   const deadline = new BrokerDeadline("the broker's call deadline passed");
-  // A real timer on purpose: this bounds real I/O with a child process, not a policy decision.
-  const timer = setTimeout(() => own.abort(deadline), o.timeoutMs);
-  timer.unref();
+  const timer = o.clock.setTimeout(() => own.abort(deadline), o.timeoutMs, { unref: true });
   const signal = o.signal ? AbortSignal.any([o.signal, own.signal]) : own.signal;
   try {
     const r = await client.callTool({ name, arguments: args }, CallToolResultSchema, {
@@ -61,6 +62,6 @@ export async function callVendorTool(client: Client, name: string, args: Record<
     if (err instanceof McpError) throw new VendorCallError({ kind: "vendor_error", message: err.message });
     throw new VendorCallError({ kind: "other", error: err });
   } finally {
-    clearTimeout(timer);
+    timer.cancel();
   }
 }

@@ -3,6 +3,7 @@ import { systemClock, type Clock } from "../clock/clock.js";
 import { loadConfig, type Config } from "../config/env.js";
 import { resolveRegistry, type RegistrySource } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { GrantsAdmin } from "../connections/grants-admin.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite-store.js";
 import { resolveKeyRing, type KeySource } from "../vault/key-source.js";
@@ -55,6 +56,11 @@ export class CliContext {
 
   lifecycle(): ConnectionLifecycle {
     return new ConnectionLifecycle({ store: this.store, vault: this.vault, registry: this.registry.registry, clock: this.clock, log: this.log });
+  }
+
+  /** Grant and admin revokes with their audit rows; the operator running the CLI is trusted, no admin check. */
+  grants(): GrantsAdmin {
+    return new GrantsAdmin({ store: this.store, lifecycle: this.lifecycle(), clock: this.clock });
   }
 
   out(line = ""): void {

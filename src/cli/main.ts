@@ -5,6 +5,7 @@ import { ConfigError } from "../config/errors.js";
 import { ConnectionError } from "../connections/errors.js";
 import { StoreError } from "../store/errors.js";
 import { VaultError } from "../vault/errors.js";
+import { approvalsCommand, APPROVALS_HELP } from "./commands/approvals.js";
 import { auditCommand, AUDIT_HELP } from "./commands/audit.js";
 import { connectionsCommand, CONNECTIONS_HELP } from "./commands/connections.js";
 import { doctorCommand } from "./commands/doctor.js";
@@ -21,7 +22,8 @@ usage: slaude-connect <command> [options]
 
   serve         Run the broker (HTTP server, MCP endpoint, Slack app, reapers) [--port N] [--host ADDR]
   migrate       Apply database migrations
-  connections   list | add | revoke
+  connections   list | add | revoke | login
+  approvals     list | decide
   grants        list | revoke
   audit         Query or export (--jsonl) the audit log
   keys          rotate | generate
@@ -33,6 +35,8 @@ Configuration comes from environment variables (see .env.example).
 ${CONNECTIONS_HELP}
 
 ${GRANTS_HELP}
+
+${APPROVALS_HELP}
 
 ${AUDIT_HELP}
 
@@ -61,6 +65,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return await connectionsCommand(ctx, rest);
       case "grants":
         return await grantsCommand(ctx, rest);
+      case "approvals":
+        return await approvalsCommand(ctx, rest);
       case "audit":
         return await auditCommand(ctx, rest);
       case "keys":

@@ -1,14 +1,9 @@
+import { CodedError } from "../domain/errors.js";
+
 /** Codes of configuration failures; each message names the variable or file path at fault. */
 export type ConfigErrorCode = "invalid_env" | "missing_key" | "invalid_key" | "invalid_registry" | "registry_not_found" | "invalid_secret_file" | "root_without_uid_base";
 
 /** A start-up configuration error; its message is safe to print (never contains a secret value). */
-export class ConfigError extends Error {
+export class ConfigError extends CodedError<ConfigErrorCode> {
   override readonly name = "ConfigError";
-  constructor(
-    readonly code: ConfigErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }

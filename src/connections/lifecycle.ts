@@ -5,7 +5,7 @@ import type { Connection, ConnectionScope } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import { credentialSchema, type CredentialInput } from "../vault/credential.js";
 import type { Vault } from "../vault/vault.js";
-import { bindingOf } from "./binding.js";
+import { bindingOf } from "../vault/binding.js";
 import { ConnectionError } from "./errors.js";
 import { newId } from "../domain/ids.js";
 

@@ -1,3 +1,5 @@
+import { CodedError } from "../domain/errors.js";
+
 /**
  * Why a login link could not be minted. `unknown_service`: not in the registry; `scope_not_allowed`:
  * the service does not allow a connection of the asked scope; `needs_thread`: a thread-scoped
@@ -6,12 +8,6 @@
 export type LoginErrorCode = "unknown_service" | "scope_not_allowed" | "needs_thread";
 
 /** A refused mint; the message names the service and scope, never a token. */
-export class LoginError extends Error {
+export class LoginError extends CodedError<LoginErrorCode> {
   override readonly name = "LoginError";
-  constructor(
-    readonly code: LoginErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
 }

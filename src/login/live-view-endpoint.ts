@@ -1,12 +1,15 @@
+// The live-view HTTP page, its static assets and its WebSocket, mounted on the broker's server by
+// src/app (the handlers are plain node:http functions: this layer does not import the server's).
 import { randomBytes } from "node:crypto";
 import type http from "node:http";
 import type { Duplex } from "node:stream";
+import { parse as parseCookies, serialize as serializeCookie } from "cookie";
 import { WebSocketServer, type WebSocket } from "ws";
+import { systemClock, type Clock } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
-import type { RouteHandler } from "../server/http-server.js";
-import type { Viewer } from "./flow.js";
+import type { Viewer } from "./flow-registry.js";
 import { InputQueue } from "./input-queue.js";
-import { liveViewPage, refusalPage } from "./live-view-page.js";
+import { LiveViewAssets } from "./live-view-page.js";
 import type { LoginService } from "./login-service.js";
 import { clientMessage, type ClientMessage, type ServerMessage } from "./protocol.js";
 
@@ -14,17 +17,27 @@ const COOKIE = "slaude_login";
 /** Inputs one socket may have waiting; a page sends at most ~25 a second, so only a flood reaches it. */
 export const MAX_QUEUED_INPUTS = 128;
 /** How often a socket must answer a ping; a dead one is dropped so the viewer can reattach. */
-const HEARTBEAT_MS = 15_000;
+export const HEARTBEAT_MS = 15_000;
+const ASSETS_PATH = "/login/assets/";
+
+/** A handler of one HTTP request (structurally the broker server's RouteHandler). */
+export type LiveViewHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<void>;
+
+/** Settings of the live-view endpoint. */
+export interface LiveViewSettings {
+  readonly publicUrl: string;
+  readonly flowTimeoutMs: number;
+  readonly allowedOrigins: readonly string[];
+  /** Paces the socket heartbeat (default the system clock). */
+  readonly clock?: Clock;
+  /** The page and its files (default: static/login/ of the package). */
+  readonly assets?: LiveViewAssets;
+}
 
 function readCookie(req: http.IncomingMessage): { sessionId: string; secret: string } | undefined {
-  for (const part of (req.headers.cookie ?? "").split(";")) {
-    const [k, v] = part.trim().split("=");
-    if (k === COOKIE && v) {
-      const [sessionId, secret] = v.split(".");
-      if (sessionId && secret) return { sessionId, secret };
-    }
-  }
-  return undefined;
+  const v = parseCookies(req.headers.cookie ?? "")[COOKIE];
+  const [sessionId, secret] = v?.split(".") ?? [];
+  return sessionId && secret ? { sessionId, secret } : undefined;
 }
 
 const REFUSALS = {
@@ -35,38 +48,65 @@ const REFUSALS = {
   ended: ["Login ended", "This login has ended (it was cancelled, timed out, or left without a viewer). Ask for a new link with /connect in Slack."],
 } as const;
 
-/** The live-view HTTP page and its WebSocket, mounted on the broker's server. */
+const HEADERS = { "cache-control": "no-store", "referrer-policy": "no-referrer", "x-frame-options": "DENY", "x-content-type-options": "nosniff" } as const;
+
+/** The live-view HTTP page, its assets and its WebSocket, mounted on the broker's server. */
 export class LiveViewEndpoint {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  private readonly clock: Clock;
+  private readonly assets: LiveViewAssets;
 
   constructor(
     private readonly logins: LoginService,
-    private readonly opts: { publicUrl: string; flowTimeoutMs: number; allowedOrigins: readonly string[] },
+    private readonly opts: LiveViewSettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.clock = opts.clock ?? systemClock;
+    this.assets = opts.assets ?? new LiveViewAssets();
+  }
 
   /** GET /login/l/<token>: consumes the link for this browser and serves the page. */
-  readonly page: RouteHandler = async (req, res, url) => {
+  readonly page: LiveViewHandler = async (req, res, url) => {
     const token = url.pathname.slice("/login/l/".length);
     const cookie = readCookie(req);
     const result = await this.logins.open(token, cookie?.secret);
-    const headers = { "cache-control": "no-store", "referrer-policy": "no-referrer", "x-frame-options": "DENY", "x-content-type-options": "nosniff" };
     if ("refused" in result) {
       const [title, message] = REFUSALS[result.refused];
-      res.writeHead(result.refused === "full" ? 503 : result.refused === "invalid" ? 404 : 410, { ...headers, "content-type": "text/html; charset=utf-8" });
-      res.end(refusalPage(title, message));
+      res.writeHead(result.refused === "full" ? 503 : result.refused === "invalid" ? 404 : 410, {
+        ...HEADERS,
+        "content-type": "text/html; charset=utf-8",
+        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      });
+      res.end(this.assets.refusal(title, message));
       return;
     }
     const nonce = randomBytes(16).toString("base64");
-    const secure = this.opts.publicUrl.startsWith("https:") ? "; Secure" : "";
     res.writeHead(200, {
-      ...headers,
+      ...HEADERS,
       "content-type": "text/html; charset=utf-8",
       "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
-      "set-cookie": `${COOKIE}=${result.session.id}.${result.viewerSecret}; Path=/login; HttpOnly; SameSite=Strict; Max-Age=${Math.ceil(this.opts.flowTimeoutMs / 1000)}${secure}`,
+      "set-cookie": serializeCookie(COOKIE, `${result.session.id}.${result.viewerSecret}`, {
+        path: "/login",
+        httpOnly: true,
+        sameSite: "strict",
+        maxAge: Math.ceil(this.opts.flowTimeoutMs / 1000),
+        secure: this.opts.publicUrl.startsWith("https:"),
+      }),
     });
-    const service = result.session.service;
-    res.end(liveViewPage({ sessionId: result.session.id, serviceName: service, nonce }));
+    res.end(this.assets.page({ sessionId: result.session.id, serviceName: result.session.service, nonce }));
+  };
+
+  /** GET /login/assets/<file>: the page's script and stylesheet (an allowlist, nothing else is read). */
+  readonly asset: LiveViewHandler = async (_req, res, url) => {
+    const a = url.pathname.startsWith(ASSETS_PATH) ? this.assets.asset(url.pathname.slice(ASSETS_PATH.length)) : undefined;
+    if (!a) {
+      res.writeHead(404, { ...HEADERS, "content-type": "text/plain; charset=utf-8" });
+      res.end("not found");
+      return;
+    }
+    // Versioned by content (`?v=`) and pinned by SRI in the page, so a cached copy is never stale.
+    res.writeHead(200, { ...HEADERS, "cache-control": "public, max-age=3600", "content-type": a.contentType, "content-length": String(a.body.length) });
+    res.end(a.body);
   };
 
   /** Upgrade handler for /login/ws: only the browser holding the session's viewer cookie is attached. */
@@ -110,12 +150,11 @@ export class LiveViewEndpoint {
     const inputs = new InputQueue<ClientMessage>(MAX_QUEUED_INPUTS, (m) => this.logins.input(viewer, m), warn("live-view input failed"));
     let attached = false;
     let alive = true;
-    const heartbeat = setInterval(() => {
+    const heartbeat = this.clock.setInterval(() => {
       if (!alive) return ws.terminate();
       alive = false;
       ws.ping();
-    }, HEARTBEAT_MS);
-    heartbeat.unref();
+    }, HEARTBEAT_MS, { unref: true });
     ws.on("pong", () => (alive = true));
     ws.on("message", (data) => {
       if (ws.readyState !== ws.OPEN) return;
@@ -142,7 +181,7 @@ export class LiveViewEndpoint {
       }
     });
     ws.on("close", () => {
-      clearInterval(heartbeat);
+      heartbeat.cancel();
       inputs.clear();
       this.logins.detach(viewer);
     });

@@ -1,104 +1,93 @@
-// The live-view page: the screencast of the confined login browser, with input relayed back over a
-// WebSocket. Self-contained (no external assets) and locked down by a nonce-based CSP.
+// The live-view page's assets: HTML, JS and CSS files under static/login/ in the package, read once
+// at start-up. The page is locked down by a per-response nonce CSP; its script and stylesheet are
+// separate files loaded with that nonce and their SRI hash, and the per-session values travel in a
+// JSON data element (not executed, so no inline script is ever allowed).
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+
+/** static/login/ of the package: two levels up from both src/login/ (tsx) and dist/login/ (compiled). */
+export const LOGIN_ASSETS_DIR = new URL("../../static/login/", import.meta.url);
+
+/** One file served under /login/assets/. */
+export interface StaticAsset {
+  readonly body: Buffer;
+  readonly contentType: string;
+  /** The SRI value ("sha256-…") the page pins it with. */
+  readonly integrity: string;
+  /** A short content hash for cache busting (`?v=`). */
+  readonly version: string;
+}
+
+const ASSET_TYPES = { "live-view.js": "text/javascript; charset=utf-8", "live-view.css": "text/css; charset=utf-8" } as const;
+
+/** Names of the files served under /login/assets/ (an allowlist: nothing else is ever read). */
+export type AssetName = keyof typeof ASSET_TYPES;
+
+/** The live-view page and its assets, loaded from `dir`; throws at start-up when a file is missing. */
+export class LiveViewAssets {
+  private readonly pageTemplate: string;
+  private readonly refusalTemplate: string;
+  private readonly assets: ReadonlyMap<string, StaticAsset>;
+
+  constructor(dir: URL = LOGIN_ASSETS_DIR) {
+    const read = (name: string) => readFileSync(new URL(name, dir));
+    this.pageTemplate = read("live-view.html").toString("utf8");
+    this.refusalTemplate = read("refusal.html").toString("utf8");
+    const assets = new Map<string, StaticAsset>();
+    for (const [name, contentType] of Object.entries(ASSET_TYPES)) {
+      const body = read(name);
+      const digest = createHash("sha256").update(body).digest();
+      assets.set(name, { body, contentType, integrity: `sha256-${digest.toString("base64")}`, version: digest.toString("hex").slice(0, 16) });
+    }
+    this.assets = assets;
+  }
+
+  /** The asset called `name`, if it is one of the served files. */
+  asset(name: string): StaticAsset | undefined {
+    return this.assets.get(name);
+  }
+
+  /** The HTML of the live-view page for one session; `nonce` must be the one in the response's CSP. */
+  page(opts: { sessionId: string; serviceName: string; nonce: string }): string {
+    const js = this.required("live-view.js");
+    const css = this.required("live-view.css");
+    return fill(this.pageTemplate, {
+      service: escapeHtml(opts.serviceName),
+      nonce: escapeHtml(opts.nonce),
+      "session-json": jsonForHtml({ sessionId: opts.sessionId }),
+      "js-version": js.version,
+      "js-integrity": js.integrity,
+      "css-version": css.version,
+      "css-integrity": css.integrity,
+    });
+  }
+
+  /** The page shown when a link cannot be opened. */
+  refusal(title: string, message: string): string {
+    return fill(this.refusalTemplate, { title: escapeHtml(title), message: escapeHtml(message) });
+  }
+
+  private required(name: AssetName): StaticAsset {
+    const a = this.assets.get(name);
+    if (!a) throw new Error(`live-view asset ${name} was not loaded`);
+    return a;
+  }
+}
+
+/** Replaces every `{{name}}` of `template`; a placeholder without a value is a bug, so it throws. */
+function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{([a-z-]+)\}\}/g, (_m, key: string) => {
+    const v = values[key];
+    if (v === undefined) throw new Error(`live-view template has no value for {{${key}}}`);
+    return v;
+  });
+}
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
-/** The HTML of the live-view page for one session. */
-export function liveViewPage(opts: { sessionId: string; serviceName: string; nonce: string }): string {
-  const { nonce } = opts;
-  return `<!doctype html>
-<html lang="en"><head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1, maximum-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>Connect ${escapeHtml(opts.serviceName)} · slaude-connect</title>
-<style nonce="${nonce}">
-  :root { color-scheme: light dark; font-family: system-ui, -apple-system, Segoe UI, sans-serif; }
-  body { margin: 0; display: flex; flex-direction: column; min-height: 100vh; background: Canvas; color: CanvasText; }
-  header { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; padding: .6rem .8rem; border-bottom: 1px solid #8884; }
-  header h1 { font-size: 1rem; margin: 0; flex: 1 1 auto; }
-  #status { font-size: .9rem; flex: 1 1 100%; order: 3; }
-  #status[data-state=captured] { color: #1a7f37; } #status[data-state=failed], #status[data-state=expired], #status[data-state=refused] { color: #cf222e; }
-  button { font: inherit; padding: .35rem .8rem; border-radius: .4rem; border: 1px solid #8886; background: ButtonFace; cursor: pointer; }
-  main { flex: 1; display: flex; flex-direction: column; align-items: center; padding: .5rem; gap: .8rem; }
-  #screen { max-width: 100%; height: auto; touch-action: none; border: 1px solid #8884; outline: none; user-select: none; -webkit-user-select: none; display: none; }
-  #screen.live { display: block; }
-  #screen.popup { box-shadow: 0 0 0 3px #0969da; }
-  form { display: none; flex-direction: column; gap: .5rem; width: min(28rem, 100%); }
-  form.live { display: flex; }
-  label { display: flex; flex-direction: column; gap: .2rem; font-size: .9rem; }
-  input[type=password], input[type=text] { font: inherit; padding: .4rem; }
-  #kbd { position: absolute; left: -1000px; width: 1px; height: 1px; opacity: 0; }
-  .hint { font-size: .8rem; opacity: .75; max-width: 40rem; text-align: center; }
-</style></head>
-<body>
-<header>
-  <h1>Connect ${escapeHtml(opts.serviceName)}</h1>
-  <button id="done" type="button" hidden>Done</button>
-  <button id="cancel" type="button">Cancel</button>
-  <div id="status" role="status" aria-live="polite" data-state="loading">Loading…</div>
-</header>
-<main>
-  <img id="screen" alt="Sign-in page" tabindex="0" draggable="false">
-  <textarea id="kbd" autocapitalize="off" autocomplete="off" autocorrect="off" spellcheck="false" aria-hidden="true"></textarea>
-  <form id="paste" autocomplete="off"><p id="instructions" class="hint"></p><div id="fields"></div><button type="submit">Save</button></form>
-  <p class="hint">This is a private sign-in page for you only. What you enter goes to the service or into encrypted storage, never to the assistant or the conversation.</p>
-</main>
-<script nonce="${nonce}">
-(() => {
-  const sessionId = ${JSON.stringify(opts.sessionId)};
-  const $ = (id) => document.getElementById(id);
-  const screen = $("screen"), status = $("status"), kbd = $("kbd"), form = $("paste");
-  let frameW = 0, frameH = 0, ended = false;
-  const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(proto + "//" + location.host + "/login/ws?s=" + encodeURIComponent(sessionId));
-  const send = (m) => { if (ws.readyState === 1) ws.send(JSON.stringify(m)); };
-  ws.onopen = () => send({ type: "viewport", width: Math.max(320, Math.min(1280, Math.round(window.innerWidth - 16))), height: Math.max(480, Math.min(900, Math.round(window.innerHeight - 120))) });
-  ws.onclose = () => { if (!ended) setStatus("failed", "Connection to slaude-connect lost. Reload to reconnect."); };
-  function setStatus(state, message) { status.dataset.state = state; status.textContent = message; if (["captured","expired","cancelled","failed","refused"].includes(state)) { ended = true; screen.classList.remove("live"); form.classList.remove("live"); $("done").hidden = true; $("cancel").hidden = true; } }
-  ws.onmessage = (ev) => {
-    const m = JSON.parse(ev.data);
-    if (m.type === "frame") { frameW = m.width; frameH = m.height; screen.src = "data:image/jpeg;base64," + m.data; screen.classList.add("live"); screen.classList.toggle("popup", !!m.popup); }
-    else if (m.type === "status") setStatus(m.state, m.message);
-    else if (m.type === "strategy") { $("done").hidden = m.strategy !== "cookie"; }
-    else if (m.type === "paste_form") {
-      $("instructions").textContent = m.instructions;
-      const box = $("fields"); box.textContent = "";
-      for (const f of m.fields) { const l = document.createElement("label"); l.textContent = f.label; const i = document.createElement("input"); i.type = f.secret ? "password" : "text"; i.name = f.name; i.required = true; l.appendChild(i); box.appendChild(l); }
-      form.classList.add("live");
-    }
-  };
-  function point(e) { const r = screen.getBoundingClientRect(); return { x: Math.max(0, (e.clientX - r.left) * frameW / r.width), y: Math.max(0, (e.clientY - r.top) * frameH / r.height) }; }
-  const BUTTONS = ["left", "middle", "right"];
-  screen.addEventListener("pointerdown", (e) => { e.preventDefault(); kbd.focus({ preventScroll: true }); const p = point(e); send({ type: "mouse", kind: "down", x: p.x, y: p.y, button: BUTTONS[e.button] || "left", clickCount: e.detail > 1 ? Math.min(3, e.detail) : 1 }); });
-  screen.addEventListener("pointerup", (e) => { e.preventDefault(); const p = point(e); send({ type: "mouse", kind: "up", x: p.x, y: p.y, button: BUTTONS[e.button] || "left", clickCount: 1 }); });
-  let lastMove = 0;
-  screen.addEventListener("pointermove", (e) => { const now = Date.now(); if (now - lastMove < 40) return; lastMove = now; const p = point(e); send({ type: "mouse", kind: "move", x: p.x, y: p.y }); });
-  screen.addEventListener("wheel", (e) => { e.preventDefault(); const p = point(e); send({ type: "wheel", x: p.x, y: p.y, deltaX: e.deltaX, deltaY: e.deltaY }); }, { passive: false });
-  screen.addEventListener("contextmenu", (e) => e.preventDefault());
-  const SPECIAL = new Set(["Enter","Backspace","Tab","Escape","Delete","ArrowLeft","ArrowRight","ArrowUp","ArrowDown","Home","End","PageUp","PageDown","Shift","Control","Alt","Meta"]);
-  function onKey(kind) { return (e) => {
-    if (ended) return;
-    if (SPECIAL.has(e.key) || e.ctrlKey || e.metaKey) { e.preventDefault(); send({ type: "key", kind, key: e.key }); return; }
-    if (kind === "down" && e.key.length === 1) { e.preventDefault(); send({ type: "text", text: e.key }); }
-  }; }
-  kbd.addEventListener("keydown", onKey("down")); kbd.addEventListener("keyup", onKey("up"));
-  screen.addEventListener("keydown", onKey("down")); screen.addEventListener("keyup", onKey("up"));
-  // Mobile keyboards deliver text through input events rather than key events.
-  kbd.addEventListener("input", () => { if (kbd.value) { send({ type: "text", text: kbd.value }); kbd.value = ""; } });
-  kbd.addEventListener("paste", (e) => { const t = e.clipboardData && e.clipboardData.getData("text"); if (t) { e.preventDefault(); send({ type: "text", text: t.slice(0, 2000) }); } });
-  $("cancel").onclick = () => send({ type: "cancel" });
-  $("done").onclick = () => send({ type: "done" });
-  form.addEventListener("submit", (e) => { e.preventDefault(); const fields = {}; for (const i of form.querySelectorAll("input")) fields[i.name] = i.value; send({ type: "paste", fields }); for (const i of form.querySelectorAll("input")) if (i.type === "password") i.value = ""; });
-})();
-</script>
-</body></html>`;
-}
-
-/** The page shown when a link cannot be opened. */
-export function refusalPage(title: string, message: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title></head>
-<body style="font-family: system-ui, sans-serif; max-width: 36rem; margin: 3rem auto; padding: 0 1rem;"><h1 style="font-size:1.2rem">${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p></body></html>`;
+/** JSON safe inside a <script type="application/json"> element: nothing in it can close the element. */
+function jsonForHtml(value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

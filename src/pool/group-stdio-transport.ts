@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { systemClock, type Clock } from "../clock/clock.js";
 import { FrameReader, oversizedResponse } from "./frame-reader.js";
 
 /** How to start a vendor child. `env` is the complete environment: nothing is inherited. */
@@ -20,6 +21,8 @@ export interface ChildSpec {
   readonly onStderr?: (chunk: string) => void;
   /** Called as soon as the child exists, before any message (to record it for crash recovery). */
   readonly onSpawn?: (pid: number) => void;
+  /** Times the drain and stop sequence of the real process (default: wall time). */
+  readonly clock?: Clock;
 }
 
 /** How long a stop waits for the leader's exit after SIGKILL before giving up on it. */
@@ -32,16 +35,6 @@ const EXIT_DRAIN_MS = 200;
 export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether any process of the group is still alive. */
-export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
     return true;
   } catch {
     return false;
@@ -65,7 +58,10 @@ export class GroupStdioTransport implements Transport {
   private exited: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
+  private readonly clock: Clock;
+
   constructor(private readonly spec: ChildSpec) {
+    this.clock = spec.clock ?? systemClock;
     this.buffer = new FrameReader(spec.maxMessageBytes ?? 16 * 1024 * 1024);
   }
 
@@ -98,7 +94,7 @@ export class GroupStdioTransport implements Transport {
       };
       // "close" (pipes drained) normally follows "exit" at once; a held pipe gets a short drain.
       child.once("close", finish);
-      child.once("exit", () => setTimeout(finish, EXIT_DRAIN_MS).unref());
+      child.once("exit", () => this.clock.setTimeout(finish, EXIT_DRAIN_MS, { unref: true }));
     });
     await new Promise<void>((resolve, reject) => {
       child.once("error", reject);
@@ -174,7 +170,7 @@ export class GroupStdioTransport implements Transport {
     const pgid = child.pid;
     const grace = this.spec.stopGraceMs ?? 2_000;
     const wait = (ms: number) =>
-      Promise.race([this.exited!.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+      Promise.race([this.exited!.then(() => true), new Promise<boolean>((r) => this.clock.setTimeout(() => r(false), ms, { unref: true }))]);
     child.stdin?.end();
     if (!(await wait(grace))) {
       killGroup(pgid, "SIGTERM");
@@ -190,6 +186,6 @@ export class GroupStdioTransport implements Transport {
     const pid = this.child?.pid;
     if (pid) killGroup(pid, "SIGKILL");
     const exited = this.exited;
-    if (exited) await Promise.race([exited, new Promise<void>((r) => setTimeout(r, KILL_WAIT_MS).unref())]);
+    if (exited) await Promise.race([exited, new Promise<void>((r) => this.clock.setTimeout(r, KILL_WAIT_MS, { unref: true }))]);
   }
 }

@@ -10,6 +10,7 @@ import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
 import type { Credential } from "../vault/credential.js";
 import { ChildLedger } from "./child-ledger.js";
+import { renderCredential } from "./credential-template.js";
 import { ProductionLauncher, UidAllocator, type VendorLauncher } from "./launcher.js";
 
 // One-off vendor starts for `registry inspect` and `registry check --inspect`: the broker's own
@@ -70,7 +71,7 @@ export function inspectionConnection(service: Service, now: number): Connection 
 
 /** Starts the vendor, reads its whole tools/list (bounded), and stops it again, whatever happened. */
 export async function listVendorTools(launcher: VendorLauncher, connection: Connection, service: Service, credential: Credential): Promise<VendorTool[]> {
-  const handle = await launcher.launch(connection, service, credential);
+  const handle = await launcher.launch(connection, service, renderCredential(service, credential));
   try {
     return await readToolList(handle.client);
   } finally {

@@ -4,15 +4,14 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { Clock } from "../clock/clock.js";
+import { systemClock, type Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
-import type { Credential } from "../vault/credential.js";
 import { VERSION } from "../domain/version.js";
 import { killProcesses, processStartTicks } from "../proc/proc.js";
 import type { ChildLedger } from "./child-ledger.js";
-import { renderTemplate } from "./credential-template.js";
+import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import { GroupStdioTransport } from "./group-stdio-transport.js";
 
@@ -32,7 +31,13 @@ export interface VendorHandle {
 
 /** Starts vendors for connections: the pool's port to processes and networks. */
 export interface VendorLauncher {
-  launch(connection: Connection, service: Service, credential: Credential): Promise<VendorHandle>;
+  /** Starts `service` for `connection` with its credential as already rendered (env or header). */
+  launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle>;
+}
+
+/** Where the broker reads a remote vendor's connect backoff (describe and connections_list report it). */
+export interface BackoffSource {
+  backoffOf(connectionId: string): BackoffState | undefined;
 }
 
 /** Settings of the production launcher. */
@@ -47,6 +52,8 @@ export interface LauncherOptions {
   readonly stopGraceMs?: number;
   readonly initializeTimeoutMs?: number;
   readonly clock: Clock;
+  /** Bounds the stop sequence of real processes (default: wall time, whatever `clock` is). */
+  readonly processClock?: Clock;
   readonly log: Logger;
 }
 
@@ -77,7 +84,7 @@ export interface BackoffState {
 }
 
 /** Starts stdio children and connects to remote vendors. */
-export class ProductionLauncher implements VendorLauncher {
+export class ProductionLauncher implements VendorLauncher, BackoffSource {
   private readonly backoff = new Map<string, BackoffState>();
 
   constructor(private readonly opts: LauncherOptions) {}
@@ -88,16 +95,13 @@ export class ProductionLauncher implements VendorLauncher {
     return b && b.retryAt > this.opts.clock.now() ? b : undefined;
   }
 
-  async launch(connection: Connection, service: Service, credential: Credential): Promise<VendorHandle> {
-    const t = service.entry.transport;
-    return t.type === "stdio" ? this.launchStdio(connection, service, credential) : this.launchRemote(connection, service, credential);
+  async launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
+    return secrets.kind === "env" ? this.launchStdio(connection, service, secrets.env) : this.launchRemote(connection, service, secrets);
   }
 
-  private async launchStdio(connection: Connection, service: Service, credential: Credential): Promise<VendorHandle> {
+  private async launchStdio(connection: Connection, service: Service, credentialEnv: Readonly<Record<string, string>>): Promise<VendorHandle> {
     const t = service.entry.transport;
     if (t.type !== "stdio") throw new Error("not a stdio service");
-    const credentialEnv: Record<string, string> = {};
-    for (const [name, template] of Object.entries(t.credentialEnv)) credentialEnv[name] = renderTemplate(template, credential);
 
     mkdirSync(this.opts.runDir, { recursive: true, mode: 0o711 });
     const root = mkdtempSync(path.join(this.opts.runDir, `${connection.id}-`));
@@ -136,6 +140,7 @@ export class ProductionLauncher implements VendorLauncher {
       cwd: t.cwd ?? home,
       ...(uid !== undefined ? { uid, gid: uid } : {}),
       stopGraceMs: this.opts.stopGraceMs ?? 2_000,
+      clock: this.opts.processClock ?? systemClock,
       onSpawn: (pid) => {
         leaderStart = processStartTicks(pid);
         this.opts.ledger.record(pid, connection.id, { home, ...(uid !== undefined ? { uid } : {}) });
@@ -184,7 +189,7 @@ export class ProductionLauncher implements VendorLauncher {
     };
   }
 
-  private async launchRemote(connection: Connection, service: Service, credential: Credential): Promise<VendorHandle> {
+  private async launchRemote(connection: Connection, service: Service, header: { readonly name: string; readonly value: string }): Promise<VendorHandle> {
     const t = service.entry.transport;
     if (t.type !== "http") throw new Error("not a remote service");
     const now = this.opts.clock.now();
@@ -192,7 +197,7 @@ export class ProductionLauncher implements VendorLauncher {
     if (b && b.retryAt > now) {
       throw new PoolError("backoff", `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`, { retryAt: b.retryAt });
     }
-    const headers = { [t.credentialHeader.name]: renderTemplate(t.credentialHeader.value, credential) };
+    const headers = { [header.name]: header.value };
     const url = new URL(t.url);
     const attempt = async (make: () => Transport): Promise<Client> => {
       const client = new Client({ name: "slaude-connect", version: VERSION });

@@ -1,12 +1,15 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
+import type { Redactor } from "../hygiene/redact.js";
 import type { Logger } from "../log/logger.js";
 import { noMetrics, type Metrics } from "../metrics/metrics.js";
 import type { Connection } from "../store/records.js";
-import type { Credential } from "../vault/credential.js";
+import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import type { VendorHandle, VendorLauncher } from "./launcher.js";
+import { SlotQueue } from "./slot-queue.js";
+import { LATE, stopVendor, within } from "./stop.js";
 
 /** Settings of the pool. */
 export interface PoolOptions {
@@ -18,9 +21,20 @@ export interface PoolOptions {
   readonly acquireTimeoutMs: number;
 }
 
+/** What one call leases: a connection's vendor, started with this exact credential version. */
+export interface PoolLease {
+  readonly connection: Connection;
+  readonly service: Service;
+  /** Which version of the credential the vendor must run with; a change forces a respawn. */
+  readonly version: string;
+  /** The credential as the vendor receives it; asked for only when a vendor starts (throws if incomplete). */
+  secrets(): RenderedCredential;
+  /** Hides this credential in anything the vendor sends (the started listeners use it). */
+  readonly redactor: Redactor;
+}
+
 interface Entry {
   readonly connectionId: string;
-  /** Which version of the credential this vendor was started with; a change forces a respawn. */
   readonly secretVersion: string;
   readonly ready: Promise<VendorHandle>;
   handle: VendorHandle | undefined;
@@ -30,23 +44,14 @@ interface Entry {
 }
 
 /**
- * Called with a freshly started vendor's client and the connection it serves, e.g. to refresh the
+ * Called with a freshly started vendor's client and the lease that started it, e.g. to refresh the
  * tool metadata cache; the vendor is handed to calls once it settles. Rejecting with a PoolError (a
  * vendor over the broker's limits) kills the vendor and fails the calls waiting for it with that error.
  */
-export type VendorStartedListener = (service: Service, client: Client, connection: Connection) => void | Promise<void>;
+export type VendorStartedListener = (client: Client, lease: PoolLease) => void | Promise<void>;
 
 /** The longest a stop (graceful or kill) of one vendor may take before the pool stops waiting for it. */
 export const STOP_DEADLINE_MS = 15_000;
-
-const LATE = Symbol("late");
-
-/** `p`, or LATE if it has not settled within `ms`. */
-function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<typeof LATE>((r) => (timer = setTimeout(() => r(LATE), ms)));
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
 
 /** A snapshot of the pool, for metrics and tests. */
 export interface PoolStats {
@@ -60,13 +65,14 @@ export interface PoolStats {
 
 /**
  * Vendors keyed by connection id: spawned lazily, leased per call (never reaped mid-call), stopped
- * when idle, evicted least-recently-used when the cap is reached, dropped when they crash.
+ * when idle, evicted least-recently-used when the cap is reached, dropped when they crash. Calls
+ * waiting for a slot are served in arrival order, and a child is never evicted while calls wait for it.
  */
 export class VendorPool {
   private readonly entries = new Map<string, Entry>();
   private stopping = 0;
   private spawned = 0;
-  private waiters: (() => void)[] = [];
+  private readonly queue: SlotQueue;
   private closed = false;
   private readonly startedListeners: VendorStartedListener[] = [];
 
@@ -76,7 +82,9 @@ export class VendorPool {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics: Pick<Metrics, "poolWaited"> = noMetrics,
-  ) {}
+  ) {
+    this.queue = new SlotQueue(clock, (id) => this.isLive(id));
+  }
 
   onVendorStarted(l: VendorStartedListener): void {
     this.startedListeners.push(l);
@@ -85,7 +93,7 @@ export class VendorPool {
   stats(): PoolStats {
     let leased = 0;
     for (const e of this.entries.values()) if (e.leases > 0) leased++;
-    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned, waiting: this.waiters.length };
+    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned, waiting: this.queue.size };
   }
 
   /** Connection ids with a live (or starting) vendor. */
@@ -103,18 +111,9 @@ export class VendorPool {
     return this.entries.get(connectionId)?.handle?.pid;
   }
 
-  /**
-   * Runs `fn` with the vendor client of `connection`, starting it if needed. The lease keeps the
-   * vendor from being reaped or evicted until `fn` settles.
-   */
-  async withLease<T>(
-    connection: Connection,
-    service: Service,
-    secretVersion: string,
-    credential: () => Credential,
-    fn: (client: Client, handle: VendorHandle) => Promise<T>,
-  ): Promise<T> {
-    const entry = await this.acquire(connection, service, secretVersion, credential);
+  /** Runs `fn` with the vendor client of the lease's connection, starting it if needed; the vendor is neither reaped nor evicted until `fn` settles. */
+  async withLease<T>(lease: PoolLease, fn: (client: Client, handle: VendorHandle) => Promise<T>): Promise<T> {
+    const entry = await this.acquire(lease);
     try {
       const handle = await entry.ready;
       return await fn(handle.client, handle);
@@ -125,56 +124,86 @@ export class VendorPool {
     }
   }
 
+  private isLive(connectionId: string): boolean {
+    const e = this.entries.get(connectionId);
+    return e !== undefined && !e.dead;
+  }
+
   /** Acquires a lease; a call that had to wait for a slot is reported to the metrics. */
-  private async acquire(connection: Connection, service: Service, secretVersion: string, credential: () => Credential): Promise<Entry> {
+  private async acquire(lease: PoolLease): Promise<Entry> {
     const wait: { since?: number } = {};
     try {
-      const entry = await this.acquireSlot(connection, service, secretVersion, credential, wait);
-      if (wait.since !== undefined) this.metrics.poolWaited((Date.now() - wait.since) / 1000, "slot");
+      const entry = await this.acquireSlot(lease, wait);
+      if (wait.since !== undefined) this.metrics.poolWaited((performance.now() - wait.since) / 1000, "slot");
       return entry;
     } catch (err) {
-      if (wait.since !== undefined) this.metrics.poolWaited((Date.now() - wait.since) / 1000, err instanceof PoolError && err.code === "pool_busy" ? "timeout" : "slot");
+      if (wait.since !== undefined) this.metrics.poolWaited((performance.now() - wait.since) / 1000, err instanceof PoolError && err.code === "pool_busy" ? "timeout" : "slot");
       throw err;
     }
   }
 
-  private async acquireSlot(connection: Connection, service: Service, secretVersion: string, credential: () => Credential, wait: { since?: number }): Promise<Entry> {
-    const deadline = Date.now() + this.opts.acquireTimeoutMs;
-    for (;;) {
-      if (this.closed) throw new PoolError("shutting_down", "the broker is shutting down");
-      const existing = this.entries.get(connection.id);
-      if (existing && !existing.dead && existing.secretVersion === secretVersion) {
-        existing.leases++;
-        existing.lastUsed = this.clock.now();
-        try {
-          await existing.ready;
-        } catch (err) {
-          existing.leases--;
-          throw err;
+  private async acquireSlot(lease: PoolLease, wait: { since?: number }): Promise<Entry> {
+    const id = lease.connection.id;
+    const deadline = this.clock.now() + this.opts.acquireTimeoutMs;
+    // A turn at a slot is held from the wake-up until this call spawns, joins, or queues again, so
+    // no later arrival takes the slot meanwhile (not even during an eviction).
+    let myTurn = false;
+    const giveBack = () => {
+      if (myTurn) this.queue.tookTurn();
+      myTurn = false;
+    };
+    try {
+      for (;;) {
+        if (this.closed) throw new PoolError("shutting_down", "the broker is shutting down");
+        const existing = this.entries.get(id);
+        if (existing && !existing.dead && existing.secretVersion === lease.version) {
+          // A turn that turned out not to be needed passes to the next waiting call.
+          if (myTurn) (giveBack(), this.wake());
+          return this.join(existing);
         }
-        return existing;
+        if (existing) {
+          // Stale credential or a dead vendor: replace it.
+          await this.remove(existing, "kill");
+          continue;
+        }
+        if (myTurn || !this.queue.busy) {
+          if (this.entries.size + this.stopping < this.opts.maxChildren) return this.spawn(lease);
+          const victim = this.lruIdle();
+          if (victim) {
+            this.log.debug("evicting idle vendor", { connectionId: victim.connectionId });
+            await this.remove(victim, "close");
+            continue;
+          }
+        }
+        wait.since ??= performance.now();
+        if (this.clock.now() >= deadline) throw new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`);
+        const front: boolean = myTurn;
+        giveBack();
+        myTurn = (await this.queue.wait(id, deadline - this.clock.now(), front)) === "turn";
       }
-      if (existing) {
-        // Stale credential or a dead vendor: replace it.
-        await this.remove(existing, "kill");
-        continue;
-      }
-      if (this.entries.size + this.stopping < this.opts.maxChildren) return this.spawn(connection, service, secretVersion, credential);
-      const victim = this.lruIdle();
-      if (victim) {
-        this.log.debug("evicting idle vendor", { connectionId: victim.connectionId });
-        await this.remove(victim, "close");
-        continue;
-      }
-      wait.since ??= Date.now();
-      await this.waitForSlot(deadline);
+    } finally {
+      giveBack();
     }
   }
 
-  private spawn(connection: Connection, service: Service, secretVersion: string, credential: () => Credential): Entry {
+  /** Leases a live (or starting) vendor; a start that fails gives the lease back. */
+  private async join(entry: Entry): Promise<Entry> {
+    entry.leases++;
+    entry.lastUsed = this.clock.now();
+    try {
+      await entry.ready;
+    } catch (err) {
+      entry.leases--;
+      throw err;
+    }
+    return entry;
+  }
+
+  private spawn(lease: PoolLease): Entry {
+    const { connection, service } = lease;
     let entry!: Entry;
     const ready = (async () => {
-      const handle = await this.launcher.launch(connection, service, credential());
+      const handle = await this.launcher.launch(connection, service, lease.secrets());
       entry.handle = handle;
       this.spawned++;
       handle.onClosed(() => {
@@ -185,7 +214,7 @@ export class VendorPool {
         this.wake();
       });
       try {
-        await Promise.all(this.startedListeners.map((l) => l(service, handle.client, connection)));
+        await Promise.all(this.startedListeners.map((l) => l(handle.client, lease)));
       } catch (err) {
         if (!(err instanceof PoolError)) throw err;
         // Over the broker's limits (endless tools/list paging): this vendor gets no calls.
@@ -196,19 +225,26 @@ export class VendorPool {
       }
       return handle;
     })();
-    entry = { connectionId: connection.id, secretVersion, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
+    entry = { connectionId: connection.id, secretVersion: lease.version, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
     this.entries.set(connection.id, entry);
-    ready.catch(() => {
-      entry.dead = true;
-      if (this.entries.get(connection.id) === entry) this.entries.delete(connection.id);
-      this.wake();
-    });
+    ready.then(
+      () => this.wake(),
+      () => {
+        entry.dead = true;
+        if (this.entries.get(connection.id) === entry) this.entries.delete(connection.id);
+        this.wake();
+      },
+    );
     return entry;
   }
 
+  /** The least recently used idle vendor that no waiting call is queued for. */
   private lruIdle(): Entry | undefined {
     let best: Entry | undefined;
-    for (const e of this.entries.values()) if (e.leases === 0 && e.handle && (!best || e.lastUsed < best.lastUsed)) best = e;
+    for (const e of this.entries.values()) {
+      if (e.leases > 0 || !e.handle || this.queue.hasWaiterFor(e.connectionId)) continue;
+      if (!best || e.lastUsed < best.lastUsed) best = e;
+    }
     return best;
   }
 
@@ -217,7 +253,7 @@ export class VendorPool {
     entry.dead = true;
     this.stopping++;
     try {
-      const handle = entry.handle ?? (await within(entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
+      const handle = entry.handle ?? (await within(this.clock, entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
       if (handle === LATE) {
         // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
         this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
@@ -229,40 +265,13 @@ export class VendorPool {
     }
   }
 
-  /** Stops one vendor within STOP_DEADLINE_MS (a graceful stop that overruns is escalated to a kill); never throws. */
-  private async stopHandle(connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
-    const attempt = (h: "close" | "kill") =>
-      within(h === "kill" ? handle.kill() : handle.close(), STOP_DEADLINE_MS).catch((err: unknown) => {
-        this.log.warn("vendor stop failed", { connectionId, error: (err as Error).message });
-        return undefined;
-      });
-    if ((await attempt(how)) !== LATE) return;
-    this.log.warn("vendor stop overran its deadline", { connectionId, how });
-    if (how === "close" && (await attempt("kill")) !== LATE) return;
-    this.log.error("vendor did not stop; its slot is released anyway", { connectionId });
+  private stopHandle(connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
+    return stopVendor({ clock: this.clock, log: this.log, deadlineMs: STOP_DEADLINE_MS }, connectionId, handle, how);
   }
 
-  private waitForSlot(deadline: number): Promise<void> {
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) {
-      return Promise.reject(
-        new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`),
-      );
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, remaining);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.waiters.push(done);
-    });
-  }
-
+  /** Something changed (a lease ended, a vendor started or went): queued calls look again, in order. */
   private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
+    this.queue.wake();
   }
 
   /** Kills the vendor of `connectionId` (revoked, expired, hung). */
@@ -282,7 +291,7 @@ export class VendorPool {
   /** Stops every vendor; new calls are refused. */
   async shutdown(): Promise<void> {
     this.closed = true;
-    this.wake();
+    this.queue.wakeAll();
     await Promise.all([...this.entries.values()].map((e) => this.remove(e, "close")));
   }
 }

@@ -94,6 +94,8 @@ export class HttpServer {
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
+      // A real timer, not the injected Clock: it bounds real sockets' shutdown, and a test's
+      // ManualClock (which nobody advances at close) must not hold the server open.
       setTimeout(() => this.server.closeAllConnections(), 2_000).unref();
     });
   }

@@ -5,7 +5,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
 import { systemClock, type Clock } from "../clock/clock.js";
-import { PeriodicJob } from "../connections/reaper.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { Logger } from "../log/logger.js";
 import type { ThreadRef } from "../domain/thread.js";
 import { threadKey, TURN_ID_PATTERN } from "../turns/turn-state.js";
@@ -69,7 +69,7 @@ export class McpEndpoint {
   ) {
     this.sessions = new SessionTable(limits, clock, log);
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
-    this.sweeper = new PeriodicJob("mcp session sweep", Math.max(1_000, Math.min(60_000, limits.idleMs / 4)), async () => this.sweepIdle(), log);
+    this.sweeper = new PeriodicJob({ name: "mcp session sweep", intervalMs: Math.max(1_000, Math.min(60_000, limits.idleMs / 4)), run: async () => this.sweepIdle(), log, clock });
     this.sweeper.start();
   }
 

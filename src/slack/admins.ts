@@ -1,21 +1,28 @@
+import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
+import type { AdminCheck } from "../connections/grants-admin.js";
 import type { SlackApi } from "./slack-api.js";
 
-/** Who is an admin of slaude-connect: listed in SLAUDE_ADMINS, or a Slack workspace admin/owner. */
-export class AdminDirectory {
-  private readonly cache = new Map<string, { value: boolean; until: number }>();
+/**
+ * Who is an admin of slaude-connect: listed in SLAUDE_ADMINS, or a Slack workspace admin/owner.
+ * Slack's answers are kept `ttlMs`, at most `max` of them; a failed lookup is "no" and not kept.
+ */
+export class AdminDirectory implements AdminCheck {
+  private readonly cache: LRUCache<string, { value: boolean }>;
   constructor(
     private readonly configured: readonly string[],
     private readonly api: SlackApi,
-    private readonly clock: Clock,
-    private readonly ttlMs = 5 * 60_000,
-  ) {}
+    clock: Clock,
+    ttlMs = 5 * 60_000,
+    max = 10_000,
+  ) {
+    this.cache = new LRUCache({ max, ttl: ttlMs, ttlResolution: 0, perf: { now: () => clock.now() } });
+  }
 
   async isAdmin(userId: string): Promise<boolean> {
     if (this.configured.includes(userId)) return true;
     const hit = this.cache.get(userId);
-    const now = this.clock.now();
-    if (hit && hit.until > now) return hit.value;
+    if (hit) return hit.value;
     let value = false;
     try {
       value = await this.api.isWorkspaceAdmin(userId);
@@ -23,7 +30,7 @@ export class AdminDirectory {
       // Unknown is not admin.
       return false;
     }
-    this.cache.set(userId, { value, until: now + this.ttlMs });
+    this.cache.set(userId, { value });
     return value;
   }
 }

@@ -1,7 +1,8 @@
 import { CARD_LIMITS, type ApprovalCard, type ApprovalDecision, type CardArgument } from "../approvals/card.js";
 import type { Approval } from "../store/records.js";
 import { ACTIONS, approvalButtonValue, esc, threadLink, when } from "./blocks.js";
-import type { Block } from "./slack-api.js";
+import type { types } from "@slack/bolt";
+import type { Block, ModalView } from "./slack-api.js";
 
 // Block Kit rendering of the approval card model (src/approvals/card.ts). Every text that came from
 // the call (tool, argument names and values) goes into rich_text `text` elements, which Slack never
@@ -13,11 +14,11 @@ const INLINE = { maxArgs: 10, maxChars: 2_500 } as const;
 /** Code blocks are split at this many characters (Slack's text limit is 3,000). */
 const CHUNK = 2_900;
 
-const text = (t: string, style?: Record<string, boolean>): Block => ({ type: "text", text: t, ...(style ? { style } : {}) });
-const richText = (...elements: Block[]): Block => ({ type: "rich_text", elements });
-const line = (...elements: Block[]): Block => ({ type: "rich_text_section", elements });
-const code = (t: string): Block => ({ type: "rich_text_preformatted", elements: [text(t)] });
-const mrkdwn = (t: string): Block => ({ type: "section", text: { type: "mrkdwn", text: t } });
+const text = (t: string, style?: types.RichTextText["style"]): types.RichTextText => ({ type: "text", text: t, ...(style ? { style } : {}) });
+const richText = (...elements: types.RichTextBlockElement[]): types.RichTextBlock => ({ type: "rich_text", elements });
+const line = (...elements: types.RichTextElement[]): types.RichTextSection => ({ type: "rich_text_section", elements });
+const code = (t: string): types.RichTextPreformatted => ({ type: "rich_text_preformatted", elements: [text(t)] });
+const mrkdwn = (t: string): types.SectionBlock => ({ type: "section", text: { type: "mrkdwn", text: t } });
 
 function count(n: number): string {
   return n.toLocaleString("en-US");
@@ -40,7 +41,7 @@ function argumentBlocks(a: CardArgument): Block[] {
   return parts.map((p, i) => (i === 0 ? richText(label, code(p)) : richText(code(p))));
 }
 
-function toolLine(card: ApprovalCard): Block {
+function toolLine(card: ApprovalCard): types.RichTextBlock {
   return richText(line(text("Tool: ", { bold: true }), text(card.tool, { code: true }), text(card.write ? " (write)" : " (read)")));
 }
 
@@ -62,7 +63,7 @@ const BUTTONS: Record<ApprovalDecision, { action: string; label: string }> = {
   denied: { action: ACTIONS.deny, label: "Deny" },
 };
 
-function decisionButtons(card: ApprovalCard, value: string): Block[] {
+function decisionButtons(card: ApprovalCard, value: string): types.Button[] {
   // The first Allow is the primary action; Deny is always there and always red.
   const primary = card.decisions.find((d) => d !== "denied");
   return card.decisions.map((d) => ({
@@ -70,7 +71,7 @@ function decisionButtons(card: ApprovalCard, value: string): Block[] {
     action_id: BUTTONS[d].action,
     text: { type: "plain_text", text: BUTTONS[d].label },
     value,
-    ...(d === "denied" ? { style: "danger" } : d === primary ? { style: "primary" } : {}),
+    ...(d === "denied" ? { style: "danger" as const } : d === primary ? { style: "primary" as const } : {}),
   }));
 }
 
@@ -100,7 +101,7 @@ export function approvalCardBlocks(approval: Approval, card: ApprovalCard): Bloc
 }
 
 /** The View all arguments modal: every argument of a pending card, values as code, split to fit Slack. */
-export function approvalArgsView(approval: Approval, card: ApprovalCard): Record<string, unknown> {
+export function approvalArgsView(approval: Approval, card: ApprovalCard): ModalView {
   const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> asks to run this on *your ${esc(card.serviceDisplayName)} account*. Every argument, exactly as the vendor would receive it:`), toolLine(card)];
   const notice = denyOnlyNotice(card);
   if (notice) blocks.push(mrkdwn(notice));

@@ -2,6 +2,7 @@ import type { ApprovalOutcome } from "../approvals/channel.js";
 import type { AuditRecord } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import type { Approval, Connection, Grant } from "../store/records.js";
+import type { types } from "@slack/bolt";
 import type { Block } from "./slack-api.js";
 
 // Pure Block Kit rendering: every text shown in Slack comes from real records, never from model text.
@@ -88,12 +89,12 @@ export function captureDescription(service: Service): string {
   }
 }
 
-/** The consent card for connecting an account. */
 /** What the consent card's Continue button carries: who may accept, for which service and thread. */
 export function consentValue(v: { userId: string; service: string; channelId: string | null; threadTs: string | null }): string {
   return JSON.stringify({ u: v.userId, s: v.service, c: v.channelId, t: v.threadTs });
 }
 
+/** The consent card for connecting an account: what is captured and kept, then the next step. */
 export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string; inThread?: boolean; acceptValue?: string }): Block[] {
   const hours = Math.round(service.ttlMs / 3_600_000);
   const ttl = hours >= 1 ? `${hours} hour(s)` : `${Math.round(service.ttlMs / 60_000)} minute(s)`;
@@ -131,7 +132,7 @@ function connectionLine(c: Connection): string {
   return `*${esc(c.service)}* · ${where} · ${c.status} · expires ${when(c.expiresAt)}`;
 }
 
-function revokeButton(actionId: string, value: string, label = "Revoke"): Block {
+function revokeButton(actionId: string, value: string, label = "Revoke"): types.Button {
   return { type: "button", action_id: actionId, text: { type: "plain_text", text: label }, style: "danger", value };
 }
 

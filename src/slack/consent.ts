@@ -1,15 +1,17 @@
-import type { ConsentNotifier } from "../broker/broker.js";
+import type { ConsentNotifier } from "../broker/ports.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
 import { consentBlocks, consentValue } from "./blocks.js";
 import type { SlackApi } from "./slack-api.js";
 
-/** Sends the consent card for `connect` to the user privately (a DM), never into the thread. */
+/**
+ * Sends the consent card for `connect` to the user privately (a DM), never into the thread. Its
+ * Continue button mints the login link (the app always runs a login service beside Slack).
+ */
 export class SlackConsent implements ConsentNotifier {
   constructor(
     private readonly api: SlackApi,
     private readonly registry: ServiceRegistry,
-    private readonly loginAvailable = false,
   ) {}
 
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
@@ -19,7 +21,7 @@ export class SlackConsent implements ConsentNotifier {
     await this.api.postMessage({
       channel: dm,
       text: `Connect ${service.displayName} for the thread in <#${thread.channelId}>`,
-      blocks: consentBlocks(service, { loginAvailable: this.loginAvailable, acceptValue: consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs }) }),
+      blocks: consentBlocks(service, { loginAvailable: true, acceptValue: consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs }) }),
     });
   }
 }

@@ -1,32 +1,38 @@
 import type { App } from "@slack/bolt";
-import { z } from "zod";
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { Clock } from "../clock/clock.js";
 import type { ServiceRegistry } from "../config/registry.js";
-import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Logger } from "../log/logger.js";
-import type { CachedMembership } from "../membership/membership.js";
 import type { Store } from "../store/store.js";
 import type { TurnState } from "../turns/turn-state.js";
 import type { LoginService } from "../login/login-service.js";
 import { SeenEvents } from "./seen-events.js";
-import type { AdminDirectory } from "./admins.js";
 import { registerApprovalViewHandler } from "./approval-view-handler.js";
-import { ACTIONS, connectionsBlocks, consentBlocks, consentValue, type ConnectionsModel } from "./blocks.js";
+import { ACTIONS, connectionsBlocks, consentBlocks, consentValue } from "./blocks.js";
+import { parseClick, reply } from "./clicks.js";
+import { connectionsModel, publishHome } from "./home.js";
 import { mintFailureReply } from "./mint-replies.js";
+import { approvalValue, consentAcceptValue, eventEnvelope, homeOpenedEvent, memberChangeEvent, messageEvent, parseJsonValue, slashCommand } from "./payloads.js";
+import { registerRevokeHandlers } from "./revoke-handlers.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
+
+/** What the handlers invalidate when Slack reports a membership change (the channel membership cache). */
+export interface MembershipInvalidation {
+  invalidate(teamId: string, channelId: string): void;
+}
 
 /** What the Slack listeners act on. */
 export interface SlackHandlerDeps {
   readonly api: SlackApi;
   readonly store: Store;
   readonly registry: ServiceRegistry;
-  readonly lifecycle: ConnectionLifecycle;
+  /** Revokes (owner, grant, admin) with their audit rows; also says who is an admin. */
+  readonly grants: GrantsAdmin;
   readonly approvals: ApprovalService;
   readonly turns: TurnState;
-  readonly admins: AdminDirectory;
-  readonly membership?: CachedMembership;
+  readonly membership?: MembershipInvalidation;
   /** Mints one-time login links; without it the consent card says login is not available. */
   readonly logins?: Pick<LoginService, "mint">;
   readonly clock: Clock;
@@ -35,18 +41,12 @@ export interface SlackHandlerDeps {
   readonly seenEvents?: SeenEvents;
 }
 
-const consentAcceptValue = z
-  .object({ u: z.string().regex(/^[UW][A-Z0-9]{2,30}$/), s: z.string().min(1).max(64), c: z.string().max(64).nullable(), t: z.string().max(32).nullable() })
-  .strict();
-
-const approvalValue = z.object({ a: z.string().min(1).max(64), n: z.string().min(1).max(64) }).strict();
-const idValue = z.string().regex(/^(conn|grant)_[A-Za-z0-9_-]{8,40}$/);
-
-const DECISIONS = {
-  [ACTIONS.allowThread]: "allowed_thread",
-  [ACTIONS.allowOnce]: "allowed_once",
-  [ACTIONS.deny]: "denied",
-} as const;
+// Which decision each approval button stands for.
+const DECISIONS: ReadonlyMap<string, "allowed_thread" | "allowed_once" | "denied"> = new Map([
+  [ACTIONS.allowThread, "allowed_thread"],
+  [ACTIONS.allowOnce, "allowed_once"],
+  [ACTIONS.deny, "denied"],
+]);
 
 const CLICK_REPLIES = {
   not_owner: "Only the account owner can answer this request.",
@@ -56,119 +56,36 @@ const CLICK_REPLIES = {
   not_offered: "This request can only be denied: its arguments could not all be shown to you exactly.",
 } as const;
 
-/** Answers a click privately; Home-tab clicks carry no response_url, so there is nothing to answer into. */
-async function reply(respond: (m: { response_type: "ephemeral"; replace_original: false; text: string }) => Promise<unknown>, body: unknown, text: string, log: Logger): Promise<void> {
-  if (!(body as { response_url?: string }).response_url) return;
-  try {
-    await respond({ response_type: "ephemeral", replace_original: false, text });
-  } catch (err) {
-    log.warn("could not answer a click", { error: (err as Error).message });
-  }
-}
 
-/** One user's connections and grants (and, for admins, everyone's plus recent audit). */
-export async function connectionsModel(d: SlackHandlerDeps, teamId: string, userId: string): Promise<ConnectionsModel> {
-  const [mine, grantsGiven, grantsReceived] = await Promise.all([
-    d.store.connections.list({ teamId, ownerUserId: userId, statuses: ["active", "needs_login"] }),
-    d.store.grants.list({ teamId, ownerUserId: userId, liveOnly: true }),
-    d.store.grants.list({ teamId, borrowerUserId: userId, liveOnly: true }),
-  ]);
-  if (!(await d.admins.isAdmin(userId))) return { mine, grantsGiven, grantsReceived };
-  const [all, recentAudit] = await Promise.all([
-    d.store.connections.list({ teamId, statuses: ["active", "needs_login"] }),
-    d.store.audit.query({ teamId, limit: 15, take: "latest" }),
-  ]);
-  return { mine, grantsGiven, grantsReceived, admin: { all, recentAudit } };
-}
 
-/** Publishes the App Home tab for a user. */
-export async function publishHome(d: SlackHandlerDeps, teamId: string, userId: string): Promise<void> {
-  await d.api.publishHome(userId, { type: "home", blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)) });
-}
 
 /** Registers every Slack listener on `app`. */
 export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   // --- approval card clicks: verified by Bolt (signature), authorised here (owner only), applied once by the store.
-  app.action(new RegExp(`^(${ACTIONS.allowThread}|${ACTIONS.allowOnce}|${ACTIONS.deny})$`), async ({ ack, body, action, respond }) => {
+  app.action(new RegExp(`^(${ACTIONS.allowThread}|${ACTIONS.allowOnce}|${ACTIONS.deny})$`), async ({ ack, body: rawBody, action: rawAction, respond }) => {
     await ack();
-    const a = action as { action_id: keyof typeof DECISIONS; value?: string };
-    let parsed: z.infer<typeof approvalValue> | undefined;
-    try {
-      parsed = approvalValue.parse(JSON.parse(a.value ?? ""));
-    } catch {
-      parsed = undefined;
+    const click = parseClick(rawBody, rawAction, d.log);
+    if (!click) return;
+    const { body, action } = click;
+    const decision = DECISIONS.get(action.action_id);
+    const parsed = parseJsonValue(approvalValue, action.value);
+    if (!parsed || !decision) {
       // A forged or corrupted button value: refused like an unknown request, and recorded.
       await d.store.audit.append([{ at: d.clock.now(), event: "approval_rejected_click", teamId: body.team?.id ?? null, approverUserId: body.user.id, actor: body.user.id, decision: "click_invalid" }]);
     }
-    const result = parsed ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, DECISIONS[a.action_id]) : "unknown";
+    const result = parsed && decision ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, decision) : "unknown";
     if (result !== "applied") await reply(respond, body, CLICK_REPLIES[result], d.log);
   });
   registerApprovalViewHandler(app, d);
+  registerRevokeHandlers(app, d);
 
-  // --- revoke buttons (/connections and App Home)
-  app.action(ACTIONS.revokeConnection, async ({ ack, body, action, respond }) => {
-    await ack();
-    const id = idValue.safeParse((action as { value?: string }).value);
-    const teamId = body.team?.id ?? "";
-    const conn = id.success ? await d.store.connections.get(id.data) : undefined;
-    if (!conn || conn.ownerUserId !== body.user.id || conn.teamId !== teamId) {
-      await reply(respond, body, "That is not one of your connections.", d.log);
-      return;
-    }
-    await d.lifecycle.revoke(conn.id, body.user.id, "revoked by owner");
-    await reply(respond, body, `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.`, d.log);
-    await publishHome(d, teamId, body.user.id).catch(() => {});
-  });
-
-  app.action(ACTIONS.revokeGrant, async ({ ack, body, action, respond }) => {
-    await ack();
-    const id = idValue.safeParse((action as { value?: string }).value);
-    const g = id.success ? await d.store.grants.get(id.data) : undefined;
-    const user = body.user.id;
-    if (!g || (g.ownerUserId !== user && g.borrowerUserId !== user) || g.teamId !== body.team?.id) {
-      await reply(respond, body, "That is not a grant you gave or got.", d.log);
-      return;
-    }
-    const at = d.clock.now();
-    await d.store.grants.revoke(g.id, user, at, [
-      { at, event: "grant_revoked", teamId: g.teamId, channelId: g.channelId, threadTs: g.threadTs, ownerUserId: g.ownerUserId, callerUserId: g.borrowerUserId, connectionId: g.connectionId, service: g.service, actor: user },
-    ]);
-    await reply(respond, body, "Grant revoked. It takes effect on the next call.", d.log);
-    await publishHome(d, g.teamId, user).catch(() => {});
-  });
-
-  app.action(ACTIONS.adminRevoke, async ({ ack, body, action, respond }) => {
-    await ack();
-    const admin = body.user.id;
-    const teamId = body.team?.id ?? "";
-    const id = idValue.safeParse((action as { value?: string }).value);
-    if (!(await d.admins.isAdmin(admin))) {
-      await d.store.audit.append([{ at: d.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: admin, ...(id.success ? { connectionId: id.data } : {}) }]);
-      await reply(respond, body, "Only slaude-connect admins can do that.", d.log);
-      return;
-    }
-    const conn = id.success ? await d.store.connections.get(id.data) : undefined;
-    if (!conn || conn.teamId !== teamId) {
-      await reply(respond, body, "No such connection.", d.log);
-      return;
-    }
-    const ended = await d.lifecycle.revoke(conn.id, `admin:${admin}`, "revoked by admin");
-    await d.store.audit.append([{ at: d.clock.now(), event: "admin_action", teamId, ownerUserId: conn.ownerUserId, connectionId: conn.id, service: conn.service, decision: "revoke", actor: admin }]);
-    if (ended && conn.ownerUserId) {
-      try {
-        const dm = await d.api.openDm(conn.ownerUserId);
-        await d.api.postMessage({ channel: dm, text: `An admin (<@${admin}>) revoked your ${conn.service} connection. Its credential was wiped and its grants revoked. Connect again with /connect ${conn.service} if you still need it.` });
-      } catch (err) {
-        d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
-      }
-    }
-    await reply(respond, body, ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.`, d.log);
-    await publishHome(d, teamId, admin).catch(() => {});
-  });
 
   // --- /connect <service>
-  app.command("/connect", async ({ ack, command, respond }) => {
+  app.command("/connect", async ({ ack, command: rawCommand, respond }) => {
     await ack();
+    const parsedCommand = slashCommand.safeParse(rawCommand);
+    if (!parsedCommand.success) return void d.log.warn("ignored a malformed /connect payload");
+    const command = parsedCommand.data;
     const text = command.text.trim();
     if (looksLikeSecret(text)) {
       // Never echo, store or log it: say so and ask for rotation.
@@ -183,18 +100,16 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       return;
     }
     const acceptValue = consentValue({ userId: command.user_id, service: service.name, channelId: command.channel_id, threadTs: null });
-    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: Boolean(d.logins), inThread: false, acceptValue }) as never });
+    await respond({ response_type: "ephemeral", text: `Connect ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: Boolean(d.logins), inThread: false, acceptValue }) });
   });
 
   // --- consent accepted: mint a one-time link for the clicker, shown only to them.
-  app.action(ACTIONS.consentAccept, async ({ ack, body, action, respond }) => {
+  app.action(ACTIONS.consentAccept, async ({ ack, body: rawBody, action: rawAction, respond }) => {
     await ack();
-    let v: z.infer<typeof consentAcceptValue> | undefined;
-    try {
-      v = consentAcceptValue.parse(JSON.parse((action as { value?: string }).value ?? ""));
-    } catch {
-      v = undefined;
-    }
+    const click = parseClick(rawBody, rawAction, d.log);
+    if (!click) return;
+    const { body, action } = click;
+    const v = parseJsonValue(consentAcceptValue, action.value);
     const teamId = body.team?.id ?? "";
     if (!v || v.u !== body.user.id) {
       await d.store.audit.append([{ at: d.clock.now(), event: "login_refused", teamId, callerUserId: body.user.id, decision: "consent_not_yours", ...(v ? { service: v.s } : {}) }]);
@@ -208,8 +123,8 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     }
     try {
       const link = await d.logins.mint({ teamId, userId: v.u, service: v.s, channelId: v.c, threadTs: v.t, ...(v.t ? {} : { scope: service.entry.scopes.includes("user") ? "user" as const : "thread" as const }) });
-      if (!(body as { response_url?: string }).response_url) return;
-      await respond({ response_type: "ephemeral", replace_original: true, text: `Sign in to ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: true, loginUrl: link.url, inThread: Boolean(v.t) }) as never });
+      if (!body.response_url) return;
+      await respond({ response_type: "ephemeral", replace_original: true, text: `Sign in to ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: true, loginUrl: link.url, inThread: Boolean(v.t) }) });
     } catch (err) {
       d.log.warn("could not mint a login link", { service: v.s, error: (err as Error).message });
       await reply(respond, body, mintFailureReply(err, service), d.log);
@@ -221,17 +136,21 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- /connections
-  app.command("/connections", async ({ ack, command, respond }) => {
+  app.command("/connections", async ({ ack, command: rawCommand, respond }) => {
     await ack();
-    const model = await connectionsModel(d, command.team_id, command.user_id);
-    await respond({ response_type: "ephemeral", text: "Your connections", blocks: connectionsBlocks(model) as never });
+    const command = slashCommand.safeParse(rawCommand);
+    if (!command.success) return void d.log.warn("ignored a malformed /connections payload");
+    const model = await connectionsModel(d, command.data.team_id, command.data.user_id);
+    await respond({ response_type: "ephemeral", text: "Your connections", blocks: connectionsBlocks(model) });
   });
 
   // --- App Home
-  app.event("app_home_opened", async ({ event, body }) => {
-    if (event.tab && event.tab !== "home") return;
-    const teamId = (body as { team_id?: string }).team_id ?? "";
-    await publishHome(d, teamId, event.user);
+  app.event("app_home_opened", async ({ event: rawEvent, body }) => {
+    const event = homeOpenedEvent.safeParse(rawEvent);
+    const envelope = eventEnvelope.safeParse(body);
+    if (!event.success || !envelope.success) return;
+    if (event.data.tab && event.data.tab !== "home") return;
+    await publishHome(d, envelope.data.team_id ?? "", event.data.user);
   });
 
   // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
@@ -239,11 +158,14 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   // turn only when it is newer than the thread's current turn (TurnState orders by the message ts).
   const seen = d.seenEvents ?? new SeenEvents();
   app.event("message", async ({ event, body }) => {
-    const m = event as { subtype?: string; bot_id?: string; user?: string; text?: string; channel: string; ts: string; thread_ts?: string };
+    const parsedEvent = messageEvent.safeParse(event);
+    const envelope = eventEnvelope.safeParse(body);
+    if (!parsedEvent.success || !envelope.success) return;
+    const m = parsedEvent.data;
     if (m.bot_id || !m.user || (m.subtype && m.subtype !== "thread_broadcast" && m.subtype !== "file_share")) return;
-    const eventId = (body as { event_id?: unknown }).event_id;
-    if (typeof eventId === "string" && !seen.firstTime(eventId)) return;
-    const teamId = (body as { team_id?: string }).team_id ?? "";
+    const eventId = envelope.data.event_id;
+    if (eventId !== undefined && !seen.firstTime(eventId)) return;
+    const teamId = envelope.data.team_id ?? "";
     if (m.text && looksLikeSecret(m.text)) {
       let deleted = false;
       try {
@@ -264,9 +186,12 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- membership changes invalidate the cached answers at once.
-  const invalidate = async ({ event, body }: { event: { channel: string }; body: unknown }) => {
-    d.membership?.invalidate((body as { team_id?: string }).team_id ?? "", event.channel);
+  const invalidate = async ({ event, body }: { event: unknown; body: unknown }) => {
+    const e = memberChangeEvent.safeParse(event);
+    const envelope = eventEnvelope.safeParse(body);
+    if (e.success && envelope.success) d.membership?.invalidate(envelope.data.team_id ?? "", e.data.channel);
   };
   app.event("member_left_channel", invalidate);
   app.event("member_joined_channel", invalidate);
 }
+

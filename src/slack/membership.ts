@@ -1,11 +1,10 @@
-import type { MembershipSource } from "../membership/membership.js";
+import type { ChannelRoster } from "../membership/channel-membership.js";
 import type { SlackApi } from "./slack-api.js";
 
-/** Channel membership from Slack's conversations.members (all pages). Errors propagate: the caller fails closed. */
-export class SlackMembership implements MembershipSource {
+/** Channel rosters from Slack's conversations.members (all pages). Errors propagate: the caller fails closed. */
+export class SlackMembership implements ChannelRoster {
   constructor(private readonly api: SlackApi) {}
-  async isMember(_teamId: string, channelId: string, userId: string): Promise<boolean> {
-    const members = await this.api.channelMembers(channelId);
-    return members.includes(userId);
+  async members(_teamId: string, channelId: string): Promise<readonly string[]> {
+    return this.api.channelMembers(channelId);
   }
 }

@@ -1,7 +1,13 @@
+import type { types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
 
-/** A Block Kit block, as far as the core cares: JSON for Slack. */
-export type Block = Record<string, unknown>;
+/** A Block Kit block, typed by Slack's own definitions so a malformed block fails to compile. */
+export type Block = types.KnownBlock;
+/** The App Home tab's view. */
+export type HomeView = types.HomeView;
+/** A modal's view. */
+export type ModalView = types.ModalView;
 
 /** The Slack Web API methods slaude-connect uses: the port every Slack call goes through. */
 export interface SlackApi {
@@ -10,14 +16,18 @@ export interface SlackApi {
   updateMessage(m: { channel: string; ts: string; text: string; blocks?: Block[] }): Promise<void>;
   postEphemeral(m: { channel: string; user: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<void>;
   deleteMessage(channel: string, ts: string): Promise<void>;
-  /** Every member of a channel (all pages). */
+  /** Every member of a channel (all pages); throws when any page fails or there are too many. */
   channelMembers(channel: string): Promise<string[]>;
   /** Whether Slack says the user is a workspace admin or owner. */
   isWorkspaceAdmin(userId: string): Promise<boolean>;
-  publishHome(userId: string, view: { type: "home"; blocks: Block[] }): Promise<void>;
+  publishHome(userId: string, view: HomeView): Promise<void>;
   /** Opens a modal for the user whose click carried `triggerId` (valid about 3 seconds, once). */
-  openView(triggerId: string, view: Record<string, unknown>): Promise<void>;
+  openView(triggerId: string, view: ModalView): Promise<void>;
 }
+
+/** Pages of conversations.members read at most (1,000 members each): past it the answer is an error, not a guess. */
+export const MAX_MEMBER_PAGES = 1_000;
+const membersPage = z.object({ members: z.array(z.string().max(64)).max(10_000).optional() });
 
 /** The production adapter over a WebClient (whose base URL may point at a fake on loopback). */
 export class WebClientSlackApi implements SlackApi {
@@ -30,27 +40,26 @@ export class WebClientSlackApi implements SlackApi {
     return id;
   }
   async postMessage(m: { channel: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<{ channel: string; ts: string }> {
-    const r = await this.client.chat.postMessage({ channel: m.channel, text: m.text, ...(m.blocks ? { blocks: m.blocks as never } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
+    const r = await this.client.chat.postMessage({ channel: m.channel, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
     if (!r.ts || !r.channel) throw new Error("chat.postMessage returned no ts");
     return { channel: r.channel, ts: r.ts };
   }
   async updateMessage(m: { channel: string; ts: string; text: string; blocks?: Block[] }): Promise<void> {
-    await this.client.chat.update({ channel: m.channel, ts: m.ts, text: m.text, ...(m.blocks ? { blocks: m.blocks as never } : {}) });
+    await this.client.chat.update({ channel: m.channel, ts: m.ts, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}) });
   }
   async postEphemeral(m: { channel: string; user: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<void> {
-    await this.client.chat.postEphemeral({ channel: m.channel, user: m.user, text: m.text, ...(m.blocks ? { blocks: m.blocks as never } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
+    await this.client.chat.postEphemeral({ channel: m.channel, user: m.user, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
   }
   async deleteMessage(channel: string, ts: string): Promise<void> {
     await this.client.chat.delete({ channel, ts });
   }
   async channelMembers(channel: string): Promise<string[]> {
     const out: string[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < 1000; page++) {
-      const r = await this.client.conversations.members({ channel, limit: 1000, ...(cursor ? { cursor } : {}) });
-      out.push(...(r.members ?? []));
-      cursor = r.response_metadata?.next_cursor || undefined;
-      if (!cursor) break;
+    let pages = 0;
+    // The WebClient follows response_metadata.next_cursor; we only bound how far.
+    for await (const page of this.client.paginate("conversations.members", { channel, limit: 1000 })) {
+      if (++pages > MAX_MEMBER_PAGES) throw new Error(`conversations.members: more than ${MAX_MEMBER_PAGES} pages for one channel`);
+      out.push(...(membersPage.parse(page).members ?? []));
     }
     return out;
   }
@@ -58,10 +67,10 @@ export class WebClientSlackApi implements SlackApi {
     const r = await this.client.users.info({ user: userId });
     return Boolean(r.user?.is_admin || r.user?.is_owner || r.user?.is_primary_owner);
   }
-  async publishHome(userId: string, view: { type: "home"; blocks: Block[] }): Promise<void> {
-    await this.client.views.publish({ user_id: userId, view: view as never });
+  async publishHome(userId: string, view: HomeView): Promise<void> {
+    await this.client.views.publish({ user_id: userId, view });
   }
-  async openView(triggerId: string, view: Record<string, unknown>): Promise<void> {
-    await this.client.views.open({ trigger_id: triggerId, view: view as never });
+  async openView(triggerId: string, view: ModalView): Promise<void> {
+    await this.client.views.open({ trigger_id: triggerId, view });
   }
 }

@@ -2,9 +2,10 @@ import type http from "node:http";
 import { App, HTTPReceiver, LogLevel, type App as BoltApp } from "@slack/bolt";
 import type { SlackConfig } from "../config/env.js";
 import type { Logger as OurLogger } from "../log/logger.js";
-import type { RouteHandler } from "../server/http-server.js";
 import { WebClientSlackApi, type SlackApi } from "./slack-api.js";
 
+/** A plain Node request handler: the broker's HTTP server (a layer above) mounts it at /slack/events. */
+export type SlackEventsHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 /** A running (or startable) Bolt app and the Slack API port built from its client. */
 export interface SlackRuntime {
@@ -12,7 +13,7 @@ export interface SlackRuntime {
   readonly api: SlackApi;
   readonly mode: "http" | "socket";
   /** In HTTP mode: the handler to mount at /slack/events on the broker's HTTP server. */
-  readonly httpHandler: RouteHandler | undefined;
+  readonly httpHandler: SlackEventsHandler | undefined;
   /** Starts Socket Mode (no-op in HTTP mode: the broker's server receives requests). */
   start(): Promise<void>;
   stop(): Promise<void>;

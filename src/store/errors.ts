@@ -1,14 +1,9 @@
+import { CodedError } from "../domain/errors.js";
+
 /** Codes of storage failures. `busy`: another writer held the write lock past the wait. */
 export type StoreErrorCode = "newer_schema" | "migration_failed" | "migration_modified" | "open_failed" | "busy";
 
 /** A storage failure with a message an operator can act on. */
-export class StoreError extends Error {
+export class StoreError extends CodedError<StoreErrorCode> {
   override readonly name = "StoreError";
-  constructor(
-    readonly code: StoreErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }

@@ -18,6 +18,39 @@ export interface ConnectionFilter {
   readonly thread?: ThreadRef;
 }
 
+/** A connection without its sealed secret: all that deciding who may use it needs. */
+export type ConnectionMeta = Omit<Connection, "sealed">;
+
+/**
+ * The rows one caller can use in one thread, fetched by indexed lookups only (never a scan of the
+ * team, never a ciphertext): the caller's own, other owners' thread-scoped rows of this thread,
+ * the user-scoped rows of the thread's participants, and the shared rows. Paged by id.
+ */
+export interface CandidateQuery {
+  readonly thread: ThreadRef;
+  readonly caller: string;
+  /** Users who took part in the thread: only their user-scoped rows can be borrowed here. */
+  readonly participants: readonly string[];
+  /** One service (mcp_call), or every service (connections_list). */
+  readonly service?: string;
+  /** `here`: the caller's active rows usable in this thread; `everywhere`: every live row of theirs (needs_login included). */
+  readonly own: "here" | "everywhere";
+  /** Rows of others and shared rows expired at or before `now` are left out. */
+  readonly now: number;
+  /** Only ids after this one (the previous page's last id). */
+  readonly after?: string;
+  readonly limit: number;
+}
+
+/** A candidate row and the caller's standing on it. */
+export interface CandidateRow {
+  readonly connection: ConnectionMeta;
+  /** The caller holds a live grant on it in the query's thread. */
+  readonly granted: boolean;
+  /** For the caller's own rows: how many live grants they gave on it. */
+  readonly grantsGiven: number;
+}
+
 /** How a connection ended. */
 export interface EndConnection {
   readonly status: "revoked" | "expired";
@@ -37,8 +70,8 @@ export interface ConnectionRepo {
   create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }>;
   get(id: string): Promise<Connection | undefined>;
   list(filter: ConnectionFilter): Promise<Connection[]>;
-  /** The caller's own active connection for `service` usable in `thread` (thread-scoped there first, else user-scoped). */
-  findOwnActive(owner: string, service: string, thread: ThreadRef): Promise<Connection | undefined>;
+  /** The rows `q.caller` can use in `q.thread`, ordered by id; one indexed statement, no ciphertext. */
+  candidates(q: CandidateQuery): Promise<CandidateRow[]>;
   /** Ends a live connection: status set, ciphertext wiped, its grants revoked, pending approvals expired. Undefined if not live. */
   end(id: string, how: EndConnection): Promise<Connection | undefined>;
   /** Expires every live connection whose expires_at <= now, wiping each; returns those expired. */
@@ -83,6 +116,8 @@ export interface ApprovalRepo {
   /** Expires every pending approval with expires_at <= now (or all pending, at start-up). */
   expirePending(now: number, all?: boolean): Promise<Approval[]>;
   setCard(id: string, channel: string, ts: string): Promise<void>;
+  /** Approvals newest first, at most `limit`: `pendingAt` keeps those still pending and unexpired at that time. */
+  list(filter: { teamId?: string; ownerUserId?: string; pendingAt?: number; limit: number }): Promise<Approval[]>;
 }
 
 /** The append-only audit log. */

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { testAppConfig } from "../support/app-config.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -93,9 +93,7 @@ describe("the event loop while another process holds the write lock", () => {
     const refused = await call;
     expect(refused.structured.code).toBe("audit_unavailable");
     // The reaper ran (and waited) meanwhile: the loop was busy with real contention, not idle.
-    const deadline = Date.now() + 15_000;
-    while (!log.lines.some((l) => l.includes("ttl reaper failed") && l.includes("locked")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(log.lines.some((l) => l.includes("ttl reaper failed") && l.includes("locked"))).toBe(true);
+    await vi.waitFor(() => expect(log.lines.some((l) => l.includes("ttl reaper failed") && l.includes("locked"))).toBe(true), { timeout: 15_000, interval: 50 });
     expect(config.dbLockWaitMs).toBe(4000);
   });
 });

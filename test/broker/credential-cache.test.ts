@@ -21,13 +21,13 @@ describe("decrypted credential cache", () => {
     for (const n of [1, 2, 3]) await h.connect(ALICE, { thread: threadOf(n) });
     const call = async (n: number) => calls.call({ thread: threadOf(n), userId: ALICE }, { service: "vendor", tool: "echo", args: { text: `t${n}` }, on_behalf_of: ALICE });
     for (const n of [1, 2, 3]) expect((await call(n)).kind).toBe("ok");
-    expect(calls.opened.size).toBe(2);
+    expect(calls.sessions.opened.size).toBe(2);
 
     h.clock.advance(60_001);
-    calls.opened.sweepExpired();
-    expect(calls.opened.size).toBe(0);
+    calls.sessions.opened.sweepExpired();
+    expect(calls.sessions.opened.size).toBe(0);
     // Expired plaintext is gone, the credential is not: the next call decrypts it again.
     expect((await call(3)).kind).toBe("ok");
-    expect(calls.opened.size).toBe(1);
+    expect(calls.sessions.opened.size).toBe(1);
   });
 });

@@ -13,7 +13,7 @@ afterEach(async () => {
 });
 
 async function callWithRefreshFailure(failure: Error) {
-  h = await makeHarness({ refresher: { fresh: async () => Promise.reject(failure) } });
+  h = await makeHarness({ refresher: { skewMs: 60_000, fresh: async () => Promise.reject(failure) } });
   await h.lifecycle.create({
     teamId: THREAD.teamId,
     ownerUserId: ALICE,

@@ -13,6 +13,7 @@ import { loadConfig } from "../../src/config/env.js";
 import { loadRegistry, parseRegistry, type Service } from "../../src/config/registry.js";
 import { compareTools, type VendorTool } from "../../src/config/tool-inspection.js";
 import { memoryLogger } from "../../src/log/logger.js";
+import { renderCredential } from "../../src/pool/credential-template.js";
 import { inspectionConnection, inspectionLauncher, readToolList } from "../../src/pool/inspect.js";
 import { startFakeGitlab } from "../fixtures/fake-gitlab-api.js";
 import { startFakeNotion } from "../fixtures/fake-notion-api.js";
@@ -112,7 +113,7 @@ describe("services.example.json: stdio entries against the real packages", () =>
 
       const config = loadConfig({ SLAUDE_DATA_DIR: tmp.make("slaude-catalog-"), PATH: process.env.PATH });
       const launcher = inspectionLauncher(config, systemClock, memoryLogger("warn"));
-      const handle = await launcher.launch(inspectionConnection(runnable, Date.now()), runnable, { kind: "fields", fields: { token } });
+      const handle = await launcher.launch(inspectionConnection(runnable, Date.now()), runnable, renderCredential(runnable, { kind: "fields", fields: { token } }));
       cleanups.push(() => handle.kill());
 
       const offered = await readToolList(handle.client);

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { bindingOf } from "../../src/connections/binding.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { openDatabase } from "../../src/store/sqlite/db.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";

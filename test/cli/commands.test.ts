@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { registryJsonSchema } from "../../src/config/registry-json-schema.js";
-import { bindingOf } from "../../src/connections/binding.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import net, { type AddressInfo } from "node:net";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { BIN, runBin, runInProcess } from "./run.js";
@@ -82,11 +82,17 @@ describe("CLI manners", () => {
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
-      let up = false;
-      for (let i = 0; i < 600 && !up && child.exitCode === null; i++) {
-        up = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
-        if (!up) await new Promise((r) => setTimeout(r, 100));
-      }
+      // Up, or exited (then stderr says why), or still neither after a minute.
+      const up = await vi
+        .waitFor(
+          async () => {
+            if (child.exitCode !== null) return false;
+            if (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) throw new Error("not listening yet");
+            return true;
+          },
+          { timeout: 60_000, interval: 100 },
+        )
+        .catch(() => false);
       expect(up, stderr).toBe(true);
     } finally {
       child.kill("SIGTERM");

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { bindingOf } from "../../src/connections/binding.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { ConnectionError } from "../../src/connections/errors.js";
 import type { Connection } from "../../src/store/records.js";
 import { harness, rows, SVC_TTL_MS, TempDirs, threadInput, type Harness } from "../support/foundation.js";

@@ -13,6 +13,7 @@ import { ConfigError } from "../../src/config/errors.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { resolveRegistry } from "../../src/config/registry-source.js";
 import { memoryLogger } from "../../src/log/logger.js";
+import { runInProcess } from "../cli/run.js";
 
 // A development start on a fresh data directory, as `npm start` makes it: the demo registry when
 // there is no services.json, a generated host token (0600, reused) when SLAUDE_HOST_TOKENS is
@@ -109,6 +110,15 @@ describe("development host token", () => {
     expect(existsSync(devHostTokenPath(dir))).toBe(false);
     expect(configured.hostToken).toBe("configured-host-token-1");
     expect(configured.banner).toContain("one of SLAUDE_HOST_TOKENS");
+  });
+
+  it("doctor names the file in development without creating it, and warns elsewhere", async () => {
+    const dir = tmp();
+    const dev = await runInProcess(["doctor"], env(dir, { NODE_ENV: "development" }));
+    expect(dev.stdout).toContain(`ok    host tokens: development: serve accepts the token in ${devHostTokenPath(dir)}`);
+    expect(existsSync(devHostTokenPath(dir))).toBe(false);
+    const test = await runInProcess(["doctor"], env(tmp(), { NODE_ENV: "test" }));
+    expect(test.stdout).toMatch(/^WARN {2}host tokens: SLAUDE_HOST_TOKENS is empty/m);
   });
 
   it("refuses a token file other users can read, or one that is not a token", () => {

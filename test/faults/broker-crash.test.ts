@@ -5,7 +5,7 @@ import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { callHash } from "../../src/policy/args-hash.js";
@@ -29,7 +29,8 @@ const LOADERS = [ALICE, "ULOAD002", "ULOAD003"] as const;
 const CHANNEL = "C0FAULTS1";
 const HOST_TOKEN = "host-token-" + randomBytes(16).toString("hex");
 const SIGNING_SECRET = "signing-" + randomBytes(8).toString("hex");
-const LOAD_MS = 1_500;
+/** Calls each loader gets answered after the first ten, before the SIGKILL lands mid-flight (about 1.5 s here). */
+const LOAD_MORE_CALLS = 40;
 const MAX_CALLS_PER_SESSION = 400;
 
 let dir: string;
@@ -65,14 +66,19 @@ async function startServer(): Promise<Server> {
   servers.push(s);
   let dead = false;
   void exited.then(() => (dead = true));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (dead) throw new Error(`server exited during start-up:\n${s.stderr}`);
-    if (Date.now() > deadline) throw new Error(`server not ready in 30 s:\n${s.stderr}`);
-    const ok = await fetch(`${s.url}/healthz`).then((r) => r.ok, () => false);
-    if (ok) return s;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const ready = await vi
+    .waitFor(
+      async () => {
+        if (dead) return "exited";
+        if (!(await fetch(`${s.url}/healthz`).then((r) => r.ok, () => false))) throw new Error("not ready yet");
+        return "ready";
+      },
+      { timeout: 30_000, interval: 50 },
+    )
+    .catch(() => "timeout");
+  if (ready === "exited") throw new Error(`server exited during start-up:\n${s.stderr}`);
+  if (ready === "timeout") throw new Error(`server not ready in 30 s:\n${s.stderr}`);
+  return s;
 }
 
 /** Live processes that belong to this data dir (environ or argv mention it), minus `except` and its descendants. */
@@ -213,7 +219,8 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
 
     // Load until every loader has had calls answered, then a little longer, then SIGKILL mid-flight.
     expect(await waitFor(() => perLoader.every((n) => n >= 10), 60_000)).toBe(true);
-    await new Promise((r) => setTimeout(r, LOAD_MS));
+    const more = perLoader.map((n) => n + LOAD_MORE_CALLS);
+    expect(await waitFor(() => perLoader.every((n, i) => n >= more[i]!), 60_000)).toBe(true);
     callsAtKill = fake.calls.length;
     const ackAtKill = acknowledged.length;
     first.proc.kill("SIGKILL");

@@ -11,7 +11,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ApprovalService } from "../../src/approvals/approval-service.js";
 import type { ApprovalCard } from "../../src/approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../src/approvals/channel.js";
-import { Broker, type BrokerOptions, type EmbeddedCaller } from "../../src/broker/broker.js";
+import { buildBroker, type BrokerOptions } from "../../src/app/broker-factory.js";
+import type { Broker, EmbeddedCaller } from "../../src/broker/broker.js";
 import { ManualClock, systemClock } from "../../src/clock/clock.js";
 import { parseRegistry, type ServiceRegistry } from "../../src/config/registry.js";
 import { ConnectionLifecycle } from "../../src/connections/lifecycle.js";
@@ -134,7 +135,7 @@ export async function makeHarness(
   const lifecycle = new ConnectionLifecycle({ store, vault, registry, clock: realClock, log });
   const membership = new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB);
   const approvals = new FakeApprovalChannel();
-  const broker = new Broker({
+  const broker = buildBroker({
     store,
     vault,
     registry,

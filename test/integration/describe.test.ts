@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { rankTools } from "../../src/broker/describe.js";
 import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
 
@@ -34,8 +34,14 @@ describe("mcp_describe", () => {
     const s = await h.session();
     await mcpCall(s.client, { tool: "echo", args: { text: "x" }, on_behalf_of: ALICE });
     // The refresh runs beside the first call; wait for it to land.
-    for (let i = 0; i < 50 && !(await h.store.toolMetadata.get("T1", "vendor")); i++) await new Promise((r) => setTimeout(r, 50));
-    const meta = await h.store.toolMetadata.get("T1", "vendor");
+    const meta = await vi.waitFor(
+      async () => {
+        const m = await h.store.toolMetadata.get("T1", "vendor");
+        if (!m) throw new Error("no tool metadata yet");
+        return m;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     expect(meta?.contentHash).toMatch(/^[0-9a-f]{64}$/);
 
     await h.broker.pool.drop(connection.id);

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { REDACTED } from "../../src/hygiene/redact.js";
 import { HOSTILE_CONTENT_VENDOR_PATH } from "../fixtures/paths.js";
 import { ALICE, BOB, CAROL, fixtureRegistryDoc, makeHarness, mcpCall, THREAD, TSX_LOADER, type Harness } from "./broker-harness.js";
@@ -66,7 +66,12 @@ describe("item 3: a vendor's JSON-RPC error codes never pass for the broker's ow
     h = await makeHarness({ registryDoc: registryDoc(), callTimeoutMs: 3_000 });
     const { connection } = await h.connect(ALICE);
     const s = await h.session();
-    const hung = await mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
+    const before = h.clock.pendingTimers();
+    const call = mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
+    // The deadline runs on the broker's clock: advanced once the call has reached the vendor.
+    await vi.waitFor(() => expect(h!.clock.pendingTimers()).toBe(before + 1), { timeout: 30_000 });
+    h.clock.advance(3_000);
+    const hung = await call;
     expect(hung.structured.code).toBe("vendor_timeout");
     expect(h.broker.pool.has(connection.id)).toBe(false);
   });
@@ -151,8 +156,7 @@ describe("item 4: vendor tool metadata is redacted before it is cached, and cach
     // Rows are read with SQL (the refresh runs beside the first call): what is on disk is what counts.
     const cacheRows = () => harness.store.db.prepare("SELECT * FROM tool_metadata").all() as { team_id?: string; tools_json: string; content_hash: string }[];
     const waitForRows = async (n: number) => {
-      for (let i = 0; i < 400 && cacheRows().length < n; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(cacheRows()).toHaveLength(n);
+      await vi.waitFor(() => expect(cacheRows()).toHaveLength(n), { timeout: 20_000, interval: 50 });
       return cacheRows();
     };
     const describe_ = async (client: Awaited<ReturnType<Harness["session"]>>["client"], args: Record<string, unknown>) => {

@@ -164,7 +164,8 @@ const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
 
 describe("acceptance: a hostile run leaves the broker as it found it", () => {
   it("paging bomb, daemonising grandchild and a 1 GB flood: RSS back within 50 MB, nothing of the connection left, another user's calls kept working", async (ctx) => {
-    const { h } = await harness(ctx);
+    // Wall time: the flood (which never answers) runs until the broker's own call deadline.
+    const { h } = await harness(ctx, { realClock: true });
     const other = { ...THREAD, threadTs: "1700000000.000900" } as unknown as typeof THREAD;
     h.membership.add(THREAD.teamId, THREAD.channelId, BOB);
     await h.connect(BOB, { service: "vendor", thread: other });

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -94,13 +94,14 @@ async function deny(c: Awaited<ReturnType<typeof bobAsks>>) {
 }
 
 async function responseText(id: string): Promise<string> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const r = fake.responses.find((x) => x.id === id);
-    if (r) return JSON.stringify(r.body);
-    if (Date.now() > deadline) throw new Error(`no response ${id}`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
+  return vi.waitFor(
+    () => {
+      const r = fake.responses.find((x) => x.id === id);
+      if (!r) throw new Error(`no response ${id}`);
+      return JSON.stringify(r.body);
+    },
+    { timeout: 15_000, interval: 20 },
+  );
 }
 
 /** What the owner reads for each argument: a string verbatim, anything else as indented JSON. */

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -23,7 +23,7 @@ afterEach(async () => {
 });
 
 it("runs in Socket Mode against a fake WebSocket server: commands are acked and answered, events become turns", async () => {
-  fake = await startFakeSlack();
+  const f = (fake = await startFakeSlack());
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-socket-"));
   const config = loadConfig({
     NODE_ENV: "test",
@@ -36,7 +36,7 @@ it("runs in Socket Mode against a fake WebSocket server: commands are acked and 
     SLACK_API_URL: fake.apiUrl,
     PATH: process.env.PATH ?? "",
   });
-  app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") });
+  const a = (app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") }));
   await fake.socketMode.waitForConnection(10_000);
   expect(fake.callsOf("apps.connections.open")[0]?.token).toBe(fake.appToken);
 
@@ -46,13 +46,11 @@ it("runs in Socket Mode against a fake WebSocket server: commands are acked and 
     payload: slashCommand({ teamId: fake.teamId, channelId: "C0SOCKET1", userId: "UALICE01", command: "/connect", text: "vendor", responseUrl: fake.responseUrl("sock") }),
   });
   await fake.socketMode.waitForAck(id, 10_000);
-  for (let i = 0; i < 200 && !fake.responses.some((r) => r.id === "sock"); i++) await new Promise((r) => setTimeout(r, 25));
-  expect(JSON.stringify(fake.responses.find((r) => r.id === "sock")?.body)).toContain("Connect vendor");
+  await vi.waitFor(() => expect(JSON.stringify(f.responses.find((r) => r.id === "sock")?.body)).toContain("Connect vendor"), { timeout: 5_000, interval: 25 });
 
   const thread = { teamId: fake.teamId, channelId: "C0SOCKET1", threadTs: "1700000000.000500" };
   app.broker.serverForThread(thread);
   const ev = fake.socketMode.send({ type: "events_api", payload: messageEvent({ teamId: fake.teamId, channelId: thread.channelId, user: "UBOB0002", text: "hi", threadTs: thread.threadTs }) });
   await fake.socketMode.waitForAck(ev, 10_000);
-  for (let i = 0; i < 200 && app.broker.turns.current(thread) !== "UBOB0002"; i++) await new Promise((r) => setTimeout(r, 25));
-  expect(app.broker.turns.current(thread)).toBe("UBOB0002");
+  await expect.poll(() => a.broker.turns.current(thread), { timeout: 5_000, interval: 25 }).toBe("UBOB0002");
 });

@@ -4,8 +4,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
+import { ManualClock, type Clock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
@@ -24,7 +25,7 @@ let dir: string;
 let writeLog: string;
 let thread: { teamId: string; channelId: string; threadTs: string };
 
-async function boot(extraEnv: Record<string, string> = {}): Promise<RunningApp> {
+async function boot(extraEnv: Record<string, string> = {}, clock?: Clock): Promise<RunningApp> {
   const config = loadConfig({
     NODE_ENV: "test",
     SLAUDE_DATA_DIR: dir,
@@ -39,7 +40,7 @@ async function boot(extraEnv: Record<string, string> = {}): Promise<RunningApp> 
     PATH: process.env.PATH ?? "",
     ...extraEnv,
   });
-  return startApp({ config, registry: parseRegistry(fixtureRegistryDoc({ VENDOR_WRITE_LOG: writeLog }), "test") });
+  return startApp({ config, registry: parseRegistry(fixtureRegistryDoc({ VENDOR_WRITE_LOG: writeLog }), "test"), ...(clock ? { clock } : {}) });
 }
 
 let keyB64: string;
@@ -171,7 +172,7 @@ describe("approval cards", () => {
     await click(ALICE, "approval_deny", c.buttons.approval_deny!, c.msg);
     expect((await p).structured.code).toBe("approval_denied");
     await click(ALICE, "approval_allow_thread", c.buttons.approval_allow_thread!, c.msg);
-    for (let i = 0; i < 50 && (await app.store.audit.count({ event: "approval_rejected_click" })) < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(() => app.store.audit.count({ event: "approval_rejected_click" }), { timeout: 10_000, interval: 20 }).toBe(2);
     const rejected = await app.store.audit.query({ event: "approval_rejected_click" });
     expect(rejected.map((e) => e.decision).sort()).toEqual(["already_decided", "not_owner"]);
     expect(await app.store.grants.list({ liveOnly: true })).toHaveLength(0);
@@ -181,13 +182,21 @@ describe("approval cards", () => {
 
   it("a timeout marks the card expired and refuses the call", async () => {
     await app.close();
-    app = await boot({ SLAUDE_APPROVAL_TIMEOUT_SECONDS: "1" });
+    // Time is the app's clock: the approval expires when the test moves it past the timeout, not in real time.
+    const clock = new ManualClock(Date.now());
+    app = await boot({ SLAUDE_APPROVAL_TIMEOUT_SECONDS: "120" }, clock);
     await connectOwner(ALICE);
     const s = await session();
     s.turn.user = BOB;
-    const r = await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: BOB });
-    expect(r.structured.code).toBe("approval_expired");
+    let r: Awaited<ReturnType<typeof mcpCall>> | undefined;
+    const pending = mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: BOB }).then((x) => (r = x));
     const c = await cardFor(ALICE);
+    await clock.advanceAsync(119_999);
+    expect(await app.store.audit.count({ event: "approval_decided" })).toBe(0);
+    await clock.advanceAsync(1);
+    // Far less than the 120 s a real-time timer would take.
+    await vi.waitFor(() => expect(r?.structured.code).toBe("approval_expired"), { timeout: 20_000, interval: 20 });
+    await pending;
     await fake.waitFor("chat.update", (x) => x.args.ts === c.msg.ts);
     expect(JSON.stringify(fake.messageAt(c.msg.channel, c.msg.ts)?.blocks)).toContain("expired");
     await click(ALICE, "approval_allow_thread", c.buttons.approval_allow_thread!, c.msg);
@@ -285,8 +294,7 @@ describe("/connect, /connections, App Home and admin revoke", () => {
     await click(BOB, "revoke_connection", connection.id, { channel: thread.channelId, ts: "1700000000.000200" });
     expect((await app.store.connections.get(connection.id))?.status).toBe("active");
     await click(ALICE, "revoke_connection", connection.id, { channel: thread.channelId, ts: "1700000000.000200" });
-    for (let i = 0; i < 50 && (await app.store.connections.get(connection.id))?.status === "active"; i++) await new Promise((r) => setTimeout(r, 50));
-    expect((await app.store.connections.get(connection.id))?.status).toBe("revoked");
+    await expect.poll(async () => (await app.store.connections.get(connection.id))?.status, { timeout: 10_000, interval: 20 }).toBe("revoked");
     expect(app.broker.pool.has(connection.id)).toBe(false);
     expect((await mcpCall(s.client, { tool: "echo", args: { text: "x" }, on_behalf_of: ALICE })).structured.status).toBe("needs_connect");
     await s.close();
@@ -311,8 +319,7 @@ describe("/connect, /connections, App Home and admin revoke", () => {
 
     // Revoke from the Home tab (no response_url): takes effect, and the Home is republished.
     await click(ALICE, "revoke_connection", connection.id);
-    for (let i = 0; i < 50 && (await app.store.connections.get(connection.id))?.status === "active"; i++) await new Promise((r) => setTimeout(r, 50));
-    expect((await app.store.connections.get(connection.id))?.status).toBe("revoked");
+    await expect.poll(async () => (await app.store.connections.get(connection.id))?.status, { timeout: 10_000, interval: 20 }).toBe("revoked");
   });
 
   it("admin revoke kills the child, wipes the credential, revokes grants, tells the owner and is audited; non-admins are refused", async () => {
@@ -324,7 +331,8 @@ describe("/connect, /connections, App Home and admin revoke", () => {
     await app.store.grants.create({ id: "grant_adminrevoke01", connectionId: connection.id, ...thread, ownerUserId: ALICE, borrowerUserId: BOB, service: "vendor", createdAt: Date.now() }, []);
 
     await click(BOB, "admin_revoke_connection", connection.id);
-    await new Promise((r) => setTimeout(r, 300));
+    // The refusal's audit row proves the click was handled (it is written before any reply).
+    await expect.poll(() => app.store.audit.count({ event: "admin_action" }), { timeout: 10_000, interval: 20 }).toBe(1);
     expect((await app.store.connections.get(connection.id))?.status).toBe("active");
 
     await click(ADMIN, "admin_revoke_connection", connection.id);
@@ -398,18 +406,24 @@ describe("membership and turns from events", () => {
 
   it("human messages in a served thread set the turn; bot messages never do", async () => {
     app.broker.serverForThread(thread);
-    const msg = (user: string, botId?: string) => postSlackEvent(events(), SECRET, messageEvent({ teamId: thread.teamId, channelId: thread.channelId, user, text: "hello", threadTs: thread.threadTs, ...(botId ? { botId } : {}) }));
+    // A second served thread is the witness: Bolt handles events in the order they arrive, so once a
+    // later message has moved the witness's turn, the message sent before it has been handled too.
+    const witness = { ...thread, threadTs: "1700000000.888888" };
+    app.broker.serverForThread(witness);
+    const msg = (user: string, botId?: string, t = thread) => postSlackEvent(events(), SECRET, messageEvent({ teamId: t.teamId, channelId: t.channelId, user, text: "hello", threadTs: t.threadTs, ...(botId ? { botId } : {}) }));
     await msg(ALICE);
     await waitUntil(() => app.broker.turns.current(thread) === ALICE);
     await msg(BOB, "B0SOMEBOT");
-    await new Promise((r) => setTimeout(r, 300));
+    await msg(CAROL, undefined, witness);
+    await waitUntil(() => app.broker.turns.current(witness) === CAROL);
     expect(app.broker.turns.current(thread)).toBe(ALICE);
     await msg(BOB);
     await waitUntil(() => app.broker.turns.current(thread) === BOB);
     // A thread nobody serves is not tracked.
     const other = { ...thread, threadTs: "1700000000.999999" };
-    await postSlackEvent(events(), SECRET, messageEvent({ teamId: thread.teamId, channelId: thread.channelId, user: ALICE, text: "hi", threadTs: other.threadTs }));
-    await new Promise((r) => setTimeout(r, 300));
+    await msg(ALICE, undefined, other);
+    await msg(ALICE, undefined, witness);
+    await waitUntil(() => app.broker.turns.current(witness) === ALICE);
     expect(app.broker.turns.current(other)).toBeUndefined();
   });
 });
@@ -464,9 +478,5 @@ async function waitForResponse(id: string): Promise<void> {
 }
 
 async function waitUntil(cond: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await vi.waitFor(() => expect(cond()).toBe(true), { timeout: ms, interval: 20 });
 }

@@ -38,14 +38,6 @@ function writes(file: string): string[] {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 }
 
-async function until(cond: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The call's audit rows, paired by call id: exactly one call_started and one call row. */
 async function pairedRows(h: Harness): Promise<{ callId: string; events: string[] }> {
   const started = await h.store.audit.query({ event: "call_started" });
@@ -93,7 +85,7 @@ describe("write-ahead audit of mcp_call", () => {
 
     const inFlight = mcpCall(s.client, { tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE });
     // The event that proves the vendor is about to run: its call_started row is committed.
-    await until(async () => (await h.store.audit.count({ event: "call_started" })) === 1);
+    await expect.poll(() => h.store.audit.count({ event: "call_started" }), { timeout: 20_000, interval: 20 }).toBe(1);
     const lock = await holdWriteLock(path.join(h.dir, "slaude.db"));
     locks.push(lock);
     writeFileSync(gate, "");

@@ -12,7 +12,7 @@ import { childProcessGroups, formatLoadReport, runLoad, type LoadOptions } from 
 import { startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { bindingOf } from "../../src/connections/binding.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { newId } from "../../src/domain/ids.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";

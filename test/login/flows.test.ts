@@ -10,10 +10,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { bindingOf } from "../../src/connections/binding.js";
+import { ManualClock } from "../../src/clock/clock.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { chromiumBrowsers } from "../../src/login/browser-factory.js";
+import { chromiumBrowsers } from "../../src/login/browser/browser-factory.js";
 import type { LoginBrowserFactory } from "../../src/login/login-service.js";
 import { createLogger } from "../../src/log/logger.js";
 import { centerOf, LOGIN_LAYOUT, SSO_LAYOUT, startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
@@ -31,7 +32,7 @@ let keyB64: string;
 /** Every login browser the app launched, to prove their processes are gone. */
 let launched: { pids(): number[] }[] = [];
 const recordingBrowsers: LoginBrowserFactory = async (req) => {
-  const b = await chromiumBrowsers(CHROMIUM, createLogger("error"))(req);
+  const b = await chromiumBrowsers({ chromiumPath: CHROMIUM, log: createLogger("error") })(req);
   launched.push(b as unknown as { pids(): number[] });
   return b;
 };
@@ -197,7 +198,8 @@ describe("paste", () => {
 describe("refusals and lifecycle", () => {
   it("a cancelled login stores nothing and leaves no Chromium process", async () => {
     const { page, sessionId } = await openLiveView("cookiesvc");
-    expect(app.logins.activeBrowsers).toBe(1);
+    // The first frame (of the blank page) can reach the viewer before the browser's start returns.
+    await until(() => app.logins.activeBrowsers === 1, 20_000, "the browser started");
     await page.click("#cancel");
     await until(async () => (await app.store.loginSessions.get(sessionId))?.status === "cancelled", 10_000, "cancel");
     await until(() => app.logins.activeBrowsers === 0, 10_000, "teardown");
@@ -209,13 +211,18 @@ describe("refusals and lifecycle", () => {
 
   it("a timeout ends the flow and the browser process is gone", async () => {
     await app.close();
+    // The flow's deadline runs on the app's clock: the test moves time instead of waiting for it.
+    const clock = new ManualClock(Date.now());
     app = await startApp({
       browsers: recordingBrowsers,
+      clock,
       config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: keyB64, SLAUDE_PUBLIC_URL: PUBLIC_URL, SLAUDE_LOGIN_TIMEOUT_SECONDS: "4", PATH: process.env.PATH ?? "" }),
       registry: parseRegistry(registryDoc(idp.url), "test"),
     });
     const { page, sessionId } = await openLiveView("cookiesvc", false);
     await until(() => launched.length > 0, 15_000, "browser launch");
+    expect((await app.store.loginSessions.get(sessionId))?.status).toBe("opened");
+    await clock.advanceAsync(4_000);
     await until(async () => (await app.store.loginSessions.get(sessionId))?.status === "expired", 15_000, "timeout");
     await until(() => app.logins.activeBrowsers === 0, 10_000, "teardown");
     await until(async () => (await statusText(page)).toLowerCase().includes("timed out"), 5_000, "timeout status");

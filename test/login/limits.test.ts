@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { startApp, type RunningApp } from "../../src/app/app.js";
+import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
@@ -39,7 +40,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function boot(env: Record<string, string>): Promise<RunningApp> {
+async function boot(env: Record<string, string>, clock?: ManualClock): Promise<RunningApp> {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-limits-"));
   log = memoryLogger("debug");
   const host = new URL(idp.url).host;
@@ -48,6 +49,7 @@ async function boot(env: Record<string, string>): Promise<RunningApp> {
     config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium", PATH: process.env.PATH ?? "", ...env }),
     registry: parseRegistry({ services: { cookiesvc: { transport, capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] }, loginDomains: [host] } } }, "test"),
     log,
+    ...(clock ? { clock } : {}),
   });
   return app;
 }
@@ -175,7 +177,9 @@ describe("one flow, one browser, one socket", () => {
 
 describe("an unwatched flow", () => {
   it("ends after the grace period when its socket closes, or when its page never connects: browser killed, slot given back", async () => {
-    const a = await boot({ SLAUDE_LOGIN_DETACH_GRACE_SECONDS: "2" });
+    // The grace period runs on the app's clock: the test moves time instead of waiting for it.
+    const clock = new ManualClock(Date.now());
+    const a = await boot({ SLAUDE_LOGIN_DETACH_GRACE_SECONDS: "2" }, clock);
     const l = await load(a);
     const s = socket(a, l.sessionId, l.cookie!);
     await s.opened;
@@ -183,13 +187,19 @@ describe("an unwatched flow", () => {
     await until(() => state(s, "waiting"), 60_000, "the browser up");
     expect(browserRoots()).toHaveLength(1);
     s.ws.close();
-    await until(async () => (await a.store.loginSessions.get(l.sessionId))?.status === "expired", 20_000, "flow ended after the grace period");
+    // The grace period starts when the server sees the close: time moves a second at a time until
+    // the flow has ended (the audit decision below proves it ended as abandoned, not timed out).
+    await until(async () => {
+      await clock.advanceAsync(1_000);
+      return (await a.store.loginSessions.get(l.sessionId))?.status === "expired";
+    }, 20_000, "flow ended after the grace period");
     await until(() => chromiumProcesses().length === 0, 20_000, "browser killed");
     await until(() => a.logins.slotsInUse === 0, 10_000, "slot given back");
     expect((await a.store.audit.query({ event: "login_refused" })).map((r) => r.decision)).toContain("abandoned");
     // A page loaded but never connected holds its slot no longer than the grace period either.
     const idle = await load(a);
     expect(a.logins.slotsInUse).toBe(1);
+    await clock.advanceAsync(2_000);
     await until(() => a.logins.slotsInUse === 0, 20_000, "slot of a page that never connected");
     expect((await a.store.loginSessions.get(idle.sessionId))?.status).toBe("expired");
     // The same viewer coming back is told the login ended, not that someone else used the link.

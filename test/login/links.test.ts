@@ -4,12 +4,13 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { bindingOf } from "../../src/connections/binding.js";
+import { ManualClock } from "../../src/clock/clock.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { Vault } from "../../src/vault/vault.js";
 import { KeyRing } from "../../src/vault/keyring.js";
@@ -31,9 +32,10 @@ function registry() {
   return parseRegistry(doc, "test");
 }
 
-async function boot(env: Record<string, string> = {}) {
+async function boot(env: Record<string, string> = {}, clock?: ManualClock) {
   log = memoryLogger("debug");
   return startApp({
+    ...(clock ? { clock } : {}),
     config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: keyB64, PATH: process.env.PATH ?? "", ...env }),
     registry: registry(),
     log,
@@ -113,9 +115,10 @@ describe("one-time login links", () => {
 
   it("an expired link and an invalid link are refused; nothing is consumed", async () => {
     await app.close();
-    app = await boot({ SLAUDE_LOGIN_LINK_TTL_SECONDS: "1" });
+    const clock = new ManualClock(Date.now());
+    app = await boot({ SLAUDE_LOGIN_LINK_TTL_SECONDS: "1" }, clock);
     const link = await mint();
-    await new Promise((r) => setTimeout(r, 1_100));
+    clock.advance(1_000);
     expect((await openPage(link.local)).status).toBe(410);
     expect((await openPage(`${app.url}/login/l/${"A".repeat(43)}`)).status).toBe(404);
     expect((await openPage(`${app.url}/login/l/short`)).status).toBe(404);
@@ -131,6 +134,24 @@ describe("one-time login links", () => {
     const v = viewer(sessionId, page.cookie);
     expect(await v.opened).toBe(true);
     v.ws.close();
+  });
+});
+
+describe("login time runs on the app's clock", () => {
+  it("a page that never connects ends as abandoned once the grace period has passed on the clock, not before", async () => {
+    await app.close();
+    const clock = new ManualClock(Date.now());
+    app = await boot({ SLAUDE_LOGIN_DETACH_GRACE_SECONDS: "60" }, clock);
+    const link = await mint();
+    const page = await openPage(link.local);
+    expect(page.status).toBe(200);
+    await clock.advanceAsync(59_000);
+    expect((await app.store.loginSessions.get(link.sessionId))?.status).toBe("opened");
+    expect(app.logins.activeFlows).toBe(1);
+    await clock.advanceAsync(1_000);
+    await vi.waitFor(async () => expect((await app.store.loginSessions.get(link.sessionId))?.status).toBe("expired"), { timeout: 10_000 });
+    expect((await app.store.audit.query({ event: "login_refused" })).map((r) => r.decision)).toContain("abandoned");
+    expect(app.logins.activeFlows).toBe(0);
   });
 });
 

@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseRegistry } from "../../src/config/registry.js";
-import { PeriodicJob } from "../../src/connections/reaper.js";
+import { systemClock } from "../../src/clock/clock.js";
+import { PeriodicJob } from "../../src/jobs/periodic-job.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { PrometheusMetrics } from "../../src/metrics/prometheus.js";
 import { ALICE, BOB, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
@@ -130,14 +131,21 @@ describe("Prometheus metrics from the broker core", () => {
     const m = new PrometheusMetrics(parseRegistry(fixtureRegistryDoc(), "m"));
     const log = memoryLogger();
     let fail = true;
-    const job = new PeriodicJob("ttl reaper", 3_600_000, async () => {
-      if (fail) throw new Error("database is locked");
-    }, log, undefined, m);
+    const job = new PeriodicJob({
+      name: "ttl reaper",
+      intervalMs: 3_600_000,
+      run: async () => {
+        if (fail) throw new Error("database is locked");
+      },
+      log,
+      clock: systemClock,
+      metrics: m,
+    });
     await job.tick();
     fail = false;
     await job.tick();
     await job.tick();
-    const odd = new PeriodicJob("job for U123ABC", 3_600_000, async () => {}, log, undefined, m);
+    const odd = new PeriodicJob({ name: "job for U123ABC", intervalMs: 3_600_000, run: async () => {}, log, clock: systemClock, metrics: m });
     await odd.tick();
     const text = (await m.text()).body;
     expect(text).toContain('slaude_job_runs_total{job="ttl_reaper",outcome="failed"} 1');

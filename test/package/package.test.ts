@@ -6,7 +6,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newKeyB64, TempDirs } from "../support/foundation.js";
 
@@ -111,11 +111,18 @@ describe("the packed package", () => {
   }, 240_000);
 
   it("ships the runtime (compiled code, migrations, schema, manifests) and no tests, bench, CI or sources", () => {
-    for (const f of ["bin/slaude-connect.js", "dist/cli/main.js", "dist/index.js", "dist/index.d.ts", "migrations/0001_init.sql", "schema/service-registry.schema.json", "slack/manifest.yaml", "package.json", "README.md"]) {
+    for (const f of ["bin/slaude-connect.js", "dist/cli/main.js", "dist/index.js", "dist/index.d.ts", "migrations/0001_init.sql", "schema/service-registry.schema.json", "slack/manifest.yaml", "static/login/live-view.html", "static/login/live-view.js", "static/login/live-view.css", "package.json", "README.md"]) {
       expect(files, f).toContain(f);
     }
     expect(files.filter((f) => /^(test|bench|\.ci|src|node_modules|data)\//.test(f) || /\.test\.|tsconfig|tsbuildinfo|vitest/.test(f))).toEqual([]);
     expect(lstatSync(path.join(project, "node_modules/.bin/slaude-connect")).isSymbolicLink()).toBe(true);
+  });
+
+  it("finds the live-view page's static files from the compiled code", async () => {
+    const page = path.join(project, "node_modules", PKG.name, "dist/login/live-view-page.js");
+    const script = `const m = await import(${JSON.stringify(pathToFileURL(page).href)}); const a = new m.LiveViewAssets(); console.log(a.asset("live-view.js") && a.asset("live-view.css") && a.page({ sessionId: "s", serviceName: "x", nonce: "n" }).includes("live-view.js") ? "ok" : "missing");`;
+    const r = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: project, env: env() });
+    expect(r, r.stderr).toMatchObject({ code: 0, stdout: "ok\n" });
   });
 
   it("runs from PATH through npm's symlinked bin: --version, doctor, connections list", async () => {

@@ -1,5 +1,7 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { callHash, canonicalJson } from "../../src/policy/args-hash.js";
+import { CanonicalJsonError, canonicalJson } from "../../src/domain/canonical-json.js";
+import { callHash } from "../../src/policy/args-hash.js";
 
 // The hash an approval is bound to: the same call must hash the same whatever the key order, and
 // any change to what would be forwarded must change it.
@@ -64,5 +66,50 @@ describe("callHash", () => {
   it("cannot be confused by moving text between service, tool and arguments", () => {
     expect(callHash("a", "bc", {})).not.toBe(callHash("ab", "c", {}));
     expect(callHash("svc", "tool", { x: "y" })).not.toBe(callHash("svc", 'tool","args":{"x":"y"}', {}));
+  });
+});
+
+// The encoding before RFC 8785 (canonicalize) replaced it, kept here as the oracle that proves an
+// upgrade changes no hash of a JSON value an approval could have been asked for.
+function v1Json(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map(v1Json).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v1Json(v)}`).join(",")}}`;
+}
+
+describe("RFC 8785 canonical JSON (canonicalize)", () => {
+  it("is byte-identical to the previous encoding for every JSON value (no approval's hash changes at upgrade)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        expect(canonicalJson(v)).toBe(v1Json(v));
+      }),
+      { numRuns: 500 },
+    );
+    for (const v of [{ "é": 1, e: 2, "\u{1F600}": 3, "\uFB33": 4 }, [1e21, 1e-7, -0, 0.1 + 0.2, 2 ** 53], "\u2028\u0000\u007f"]) expect(canonicalJson(v)).toBe(v1Json(v));
+  });
+
+  it("matches the RFC 8785 sample's number forms and key order", () => {
+    expect(canonicalJson({ numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001], "\u20ac": "Euro Sign", "\r": "Carriage Return", "1": "One", "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis" })).toBe(
+      '{"\\r":"Carriage Return","1":"One","numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"\u0080":"Control","ö":"Latin Small Letter O With Diaeresis","€":"Euro Sign"}',
+    );
+  });
+
+  it("refuses numbers with no JSON form instead of hashing them like null", () => {
+    // Before: NaN and Infinity were written as null, so { a: NaN } hashed the same as { a: null }.
+    for (const bad of [{ a: NaN }, { a: Infinity }, [1, -Infinity]]) {
+      expect(() => canonicalJson(bad)).toThrow(CanonicalJsonError);
+      expect(() => callHash("svc", "tool", bad)).toThrow(expect.objectContaining({ code: "not_i_json" }));
+    }
+    expect(callHash("svc", "tool", { a: null })).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("keeps a lone surrogate apart from every other string (escaped, as before)", () => {
+    const lone = { a: "\uD800", "\uDC00": 1 };
+    expect(canonicalJson(lone)).toBe(v1Json(lone));
+    const hashes = ["\uD800", "\uFFFD", "?", "\\uD800", "\uD800\uDC00"].map((a) => callHash("svc", "tool", { a }));
+    expect(new Set(hashes).size).toBe(hashes.length);
   });
 });

@@ -10,6 +10,7 @@ import { systemClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
+import { renderCredential } from "../../src/pool/credential-template.js";
 import { inspectionConnection, inspectionLauncher, readToolList } from "../../src/pool/inspect.js";
 import { VENDOR_STDIO_PATH } from "../fixtures/paths.js";
 import { TempDirs } from "../support/foundation.js";
@@ -31,10 +32,7 @@ describe("inspectionLauncher", () => {
       { services: { vendor: { transport: { type: "stdio", command: process.execPath, args: ["--import", TSX_LOADER, VENDOR_STDIO_PATH], credentialEnv: { VENDOR_TOKEN: "{{token}}" } }, capture: { strategy: "paste" } } } },
       "test",
     ).get("vendor")!;
-    const handle = await inspectionLauncher(config, systemClock, memoryLogger("warn")).launch(inspectionConnection(service, Date.now()), service, {
-      kind: "fields",
-      fields: { token: "vendor-token-1" },
-    });
+    const handle = await inspectionLauncher(config, systemClock, memoryLogger("warn")).launch(inspectionConnection(service, Date.now()), service, renderCredential(service, { kind: "fields", fields: { token: "vendor-token-1" } }));
     try {
       expect((await readToolList(handle.client)).map((t) => t.name)).toContain("env_dump");
       const res = await handle.client.callTool({ name: "env_dump", arguments: {} });

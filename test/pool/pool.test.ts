@@ -4,9 +4,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { describe, expect, it, type TestContext } from "vitest";
+import { describe, expect, it, vi, type TestContext } from "vitest";
 import { ChildLedger, processStartTicks } from "../../src/pool/child-ledger.js";
-import type { BrokerOptions } from "../../src/broker/broker.js";
+import type { BrokerOptions } from "../../src/app/broker-factory.js";
 import { VENDOR_STDIO_PATH } from "../fixtures/paths.js";
 import { ALICE, BOB, THREAD, TSX_LOADER, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
 import { envOf, groupMembers, groupsReferencing, isAlive, processGroup, processesReferencing, waitDead, waitFor } from "../support/proc.js";
@@ -131,7 +131,8 @@ describe.concurrent("idle reaping and the cap", () => {
     await firstProgress;
     const pid = h.broker.pool.pidOf(connection.id)!;
     expect(h.broker.pool.stats().leased).toBe(1);
-    h.clock.advance(3_600_000);
+    // Far past idleMs, still short of the call's own deadline (callTimeoutMs, on the same clock).
+    h.clock.advance(5_000);
     expect(await h.broker.pool.reapIdle()).toBe(0);
     const r = await call;
     expect(r.text).toContain("done");
@@ -190,9 +191,13 @@ describe.concurrent("idle reaping and the cap", () => {
     const ac = new AbortController();
     const long = mcpCall(sa.client, { tool: "slow", args: { steps: 100, delayMs: 100 }, on_behalf_of: ALICE }, { onprogress: () => progressed(), signal: ac.signal });
     await firstProgress;
-    const t0 = Date.now();
-    const busy = await mcpCall(sb.client, { tool: "echo", args: { text: "b" }, on_behalf_of: BOB });
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    const pending = mcpCall(sb.client, { tool: "echo", args: { text: "b" }, on_behalf_of: BOB });
+    await vi.waitFor(() => expect(h.broker.pool.stats().waiting).toBe(1), { timeout: 30_000 });
+    // The wait runs on the broker's clock: not refused a moment before acquireTimeoutMs.
+    h.clock.advance(299);
+    expect(h.broker.pool.stats().waiting).toBe(1);
+    h.clock.advance(1);
+    const busy = await pending;
     expect(busy.isError).toBe(true);
     expect(busy.structured.code).toBe("pool_busy");
     expect(busy.text).toMatch(/busy/i);
@@ -239,9 +244,14 @@ describe.concurrent("misbehaving vendors", () => {
     const s = await sessionAs(h, ALICE);
     await mcpCall(s.client, { tool: "echo", args: { text: "x" }, on_behalf_of: ALICE });
     const pid = h.broker.pool.pidOf(connection.id)!;
-    const t0 = Date.now();
-    const r = await mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+    const before = h.clock.pendingTimers();
+    const call = mcpCall(s.client, { tool: "hang", on_behalf_of: ALICE });
+    // The broker's deadline is armed on its clock once the call reaches the vendor.
+    await vi.waitFor(() => expect(h.clock.pendingTimers()).toBe(before + 1), { timeout: 30_000 });
+    h.clock.advance(999);
+    expect(h.clock.pendingTimers()).toBe(before + 1);
+    h.clock.advance(1);
+    const r = await call;
     expect(r.structured.code).toBe("vendor_timeout");
     expect(isAlive(pid)).toBe(false);
     expect(h.broker.pool.pidOf(connection.id)).toBeUndefined();

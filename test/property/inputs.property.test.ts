@@ -122,22 +122,29 @@ let h: Harness;
 let client: Awaited<ReturnType<Harness["session"]>>;
 let stopResponder: () => void;
 const answered = { allowed: 0, denied: 0 };
+const APPROVAL_TIMEOUT_MS = 2_000;
 
 beforeAll(async () => {
-  h = await makeHarness({ approvalTimeoutMs: 2_000 });
+  h = await makeHarness({ approvalTimeoutMs: APPROVAL_TIMEOUT_MS });
   await h.connect(ALICE, { token: TOKEN_A });
   client = await h.session();
-  // Every borrow BOB makes of ALICE's connection is answered at once: allowed once or denied, alternately,
-  // so hostile arguments also reach the vendor on a borrowed connection.
-  let next = 0;
-  const timer = setInterval(() => {
-    for (; next < h.approvals.asked.length; next++) {
-      const a = h.approvals.asked[next]!.approval;
+  // Every borrow BOB makes of ALICE's connection is answered as its card is shown: allowed once or
+  // denied, alternately, so hostile arguments also reach the vendor on a borrowed connection. A
+  // click the card does not offer (Allow on a card whose arguments could not all be shown) leaves
+  // the approval to expire: the harness clock is moved past its timeout.
+  let stopped = false;
+  void (async () => {
+    for (let next = 0; !stopped; next++) {
+      const { approval: a } = await h.approvals.nextCard(next);
+      if (stopped) return;
       const decision = next % 2 === 0 ? "allowed_once" : "denied";
-      void h.approvalService.decide(a.id, a.nonce, a.ownerUserId, decision).then(() => (decision === "denied" ? answered.denied++ : answered.allowed++));
+      const result = await h.approvalService.decide(a.id, a.nonce, a.ownerUserId, decision);
+      if (decision === "denied") answered.denied++;
+      else answered.allowed++;
+      if (result !== "applied") await h.clock.advanceAsync(APPROVAL_TIMEOUT_MS);
     }
-  }, 5);
-  stopResponder = () => clearInterval(timer);
+  })();
+  stopResponder = () => void (stopped = true);
 });
 afterAll(async () => {
   stopResponder();

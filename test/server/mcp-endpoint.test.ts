@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -125,14 +125,8 @@ function vendorRanAs(text: string): string {
 }
 
 /** Waits until no process of the group `pgid` is left (a killed child may take a moment to be reaped). */
-async function groupGone(pgid: number): Promise<number[]> {
-  const deadline = Date.now() + 5_000;
-  let left = groupMembers(pgid);
-  while (left.length && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50));
-    left = groupMembers(pgid);
-  }
-  return left;
+async function groupGone(pgid: number): Promise<void> {
+  await vi.waitFor(() => expect(groupMembers(pgid)).toEqual([]), { timeout: 5_000, interval: 50 });
 }
 
 describe("host authentication", () => {
@@ -443,7 +437,7 @@ describe("the other tools over HTTP", () => {
     expect(revoked.isError).toBeFalsy();
     expect((revoked.structuredContent as { revoked: unknown[] }).revoked).toEqual([{ id: conn.id, service: "vendor" }]);
     expect(app.broker.pool.has(conn.id)).toBe(false);
-    expect(await groupGone(pgid!)).toEqual([]);
+    await groupGone(pgid!);
     expect((await app.store.connections.get(conn.id))?.status).toBe("revoked");
 
     const after = await mcpCall(client, { tool: "read_item", args: { id: "2" }, on_behalf_of: ALICE });
@@ -461,7 +455,7 @@ describe("the other tools over HTTP", () => {
     expect(pgid).toBeGreaterThan(0);
     expect(groupMembers(pgid!).length).toBeGreaterThan(0);
     await app.close();
-    expect(await groupGone(pgid!)).toEqual([]);
+    await groupGone(pgid!);
     expect(() => process.kill(pgid!, 0)).toThrow();
   });
 });

@@ -78,24 +78,20 @@ function post(body: string, headers: Record<string, string> = {}): Promise<{ sta
   });
 }
 
-async function waitUntil(cond: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("MCP session bounds", () => {
   it("closes a session unused for SLAUDE_MCP_SESSION_IDLE_SECONDS; one used meanwhile stays open", async () => {
     const a = await openSession();
     const b = await openSession();
     expect(app.mcp.sessionCount).toBe(2);
-    clock.advance(30_000);
+    await clock.advanceAsync(30_000);
     expect(await alive(b)).toBe(true);
-    clock.advance(31_000);
+    expect(app.mcp.sessionCount).toBe(2);
+    // The periodic sweep runs on the clock (every 15 s here): advancing past a's idle time closes it.
+    await clock.advanceAsync(31_000);
     // a: 61 s unused; b: 31 s.
-    expect(app.mcp.sweepIdle()).toBe(1);
+    expect(log.lines.filter((l) => l.includes("idle mcp sessions closed")).map((l) => (JSON.parse(l) as { count: number }).count)).toEqual([1]);
+    expect(app.mcp.sweepIdle()).toBe(0);
     expect(app.mcp.sessionCount).toBe(1);
     expect(await alive(a)).toBe(false);
     expect(await alive(b)).toBe(true);
@@ -131,7 +127,7 @@ describe("MCP session bounds", () => {
     // Two calls that never finish keep both sessions busy.
     const hungA = mcpCall(a, { tool: "hang", on_behalf_of: ALICE }, { timeout: 600_000 }).catch(() => "closed");
     const hungB = mcpCall(b, { tool: "hang", on_behalf_of: ALICE }, { timeout: 600_000 }).catch(() => "closed");
-    await waitUntil(() => app.mcp.busySessionCount === 2);
+    await expect.poll(() => app.mcp.busySessionCount, { timeout: 20_000 }).toBe(2);
 
     const refused = await post(JSON.stringify(INIT));
     expect(refused.status).toBe(503);
@@ -139,14 +135,14 @@ describe("MCP session bounds", () => {
     expect(err.jsonrpc).toBe("2.0");
     expect(err.error.message).toContain("Too many open MCP sessions");
     // Idle expiry never closes a busy session either.
-    clock.advance(10 * 60_000);
+    await clock.advanceAsync(10 * 60_000);
     expect(app.mcp.sweepIdle()).toBe(0);
     expect(app.mcp.sessionCount).toBe(2);
 
     // Client a goes away: its request ends, its session is idle and the next one takes its place.
     await a.close();
     expect(await hungA).toBe("closed");
-    await waitUntil(() => app.mcp.busySessionCount === 1);
+    await expect.poll(() => app.mcp.busySessionCount, { timeout: 20_000 }).toBe(1);
     const c = await openSession();
     expect(app.mcp.sessionCount).toBe(2);
     expect(await alive(c)).toBe(true);

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { startApp, type AppOptions, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -100,13 +100,14 @@ function sample(text: string, series: string): number | undefined {
 }
 
 async function until<T>(probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return vi.waitFor(
+    async () => {
+      const v = await probe();
+      if (v === undefined) throw new Error("condition not met yet");
+      return v;
+    },
+    { timeout: ms, interval: 25 },
+  );
 }
 
 describe("GET /metrics", () => {

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -58,13 +58,14 @@ afterEach(async () => {
 });
 
 async function waitUntil<T>(get: () => T | undefined, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = get();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  return vi.waitFor(
+    () => {
+      const v = get();
+      if (v === undefined) throw new Error("condition not met yet");
+      return v;
+    },
+    { timeout: ms, interval: 20 },
+  );
 }
 
 /** Clicks `actionId` with `value` as Alice on a card in a DM, and returns the ephemeral answer's text. */

@@ -2,6 +2,7 @@
 // grandchild) is gone or never saw a secret. Zombies count as dead: an orphaned grandchild killed
 // by SIGKILL may linger as a zombie until init reaps it, but it runs nothing and holds no memory.
 import { readdirSync, readFileSync } from "node:fs";
+import { vi } from "vitest";
 
 /** The kernel's one-letter state of `pid` (R, S, Z…), or undefined if there is no such process. */
 export function processState(pid: number): string | undefined {
@@ -60,22 +61,21 @@ export function groupMembers(pgid: number): number[] {
 
 /** Waits up to `ms` for every pid to be dead; returns the ones still alive. */
 export async function waitDead(pids: readonly number[], ms = 3_000): Promise<number[]> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const alive = pids.filter(isAlive);
-    if (alive.length === 0 || Date.now() > deadline) return alive;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(() => !pids.some(isAlive), ms, 20);
+  return pids.filter(isAlive);
 }
 
-/** Polls `cond` every 10 ms until it holds or `ms` passes; returns its last value. */
-export async function waitFor(cond: () => boolean, ms = 20_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (cond()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Polls `cond` (every `interval` ms, through vi.waitFor) until it holds or `ms` passes; returns its last value. */
+export async function waitFor(cond: () => boolean, ms = 20_000, interval = 10): Promise<boolean> {
+  return vi
+    .waitFor(
+      () => {
+        if (!cond()) throw new Error("condition not met yet");
+        return true;
+      },
+      { timeout: ms, interval },
+    )
+    .catch(() => false);
 }
 
 function readProcFile(pid: number, name: "environ" | "cmdline"): string {

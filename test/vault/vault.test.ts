@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { bindingOf } from "../../src/connections/binding.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import type { Connection } from "../../src/store/records.js";
 import { seal } from "../../src/vault/aead.js";
 import { VaultError } from "../../src/vault/errors.js";

@@ -5,8 +5,9 @@ import type { Connection } from "../../store/records.js";
 import { CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 import { readSecretFromStdin } from "../stdin.js";
+import { CONNECTIONS_LOGIN_HELP, loginCommand } from "./connections-login.js";
 
-export const CONNECTIONS_HELP = `slaude-connect connections <list|add|revoke>
+export const CONNECTIONS_HELP = `slaude-connect connections <list|add|revoke|login>
 
   list   [--team T] [--owner U] [--service S] [--all] [--json]
          Live connections (add --all for revoked and expired ones too). Times are ISO UTC;
@@ -19,7 +20,8 @@ export const CONNECTIONS_HELP = `slaude-connect connections <list|add|revoke>
          (default) reads one value into field NAME (default "token"); --format json reads a
          credential document ({"kind":"fields","fields":{...}} or {"kind":"oauth",...}).
   revoke <connection-id> [--reason TEXT]
-         Revokes a connection: its ciphertext is wiped and its grants revoked.`;
+         Revokes a connection: its ciphertext is wiped and its grants revoked.
+${CONNECTIONS_LOGIN_HELP}`;
 
 function row(c: Connection): string[] {
   // A thread is named as the grants list names it (channel/ts), in its own column, not as a scope.
@@ -51,6 +53,8 @@ export async function connectionsCommand(ctx: CliContext, argv: string[]): Promi
       return add(ctx, rest);
     case "revoke":
       return revoke(ctx, rest);
+    case "login":
+      return loginCommand(ctx, rest);
     default:
       throw new UsageError(CONNECTIONS_HELP);
   }

@@ -38,17 +38,12 @@ export async function grantsCommand(ctx: CliContext, argv: string[]): Promise<nu
     const { positionals } = parseArgs({ args: rest, options: {}, strict: true, allowPositionals: true });
     const id = positionals[0];
     if (!id || positionals.length > 1) throw new UsageError("usage: slaude-connect grants revoke <grant-id>");
-    const g = await ctx.store.grants.get(id);
-    if (!g) {
+    const r = await ctx.grants().revokeGrant(id, `cli:${ctx.io.env.USER ?? "operator"}`);
+    if (r.kind === "not_found" || r.kind === "refused") {
       ctx.err(`no grant ${id}`);
       return 1;
     }
-    const at = ctx.clock.now();
-    const actor = `cli:${ctx.io.env.USER ?? "operator"}`;
-    const ok = await ctx.store.grants.revoke(id, actor, at, [
-      { at, event: "grant_revoked", teamId: g.teamId, channelId: g.channelId, threadTs: g.threadTs, ownerUserId: g.ownerUserId, callerUserId: g.borrowerUserId, connectionId: g.connectionId, service: g.service, actor },
-    ]);
-    if (!ok) {
+    if (r.kind === "not_live") {
       ctx.err(`grant ${id} is already revoked`);
       return 1;
     }

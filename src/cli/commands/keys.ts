@@ -24,7 +24,7 @@ export async function keysCommand(ctx: CliContext, argv: string[]): Promise<numb
       // Rotating onto the key file next to the database protects nothing: say so before doing it.
       ctx.err(`warning: SLAUDE_ENCRYPTION_KEY is not set: re-encrypting under the DEVELOPMENT key in ${keys.devKeyFile ?? "the data directory"}, which anyone who can read the data directory can use. Set SLAUDE_ENCRYPTION_KEY (old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS) to rotate onto a real key.`);
     }
-    const n = await rotateKeys({ store: ctx.store, vault: ctx.vault, clock: ctx.clock }, `cli:${ctx.io.env.USER ?? "operator"}`);
+    const n = await rotateKeys({ rows: ctx.store.connections, vault: ctx.vault, clock: ctx.clock }, `cli:${ctx.io.env.USER ?? "operator"}`);
     ctx.out(`re-encrypted ${n} credential(s) under key ${ctx.vault.primaryKeyId}`);
     return 0;
   }

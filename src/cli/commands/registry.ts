@@ -4,7 +4,7 @@ import { ConfigError } from "../../config/errors.js";
 import { registryJsonSchema } from "../../config/registry-json-schema.js";
 import { parseRegistry, type Service, type ServiceRegistry } from "../../config/registry.js";
 import { compareTools, printableName, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
-import { bindingOf } from "../../connections/binding.js";
+import { bindingOf } from "../../vault/binding.js";
 import { inspectionConnection, inspectionLauncher, listVendorTools, MAX_TOOLS } from "../../pool/inspect.js";
 import { PoolError } from "../../pool/errors.js";
 import type { Connection } from "../../store/records.js";

@@ -5,6 +5,7 @@
 // Homes of other brokers (another data dir, or the system temp dir) are never touched.
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
+import { setTimeout as pace } from "node:timers/promises";
 import { browserProcesses, findBrowserPid, isSameProcess, killAll } from "./process-tree.js";
 
 /** The prefix ConfinedBrowser gives each HOME directory it makes. */
@@ -34,7 +35,8 @@ export class BrowserHomes {
         for (const pid of left) killed.add(pid);
         // Playwright starts the browser detached: its group holds the renderers, crashpad lives outside it.
         killAll(left, round === 0 && root && isSameProcess(root) ? root.pid : undefined);
-        await new Promise((r) => setTimeout(r, 20));
+        // Paces real processes dying: real time, never a clock's.
+        await pace(20);
       }
       rmSync(home, { recursive: true, force: true, maxRetries: 3 });
     }

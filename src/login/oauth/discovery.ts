@@ -1,32 +1,19 @@
-import { z } from "zod";
+import {
+  buildDiscoveryUrls,
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
+  extractWWWAuthenticateParams,
+} from "@modelcontextprotocol/sdk/client/auth.js";
+import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { checkResourceAllowed } from "@modelcontextprotocol/sdk/shared/auth-utils.js";
 import { OAuthError } from "./errors.js";
-import { checkEndpoint, getJson, send, type HttpOptions } from "./http.js";
+import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
+import { rethrowOwn } from "./sdk.js";
 
-// Discovery for remote MCP vendors (MCP authorization spec): the MCP server's protected-resource
-// metadata (RFC 9728) names its authorization server, whose metadata (RFC 8414 / OpenID
-// Connect Discovery) names the endpoints. Every URL that will later carry a code, a token or a
-// secret must be https (http only on loopback).
-
-/** RFC 9728 protected-resource metadata; unknown fields are tolerated. */
-const protectedResourceSchema = z
-  .object({
-    resource: z.string().min(1),
-    authorization_servers: z.array(z.string().min(1)).min(1),
-    scopes_supported: z.array(z.string()).optional(),
-  })
-  .loose();
-
-/** RFC 8414 authorization-server metadata (and the OIDC subset we read); unknown fields are tolerated. */
-const authorizationServerSchema = z
-  .object({
-    issuer: z.string().min(1),
-    authorization_endpoint: z.string().min(1),
-    token_endpoint: z.string().min(1),
-    registration_endpoint: z.string().min(1).optional(),
-    scopes_supported: z.array(z.string()).optional(),
-    code_challenge_methods_supported: z.array(z.string()).optional(),
-  })
-  .loose();
+// Discovery for remote MCP vendors (MCP authorization spec) on the SDK's client/auth.js: the MCP
+// server's protected-resource metadata (RFC 9728) names its authorization server, whose metadata
+// (RFC 8414 / OpenID Connect Discovery) names the endpoints. The SDK fetches and parses; we choose
+// the candidates (the 401 hint first), check the resource and issuer, and require https endpoints.
 
 /** What a resource's protected-resource metadata says, and where it was found. */
 export interface ProtectedResource {
@@ -55,12 +42,10 @@ export interface DiscoveredOAuth extends AuthorizationServer {
 /** The `resource_metadata` URL from a `WWW-Authenticate: Bearer ...` header (RFC 9728 §5.1), if any. */
 export function resourceMetadataHint(header: string | null): string | undefined {
   if (!header) return undefined;
-  const m = /(?:^|[\s,])resource_metadata\s*=\s*(?:"([^"]*)"|([^\s,]+))/i.exec(header);
-  const value = m?.[1] ?? m?.[2];
-  return value ? value : undefined;
+  return extractWWWAuthenticateParams(new Response(null, { headers: { "www-authenticate": header } })).resourceMetadataUrl?.href;
 }
 
-/** RFC 9728 §3.1: the well-known URL is inserted between the host and the resource's path. */
+/** RFC 9728 §3.1: the well-known URL is inserted between the host and the resource's path, then the root one. */
 export function protectedResourceMetadataUrls(resourceUrl: URL): URL[] {
   const path = resourceUrl.pathname.replace(/\/+$/, "");
   const urls = [];
@@ -69,71 +54,38 @@ export function protectedResourceMetadataUrls(resourceUrl: URL): URL[] {
   return urls;
 }
 
-/** RFC 8414 §3.1 and OIDC Discovery: where an issuer's metadata may live, in the order to try. */
+/** RFC 8414 §3.1 and OIDC Discovery: where an issuer's metadata may live, in the order the SDK tries them. */
 export function authorizationServerMetadataUrls(issuer: URL): URL[] {
-  const path = issuer.pathname.replace(/\/+$/, "");
-  if (!path) {
-    return [new URL("/.well-known/oauth-authorization-server", issuer.origin), new URL("/.well-known/openid-configuration", issuer.origin)];
-  }
-  return [
-    new URL(`/.well-known/oauth-authorization-server${path}`, issuer.origin),
-    new URL(`/.well-known/openid-configuration${path}`, issuer.origin),
-    new URL(`${path}/.well-known/openid-configuration`, issuer.origin),
-  ];
+  return buildDiscoveryUrls(issuer).map((u) => u.url);
 }
 
 function sameIssuer(a: string, b: string): boolean {
   return a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
 }
 
-/**
- * RFC 9728 §3.3: metadata describing another resource must not be used. Vendors commonly name
- * their origin (or a parent path) as the resource, so a same-origin path prefix is accepted.
- */
-function coversResource(advertised: string, requested: URL): boolean {
-  let adv: URL;
-  try {
-    adv = new URL(advertised);
-  } catch {
-    return false;
-  }
-  if (adv.origin !== requested.origin) return false;
-  const advPath = adv.pathname.replace(/\/+$/, "");
-  const reqPath = requested.pathname.replace(/\/+$/, "");
-  return reqPath === advPath || reqPath.startsWith(`${advPath}/`);
-}
-
 /** Asks the MCP server without credentials; a 401 may point at its metadata. */
 async function probeForHint(mcpUrl: URL, opts: HttpOptions): Promise<string | undefined> {
-  const res = await send(
-    mcpUrl,
-    {
+  const res = await guardedFetch(opts, "MCP server probe")
+    .fetchFn(mcpUrl, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "ping" }),
-    },
-    opts,
-    "MCP server probe",
-  ).catch(() => undefined);
-  if (!res) return undefined;
-  await res.body?.cancel().catch(() => undefined);
-  return res.status === 401 ? resourceMetadataHint(res.headers.get("www-authenticate")) : undefined;
+    })
+    .catch(() => undefined);
+  return res?.status === 401 ? resourceMetadataHint(res.headers.get("www-authenticate")) : undefined;
 }
 
-async function readProtectedResource(url: URL, requested: URL, opts: HttpOptions): Promise<ProtectedResource | undefined> {
-  const got = await getJson(url, opts, "protected-resource metadata");
-  if (!got || got.status !== 200) return undefined;
-  const parsed = protectedResourceSchema.safeParse(got.body);
-  if (!parsed.success) throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} is malformed`);
-  if (!coversResource(parsed.data.resource, requested)) {
-    throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} describes a different resource`);
+/** One candidate URL: the SDK's parsed document, undefined when nothing is published there. */
+async function readProtectedResource(url: URL, requested: URL, opts: HttpOptions): Promise<OAuthProtectedResourceMetadata | undefined> {
+  const http = guardedFetch(opts, "protected-resource metadata");
+  try {
+    return await discoverOAuthProtectedResourceMetadata(requested, { resourceMetadataUrl: url }, http.fetchFn);
+  } catch (err) {
+    rethrowOwn(err);
+    const status = http.last()?.status ?? 0;
+    if (status < 200 || status > 299) return undefined;
+    throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} is malformed`, { status });
   }
-  return {
-    resource: parsed.data.resource,
-    authorizationServers: parsed.data.authorization_servers,
-    ...(parsed.data.scopes_supported ? { scopesSupported: parsed.data.scopes_supported } : {}),
-    metadataUrl: url.href,
-  };
 }
 
 /**
@@ -145,10 +97,22 @@ export async function fetchProtectedResource(mcpUrl: string, opts: HttpOptions =
   const requested = checkEndpoint(mcpUrl, "MCP server URL");
   const hint = await probeForHint(requested, opts);
   const candidates = protectedResourceMetadataUrls(requested);
-  if (hint) candidates.unshift(checkEndpoint(new URL(hint, requested).href, "resource_metadata URL"));
+  if (hint) candidates.unshift(checkEndpoint(hint, "resource_metadata URL"));
   for (const url of candidates) {
-    const found = await readProtectedResource(url, requested, opts);
-    if (found) return found;
+    const doc = await readProtectedResource(url, requested, opts);
+    if (!doc) continue;
+    const servers = doc.authorization_servers ?? [];
+    if (servers.length === 0) throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} names no authorization server`);
+    // RFC 9728 §3.3: metadata describing another resource must not be used (same origin, path prefix).
+    if (!checkResourceAllowed({ requestedResource: requested, configuredResource: doc.resource })) {
+      throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} describes a different resource`);
+    }
+    return {
+      resource: doc.resource,
+      authorizationServers: servers,
+      ...(doc.scopes_supported ? { scopesSupported: doc.scopes_supported } : {}),
+      metadataUrl: url.href,
+    };
   }
   return undefined;
 }
@@ -156,26 +120,30 @@ export async function fetchProtectedResource(mcpUrl: string, opts: HttpOptions =
 /** Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) and checks it. */
 export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions = {}): Promise<AuthorizationServer> {
   const issuerUrl = checkEndpoint(issuer, "authorization server");
-  for (const url of authorizationServerMetadataUrls(issuerUrl)) {
-    const got = await getJson(url, opts, "authorization server metadata");
-    if (!got || got.status !== 200) continue;
-    const parsed = authorizationServerSchema.safeParse(got.body);
-    if (!parsed.success) throw new OAuthError("discovery_failed", `authorization server metadata at ${url.host} is malformed`);
-    const m = parsed.data;
-    // RFC 8414 §3.3: a document naming another issuer may be an impersonation attempt.
-    if (!sameIssuer(m.issuer, issuerUrl.href)) throw new OAuthError("discovery_failed", `authorization server metadata at ${url.host} names a different issuer`);
-    if (m.code_challenge_methods_supported && !m.code_challenge_methods_supported.includes("S256")) {
-      throw new OAuthError("pkce_unsupported", `authorization server ${issuerUrl.host} does not support PKCE S256`);
-    }
-    return {
-      issuer: m.issuer,
-      authorizationEndpoint: checkEndpoint(m.authorization_endpoint, "authorization_endpoint").href,
-      tokenEndpoint: checkEndpoint(m.token_endpoint, "token_endpoint").href,
-      ...(m.registration_endpoint ? { registrationEndpoint: checkEndpoint(m.registration_endpoint, "registration_endpoint").href } : {}),
-      ...(m.scopes_supported ? { scopesSupported: m.scopes_supported } : {}),
-    };
+  const http = guardedFetch(opts, "authorization server metadata");
+  let m: AuthorizationServerMetadata | undefined;
+  try {
+    m = await discoverAuthorizationServerMetadata(issuerUrl, { fetchFn: http.fetchFn });
+  } catch (err) {
+    rethrowOwn(err);
+    const last = http.last();
+    const host = last ? new URL(last.url).host : issuerUrl.host;
+    if (last && last.status >= 500) throw new OAuthError("server_error", `authorization server metadata at ${host} failed (HTTP ${last.status})`, { status: last.status });
+    throw new OAuthError("discovery_failed", `authorization server metadata at ${host} is malformed`);
   }
-  throw new OAuthError("discovery_failed", `no authorization server metadata found for ${issuerUrl.host}`);
+  if (!m) throw new OAuthError("discovery_failed", `no authorization server metadata found for ${issuerUrl.host}`);
+  // RFC 8414 §3.3: a document naming another issuer may be an impersonation attempt.
+  if (!sameIssuer(m.issuer, issuerUrl.href)) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names a different issuer`);
+  if (m.code_challenge_methods_supported && !m.code_challenge_methods_supported.includes("S256")) {
+    throw new OAuthError("pkce_unsupported", `authorization server ${issuerUrl.host} does not support PKCE S256`);
+  }
+  return {
+    issuer: m.issuer,
+    authorizationEndpoint: checkEndpoint(m.authorization_endpoint, "authorization_endpoint").href,
+    tokenEndpoint: checkEndpoint(m.token_endpoint, "token_endpoint").href,
+    ...(m.registration_endpoint ? { registrationEndpoint: checkEndpoint(m.registration_endpoint, "registration_endpoint").href } : {}),
+    ...(m.scopes_supported ? { scopesSupported: m.scopes_supported } : {}),
+  };
 }
 
 /**

@@ -46,30 +46,3 @@ export class OAuthError extends Error {
 export function isTransient(err: unknown): boolean {
   return err instanceof OAuthError && (err.code === "network" || err.code === "server_error");
 }
-
-/** The sentence a Slack user or the model sees for an OAuth failure; never vendor text. */
-export function oauthErrorToUser(code: OAuthErrorCode, service: string): string {
-  switch (code) {
-    case "invalid_grant":
-    case "needs_login":
-      return `Your ${service} login has expired or was revoked. Run connect again to log in.`;
-    case "access_denied":
-      return `The ${service} login was cancelled or not approved.`;
-    case "state_mismatch":
-      return `The ${service} login could not be verified; start it again.`;
-    case "connection_inactive":
-      return `This ${service} connection is no longer active. Run connect again.`;
-    case "network":
-    case "server_error":
-      return `${service} could not be reached to renew the login; try again shortly.`;
-    case "invalid_client":
-    case "invalid_request":
-    case "invalid_response":
-    case "insecure_endpoint":
-    case "discovery_failed":
-    case "pkce_unsupported":
-    case "registration_failed":
-    case "client_unknown":
-      return `The ${service} login is misconfigured on this broker; ask an admin to check it.`;
-  }
-}

@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { Clock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";
-import { bindingOf } from "../../connections/binding.js";
+import { bindingOf } from "../../vault/binding.js";
 import type { Logger } from "../../log/logger.js";
 import type { Connection } from "../../store/records.js";
 import type { Store } from "../../store/store.js";
@@ -41,6 +41,12 @@ export interface FreshOptions {
   readonly oauthClient?: OAuthClientConfig;
 }
 
+/** A connection's row and its credential, opened once and fresh enough to use. */
+export interface FreshCredential {
+  readonly connection: Connection;
+  readonly credential: Credential;
+}
+
 const ACTOR = "oauth-refresher";
 
 /**
@@ -50,7 +56,8 @@ const ACTOR = "oauth-refresher";
  * the connection `needs_login` and tells its owner.
  */
 export class OAuthRefresher {
-  private readonly inflight = new Map<string, Promise<Credential>>();
+  // Bounded by the connections being opened at this moment: each entry leaves when its read settles.
+  private readonly inflight = new Map<string, Promise<FreshCredential>>();
   private readonly skewMs: number;
   private readonly refreshFn: (req: RefreshRequest) => Promise<OAuthTokens>;
   private readonly clients: OAuthClientResolver;
@@ -58,7 +65,7 @@ export class OAuthRefresher {
   constructor(private readonly deps: OAuthRefresherDeps) {
     this.skewMs = deps.skewMs ?? 60_000;
     this.refreshFn = deps.refreshFn ?? ((req) => refresh(req, { ...deps.http, clock: deps.clock }));
-    this.clients = deps.clients ?? new OAuthClientResolver({ ...(deps.http ? { http: deps.http } : {}) });
+    this.clients = deps.clients ?? new OAuthClientResolver({ http: { ...deps.http, clock: deps.clock } });
   }
 
   /**
@@ -68,7 +75,15 @@ export class OAuthRefresher {
    * `needs_login` (login must be redone), `connection_inactive`, or a transient code when the
    * token has already expired and the vendor is unreachable; VaultError if the row cannot be opened.
    */
-  fresh(connection: Pick<Connection, "id">, opts: FreshOptions = {}): Promise<Credential> {
+  async fresh(connection: Pick<Connection, "id">, opts: FreshOptions = {}): Promise<Credential> {
+    return (await this.open(connection, opts)).credential;
+  }
+
+  /**
+   * As {@link fresh}, with the row the credential was opened from (its `sealed` the stored one, after
+   * a refresh too): a caller gets an active, unexpired connection and its plaintext from one decryption.
+   */
+  open(connection: Pick<Connection, "id">, opts: FreshOptions = {}): Promise<FreshCredential> {
     const running = this.inflight.get(connection.id);
     if (running) return running;
     const p = this.run(connection.id, opts.oauthClient).finally(() => this.inflight.delete(connection.id));
@@ -76,7 +91,7 @@ export class OAuthRefresher {
     return p;
   }
 
-  private async run(id: string, explicit: OAuthClientConfig | undefined): Promise<Credential> {
+  private async run(id: string, explicit: OAuthClientConfig | undefined): Promise<FreshCredential> {
     const row = await this.deps.store.connections.get(id);
     if (!row) throw new OAuthError("connection_inactive", `connection ${id} does not exist`);
     if (row.status === "needs_login") throw new OAuthError("needs_login", `the ${row.service} connection ${id} needs a new login`);
@@ -84,11 +99,12 @@ export class OAuthRefresher {
     if (row.status !== "active" || row.expiresAt <= now) throw new OAuthError("connection_inactive", `connection ${id} is ${row.status === "active" ? "expired" : row.status}`);
 
     const current = this.deps.vault.openCredential(row.sealed, bindingOf(row));
-    if (current.kind !== "oauth" || current.expiresAt === undefined) return current;
-    if (current.expiresAt - now > this.skewMs) return current;
+    const unchanged = { connection: row, credential: current };
+    if (current.kind !== "oauth" || current.expiresAt === undefined) return unchanged;
+    if (current.expiresAt - now > this.skewMs) return unchanged;
     const expired = current.expiresAt <= now;
     if (!current.refreshToken) {
-      if (!expired) return current;
+      if (!expired) return unchanged;
       return this.needsLogin(row, "no_refresh_token");
     }
 
@@ -113,7 +129,7 @@ export class OAuthRefresher {
       // The old access token still works for a little while: use it and retry on a later call.
       if (!expired) {
         this.deps.log.warn("oauth refresh failed; using the unexpired token", { connectionId: id, service: row.service, code, transient: isTransient(err) });
-        return current;
+        return unchanged;
       }
       this.deps.log.error("oauth refresh failed", { connectionId: id, service: row.service, code });
       throw err;
@@ -122,7 +138,7 @@ export class OAuthRefresher {
   }
 
   /** Seals and stores refreshed tokens, and only then returns them. */
-  private async store(row: Connection, previousRefresh: string, tokens: OAuthTokens): Promise<Credential> {
+  private async store(row: Connection, previousRefresh: string, tokens: OAuthTokens): Promise<FreshCredential> {
     const credential = credentialSchema.parse(tokens);
     const sealed = this.deps.vault.sealCredential(credential, bindingOf(row));
     const at = this.deps.clock.now();
@@ -132,7 +148,7 @@ export class OAuthRefresher {
     // Revoked or expired meanwhile: the new tokens belong to a dead connection and are dropped.
     if (!stored) throw new OAuthError("connection_inactive", `connection ${row.id} ended during the refresh`);
     this.deps.log.info("oauth tokens refreshed", { connectionId: row.id, service: row.service });
-    return credential;
+    return { connection: { ...row, sealed, updatedAt: at }, credential };
   }
 
   /** Marks the connection as needing a login, tells its owner once, and throws `needs_login`. */

@@ -1,6 +1,8 @@
-import { z } from "zod";
+import { registerClient as sdkRegisterClient } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { OAuthError } from "./errors.js";
-import { checkEndpoint, parseBody, readText, send, vendorErrorOf, type HttpOptions } from "./http.js";
+import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
+import { rethrowOwn, sdkMetadata } from "./sdk.js";
 
 /** The broker's client name in every dynamic registration. */
 export const CLIENT_NAME = "slaude-connect";
@@ -14,15 +16,6 @@ export interface RegisteredClient {
   readonly clientSecretExpiresAt?: number;
 }
 
-/** RFC 7591 §3.2.1 registration response; unknown fields are tolerated. */
-const registrationResponseSchema = z
-  .object({
-    client_id: z.string().min(1),
-    client_secret: z.string().min(1).optional(),
-    client_secret_expires_at: z.number().nonnegative().optional(),
-  })
-  .loose();
-
 /** What to register: where the authorization server may redirect, and optionally which scopes. */
 export interface RegistrationRequest {
   readonly registrationEndpoint: string;
@@ -31,37 +24,40 @@ export interface RegistrationRequest {
 }
 
 /**
- * Registers the broker as a public client (RFC 7591): authorization code + refresh token, PKCE,
- * no client authentication. Throws OAuthError `registration_failed`, `network` or `insecure_endpoint`.
+ * Registers the broker as a public client (RFC 7591, through the SDK's `registerClient`):
+ * authorization code + refresh token, PKCE, no client authentication. Throws OAuthError
+ * `registration_failed` (with the HTTP status and the vendor's error token only), `network` or `insecure_endpoint`.
  */
 export async function registerClient(req: RegistrationRequest, opts: HttpOptions = {}): Promise<RegisteredClient> {
   const endpoint = checkEndpoint(req.registrationEndpoint, "registration_endpoint");
   if (req.redirectUris.length === 0) throw new OAuthError("registration_failed", "registration needs at least one redirect URI");
-  const metadata = {
-    client_name: CLIENT_NAME,
-    redirect_uris: req.redirectUris,
-    grant_types: ["authorization_code", "refresh_token"],
-    response_types: ["code"],
-    token_endpoint_auth_method: "none",
-    ...(req.scopes && req.scopes.length ? { scope: req.scopes.join(" ") } : {}),
-  };
-  const res = await send(
-    endpoint,
-    { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(metadata) },
-    opts,
-    "client registration",
-  );
-  const body = parseBody(await readText(res, "client registration"), res.headers.get("content-type"));
-  if (res.status !== 201 && res.status !== 200) {
-    const vendorError = vendorErrorOf(body);
-    throw new OAuthError("registration_failed", `client registration at ${endpoint.host} refused (HTTP ${res.status}${vendorError ? `, ${vendorError}` : ""})`, {
-      status: res.status,
-      ...(vendorError ? { vendorError } : {}),
+  const http = guardedFetch(opts, "client registration");
+  let r: OAuthClientInformationFull;
+  try {
+    r = await sdkRegisterClient(endpoint.origin, {
+      metadata: sdkMetadata({ issuer: endpoint.origin, tokenEndpoint: endpoint.href, registrationEndpoint: endpoint.href }),
+      clientMetadata: {
+        client_name: CLIENT_NAME,
+        redirect_uris: [...req.redirectUris],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+        ...(req.scopes && req.scopes.length ? { scope: req.scopes.join(" ") } : {}),
+      },
+      fetchFn: http.fetchFn,
+    });
+  } catch (err) {
+    rethrowOwn(err);
+    const last = http.last();
+    const status = last?.status;
+    const refused = status !== undefined && (status < 200 || status > 299);
+    const detail = refused ? `refused (HTTP ${status}${last?.vendorError ? `, ${last.vendorError}` : ""})` : "returned an unexpected response";
+    throw new OAuthError("registration_failed", `client registration at ${endpoint.host} ${detail}`, {
+      ...(status !== undefined ? { status } : {}),
+      ...(refused && last?.vendorError ? { vendorError: last.vendorError } : {}),
     });
   }
-  const parsed = registrationResponseSchema.safeParse(body);
-  if (!parsed.success) throw new OAuthError("registration_failed", `client registration at ${endpoint.host} returned an unexpected response`, { status: res.status });
-  const r = parsed.data;
+  if (!r.client_id) throw new OAuthError("registration_failed", `client registration at ${endpoint.host} returned an unexpected response`);
   return {
     clientId: r.client_id,
     ...(r.client_secret ? { clientSecret: r.client_secret } : {}),

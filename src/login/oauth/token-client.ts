@@ -1,98 +1,29 @@
-import { timingSafeEqual } from "node:crypto";
-import { z } from "zod";
+import { exchangeAuthorization, refreshAuthorization } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthTokens as SdkTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { Clock } from "../../clock/clock.js";
 import type { CredentialInput } from "../../vault/credential.js";
 import { OAuthError, type OAuthErrorCode } from "./errors.js";
-import { checkEndpoint, parseBody, readText, send, vendorErrorOf, type HttpOptions } from "./http.js";
+import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
+import { rethrowOwn, sdkMetadata } from "./sdk.js";
 
-// The authorization-code + PKCE flow and refresh (RFC 6749, RFC 7636, RFC 8707 resource
-// indicators). Results have the shape of the vault's oauth credential.
+// The back half of the authorization-code flow and refresh (RFC 6749, RFC 7636, RFC 8707) on the
+// SDK's `exchangeAuthorization` / `refreshAuthorization`. Results have the shape of the vault's
+// oauth credential; failures are classified from the status and vendor error token we observed.
 
 /** Tokens as the vault stores them. */
 export type OAuthTokens = Extract<CredentialInput, { kind: "oauth" }>;
 
-/** How the token client sends requests and reads time (for `expiresAt`). */
+/** How the token client sends requests and reads time (for `expiresAt` and the request timeout). */
 export interface TokenClientOptions extends HttpOptions {
   readonly clock: Clock;
-  /** How a confidential client authenticates (default HTTP Basic, RFC 6749 §2.3.1); public clients send only client_id. */
-  readonly clientAuth?: "client_secret_basic" | "client_secret_post";
 }
 
-/** Parameters of the authorization request (RFC 6749 §4.1.1 + PKCE). */
-export interface AuthorizeUrlParams {
-  readonly authorizationEndpoint: string;
+/** The client a token request is made as. */
+interface Client {
+  readonly tokenEndpoint: string;
   readonly clientId: string;
-  readonly redirectUri: string;
-  readonly scopes: readonly string[];
-  readonly state: string;
-  readonly challenge: string;
-  /** Vendor extras from the registry (e.g. `access_type=offline`); they cannot override the parameters above. */
-  readonly extra?: Readonly<Record<string, string>>;
-  /** RFC 8707 resource indicator (remote MCP servers). */
-  readonly resource?: string;
+  readonly clientSecret?: string;
 }
-
-/** The URL that starts the login in the confined browser. Throws `insecure_endpoint` for a non-https endpoint. */
-export function buildAuthorizeUrl(p: AuthorizeUrlParams): string {
-  const url = checkEndpoint(p.authorizationEndpoint, "authorization endpoint");
-  for (const [k, v] of Object.entries(p.extra ?? {})) url.searchParams.set(k, v);
-  // Set last so a registry extra can never weaken PKCE or redirect the code elsewhere.
-  url.searchParams.set("response_type", "code");
-  url.searchParams.set("client_id", p.clientId);
-  url.searchParams.set("redirect_uri", p.redirectUri);
-  if (p.scopes.length) url.searchParams.set("scope", p.scopes.join(" "));
-  else url.searchParams.delete("scope");
-  url.searchParams.set("state", p.state);
-  url.searchParams.set("code_challenge", p.challenge);
-  url.searchParams.set("code_challenge_method", "S256");
-  if (p.resource) url.searchParams.set("resource", p.resource);
-  return url.href;
-}
-
-function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/**
- * Reads the redirect the authorization server sent the browser to: checks that it is our
- * redirect URI and carries our `state`, and returns the code. Throws `state_mismatch`,
- * `access_denied` (the user or server refused) or `invalid_response`.
- */
-export function readAuthorizationResponse(redirectUrl: string, expected: { redirectUri: string; state: string }): string {
-  let url: URL;
-  try {
-    url = new URL(redirectUrl);
-  } catch {
-    throw new OAuthError("invalid_response", "the authorization redirect is not a URL");
-  }
-  const want = new URL(expected.redirectUri);
-  if (url.origin !== want.origin || url.pathname !== want.pathname) throw new OAuthError("invalid_response", "the authorization redirect went to an unexpected address");
-  const state = url.searchParams.get("state");
-  if (state === null || !sameSecret(state, expected.state)) throw new OAuthError("state_mismatch", "the authorization redirect does not belong to this login");
-  const error = url.searchParams.get("error");
-  if (error !== null) {
-    const vendorError = /^[A-Za-z0-9_.-]{1,64}$/.test(error) ? error : undefined;
-    throw new OAuthError("access_denied", `the authorization server refused the login${vendorError ? ` (${vendorError})` : ""}`, vendorError ? { vendorError } : undefined);
-  }
-  const code = url.searchParams.get("code");
-  if (!code) throw new OAuthError("invalid_response", "the authorization redirect carries no code");
-  return code;
-}
-
-/** RFC 6749 §5.1 token response; unknown fields are tolerated. */
-const tokenResponseSchema = z
-  .object({
-    access_token: z.string().min(1),
-    token_type: z.string().min(1).optional(),
-    expires_in: z.union([z.number().nonnegative(), z.string().regex(/^\d+$/).transform(Number)]).optional(),
-    refresh_token: z.string().min(1).optional(),
-    scope: z.string().optional(),
-  })
-  .loose();
-
-type TokenResponse = z.output<typeof tokenResponseSchema>;
 
 function mapVendorError(vendorError: string | undefined, status: number): OAuthErrorCode {
   switch (vendorError) {
@@ -113,45 +44,70 @@ function mapVendorError(vendorError: string | undefined, status: number): OAuthE
   }
 }
 
-interface Client {
-  readonly tokenEndpoint: string;
-  readonly clientId: string;
-  readonly clientSecret?: string;
+/**
+ * RFC 6749 §2.3.1 client authentication, handed to the SDK: HTTP Basic with form-encoded id and
+ * secret for a confidential client (the SDK's own encodes neither), `client_id` alone for a public one.
+ */
+function clientAuthentication(client: Client): (headers: Headers, params: URLSearchParams) => void {
+  return (headers, params) => {
+    if (!client.clientSecret) {
+      params.set("client_id", client.clientId);
+      return;
+    }
+    const enc = (s: string) => encodeURIComponent(s);
+    headers.set("authorization", `Basic ${Buffer.from(`${enc(client.clientId)}:${enc(client.clientSecret)}`).toString("base64")}`);
+  };
 }
 
-/** POSTs a token request and returns the parsed success body; failures become OAuthError. */
-async function tokenRequest(client: Client, params: Record<string, string>, opts: TokenClientOptions, step: string): Promise<TokenResponse> {
+/** Vendors that omit `token_type` (the SDK requires it) mean Bearer, as before. */
+function defaultTokenType(json: unknown): unknown {
+  if (typeof json !== "object" || json === null || Array.isArray(json) || "token_type" in json) return json;
+  return { ...json, token_type: "Bearer" };
+}
+
+/** What every SDK token call takes, prepared by `tokenRequest`, with the server URL. */
+type TokenCall = Pick<Parameters<typeof refreshAuthorization>[1], "metadata" | "clientInformation" | "addClientAuthentication" | "fetchFn"> & { server: string };
+
+/** Runs one SDK token request through our guarded fetch; any failure becomes an OAuthError without vendor text. */
+async function tokenRequest(client: Client, opts: TokenClientOptions, step: string, call: (c: TokenCall) => Promise<SdkTokens>): Promise<SdkTokens> {
   const endpoint = checkEndpoint(client.tokenEndpoint, "token endpoint");
-  const form = new URLSearchParams(params);
-  const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", accept: "application/json" };
-  if (client.clientSecret && (opts.clientAuth ?? "client_secret_basic") === "client_secret_basic") {
-    const enc = (s: string) => encodeURIComponent(s);
-    headers["authorization"] = `Basic ${Buffer.from(`${enc(client.clientId)}:${enc(client.clientSecret)}`).toString("base64")}`;
-  } else {
-    form.set("client_id", client.clientId);
-    if (client.clientSecret) form.set("client_secret", client.clientSecret);
+  const http = guardedFetch(opts, step, defaultTokenType);
+  let r: SdkTokens;
+  try {
+    r = await call({
+      server: endpoint.origin,
+      metadata: sdkMetadata({ issuer: endpoint.origin, tokenEndpoint: endpoint.href }),
+      clientInformation: { client_id: client.clientId, ...(client.clientSecret ? { client_secret: client.clientSecret } : {}) },
+      addClientAuthentication: clientAuthentication(client),
+      fetchFn: http.fetchFn,
+    });
+  } catch (err) {
+    rethrowOwn(err);
+    const last = http.last();
+    if (!last) throw new OAuthError("invalid_response", `${step}: no request could be made to ${endpoint.host}`);
+    // Some vendors answer 200 with an error body; treat it like the 400 it should have been.
+    const { status, vendorError } = last;
+    const ok = status >= 200 && status < 300;
+    if (ok && !vendorError) throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status });
+    throw new OAuthError(mapVendorError(vendorError, ok ? 400 : status), `${step} failed at ${endpoint.host} (HTTP ${status}${vendorError ? `, ${vendorError}` : ""})`, {
+      status,
+      ...(vendorError ? { vendorError } : {}),
+    });
   }
-  const res = await send(endpoint, { method: "POST", headers, body: form.toString() }, opts, step);
-  const body = parseBody(await readText(res, step), res.headers.get("content-type"));
-  const parsed = res.status === 200 ? tokenResponseSchema.safeParse(body) : undefined;
-  if (parsed?.success) return parsed.data;
-  // Some vendors answer 200 with an error body; treat it like the 400 it should have been.
-  const vendorError = vendorErrorOf(body);
-  if (res.status === 200 && !vendorError) throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status: res.status });
-  const code = mapVendorError(vendorError, res.status === 200 ? 400 : res.status);
-  throw new OAuthError(code, `${step} failed at ${endpoint.host} (HTTP ${res.status}${vendorError ? `, ${vendorError}` : ""})`, {
-    status: res.status,
-    ...(vendorError ? { vendorError } : {}),
-  });
+  const expiresIn = r.expires_in;
+  if (!r.access_token || (expiresIn !== undefined && !(Number.isFinite(expiresIn) && expiresIn >= 0))) {
+    throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status: http.last()?.status ?? 0 });
+  }
+  return r;
 }
 
 /** Normalises the token type's case (`bearer` → `Bearer`), since it is pasted into headers. */
-function tokenType(raw: string | undefined): string {
-  return !raw || raw.toLowerCase() === "bearer" ? "Bearer" : raw;
+function tokenType(raw: string): string {
+  return raw.toLowerCase() === "bearer" ? "Bearer" : raw;
 }
 
-function toTokens(r: TokenResponse, issuedAt: number, previous?: { refreshToken: string; scope?: string }): OAuthTokens {
-  const refreshToken = r.refresh_token ?? previous?.refreshToken;
+function toTokens(r: SdkTokens, issuedAt: number, previous?: { refreshToken: string; scope?: string }): OAuthTokens {
+  const refreshToken = r.refresh_token || previous?.refreshToken;
   const scope = r.scope ?? previous?.scope;
   return {
     kind: "oauth",
@@ -175,17 +131,8 @@ export interface CodeExchange extends Client {
 export async function exchangeCode(req: CodeExchange, opts: TokenClientOptions): Promise<OAuthTokens> {
   // Expiry counts from before the request: a token is never believed to live longer than it does.
   const issuedAt = opts.clock.now();
-  const r = await tokenRequest(
-    req,
-    {
-      grant_type: "authorization_code",
-      code: req.code,
-      redirect_uri: req.redirectUri,
-      code_verifier: req.verifier,
-      ...(req.resource ? { resource: req.resource } : {}),
-    },
-    opts,
-    "code exchange",
+  const r = await tokenRequest(req, opts, "code exchange", ({ server, ...c }) =>
+    exchangeAuthorization(server, { ...c, authorizationCode: req.code, codeVerifier: req.verifier, redirectUri: req.redirectUri, ...(req.resource ? { resource: req.resource } : {}) }),
   );
   return toTokens(r, issuedAt);
 }
@@ -204,11 +151,8 @@ export interface RefreshRequest extends Client {
  */
 export async function refresh(req: RefreshRequest, opts: TokenClientOptions): Promise<OAuthTokens> {
   const issuedAt = opts.clock.now();
-  const r = await tokenRequest(
-    req,
-    { grant_type: "refresh_token", refresh_token: req.refreshToken, ...(req.resource ? { resource: req.resource } : {}) },
-    opts,
-    "token refresh",
+  const r = await tokenRequest(req, opts, "token refresh", ({ server, ...c }) =>
+    refreshAuthorization(server, { ...c, refreshToken: req.refreshToken, ...(req.resource ? { resource: req.resource } : {}) }),
   );
   return toTokens(r, issuedAt, { refreshToken: req.refreshToken, ...(req.scope !== undefined ? { scope: req.scope } : {}) });
 }

@@ -138,6 +138,15 @@ export class SqliteApprovalRepo implements ApprovalRepo {
       return rows.map((r) => toApproval({ ...r, status: "expired", decided_at: now }));
     }, this.wait);
   }
+  async list(filter: { teamId?: string; ownerUserId?: string; pendingAt?: number; limit: number }): Promise<Approval[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.teamId !== undefined) (where.push("team_id = ?"), params.push(filter.teamId));
+    if (filter.ownerUserId !== undefined) (where.push("owner_user_id = ?"), params.push(filter.ownerUserId));
+    if (filter.pendingAt !== undefined) (where.push("status = 'pending' AND expires_at > ?"), params.push(filter.pendingAt));
+    const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
+    return (this.db.prepare(sql).all(...params, filter.limit) as ApprovalRow[]).map(toApproval);
+  }
   async setCard(id: string, channel: string, ts: string): Promise<void> {
     await writeTx(this.db, () => this.db.prepare("UPDATE approvals SET card_channel = ?, card_ts = ? WHERE id = ?").run(channel, ts, id), this.wait);
   }

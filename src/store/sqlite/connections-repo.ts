@@ -1,8 +1,8 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import type { ThreadRef } from "../../domain/thread.js";
-import type { ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import { queryCandidates } from "./candidates-query.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import type { Statement } from "better-sqlite3";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
@@ -84,7 +84,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
 
   private readonly statements = new Map<string, Statement<unknown[]>>();
 
-  /** Prepared statements by SQL text: list() is on every call's hot path. */
+  /** Prepared statements by SQL text (a few shapes each): candidates() is on every call's hot path. */
   private cached(sql: string): Statement<unknown[]> {
     let st = this.statements.get(sql);
     if (!st) this.statements.set(sql, (st = this.db.prepare(sql)));
@@ -203,13 +203,8 @@ export class SqliteConnectionRepo implements ConnectionRepo {
     return (this.cached(`SELECT * FROM connections ${where} ORDER BY created_at, id`).all(p) as ConnectionRow[]).map(toConnection);
   }
 
-  async findOwnActive(owner: string, service: string, t: ThreadRef): Promise<Connection | undefined> {
-    const r = this.cached(
-      `SELECT * FROM connections WHERE team_id = ? AND owner_user_id = ? AND service = ? AND status = 'active'
-       AND ((scope = 'thread' AND channel_id = ? AND thread_ts = ?) OR scope = 'user')
-       ORDER BY CASE scope WHEN 'thread' THEN 0 ELSE 1 END, created_at LIMIT 1`,
-    ).get(t.teamId, owner, service, t.channelId, t.threadTs) as ConnectionRow | undefined;
-    return r ? toConnection(r) : undefined;
+  async candidates(q: CandidateQuery): Promise<CandidateRow[]> {
+    return queryCandidates((sql) => this.cached(sql), q);
   }
 
   async end(id: string, how: EndConnection): Promise<Connection | undefined> {

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { sleep, systemClock, type Clock } from "../../clock/clock.js";
 import { StoreError } from "../errors.js";
 
 /** A better-sqlite3 handle. */
@@ -16,8 +17,11 @@ export const SERVING_BUSY_TIMEOUT_MS = 5;
 export interface LockWait {
   /** Total wait before a write fails with StoreError `busy`. */
   readonly maxWaitMs: number;
-  /** The pause between attempts (tests may shorten it); the default is a real timer. */
-  readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * Times the wait and its pauses; the default is the system clock, since the lock is held by
+   * another process in real time. Tests pass a ManualClock to run out the wait without sleeping.
+   */
+  readonly clock?: Clock;
 }
 
 /** The default: as long as the old blocking busy_timeout (5 s), now without blocking. */
@@ -64,8 +68,6 @@ function withoutBusyWait<T>(db: Db, fn: () => T): T {
   }
 }
 
-const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * Runs `fn` in one BEGIN IMMEDIATE transaction and returns its value. While another connection
  * holds the write lock, BEGIN fails fast and the attempt is retried after an async pause (the
@@ -74,8 +76,8 @@ const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTim
  */
 export async function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_LOCK_WAIT): Promise<T> {
   const tx = db.transaction(fn);
-  const sleep = wait.sleep ?? realSleep;
-  const started = performance.now();
+  const clock = wait.clock ?? systemClock;
+  const started = clock.now();
   let pause = 2;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -84,12 +86,12 @@ export async function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_L
     } catch (err) {
       // Anything but a held lock (disk full, I/O, a constraint, an error of `fn`) is not waited out.
       if (!isBusy(err)) throw err;
-      const waited = performance.now() - started;
+      const waited = clock.now() - started;
       if (waited >= wait.maxWaitMs) {
         throw new StoreError("busy", `database is locked by another writer (waited ${Math.round(waited)} ms)`, { cause: err });
       }
       // Jittered exponential pause, capped, never past the deadline.
-      await sleep(Math.min(pause * (0.5 + Math.random()), 50, Math.max(1, wait.maxWaitMs - waited)));
+      await sleep(clock, Math.min(pause * (0.5 + Math.random()), 50, Math.max(1, wait.maxWaitMs - waited)));
       pause = Math.min(pause * 2, 50);
     }
   }

@@ -3,6 +3,7 @@ import {
   authorizationServerMetadataUrls,
   discoverOAuth,
   fetchAuthorizationServer,
+  fetchProtectedResource,
   protectedResourceMetadataUrls,
   resourceMetadataHint,
 } from "../../../src/login/oauth/discovery.js";
@@ -137,5 +138,47 @@ describe("registerClient (RFC 7591)", () => {
     expect(err.status).toBe(400);
     expect(err.vendorError).toBe("invalid_redirect_uri");
     expect(err.message).not.toContain("redirect_uris must be");
+  });
+});
+
+describe("failures through the SDK carry no response text", () => {
+  // The SDK's own errors can quote a body ("Raw body: ..."); ours name the step, a status and a vendor error token only.
+  const CANARY = "canary-91d2-body-text";
+  const answer = (status: number, body: string, type = "application/json"): typeof fetch => async () => new Response(body, { status, headers: { "content-type": type } });
+  const clean = (err: { message: string; vendorError?: string | undefined }) => {
+    expect(err.message).not.toContain(CANARY);
+    expect(err.vendorError ?? "").not.toContain(CANARY);
+    expect(JSON.stringify({ ...err, message: err.message })).not.toContain(CANARY);
+  };
+
+  it("maps malformed and failing metadata to coded errors", async () => {
+    const cases: Array<[typeof fetch, string]> = [
+      [answer(200, JSON.stringify({ issuer: "https://auth.example.com", note: CANARY })), "discovery_failed"],
+      [answer(200, `not json ${CANARY}`, "text/plain"), "discovery_failed"],
+      [answer(503, `<html>${CANARY}</html>`, "text/html"), "server_error"],
+    ];
+    for (const [f, code] of cases) {
+      const err = await oauthError(fetchAuthorizationServer("https://auth.example.com", { fetch: f }));
+      expect(err.code).toBe(code);
+      clean(err);
+    }
+    const pr = await oauthError(fetchProtectedResource("https://mcp.example.com/mcp", { fetch: answer(200, JSON.stringify({ resource: CANARY })) }));
+    expect(pr.code).toBe("discovery_failed");
+    clean(pr);
+  });
+
+  it("maps a refused or garbled registration to registration_failed", async () => {
+    const req = { registrationEndpoint: "https://auth.example.com/register", redirectUris: ["https://broker.example.com/login/callback"] };
+    const cases: Array<[typeof fetch, number]> = [
+      [answer(400, JSON.stringify({ error: "invalid_client_metadata", error_description: CANARY })), 400],
+      [answer(201, JSON.stringify({ client_name: CANARY })), 201],
+      [answer(500, `<pre>${CANARY}</pre>`, "text/html"), 500],
+    ];
+    for (const [f, status] of cases) {
+      const err = await oauthError(registerClient(req, { fetch: f }));
+      expect(err.code).toBe("registration_failed");
+      expect(err.status).toBe(status);
+      clean(err);
+    }
   });
 });

@@ -2,7 +2,7 @@ import { ManualClock } from "../../../src/clock/clock.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEventKind } from "../../../src/audit/event.js";
 import { parseRegistry, type ServiceRegistry } from "../../../src/config/registry.js";
-import { bindingOf } from "../../../src/connections/binding.js";
+import { bindingOf } from "../../../src/vault/binding.js";
 import { ConnectionLifecycle } from "../../../src/connections/lifecycle.js";
 import { OAuthClientResolver } from "../../../src/login/oauth/client-resolver.js";
 import { OAuthError } from "../../../src/login/oauth/errors.js";
@@ -149,6 +149,24 @@ describe("OAuthRefresher.fresh", () => {
     const renewed = await s.refresher.fresh(c);
     expect(s.idp.tokenRequests).toHaveLength(1);
     expect(renewed.kind === "oauth" && renewed.accessToken).not.toBe(tokens.accessToken);
+  });
+
+  it("open() hands back the row with its credential, the stored row after a refresh, so a caller decrypts nothing itself", async () => {
+    const s = await setup();
+    const tokens = s.idp.issueTokens("alice", CLIENT_ID);
+    const c = await connect(s, tokens, 10 * 60_000);
+
+    const current = await s.refresher.open(c);
+    expect(current.connection).toEqual(await s.h.store.connections.get(c.id));
+    expect(current.credential).toMatchObject({ kind: "oauth", accessToken: tokens.accessToken });
+    expect(s.idp.tokenRequests).toHaveLength(0);
+
+    s.h.clock.advance(10 * 60_000 - SKEW_MS);
+    const renewed = await s.refresher.open(c);
+    expect(s.idp.tokenRequests).toHaveLength(1);
+    expect(renewed.connection).toEqual(await s.h.store.connections.get(c.id));
+    expect(renewed.credential).toEqual(await storedCredential(s, c.id));
+    expect(renewed.credential.kind === "oauth" && renewed.credential.accessToken).not.toBe(tokens.accessToken);
   });
 
   it("passes non-OAuth credentials and tokens without an expiry through untouched", async () => {

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/clock/clock.js";
 import { OAuthError } from "../../../src/login/oauth/errors.js";
-import { createPkce, randomState } from "../../../src/login/oauth/pkce.js";
+import { beginAuthorization, randomState, readAuthorizationResponse, type AuthorizationParams } from "../../../src/login/oauth/authorize.js";
 import { registerClient } from "../../../src/login/oauth/registration.js";
-import { buildAuthorizeUrl, exchangeCode, readAuthorizationResponse, refresh } from "../../../src/login/oauth/token-client.js";
+import { exchangeCode, refresh } from "../../../src/login/oauth/token-client.js";
 import { startFakeIdp, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
-import { oauthError } from "./support.js";
+import { oauthError, s256Challenge } from "./support.js";
 
 const REDIRECT = "http://127.0.0.1:8080/login/oauth/callback";
 
@@ -18,18 +18,24 @@ afterEach(async () => {
 
 /** Runs authorize → login form → code in the fake IdP; returns what the client needs to redeem it. */
 async function authorize(i: FakeIdp, clientId: string, opts: { user?: string; password?: string } = {}) {
-  const pkce = createPkce();
   const state = randomState();
-  const url = buildAuthorizeUrl({ authorizationEndpoint: i.authorizationEndpoint, clientId, redirectUri: REDIRECT, scopes: ["read", "write"], state, challenge: pkce.challenge });
+  const { url, verifier } = await beginAuthorization({ authorizationEndpoint: i.authorizationEndpoint, clientId, redirectUri: REDIRECT, scopes: ["read", "write"], state });
+  const pkce = { verifier };
   const location = await i.authorizeWithPassword(url, opts.user ?? "alice", opts.password ?? "alice-password");
   return { pkce, state, location, code: readAuthorizationResponse(location, { redirectUri: REDIRECT, state }) };
 }
 
-describe("buildAuthorizeUrl", () => {
-  const base = { clientId: "cid", redirectUri: REDIRECT, scopes: ["a", "b"], state: "st", challenge: "ch" };
+/** The URL and verifier of an authorization request (beginAuthorization, on the SDK's startAuthorization). */
+async function buildAuthorizeUrl(p: AuthorizationParams) {
+  const { url, verifier } = await beginAuthorization(p);
+  return { url: new URL(url), verifier };
+}
 
-  it("sets every authorization-code + PKCE parameter and keeps the endpoint's own query", () => {
-    const url = new URL(buildAuthorizeUrl({ ...base, authorizationEndpoint: "https://auth.example.com/oauth/authorize?tenant=t1", resource: "https://mcp.example.com/mcp" }));
+describe("beginAuthorization", () => {
+  const base = { clientId: "cid", redirectUri: REDIRECT, scopes: ["a", "b"], state: "st" };
+
+  it("sets every authorization-code + PKCE parameter and keeps the endpoint's own query", async () => {
+    const { url, verifier } = await buildAuthorizeUrl({ ...base, authorizationEndpoint: "https://auth.example.com/oauth/authorize?tenant=t1", resource: "https://mcp.example.com/mcp" });
     expect(Object.fromEntries(url.searchParams)).toEqual({
       tenant: "t1",
       response_type: "code",
@@ -37,28 +43,26 @@ describe("buildAuthorizeUrl", () => {
       redirect_uri: REDIRECT,
       scope: "a b",
       state: "st",
-      code_challenge: "ch",
+      code_challenge: s256Challenge(verifier),
       code_challenge_method: "S256",
       resource: "https://mcp.example.com/mcp",
     });
   });
 
-  it("lets registry extras add parameters but never override PKCE, state or the redirect", () => {
-    const url = new URL(
-      buildAuthorizeUrl({
-        ...base,
-        authorizationEndpoint: "https://auth.example.com/authorize",
-        extra: { access_type: "offline", redirect_uri: "https://evil.example/cb", code_challenge_method: "plain", state: "x" },
-      }),
-    );
+  it("lets registry extras add parameters but never override PKCE, state or the redirect", async () => {
+    const { url } = await buildAuthorizeUrl({
+      ...base,
+      authorizationEndpoint: "https://auth.example.com/authorize",
+      extra: { access_type: "offline", redirect_uri: "https://evil.example/cb", code_challenge_method: "plain", state: "x" },
+    });
     expect(url.searchParams.get("access_type")).toBe("offline");
     expect(url.searchParams.get("redirect_uri")).toBe(REDIRECT);
     expect(url.searchParams.get("code_challenge_method")).toBe("S256");
     expect(url.searchParams.get("state")).toBe("st");
   });
 
-  it("refuses an authorization endpoint over plain http to a remote host", () => {
-    expect(() => buildAuthorizeUrl({ ...base, authorizationEndpoint: "http://auth.example.com/authorize" })).toThrow(OAuthError);
+  it("refuses an authorization endpoint over plain http to a remote host", async () => {
+    await expect(buildAuthorizeUrl({ ...base, authorizationEndpoint: "http://auth.example.com/authorize" })).rejects.toThrow(OAuthError);
   });
 });
 
@@ -99,7 +103,7 @@ describe("code exchange against the fake IdP (no browser)", () => {
     const { pkce, code } = await authorize(idp, client.clientId);
     const req = { tokenEndpoint: idp.tokenEndpoint, clientId: client.clientId, code, redirectUri: REDIRECT };
     const clock = new ManualClock();
-    const err = await oauthError(exchangeCode({ ...req, verifier: createPkce().verifier }, { clock }));
+    const err = await oauthError(exchangeCode({ ...req, verifier: randomState() /* well-formed, not this flow's */ }, { clock }));
     expect(err.code).toBe("invalid_grant");
     expect(err.status).toBe(400);
     expect(err.message).not.toContain(code);

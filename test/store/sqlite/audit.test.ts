@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
-import { bindingOf } from "../../../src/connections/binding.js";
+import { bindingOf } from "../../../src/vault/binding.js";
 import { newId } from "../../../src/domain/ids.js";
 import type { NewConnection } from "../../../src/store/records.js";
 import { harness, rows, TempDirs, threadInput, type Harness } from "../../support/foundation.js";

@@ -1,6 +1,7 @@
 import { existsSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ManualClock } from "../../../src/clock/clock.js";
 import { StoreError } from "../../../src/store/errors.js";
 import { openDatabase } from "../../../src/store/sqlite/db.js";
 import { openSqliteStore, SqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
@@ -96,5 +97,34 @@ describe("writes while another process holds the write lock", () => {
       await lock.release();
       await store.close();
     }
+  });
+
+  it("times the wait on its clock: the write fails busy once that clock passes the wait, not before, and no real time is spent", async () => {
+    const file = path.join(tmp.make(), "clocked.db");
+    const { store } = openSqliteStore(file);
+    const clock = new ManualClock(0);
+    const clocked = new SqliteStore(store.db, { maxWaitMs: 5_000, clock });
+    const lock = await holdWriteLock(file);
+    try {
+      let outcome: unknown;
+      const write = clocked.grants.revoke("grant_x", "U1", 1, [{ at: 1, event: "grant_revoked" }]).then(
+        () => (outcome = "written"),
+        (err: unknown) => (outcome = err),
+      );
+      // The retries pause on the clock: the whole wait passes in as long as the attempts take.
+      await clock.advanceAsync(4_900);
+      expect(outcome).toBeUndefined();
+      expect(clock.pendingTimers()).toBe(1); // the next retry's pause, armed on the store's clock
+      await clock.advanceAsync(200);
+      await vi.waitFor(() => expect(outcome).toMatchObject({ name: "StoreError", code: "busy" }), { timeout: 5_000 });
+      await write;
+      expect(String((outcome as Error).message)).toMatch(/waited 5\d\d\d ms/);
+    } finally {
+      await lock.release();
+      await store.close();
+    }
+    const reopened = openSqliteStore(file).store;
+    expect(await reopened.audit.count({ event: "grant_revoked" })).toBe(0);
+    await reopened.close();
   });
 });

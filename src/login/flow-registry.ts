@@ -1,6 +1,7 @@
-// One running login flow: from the first load of its link until it completes, is cancelled, times
+// The running login flows: from the first load of its link until it completes, is cancelled, times
 // out, is abandoned by its viewer, or fails. A flow that needs a browser holds one of the broker's
 // SLAUDE_LOGIN_MAX_CONCURRENT browser slots for all of that time, not only while Chromium runs.
+import type { Clock, Timer } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import type { LoginSession } from "../store/records.js";
 import type { LoginBrowser, OAuthFlow } from "./ports.js";
@@ -14,7 +15,7 @@ export interface Viewer {
 /** Why a socket could not become a flow's viewer: another socket is live, or the flow is not running. */
 export type ClaimRefusal = "busy" | "gone";
 
-/** A flow's state; owned by LoginService. */
+/** A flow's state; owned by the registry, driven by LoginService and the capture strategies. */
 export interface Flow {
   readonly session: LoginSession;
   readonly service: Service;
@@ -26,10 +27,11 @@ export interface Flow {
   viewer: Viewer | undefined;
   send: ((m: ServerMessage) => void) | undefined;
   /** The flow's deadline (SLAUDE_LOGIN_TIMEOUT_SECONDS). */
-  timer: NodeJS.Timeout | undefined;
+  timer: Timer | undefined;
   /** Runs while nobody watches: the flow ends if no socket claims it in time. */
-  graceTimer: NodeJS.Timeout | undefined;
-  cookiePoll: NodeJS.Timeout | undefined;
+  graceTimer: Timer | undefined;
+  /** A strategy's repeating check (the cookie poll); stopped when the flow is removed. */
+  poll: Timer | undefined;
   oauth: OAuthFlow | undefined;
   ended: boolean;
 }
@@ -40,23 +42,35 @@ export function needsBrowser(service: Service): boolean {
   return capture.strategy !== "paste" || Boolean(capture.startUrl);
 }
 
-/** What the table calls when a flow's deadline or grace period runs out. */
+/** What the registry calls when a flow's deadline or grace period runs out. */
 export interface FlowTimers {
   onTimeout(f: Flow): void;
   /** Nobody claimed the flow within the grace period (its page never connected, or its socket closed). */
   onAbandoned(f: Flow): void;
 }
 
+/** The registry's limits and time source. */
+export interface FlowRegistrySettings {
+  readonly maxConcurrent: number;
+  readonly graceMs: number;
+  /** Arms the flow deadlines and grace periods (tests advance a ManualClock). */
+  readonly clock: Clock;
+  readonly timers: FlowTimers;
+}
+
+/** A flow's deadline is never closer than this, so a flow resumed just before its expiry still gets a moment. */
+const MIN_DEADLINE_MS = 1_000;
+
 /**
  * The running flows and their browser slots: a slot is taken when a link is first loaded, before
  * any await, and given back only once the flow's browser is gone; one viewer socket per flow.
  */
-export class FlowTable {
+export class FlowRegistry {
   private readonly flows = new Map<string, Flow>();
   private held = 0;
   private closed = false;
 
-  constructor(private readonly opts: { maxConcurrent: number; graceMs: number; now: () => number; timers: FlowTimers }) {}
+  constructor(private readonly opts: FlowRegistrySettings) {}
 
   /** The running flow of session `id`. */
   get(id: string): Flow | undefined {
@@ -85,7 +99,7 @@ export class FlowTable {
     return this.held;
   }
 
-  /** A slot for a flow of `service`: true when taken, false when the flow needs none, "full" when none is left (or the table is closed). */
+  /** A slot for a flow of `service`: true when taken, false when the flow needs none, "full" when none is left (or the registry is closed). */
   takeSlot(service: Service): boolean | "full" {
     if (!needsBrowser(service)) return false;
     if (this.closed || this.held >= this.opts.maxConcurrent) return "full";
@@ -105,18 +119,17 @@ export class FlowTable {
 
   /** Starts the flow of `session` with its deadline, and the grace period for its first socket. */
   start(session: LoginSession, service: Service, holdsSlot: boolean): Flow {
-    const f: Flow = { session, service, holdsSlot, browser: undefined, launch: undefined, viewer: undefined, send: undefined, timer: undefined, graceTimer: undefined, cookiePoll: undefined, oauth: undefined, ended: false };
+    const f: Flow = { session, service, holdsSlot, browser: undefined, launch: undefined, viewer: undefined, send: undefined, timer: undefined, graceTimer: undefined, poll: undefined, oauth: undefined, ended: false };
     this.flows.set(session.id, f);
-    f.timer = setTimeout(() => this.opts.timers.onTimeout(f), Math.max(1_000, session.expiresAt - this.opts.now()));
-    f.timer.unref();
+    const clock = this.opts.clock;
+    f.timer = clock.setTimeout(() => this.opts.timers.onTimeout(f), Math.max(MIN_DEADLINE_MS, session.expiresAt - clock.now()), { unref: true });
     this.armGrace(f);
     return f;
   }
 
   private armGrace(f: Flow): void {
-    if (f.graceTimer) clearTimeout(f.graceTimer);
-    f.graceTimer = setTimeout(() => this.opts.timers.onAbandoned(f), this.opts.graceMs);
-    f.graceTimer.unref();
+    f.graceTimer?.cancel();
+    f.graceTimer = this.opts.clock.setTimeout(() => this.opts.timers.onAbandoned(f), this.opts.graceMs, { unref: true });
   }
 
   /** Makes a socket the flow's one viewer; refused while another socket is live or when the flow is not running. */
@@ -126,7 +139,7 @@ export class FlowTable {
     if (f.viewer) return "busy";
     const viewer: Viewer = { sessionId };
     f.viewer = viewer;
-    if (f.graceTimer) clearTimeout(f.graceTimer);
+    f.graceTimer?.cancel();
     f.graceTimer = undefined;
     return viewer;
   }
@@ -148,9 +161,9 @@ export class FlowTable {
 
   /** Forgets an ended flow and stops its timers (its browser is the caller's to close). */
   remove(f: Flow): void {
-    if (f.timer) clearTimeout(f.timer);
-    if (f.graceTimer) clearTimeout(f.graceTimer);
-    if (f.cookiePoll) clearInterval(f.cookiePoll);
+    f.timer?.cancel();
+    f.graceTimer?.cancel();
+    f.poll?.cancel();
     f.viewer = undefined;
     this.flows.delete(f.session.id);
   }

@@ -1,0 +1,114 @@
+import { chmodSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { ApprovalService } from "../approvals/approval-service.js";
+import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
+import type { Clock } from "../clock/clock.js";
+import type { CacheLimits } from "../config/env.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { Broker } from "../broker/broker.js";
+import type { ConsentNotifier, CredentialRefresher } from "../broker/ports.js";
+import type { ResultLimits } from "../hygiene/truncate.js";
+import type { Logger } from "../log/logger.js";
+import { noMembership, type MembershipSource } from "../membership/membership.js";
+import { noMetrics, type Metrics } from "../metrics/metrics.js";
+import { ChildLedger } from "../pool/child-ledger.js";
+import { ProductionLauncher, UidAllocator, type BackoffSource, type VendorLauncher } from "../pool/launcher.js";
+import { VendorPool } from "../pool/pool.js";
+import type { Store } from "../store/store.js";
+import { TurnState } from "../turns/turn-state.js";
+import type { Vault } from "../vault/vault.js";
+
+// The broker's part of the composition root: the launcher, crash ledger, pool and approval service
+// are built here from settings, and handed to the broker as ports.
+
+/** What the broker is built from: settings and the adapters the app already has; defaults for the rest. */
+export interface BrokerOptions {
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly registry: ServiceRegistry;
+  readonly lifecycle: ConnectionLifecycle;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly membership?: MembershipSource;
+  readonly approvalChannel?: ApprovalChannel;
+  readonly turns?: TurnState;
+  /** Where per-connection HOME/TMPDIR and the child ledger live (under the data dir). */
+  readonly runDir: string;
+  readonly childBaseEnv: Readonly<Record<string, string>>;
+  readonly pool?: { maxChildren?: number; idleMs?: number; acquireTimeoutMs?: number; stopGraceMs?: number; childUidBase?: number | undefined };
+  readonly limits?: ResultLimits;
+  readonly callTimeoutMs?: number;
+  readonly approvalTimeoutMs?: number;
+  /** Refreshes OAuth credentials before calls (src/login/oauth). */
+  readonly refresher?: CredentialRefresher;
+  /** Delivers the consent card for `connect` (Slack in production). */
+  readonly consent?: ConsentNotifier;
+  /** Where calls, pool waits, approval decisions and reaper runs are reported (GET /metrics). */
+  readonly metrics?: Metrics;
+  /** Replaces the process launcher (and its backoff): tests of the pool bookkeeping. */
+  readonly launcher?: VendorLauncher & Partial<BackoffSource>;
+  /** Bounds the decrypted-credential cache (count and age). */
+  readonly credentialCache?: CacheLimits;
+}
+
+/** Defaults of the pool settings (SLAUDE_POOL_*). */
+export const POOL_DEFAULTS = { maxChildren: 32, idleMs: 600_000, acquireTimeoutMs: 30_000 } as const;
+
+/** Builds the broker's adapters (launcher, ledger, pool, approvals) and the broker over them. */
+export function buildBroker(o: BrokerOptions): Broker {
+  const ledger = new ChildLedger(path.join(o.runDir, "children"), path.join(o.runDir, "vendors"));
+  const maxChildren = o.pool?.maxChildren ?? POOL_DEFAULTS.maxChildren;
+  const launcher: VendorLauncher & Partial<BackoffSource> = o.launcher ?? productionLauncher(o, ledger, maxChildren);
+  const metrics = o.metrics ?? noMetrics;
+  const pool = new VendorPool(
+    launcher,
+    { maxChildren, idleMs: o.pool?.idleMs ?? POOL_DEFAULTS.idleMs, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs },
+    o.clock,
+    o.log,
+    metrics,
+  );
+  const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics });
+  return new Broker({
+    store: o.store,
+    vault: o.vault,
+    registry: o.registry,
+    lifecycle: o.lifecycle,
+    clock: o.clock,
+    log: o.log,
+    membership: o.membership ?? noMembership,
+    turns: o.turns ?? new TurnState(),
+    pool,
+    approvals,
+    ledger,
+    backoff: { backoffOf: (id) => launcher.backoffOf?.(id) },
+    metrics,
+    limits: o.limits ?? { maxBytes: 50_000, maxLines: 2_000 },
+    callTimeoutMs: o.callTimeoutMs ?? 120_000,
+    ...(o.refresher ? { refresher: o.refresher } : {}),
+    ...(o.consent ? { consent: o.consent } : {}),
+    ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
+  });
+}
+
+/** The launcher of real children: allowlisted env, private HOME/TMPDIR, process groups, child uids when root. */
+function productionLauncher(o: BrokerOptions, ledger: ChildLedger, maxChildren: number): ProductionLauncher {
+  const uidBase = o.pool?.childUidBase;
+  const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
+  if (perChildUid) {
+    // Children under their own uids must traverse to their private HOME: execute-only, no listing.
+    for (const d of [path.dirname(o.runDir), o.runDir, path.join(o.runDir, "vendors")]) {
+      mkdirSync(d, { recursive: true, mode: 0o711 });
+      chmodSync(d, 0o711);
+    }
+  }
+  return new ProductionLauncher({
+    baseEnv: o.childBaseEnv,
+    runDir: path.join(o.runDir, "vendors"),
+    ledger,
+    uids: perChildUid ? new UidAllocator(uidBase, maxChildren) : undefined,
+    ...(o.pool?.stopGraceMs !== undefined ? { stopGraceMs: o.pool.stopGraceMs } : {}),
+    clock: o.clock,
+    log: o.log,
+  });
+}

@@ -1,0 +1,98 @@
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { PoolError } from "../pool/errors.js";
+import type { PoolLease } from "../pool/pool.js";
+import type { CallPlan } from "./call-plan.js";
+import type { BrokerDeps, CallExtra } from "./deps.js";
+import type { FailureCode, MessageFacts } from "./outcome.js";
+import { sanitizeVendorText } from "./result-hygiene.js";
+import { callVendorTool, VendorCallError } from "./vendor-call.js";
+
+// The pool-lease stage of a call: the vendor runs the planned tool under the broker's deadline,
+// with progress forwarded (redacted) to the caller; and how each way it can fail is named.
+
+/** One vendor run: the plan, the lease (credential session) and the caller's signal and progress. */
+export interface VendorRun {
+  readonly plan: CallPlan;
+  readonly lease: PoolLease;
+  readonly extra: CallExtra;
+}
+
+/** Runs the planned tool on the lease's vendor; throws PoolError or VendorCallError. */
+export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTimeoutMs">, r: VendorRun): Promise<CallToolResult> {
+  const { extra, lease } = r;
+  // Progress is forwarded in order, and all of it before the result: a client that handles the
+  // response first would drop a late progress notification for a finished request.
+  let forwarded: Promise<unknown> = Promise.resolve();
+  let progressed = false;
+  const result = await d.pool.withLease(lease, async (client) => {
+    const t0 = performance.now();
+    return callVendorTool(client, r.plan.tool, r.plan.args, {
+      timeoutMs: d.callTimeoutMs,
+      clock: d.clock,
+      signal: extra.signal,
+      onprogress: extra.progress
+        ? (p) => {
+            progressed = true;
+            const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: lease.redactor.text(p.message) } : {}) };
+            forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
+          }
+        : undefined,
+    }).finally(() => {
+      if (extra.trace) extra.trace.vendorMs = performance.now() - t0;
+    });
+  });
+  if (progressed) {
+    await forwarded;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return result;
+}
+
+/** A failure named for the caller: the code and the facts its message may mention. */
+export interface NamedFailure {
+  readonly code: FailureCode;
+  readonly facts?: MessageFacts;
+}
+
+/** Names a failed vendor run; a hung vendor is killed on the way (the next call starts fresh). */
+export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: VendorRun, thrown: unknown): Promise<NamedFailure> {
+  const connectionId = r.lease.connection.id;
+  const redactor = r.lease.redactor;
+  let err = thrown;
+  if (err instanceof PoolError) {
+    switch (err.code) {
+      case "pool_busy":
+        return { code: "pool_busy" };
+      case "backoff":
+        return { code: "vendor_backoff", facts: err.retryAt ? { retryAt: err.retryAt } : {} };
+      case "vendor_unreachable":
+        return { code: "vendor_unreachable", facts: err.retryAt ? { retryAt: err.retryAt } : {} };
+      case "credential_incomplete":
+        return { code: "credential_unusable" };
+      case "vendor_misbehaved":
+        return { code: "vendor_misbehaved" };
+      default:
+        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+        return { code: "vendor_crashed" };
+    }
+  }
+  if (r.extra.signal?.aborted) return { code: "cancelled" };
+  if (err instanceof VendorCallError) {
+    // Decided by the broker's own timer and transport, never by the code a vendor chose.
+    switch (err.end.kind) {
+      case "cancelled":
+        return { code: "cancelled" };
+      case "timeout":
+        await d.pool.drop(connectionId, "kill");
+        return { code: "vendor_timeout" };
+      case "closed":
+        return { code: "vendor_crashed" };
+      case "vendor_error":
+        return { code: "vendor_error", facts: { detail: sanitizeVendorText(redactor.text(err.end.message)) } };
+      case "other":
+        err = err.end.error;
+    }
+  }
+  d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
+  return { code: "vendor_crashed" };
+}

@@ -1,0 +1,28 @@
+import type { RespondFn } from "@slack/bolt";
+import type { Logger } from "../log/logger.js";
+import { blockActionBody, buttonAction, type BlockActionBody } from "./payloads.js";
+
+/** A parsed button click: who clicked where, and the button. */
+export interface Click {
+  readonly body: BlockActionBody;
+  readonly action: { readonly action_id: string; readonly value?: string | undefined };
+}
+
+/** The click's envelope and button, parsed; a payload that does not fit is logged and ignored (nothing acted on). */
+export function parseClick(body: unknown, action: unknown, log: Logger): Click | undefined {
+  const b = blockActionBody.safeParse(body);
+  const a = buttonAction.safeParse(action);
+  if (b.success && a.success) return { body: b.data, action: a.data };
+  log.warn("ignored a malformed Slack click", { issues: [...(b.error?.issues ?? []), ...(a.error?.issues ?? [])].map((i) => i.path.join(".")).join(",").slice(0, 200) });
+  return undefined;
+}
+
+/** Answers a click privately; Home-tab clicks carry no response_url, so there is nothing to answer into. */
+export async function reply(respond: RespondFn, body: BlockActionBody, text: string, log: Logger): Promise<void> {
+  if (!body.response_url) return;
+  try {
+    await respond({ response_type: "ephemeral", replace_original: false, text });
+  } catch (err) {
+    log.warn("could not answer a click", { error: (err as Error).message });
+  }
+}

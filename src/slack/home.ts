@@ -1,0 +1,31 @@
+import type { GrantsAdmin } from "../connections/grants-admin.js";
+import type { Store } from "../store/store.js";
+import { connectionsBlocks, type ConnectionsModel } from "./blocks.js";
+import type { SlackApi } from "./slack-api.js";
+
+/** What the connections view needs: the store, who is an admin, and Slack to publish to. */
+export interface HomeDeps {
+  readonly api: SlackApi;
+  readonly store: Store;
+  readonly grants: Pick<GrantsAdmin, "isAdmin">;
+}
+
+/** One user's connections and grants (and, for admins, everyone's plus recent audit). */
+export async function connectionsModel(d: HomeDeps, teamId: string, userId: string): Promise<ConnectionsModel> {
+  const [mine, grantsGiven, grantsReceived] = await Promise.all([
+    d.store.connections.list({ teamId, ownerUserId: userId, statuses: ["active", "needs_login"] }),
+    d.store.grants.list({ teamId, ownerUserId: userId, liveOnly: true }),
+    d.store.grants.list({ teamId, borrowerUserId: userId, liveOnly: true }),
+  ]);
+  if (!(await d.grants.isAdmin(userId))) return { mine, grantsGiven, grantsReceived };
+  const [all, recentAudit] = await Promise.all([
+    d.store.connections.list({ teamId, statuses: ["active", "needs_login"] }),
+    d.store.audit.query({ teamId, limit: 15, take: "latest" }),
+  ]);
+  return { mine, grantsGiven, grantsReceived, admin: { all, recentAudit } };
+}
+
+/** Publishes the App Home tab for a user. */
+export async function publishHome(d: HomeDeps, teamId: string, userId: string): Promise<void> {
+  await d.api.publishHome(userId, { type: "home", blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)) });
+}

@@ -1,0 +1,95 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { SECRET_VARIABLES } from "../../src/config/secret-files.js";
+
+// Docs say what is: the environment variables named by src/config/env.ts, the README's table and
+// .env.example are the same set; every `src/…` path a doc names exists; nothing built is "coming".
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const read = (rel: string): string => readFileSync(path.join(ROOT, rel), "utf8");
+const DOCS = ["README.md", ...readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+
+/** Every variable the env schema reads: the keys of `envSchema` in src/config/env.ts. */
+function schemaVariables(): Set<string> {
+  const src = read("src/config/env.ts");
+  const start = src.indexOf("const envSchema = z.object({");
+  const end = src.indexOf("\n});", start);
+  expect(start, "envSchema not found in src/config/env.ts").toBeGreaterThan(-1);
+  return new Set([...src.slice(start, end).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!));
+}
+
+/** `<NAME>_FILE` variants of the secret variables (read by src/config/secret-files.ts). */
+const FILE_VARIANTS = new Set(SECRET_VARIABLES.map((n) => `${n}_FILE`));
+
+/** Names in the first cell of the README's environment table rows. */
+function readmeVariables(): Set<string> {
+  const names = new Set<string>();
+  for (const line of read("README.md").split("\n")) {
+    const cell = /^\| ([^|]+) \|/.exec(line)?.[1];
+    if (!cell) continue;
+    for (const m of cell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
+  }
+  return names;
+}
+
+/** Names set (or shown commented out) in .env.example: `NAME=` at the start of a line, with or without `# `. */
+function exampleVariables(): Set<string> {
+  return new Set([...read(".env.example").matchAll(/^(?:# ?)?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]!));
+}
+
+const sorted = (s: Iterable<string>): string[] => [...s].sort();
+const minus = (a: Set<string>, b: Set<string>): string[] => sorted([...a].filter((x) => !b.has(x)));
+
+/**
+ * "coming" / "not yet built" that is genuine future work or plain English, each with its reason.
+ * Anything else saying so fails: a built part is described as it is.
+ */
+const ALLOWED_FUTURE: readonly { file: string; text: string; reason: string }[] = [
+  { file: "docs/login.md", text: "The same viewer coming back", reason: "plain English (a returning viewer), not a roadmap marker" },
+];
+const FUTURE_MARKER = /\b(coming|not yet built|not built yet|not yet implemented|planned)\b/gi;
+
+describe("docs say what is", () => {
+  it("src/config/env.ts, the README environment table and .env.example name the same variables", () => {
+    const schema = schemaVariables();
+    expect(schema.size).toBeGreaterThan(30);
+    const known = new Set([...schema, ...FILE_VARIANTS]);
+    const readme = readmeVariables();
+    const example = exampleVariables();
+    expect(minus(schema, readme), "read by env.ts but missing from the README table").toEqual([]);
+    expect(minus(readme, known), "in the README table but read by nothing").toEqual([]);
+    expect(minus(schema, example), "read by env.ts but missing from .env.example").toEqual([]);
+    expect(minus(example, known), "in .env.example but read by nothing").toEqual([]);
+  });
+
+  it("every src/ path a doc names exists", () => {
+    const missing: string[] = [];
+    for (const doc of DOCS) {
+      for (const m of read(doc).matchAll(/\bsrc\/[A-Za-z0-9_./-]*[A-Za-z0-9_]/g)) {
+        if (!existsSync(path.join(ROOT, m[0]))) missing.push(`${doc}: ${m[0]}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("no doc calls anything 'coming' or 'not yet built' outside the allow-list", () => {
+    const found: string[] = [];
+    for (const doc of [...DOCS, ".env.example"]) {
+      const lines = read(doc).split("\n");
+      lines.forEach((line, i) => {
+        // A marker may sit at a line end with its sentence on the next line: judge the two together.
+        const context = `${line} ${lines[i + 1] ?? ""}`;
+        for (const m of line.matchAll(FUTURE_MARKER)) {
+          if (ALLOWED_FUTURE.some((a) => a.file === doc && context.includes(a.text))) continue;
+          found.push(`${doc}:${i + 1}: ${m[0]}: ${line.trim().slice(0, 120)}`);
+        }
+      });
+    }
+    expect(found).toEqual([]);
+  });
+
+  it("the allow-list holds only entries that still match something", () => {
+    for (const a of ALLOWED_FUTURE) expect(read(a.file), `${a.file}: ${a.reason}`).toContain(a.text);
+  });
+});
