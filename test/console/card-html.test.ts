@@ -34,23 +34,36 @@ beforeAll(async () => {
     return route.fulfill({ contentType: "text/javascript", body: readFileSync(path.join(CONSOLE_STATIC_DIR, path.basename(name))) });
   });
   await page.goto(`${ORIGIN}/console/blank`);
-  await page.waitForFunction(() => typeof (window as unknown as { renderCard?: unknown }).renderCard === "function");
+  await page.waitForFunction(() => typeof (globalThis as unknown as { renderCard?: unknown }).renderCard === "function");
 });
 
 afterAll(async () => {
   await browser?.close();
 });
 
+/** The few DOM members the test reads in the page (the test program has no DOM types). */
+interface DomNode {
+  readonly textContent: string | null;
+  readonly outerHTML: string;
+  readonly nextElementSibling: DomNode | null;
+  querySelector(selector: string): DomNode | null;
+  querySelectorAll(selector: string): ArrayLike<DomNode>;
+  cloneNode(deep: boolean): DomNode;
+  getAttribute(name: string): string | null;
+  replaceWith(text: string): void;
+}
+
 /** Renders `card` with the console's cards.js and reads back what the HTML says, fact by fact. */
 async function htmlFacts(card: Card): Promise<CardFactList & { readonly html: string }> {
   return page.evaluate((c) => {
-    const root = (window as unknown as { renderCard: (card: unknown) => HTMLElement }).renderCard(c);
-    document.body.replaceChildren(root);
+    const page = globalThis as unknown as { renderCard(card: unknown): DomNode; document: { body: { replaceChildren(n: DomNode): void } } };
+    const root = page.renderCard(c);
+    page.document.body.replaceChildren(root);
     // What a reader reads: dates as the instant they name (the card model's plain form).
-    const read = (e: Element | null): string => {
+    const read = (e: DomNode | null): string => {
       if (!e) return "";
-      const copy = e.cloneNode(true) as Element;
-      for (const t of copy.querySelectorAll("time")) t.replaceWith(t.getAttribute("datetime") ?? "");
+      const copy = e.cloneNode(true);
+      for (const t of Array.from(copy.querySelectorAll("time"))) t.replaceWith(t.getAttribute("datetime") ?? "");
       return copy.textContent ?? "";
     };
     const notice = root.querySelector(".notice");
@@ -58,12 +71,12 @@ async function htmlFacts(card: Card): Promise<CardFactList & { readonly html: st
     const tool = root.querySelector(".tool-name");
     return {
       title: read(root.querySelector("h3")),
-      lines: [...root.querySelectorAll("p.line")].map(read),
+      lines: Array.from(root.querySelectorAll("p.line")).map(read),
       ...(tool ? { tool: tool.textContent ?? "" } : {}),
-      args: [...root.querySelectorAll("dl.args dt")].map((dt) => [dt.querySelector(".arg-name")?.textContent ?? "", dt.nextElementSibling?.textContent ?? ""] as const),
+      args: Array.from(root.querySelectorAll("dl.args dt")).map((dt) => [dt.querySelector(".arg-name")?.textContent ?? "", dt.nextElementSibling?.textContent ?? ""] as const),
       ...(notice ? { notice: read(notice) } : {}),
       ...(footer ? { footer: read(footer) } : {}),
-      actions: [...root.querySelectorAll(".actions .action")].map((b) => b.textContent ?? ""),
+      actions: Array.from(root.querySelectorAll(".actions .action")).map((b) => b.textContent ?? ""),
       html: root.outerHTML,
     };
   }, card as unknown as Record<string, unknown>);

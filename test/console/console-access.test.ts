@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import http from "node:http";
 import { startApp, type RunningApp } from "../../src/app/app.js";
+import { demoRegistry } from "../../src/config/demo-registry.js";
 import { testAppConfig } from "../support/app-config.js";
 
 // Console access (issue 10 item 3): the token link is the only way in; API requests without the
@@ -18,7 +20,7 @@ let link: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-access-"));
-  app = await startApp({ config: testAppConfig(dir, "host-token-" + "x".repeat(24), { SLAUDE_WORKSPACE: "local" }) });
+  app = await startApp({ config: testAppConfig(dir, "host-token-" + "x".repeat(24), { SLAUDE_WORKSPACE: "local" }), registry: demoRegistry() });
   expect(app.consoleUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/console\/\?token=[A-Za-z0-9_-]{43}$/);
   link = app.consoleUrl!;
   base = new URL(link).origin;
@@ -98,8 +100,16 @@ describe("console access", () => {
     const sibling = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://127.0.0.1:1", "content-type": "application/json", "x-console-csrf": csrf }, body });
     expect(sibling.status).toBe(403);
     expect(await isMember(cookie, "UBOB")).toBe(true);
-    const host = await fetch(`${base}/console/api/session`, { headers: { cookie, host: "evil.example" } });
-    expect(host.status).toBe(403);
+    // fetch cannot set Host: a raw request can, as a DNS-rebinding page's browser would send it.
+    const hostStatus = await new Promise<number | undefined>((resolve, reject) => {
+      const req = http.request(`${base}/console/api/session`, { headers: { cookie, host: `evil.example:${new URL(base).port}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(hostStatus).toBe(403);
     const sameOrigin = await fetch(`${base}/console/api/session`, { headers: { cookie, origin: base } });
     expect(sameOrigin.status).toBe(200);
   });

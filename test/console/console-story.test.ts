@@ -72,7 +72,8 @@ describe("the console, as a new user meets it", () => {
     // --- Alice starts a thread and connects the demo service: consent card → live view → paste → saved.
     await actAs("Alice");
     await page.getByRole("button", { name: "Start a new thread" }).click();
-    await visible(page.getByRole("combobox", { name: "Thread" }).getByRole("option", { name: /^Alice's thread/ }));
+    await visible(page.getByText(/^Thread C_GENERAL\/\d+\.\d+; calls run as Alice\.$/));
+    expect(await page.getByRole("combobox", { name: "Thread" }).locator("option:checked").textContent()).toMatch(/^Alice's thread/);
     await page.getByRole("button", { name: "Refresh" }).click();
     await page.getByRole("button", { name: "Connect Demo notes" }).click();
     await finishedRun("Alice", "connect demo");
@@ -159,8 +160,9 @@ describe("the console, as a new user meets it", () => {
     await visible(audit.getByRole("row").filter({ hasText: "approval_decided" }).filter({ hasText: "allowed_once" }).first());
     await visible(audit.getByRole("row").filter({ hasText: "approval_rejected_click" }).filter({ hasText: "clicked by Bob" }).first());
 
-    // Phone width: the same page, readable at 390 px.
+    // Phone width: the same page, readable at 390 px (once the last notice has cleared).
     await openTab(/^Play a thread/);
+    await page.getByRole("alert").filter({ hasText: /./ }).waitFor({ state: "hidden", timeout: WAIT });
     await page.setViewportSize({ width: 390, height: 844 });
     await page.screenshot({ path: path.join(ARTIFACTS, "console-play-390x844.png"), fullPage: false });
     await page.setViewportSize({ width: 1280, height: 800 });
