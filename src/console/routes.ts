@@ -43,7 +43,7 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
     notes: (_q, res, url) => d.play.notes(res, url),
     connections: (_q, res, url) => d.connections.list(res, url),
     audit: (_q, res, url) => d.connections.audit(res, url),
-    events: (req, res) => d.events.open(req, res),
+    events: (_req, res) => d.events.open(res),
   };
   const post: Record<string, Api> = {
     membership: (req, res) => d.play.membership(req, res),

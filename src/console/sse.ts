@@ -40,7 +40,7 @@ export class SseHub {
   }
 
   /** Turns `res` into an event stream until the client goes away or the hub closes. */
-  open(req: http.IncomingMessage, res: http.ServerResponse): void {
+  open(res: http.ServerResponse): void {
     if (this.clients.size >= this.limits.maxClients) {
       const oldest = this.clients.values().next().value;
       if (oldest) this.drop(oldest);
@@ -48,7 +48,8 @@ export class SseHub {
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no", connection: "keep-alive" });
     res.write("retry: 2000\n\n");
     this.clients.add(res);
-    req.on("close", () => this.clients.delete(res));
+    // The response closes when the browser goes away (the request itself ends at once for a GET).
+    res.on("close", () => this.clients.delete(res));
     this.heartbeat ??= this.clock.setInterval(() => this.comment("ping"), this.limits.heartbeatMs, { unref: true });
   }
 

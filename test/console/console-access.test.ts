@@ -124,6 +124,27 @@ describe("console access", () => {
     expect(await isMember(cookie, "UBOB")).toBe(true);
   });
 
+  it("keeps at most 16 event streams: a 17th closes the oldest", async () => {
+    const { cookie } = await signIn();
+    const aborts: AbortController[] = [];
+    const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
+    try {
+      for (let i = 0; i < 17; i++) {
+        const a = new AbortController();
+        aborts.push(a);
+        const r = await fetch(`${base}/console/api/events`, { headers: { cookie }, signal: a.signal });
+        expect(r.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        const reader = r.body!.getReader();
+        expect(new TextDecoder().decode((await reader.read()).value)).toContain("retry:");
+        readers.push(reader);
+      }
+      // The first stream was ended by the server when the 17th opened.
+      await expect(readers[0]!.read().then((x) => x.done, () => true)).resolves.toBe(true);
+    } finally {
+      for (const a of aborts) a.abort();
+    }
+  });
+
   it("never sends a stored credential to the page", async () => {
     const { cookie } = await signIn();
     const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "UALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { kind: "fields", fields: { token: CANARY } }, createdBy: "UALICE" });
