@@ -160,6 +160,13 @@ describe("the console, as a new user meets it", () => {
     await visible(audit.getByRole("row").filter({ hasText: "approval_decided" }).filter({ hasText: "allowed_once" }).first());
     await visible(audit.getByRole("row").filter({ hasText: "approval_rejected_click" }).filter({ hasText: "clicked by Bob" }).first());
 
+    // Every control on every panel has an accessible name (an unnamed one shows as a bare role).
+    for (const tab of [/^Play a thread/, /^Inbox/, /^Connections/, /^Workspace/, /^Audit/]) {
+      await openTab(tab);
+      const snapshot = await page.locator("body").ariaSnapshot();
+      expect(snapshot).not.toMatch(/- (button|combobox|textbox|searchbox|checkbox|link|tab|option)( \[[^\]]*\])?(:|$)/m);
+    }
+
     // Phone width: the same page, readable at 390 px (once the last notice has cleared).
     await openTab(/^Play a thread/);
     await page.getByRole("alert").filter({ hasText: /./ }).waitFor({ state: "hidden", timeout: WAIT });
