@@ -14,9 +14,8 @@ import { buildBroker } from "./broker-factory.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
-import { SlackApprovalChannel } from "../slack/approval-channel.js";
-import { SlackConsent } from "../slack/consent.js";
-import { SlackLoginNotifier, SlackNeedsLoginNotifier } from "../slack/login-notifier.js";
+import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
+import type { LocalWorkspace } from "../workspace/local/model.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -28,8 +27,7 @@ import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from ".
 import { chromiumBrowsers } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
-import { SlackMembership } from "../slack/membership.js";
-import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
+import type { SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
@@ -82,6 +80,8 @@ export interface RunningApp {
   readonly metrics: PrometheusMetrics;
   /** The MCP endpoint (its open sessions). */
   readonly mcp: McpEndpoint;
+  /** Which workspace serves people; `local` is the local workspace (development only) the console shows. */
+  readonly workspace: { readonly kind: "slack" | "local" | "none"; readonly local?: LocalWorkspace };
   /** A host token this broker accepts (the development token, else the first configured), for an in-process agent host such as the console. */
   readonly hostToken: string | undefined;
   /** The development host token file, when one is in use. */
@@ -101,6 +101,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const keys = resolveKeyRing(config);
   const root = rootVerdict(config, opts.euid ?? process.geteuid?.());
   if (root.level === "error") throw new ConfigError("root_without_uid_base", root.message);
+  // Production without Slack stops here, naming the Slack variables, before anything is created.
+  const workspaceChoice = workspaceChoiceOrThrow(config);
   if (root.level === "warn") log.warn(`RUNNING AS ROOT, VENDORS CAN READ THE BROKER'S SECRETS: ${root.message}`);
   if (keys.origin !== "env") {
     log.warn("DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.", {
@@ -117,11 +119,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const metrics = new PrometheusMetrics(registrySource.registry);
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
 
-  // Slack, when configured, is the membership source, the approval channel and the consent port.
-  const slack: SlackRuntime | undefined = config.slack.configured ? createSlackRuntime(config.slack, log) : undefined;
-  const membership = opts.membership ?? (slack ? new ChannelMembership(new SlackMembership(slack.api), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }) : undefined);
+  // The workspace (Slack, or the local one in development) is the membership source, the approval
+  // channel, the consent port and the owner notices.
+  const workspace = buildWorkspace(workspaceChoice, { config, store, registry: registrySource.registry, clock, log });
+  const slack: SlackRuntime | undefined = workspace.slack;
+  const membership = opts.membership ?? workspace.adapters?.membership;
+  const approvalChannel = opts.approvalChannel ?? workspace.adapters?.approvals;
   const membershipCache = membership instanceof CachedMembership || membership instanceof ChannelMembership ? membership : undefined;
-  const approvalChannel = opts.approvalChannel ?? (slack ? new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs) : undefined);
   const secretOf = envSecretSource();
   // One refresh skew, here: the refresher refreshes within it, the broker asks it to within it.
   const refreshSkewMs = 60_000;
@@ -133,7 +137,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     clock,
     log,
     clients: new OAuthClientResolver({ secretOf, http: { clock } }),
-    notifier: slack ? new SlackNeedsLoginNotifier(slack.api) : { needsLogin: async () => {} },
+    notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
   });
   const broker = buildBroker({
     refresher: { skewMs: refreshSkewMs, fresh: (c) => refresher.fresh(c) },
@@ -145,7 +149,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     ...(membership ? { membership } : {}),
     ...(approvalChannel ? { approvalChannel } : {}),
-    ...(slack ? { consent: new SlackConsent(slack.api, registrySource.registry) } : {}),
+    ...(workspace.adapters ? { consent: workspace.adapters.consent } : {}),
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
     pool: { maxChildren: config.pool.maxChildren, idleMs: config.pool.idleMs, acquireTimeoutMs: config.pool.acquireTimeoutMs, childUidBase: config.pool.childUidBase },
@@ -169,11 +173,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     clock,
     log,
     browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
-    ...(slack ? { notifier: new SlackLoginNotifier(slack.api) } : {}),
+    ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  await workspace.start({ approvals: broker.approvals, logins, lifecycle });
   const loginReaper = new PeriodicJob({ name: "login reaper", intervalMs: 30_000, run: () => logins.reap(), log, clock, metrics });
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
@@ -266,6 +271,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     logins,
     metrics,
     mcp,
+    workspace: { kind: workspace.kind, ...(workspace.local ? { local: workspace.local } : {}) },
     hostToken: hostTokens.tokens[0],
     hostTokenFile: hostTokens.file,
     banner,

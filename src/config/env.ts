@@ -49,6 +49,7 @@ const envSchema = z.object({
   SLACK_SIGNING_SECRET: z.string().optional(),
   SLACK_APP_TOKEN: z.string().optional(),
   SLACK_API_URL: z.url().optional(),
+  SLAUDE_WORKSPACE: z.enum(["auto", "slack", "local", "none"]).default("auto"),
   SLAUDE_APPROVAL_TIMEOUT_SECONDS: positiveInt.default(120),
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
@@ -105,6 +106,11 @@ export interface Config {
   readonly dbLockWaitMs: number;
   readonly chromiumPath: string;
   readonly slack: SlackConfig;
+  /**
+   * Which workspace serves people (SLAUDE_WORKSPACE): `auto` picks Slack when configured, else the
+   * local workspace in development; src/workspace/choice.ts decides (and refuses production without Slack).
+   */
+  readonly workspace: "auto" | "slack" | "local" | "none";
   /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
@@ -186,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiUrl: e.SLACK_API_URL,
       configured: slackConfigured,
     },
+    workspace: e.SLAUDE_WORKSPACE,
     childBaseEnv: {
       PATH: e.PATH ?? "/usr/local/bin:/usr/bin:/bin",
       ...(e.LANG ? { LANG: e.LANG } : {}),

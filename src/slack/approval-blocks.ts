@@ -1,10 +1,14 @@
-import { CARD_LIMITS, type ApprovalCard, type ApprovalDecision, type CardArgument } from "../approvals/card.js";
+import type { ApprovalCard, CardArgument } from "../approvals/card.js";
+import { approvalCard, countText as count } from "../cards/approval-cards.js";
+import type { Card, CardActionId } from "../cards/card.js";
 import type { Approval } from "../store/records.js";
-import { ACTIONS, approvalButtonValue, esc, threadLink, when } from "./blocks.js";
+import { ACTIONS, approvalButtonValue } from "./blocks.js";
+import { contextBlock, esc, mrkdwnLine } from "./card-mrkdwn.js";
 import type { types } from "@slack/bolt";
 import type { Block, ModalView } from "./slack-api.js";
 
-// Block Kit rendering of the approval card model (src/approvals/card.ts). Every text that came from
+// Block Kit rendering of the approval card (src/cards/approval-cards.ts, arguments from
+// src/approvals/card.ts): what it says and offers comes from the card. Every text that came from
 // the call (tool, argument names and values) goes into rich_text `text` elements, which Slack never
 // parses as mrkdwn: `<!channel>`, `*bold*`, backticks and links stay inert characters. mrkdwn is
 // used only for our own sentences.
@@ -19,10 +23,6 @@ const richText = (...elements: types.RichTextBlockElement[]): types.RichTextBloc
 const line = (...elements: types.RichTextElement[]): types.RichTextSection => ({ type: "rich_text_section", elements });
 const code = (t: string): types.RichTextPreformatted => ({ type: "rich_text_preformatted", elements: [text(t)] });
 const mrkdwn = (t: string): types.SectionBlock => ({ type: "section", text: { type: "mrkdwn", text: t } });
-
-function count(n: number): string {
-  return n.toLocaleString("en-US");
-}
 
 // Split on code points so a surrogate pair is never cut in two.
 function chunks(s: string): string[] {
@@ -41,46 +41,38 @@ function argumentBlocks(a: CardArgument): Block[] {
   return parts.map((p, i) => (i === 0 ? richText(label, code(p)) : richText(code(p))));
 }
 
-function toolLine(card: ApprovalCard): types.RichTextBlock {
-  return richText(line(text("Tool: ", { bold: true }), text(card.tool, { code: true }), text(card.write ? " (write)" : " (read)")));
+function toolLine(tool: { name: string; write: boolean }): types.RichTextBlock {
+  return richText(line(text("Tool: ", { bold: true }), text(tool.name, { code: true }), text(tool.write ? " (write)" : " (read)")));
 }
 
-/** Our own sentence about why the card is Deny-only, or undefined when it is not. */
-function denyOnlyNotice(card: ApprovalCard): string | undefined {
-  switch (card.args.shown) {
-    case "complete":
-      return undefined;
-    case "redacted":
-      return `:warning: *An argument contains your ${esc(card.serviceDisplayName)} credential.* It is hidden here, so this card cannot show you exactly what would run: only Deny is offered.`;
-    case "too_large":
-      return `:warning: *These arguments are too large to show in full* (${count(card.args.count)} arguments, ${count(card.args.chars)} characters; a card shows at most ${CARD_LIMITS.maxArgs} arguments and ${count(CARD_LIMITS.maxChars)} characters), so they cannot be approved: only Deny is offered.`;
-  }
+/** The card's warning (why it is Deny-only), or undefined when it has none. */
+function noticeBlock(card: Card): types.SectionBlock | undefined {
+  return card.notice ? mrkdwn(`:warning: ${mrkdwnLine(card.notice)}`) : undefined;
 }
 
-const BUTTONS: Record<ApprovalDecision, { action: string; label: string }> = {
-  allowed_thread: { action: ACTIONS.allowThread, label: "Allow for thread" },
-  allowed_once: { action: ACTIONS.allowOnce, label: "Just once" },
-  denied: { action: ACTIONS.deny, label: "Deny" },
+const BUTTON_ACTIONS: Partial<Record<CardActionId, string>> = {
+  allowed_thread: ACTIONS.allowThread,
+  allowed_once: ACTIONS.allowOnce,
+  denied: ACTIONS.deny,
 };
 
-function decisionButtons(card: ApprovalCard, value: string): types.Button[] {
-  // The first Allow is the primary action; Deny is always there and always red.
-  const primary = card.decisions.find((d) => d !== "denied");
-  return card.decisions.map((d) => ({
+function decisionButtons(card: Card, value: string): types.Button[] {
+  return card.actions.map((a) => ({
     type: "button",
-    action_id: BUTTONS[d].action,
-    text: { type: "plain_text", text: BUTTONS[d].label },
+    action_id: BUTTON_ACTIONS[a.id] ?? a.id,
+    text: { type: "plain_text", text: a.label },
     value,
-    ...(d === "denied" ? { style: "danger" as const } : d === primary ? { style: "primary" as const } : {}),
+    ...(a.style ? { style: a.style } : {}),
   }));
 }
 
 /** The approval card DM'd to an owner: every argument inline when small, else behind View all arguments. */
-export function approvalCardBlocks(approval: Approval, card: ApprovalCard): Block[] {
-  const why = card.reason === "write_under_grant" ? "This tool *changes data*, so every use asks you, even with a thread grant." : "They have no grant in this thread yet.";
+export function approvalCardBlocks(approval: Approval, model: ApprovalCard): Block[] {
+  const card = approvalCard(model);
   const value = approvalButtonValue(approval);
-  const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> wants to use *your ${esc(card.serviceDisplayName)} account* in ${threadLink(card)}.\n${why}`), toolLine(card)];
-  const a = card.args;
+  const blocks: Block[] = [mrkdwn(card.lines.map(mrkdwnLine).join("\n"))];
+  if (card.tool) blocks.push(toolLine(card.tool));
+  const a = model.args;
   if (a.shown === "too_large") {
     blocks.push(mrkdwn(`*Arguments:* ${count(a.count)}, not shown.`));
   } else if (a.args.length === 0) {
@@ -93,18 +85,18 @@ export function approvalCardBlocks(approval: Approval, card: ApprovalCard): Bloc
     blocks.push({ type: "section", text: { type: "mrkdwn", text: summary }, accessory: { type: "button", action_id: ACTIONS.viewArgs, text: { type: "plain_text", text: "View all arguments" }, value } });
     if (inline) for (const arg of a.args) blocks.push(...argumentBlocks(arg));
   }
-  const notice = denyOnlyNotice(card);
-  if (notice) blocks.push(mrkdwn(notice));
-  blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: `Expires ${when(card.expiresAt)}. Every use is audited; you can revoke any time with /connections.` }] });
+  const notice = noticeBlock(card);
+  if (notice) blocks.push(notice);
+  if (card.footer) blocks.push(contextBlock(card.footer));
   blocks.push({ type: "actions", block_id: "approval", elements: decisionButtons(card, value) });
   return blocks;
 }
 
 /** The View all arguments modal: every argument of a pending card, values as code, split to fit Slack. */
 export function approvalArgsView(approval: Approval, card: ApprovalCard): ModalView {
-  const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> asks to run this on *your ${esc(card.serviceDisplayName)} account*. Every argument, exactly as the vendor would receive it:`), toolLine(card)];
-  const notice = denyOnlyNotice(card);
-  if (notice) blocks.push(mrkdwn(notice));
+  const blocks: Block[] = [mrkdwn(`<@${card.borrowerUserId}> asks to run this on *your ${esc(card.serviceDisplayName)} account*. Every argument, exactly as the vendor would receive it:`), toolLine({ name: card.tool, write: card.write })];
+  const notice = noticeBlock(approvalCard(card));
+  if (notice) blocks.push(notice);
   if (card.args.shown !== "too_large") for (const arg of card.args.args) blocks.push(...argumentBlocks(arg));
   blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: "Strings are shown verbatim, other values as JSON; _escaped_ values hold invisible characters, written as \\uXXXX. Close this and answer on the card." }] });
   return {

@@ -4,7 +4,9 @@ import type { Logger } from "../log/logger.js";
 import type { Approval } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import { approvalCardBlocks } from "./approval-blocks.js";
-import { approvalSettledBlocks, esc, threadNoteText } from "./blocks.js";
+import { approvalCard, approvalSettledCard } from "../cards/approval-cards.js";
+import { approvalSettledBlocks, threadNoteText } from "./blocks.js";
+import { notificationText } from "./card-mrkdwn.js";
 import type { SlackApi } from "./slack-api.js";
 
 /**
@@ -26,7 +28,7 @@ export class SlackApprovalChannel implements ApprovalChannel {
     const dm = await this.api.openDm(approval.ownerUserId);
     const posted = await this.api.postMessage({
       channel: dm,
-      text: `<@${approval.borrowerUserId}> wants to use your ${esc(card.serviceDisplayName)} account (${esc(card.tool)}).`,
+      text: notificationText(approvalCard(card)),
       blocks: approvalCardBlocks(approval, card),
     });
     await this.store.approvals.setCard(approval.id, posted.channel, posted.ts);
@@ -41,7 +43,7 @@ export class SlackApprovalChannel implements ApprovalChannel {
   async settled(approval: Approval, outcome: ApprovalOutcome): Promise<void> {
     const row = (await this.store.approvals.get(approval.id)) ?? approval;
     if (row.cardChannel && row.cardTs) {
-      await this.api.updateMessage({ channel: row.cardChannel, ts: row.cardTs, text: `Request ${outcome.replace("_", " ")}`, blocks: approvalSettledBlocks(row, outcome) });
+      await this.api.updateMessage({ channel: row.cardChannel, ts: row.cardTs, text: notificationText(approvalSettledCard(row, outcome)), blocks: approvalSettledBlocks(row, outcome) });
     }
     await this.api.postMessage({ channel: row.channelId, threadTs: row.threadTs, text: threadNoteText(row, outcome) });
   }

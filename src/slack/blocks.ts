@@ -4,8 +4,16 @@ import type { Service } from "../config/registry.js";
 import type { Approval, Connection, Grant } from "../store/records.js";
 import type { types } from "@slack/bolt";
 import type { Block } from "./slack-api.js";
+import type { Card } from "../cards/card.js";
+import { approvalSettledCard, approvalThreadNote } from "../cards/approval-cards.js";
+import { consentCard, type ConsentStep } from "../cards/notice-cards.js";
+import { contextBlock, esc, mrkdwnLine, mrkdwnSection, when } from "./card-mrkdwn.js";
 
 // Pure Block Kit rendering: every text shown in Slack comes from real records, never from model text.
+// Cards (approval, consent, notices) are rendered from the one card model in src/cards.
+
+export { esc, when } from "./card-mrkdwn.js";
+export { captureDescription } from "../cards/notice-cards.js";
 
 /** Action ids of every button the app handles. */
 export const ACTIONS = {
@@ -20,73 +28,20 @@ export const ACTIONS = {
   viewArgs: "approval_view_args",
 } as const;
 
-/** Escapes Slack mrkdwn control characters in user-derived text. */
-export function esc(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-/** A Slack date token (shown in the reader's time zone) with an ISO fallback. */
-export function when(ms: number): string {
-  const secs = Math.floor(ms / 1000);
-  return `<!date^${secs}^{date_short_pretty} {time}|${new Date(ms).toISOString()}>`;
-}
-
 /** The value carried by approval buttons: which approval, and its nonce. */
 export function approvalButtonValue(a: Approval): string {
   return JSON.stringify({ a: a.id, n: a.nonce });
 }
 
-/** A link to the thread a card is about. */
-export function threadLink(card: { teamId: string; channelId: string; threadTs: string }): string {
-  return `<https://slack.com/app_redirect?team=${card.teamId}&channel=${card.channelId}&message_ts=${card.threadTs}|the thread>`;
-}
-
-const OUTCOME_TEXT: Record<ApprovalOutcome, string> = {
-  allowed_thread: "allowed for this thread",
-  allowed_once: "allowed once",
-  denied: "denied",
-  expired: "expired without an answer",
-};
-
-/** The approval card after it settled: same facts, no buttons. */
+/** The approval card after it settled: same facts, no buttons (rendered from the card model). */
 export function approvalSettledBlocks(a: Approval, outcome: ApprovalOutcome): Block[] {
-  return [
-    { type: "section", text: { type: "mrkdwn", text: `<@${a.borrowerUserId}>'s request to run \`${esc(a.tool)}\` on your *${esc(a.service)}* account: *${OUTCOME_TEXT[outcome]}*.` } },
-    { type: "context", elements: [{ type: "mrkdwn", text: `Request ${a.id}` }] },
-  ];
-}
-
-function waitText(ms: number): string {
-  return ms < 120_000 ? `${Math.max(1, Math.round(ms / 1000))} seconds` : `${Math.round(ms / 60_000)} minutes`;
+  const card = approvalSettledCard(a, outcome);
+  return [mrkdwnSection(card.lines.map(mrkdwnLine).join("\n")), ...(card.footer ? [contextBlock(card.footer)] : [])];
 }
 
 /** The note in the thread telling the borrower what happened. */
 export function threadNoteText(a: Approval, outcome: ApprovalOutcome | "asked", timeoutMs?: number): string {
-  switch (outcome) {
-    case "asked":
-      return `<@${a.borrowerUserId}>: this needs <@${a.ownerUserId}>'s ${a.service} account. I've asked them to approve \`${a.tool}\`; I'll wait up to ${waitText(timeoutMs ?? 0)}.`;
-    case "allowed_thread":
-      return `<@${a.ownerUserId}> allowed <@${a.borrowerUserId}> to use their ${a.service} account in this thread.`;
-    case "allowed_once":
-      return `<@${a.ownerUserId}> allowed \`${a.tool}\` once.`;
-    case "denied":
-      return `<@${a.ownerUserId}> declined the request to use their ${a.service} account.`;
-    case "expired":
-      return `<@${a.ownerUserId}> didn't answer in time, so \`${a.tool}\` did not run.`;
-  }
-}
-
-/** What a capture strategy collects, in a user's words. */
-export function captureDescription(service: Service): string {
-  const c = service.entry.capture;
-  switch (c.strategy) {
-    case "paste":
-      return `an API token you paste into a private page (${c.fields.map((f) => f.label).join(", ")})`;
-    case "cookie":
-      return `your signed-in browser session for ${service.entry.loginDomains.join(", ") || "the service"} (cookies only)`;
-    case "oauth":
-      return `an OAuth token for ${service.displayName}${c.scopes.length ? ` with scopes ${c.scopes.join(", ")}` : ""}`;
-  }
+  return mrkdwnLine(approvalThreadNote(a, outcome, timeoutMs));
 }
 
 /** What the consent card's Continue button carries: who may accept, for which service and thread. */
@@ -94,29 +49,24 @@ export function consentValue(v: { userId: string; service: string; channelId: st
   return JSON.stringify({ u: v.userId, s: v.service, c: v.channelId, t: v.threadTs });
 }
 
-/** The consent card for connecting an account: what is captured and kept, then the next step. */
-export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string; inThread?: boolean; acceptValue?: string }): Block[] {
-  const hours = Math.round(service.ttlMs / 3_600_000);
-  const ttl = hours >= 1 ? `${hours} hour(s)` : `${Math.round(service.ttlMs / 60_000)} minute(s)`;
-  const blocks: Block[] = [
-    { type: "section", text: { type: "mrkdwn", text: `*Connect ${esc(service.displayName)}*` } },
-    {
-      type: "section",
-      text: {
-        type: "mrkdwn",
-        text: `• *What is captured:* ${esc(captureDescription(service))}\n• *Storage:* encrypted (AES-256-GCM), never shown to the assistant\n• *Scope:* ${opts.inThread === false ? "the thread where you connect it" : "this thread only"}; others there can use it only with your approval\n• *Expires:* after ${ttl}, or when you revoke it (/connections)`,
-      },
-    },
-  ];
-  if (opts.loginAvailable && opts.loginUrl) {
-    blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Open private sign-in page" }, style: "primary", url: opts.loginUrl, action_id: ACTIONS.consentOpen }] });
-    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: "This link works once, for you only, and expires soon. Don't share it." }] });
-  } else if (opts.loginAvailable && opts.acceptValue) {
-    blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Continue" }, style: "primary", value: opts.acceptValue, action_id: ACTIONS.consentAccept }] });
-  } else {
-    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: "Browser login is not available on this server yet. An operator can add the connection with `slaude-connect connections add`." }] });
-  }
+/** Block Kit of a consent card: the title in bold, the facts as bullets, the next step. */
+export function consentCardBlocks(card: Card, acceptValue?: string): Block[] {
+  const blocks: Block[] = [mrkdwnSection(`*${mrkdwnLine(card.title)}*`), mrkdwnSection(card.lines.map((l) => `• ${mrkdwnLine(l)}`).join("\n"))];
+  const elements = card.actions.map((a): types.Button => ({
+    type: "button",
+    text: { type: "plain_text", text: a.label },
+    ...(a.style ? { style: a.style } : {}),
+    ...(a.url ? { url: a.url, action_id: ACTIONS.consentOpen } : { value: acceptValue ?? "", action_id: ACTIONS.consentAccept }),
+  }));
+  if (elements.length) blocks.push({ type: "actions", elements });
+  if (card.footer) blocks.push(contextBlock(card.footer));
   return blocks;
+}
+
+/** The consent card for connecting an account. */
+export function consentBlocks(service: Service, opts: { loginAvailable: boolean; loginUrl?: string; inThread?: boolean; acceptValue?: string }): Block[] {
+  const step: ConsentStep = opts.loginAvailable && opts.loginUrl ? { kind: "link", url: opts.loginUrl } : opts.loginAvailable && opts.acceptValue ? { kind: "continue" } : { kind: "unavailable" };
+  return consentCardBlocks(consentCard(service, step, opts.inThread === undefined ? {} : { inThread: opts.inThread }), opts.acceptValue);
 }
 
 /** One person's view of their connections and grants, for /connections and App Home. */

@@ -1,7 +1,9 @@
 import type { ConsentNotifier } from "../broker/ports.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
-import { consentBlocks, consentValue } from "./blocks.js";
+import { consentCard } from "../cards/notice-cards.js";
+import { consentCardBlocks, consentValue } from "./blocks.js";
+import { notificationText } from "./card-mrkdwn.js";
 import type { SlackApi } from "./slack-api.js";
 
 /**
@@ -18,10 +20,11 @@ export class SlackConsent implements ConsentNotifier {
     const service = this.registry.get(serviceName);
     if (!service) throw new Error(`unknown service ${serviceName}`);
     const dm = await this.api.openDm(userId);
+    const card = consentCard(service, { kind: "continue" }, { thread });
     await this.api.postMessage({
       channel: dm,
-      text: `Connect ${service.displayName} for the thread in <#${thread.channelId}>`,
-      blocks: consentBlocks(service, { loginAvailable: true, acceptValue: consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs }) }),
+      text: notificationText(card),
+      blocks: consentCardBlocks(card, consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs })),
     });
   }
 }

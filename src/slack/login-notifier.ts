@@ -1,20 +1,24 @@
 import type { Service } from "../config/registry.js";
+import { connectionReadyCard, expiredCard, needsLoginCard, revokedCard } from "../cards/notice-cards.js";
+import type { Card } from "../cards/card.js";
 import type { LoginNotifier } from "../login/login-service.js";
 import type { Connection, LoginSession } from "../store/records.js";
+import type { ConnectionEnd, OwnerNotices } from "../workspace/workspace.js";
+import { noticeText } from "./card-mrkdwn.js";
 import type { SlackApi } from "./slack-api.js";
+
+/** Sends a text-only notice card to a user in a DM. */
+async function dmNotice(api: SlackApi, userId: string, card: Card): Promise<void> {
+  const dm = await api.openDm(userId);
+  await api.postMessage({ channel: dm, text: noticeText(card) });
+}
 
 /** Tells a user in a DM that their new connection is ready (brief §6: the owner is told). */
 export class SlackLoginNotifier implements LoginNotifier {
   constructor(private readonly api: SlackApi) {}
 
   async connectionReady(session: LoginSession, connection: Connection, service: Service): Promise<void> {
-    const dm = await this.api.openDm(session.userId);
-    const where = connection.scope === "thread" ? `for the thread in <#${connection.channelId}>` : connection.scope === "user" ? "everywhere you work with the assistant" : "as the shared identity";
-    const hours = Math.max(1, Math.round((connection.expiresAt - connection.createdAt) / 3_600_000));
-    await this.api.postMessage({
-      channel: dm,
-      text: `Your ${service.displayName} connection is ready ${where}. It is stored encrypted and expires in about ${hours} hour(s); revoke it any time with /connections.`,
-    });
+    await dmNotice(this.api, session.userId, connectionReadyCard(connection, service));
   }
 }
 
@@ -24,10 +28,29 @@ export class SlackNeedsLoginNotifier {
 
   async needsLogin(connection: Connection): Promise<void> {
     if (!connection.ownerUserId) return;
-    const dm = await this.api.openDm(connection.ownerUserId);
-    await this.api.postMessage({
-      channel: dm,
-      text: `Your ${connection.service} connection stopped working: the service refused to renew its access. Connect it again with /connect ${connection.service} (or ask the assistant to connect it in the thread).`,
-    });
+    await dmNotice(this.api, connection.ownerUserId, needsLoginCard(connection));
+  }
+}
+
+/**
+ * Every owner notice over Slack DMs. `connectionEnded` is sent by whoever ended the connection
+ * (the admin-revoke handler does); the app does not wire it to every end, as before.
+ */
+export class SlackOwnerNotices implements OwnerNotices {
+  private readonly ready: SlackLoginNotifier;
+  private readonly login: SlackNeedsLoginNotifier;
+  constructor(private readonly api: SlackApi) {
+    this.ready = new SlackLoginNotifier(api);
+    this.login = new SlackNeedsLoginNotifier(api);
+  }
+  connectionReady(session: LoginSession, connection: Connection, service: Service): Promise<void> {
+    return this.ready.connectionReady(session, connection, service);
+  }
+  needsLogin(connection: Connection): Promise<void> {
+    return this.login.needsLogin(connection);
+  }
+  async connectionEnded(connection: Connection, end: ConnectionEnd): Promise<void> {
+    if (!connection.ownerUserId) return;
+    await dmNotice(this.api, connection.ownerUserId, end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by));
   }
 }

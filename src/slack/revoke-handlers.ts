@@ -1,7 +1,9 @@
 import type { App } from "@slack/bolt";
 import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Logger } from "../log/logger.js";
+import { revokedCard } from "../cards/notice-cards.js";
 import { ACTIONS } from "./blocks.js";
+import { noticeText } from "./card-mrkdwn.js";
 import { parseClick, reply } from "./clicks.js";
 import { publishHome, type HomeDeps } from "./home.js";
 import { idValue } from "./payloads.js";
@@ -70,7 +72,7 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
     if (ended && conn.ownerUserId) {
       try {
         const dm = await d.api.openDm(conn.ownerUserId);
-        await d.api.postMessage({ channel: dm, text: `An admin (<@${admin}>) revoked your ${conn.service} connection. Its credential was wiped and its grants revoked. Connect again with /connect ${conn.service} if you still need it.` });
+        await d.api.postMessage({ channel: dm, text: noticeText(revokedCard(conn, admin)) });
       } catch (err) {
         d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
       }

@@ -1,4 +1,5 @@
 import type { SealedSecret } from "../vault/aead.js";
+import type { Card } from "../cards/card.js";
 
 /** A connection's scope: one thread (default), the owner everywhere, or the broker's shared identity. */
 export type ConnectionScope = "thread" | "user" | "shared";
@@ -112,4 +113,37 @@ export interface ToolMetadata {
   readonly contentHash: string;
   readonly tools: readonly unknown[];
   readonly fetchedAt: number;
+}
+
+/** A person of the local workspace (development only). */
+export interface WorkspaceUserRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly admin: boolean;
+}
+
+/** A channel of the local workspace with its current members. */
+export interface WorkspaceChannelRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly members: readonly string[];
+}
+
+/** What a consent card's Continue mints a login link for. */
+export interface ConsentSubject {
+  readonly service: string;
+  readonly channelId: string | null;
+  readonly threadTs: string | null;
+}
+
+/** One card in one local user's inbox; `card` is parsed when read back. */
+export interface InboxRecord {
+  readonly id: string;
+  readonly teamId: string;
+  readonly userId: string;
+  readonly at: number;
+  readonly card: Card;
+  readonly approvalId: string | null;
+  readonly subject: ConsentSubject | null;
+  readonly state: "open" | "settled";
 }

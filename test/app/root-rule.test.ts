@@ -21,7 +21,8 @@ afterEach(async () => {
 });
 
 function env(dir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { NODE_ENV: "production", SLAUDE_DATA_DIR: path.join(dir, "data"), PORT: "0", SLAUDE_ENCRYPTION_KEY: newKeyB64(), PATH: process.env.PATH ?? "/usr/bin:/bin", ...extra };
+  // Production without Slack refuses to start unless it is told to run without a workspace.
+  return { NODE_ENV: "production", SLAUDE_WORKSPACE: "none", SLAUDE_DATA_DIR: path.join(dir, "data"), PORT: "0", SLAUDE_ENCRYPTION_KEY: newKeyB64(), PATH: process.env.PATH ?? "/usr/bin:/bin", ...extra };
 }
 
 const registry = () => parseRegistry(fixtureRegistryDoc(), "test");

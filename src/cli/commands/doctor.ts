@@ -8,6 +8,7 @@ import { readMigrations } from "../../store/sqlite/migrator.js";
 import { devKeyPath } from "../../vault/key-source.js";
 import { decodeMasterKey } from "../../vault/keyring.js";
 import type { CliContext } from "../context.js";
+import { chooseWorkspace } from "../../workspace/choice.js";
 import { checkChildUid, checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
 import { devHostTokenPath } from "../../config/dev-host-token.js";
 
@@ -98,12 +99,30 @@ function checkSlack(config: Config): Finding {
   const s = config.slack;
   if (s.configured) return { check: "slack", level: "ok", message: `${s.mode} mode${s.apiUrl ? `, API at ${s.apiUrl}` : ""}` };
   const missing = [!s.botToken && "SLACK_BOT_TOKEN", s.mode === "http" && !s.signingSecret && "SLACK_SIGNING_SECRET", s.mode === "socket" && !s.appToken && "SLACK_APP_TOKEN"].filter(Boolean);
+  const local = chooseWorkspace(config).kind === "local";
   return {
     check: "slack",
     level: "warn",
-    message: `Slack is not configured (missing ${missing.join(", ")}): channel membership cannot be verified, so every tool call is refused (not_member), and no approval or consent card can be sent`,
+    message: local
+      ? `Slack is not configured (missing ${missing.join(", ")}): the local workspace serves people instead (development only, see docs/local-workspace.md)`
+      : `Slack is not configured (missing ${missing.join(", ")}): channel membership cannot be verified, so every tool call is refused (not_member), and no approval or consent card can be sent`,
     fix: "see docs/slack-setup.md",
   };
+}
+
+/** Which workspace `serve` would run, as the start-up log says it; an error when it would refuse to start. */
+export function checkWorkspace(config: Config): Finding {
+  const choice = chooseWorkspace(config);
+  switch (choice.kind) {
+    case "refused":
+      return { check: "workspace", level: "error", message: choice.message, fix: "see docs/slack-setup.md (production) or docs/local-workspace.md (development)" };
+    case "slack":
+      return { check: "workspace", level: "ok", message: `slack (${choice.why})` };
+    case "local":
+      return { check: "workspace", level: "ok", message: `local (${choice.why}): users, channels and inboxes in the database; the demo team is seeded on first start` };
+    case "none":
+      return { check: "workspace", level: "warn", message: `none (${choice.why}): nobody is a channel member, so every tool call is refused (not_member)`, fix: "configure Slack (docs/slack-setup.md), or unset SLAUDE_WORKSPACE in development for the local workspace" };
+  }
 }
 
 function checkHostTokens(config: Config): Finding {
@@ -145,6 +164,7 @@ export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = pro
     checkChildUid(config),
     checkChromium(config),
     checkSlack(config),
+    checkWorkspace(config),
     checkHostTokens(config),
     checkProcessUser(config, euid),
   ];

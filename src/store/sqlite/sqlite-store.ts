@@ -7,6 +7,7 @@ import { SqliteGrantRepo } from "./grants-repo.js";
 import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
 import { migrate, type MigrationReport } from "./migrator.js";
 import { SqliteToolMetadataRepo } from "./tool-metadata-repo.js";
+import { SqliteWorkspaceRepo } from "./workspace-repo.js";
 
 /** The embedded SQLite store. */
 export class SqliteStore implements Store {
@@ -16,6 +17,7 @@ export class SqliteStore implements Store {
   readonly audit: SqliteAuditRepo;
   readonly toolMetadata: SqliteToolMetadataRepo;
   readonly loginSessions: SqliteLoginSessionRepo;
+  readonly workspace: SqliteWorkspaceRepo;
 
   /** Every write waits for another process's lock asynchronously, up to `wait` (the event loop stays free). */
   constructor(
@@ -28,6 +30,7 @@ export class SqliteStore implements Store {
     this.audit = new SqliteAuditRepo(db, wait);
     this.toolMetadata = new SqliteToolMetadataRepo(db, wait);
     this.loginSessions = new SqliteLoginSessionRepo(db, wait);
+    this.workspace = new SqliteWorkspaceRepo(db, wait);
   }
 
   async ping(): Promise<boolean> {

@@ -1,0 +1,89 @@
+import type { ApprovalService } from "../approvals/approval-service.js";
+import type { Clock } from "../clock/clock.js";
+import type { Config } from "../config/env.js";
+import { ConfigError } from "../config/errors.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { Logger } from "../log/logger.js";
+import type { LoginService } from "../login/login-service.js";
+import { ChannelMembership } from "../membership/channel-membership.js";
+import { AdminDirectory } from "../slack/admins.js";
+import { SlackApprovalChannel } from "../slack/approval-channel.js";
+import { SlackConsent } from "../slack/consent.js";
+import { SlackOwnerNotices } from "../slack/login-notifier.js";
+import { SlackMembership } from "../slack/membership.js";
+import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
+import type { Store } from "../store/store.js";
+import { chooseWorkspace, type WorkspaceChoice } from "../workspace/choice.js";
+import { endNotice, localAdapters } from "../workspace/local/adapters.js";
+import { LocalWorkspaceService, type LocalWorkspaceLimits } from "../workspace/local/local-workspace.js";
+import type { WorkspaceAdapters } from "../workspace/workspace.js";
+
+// The composition root's half for workspaces: the one place that builds the Slack or the local
+// adapter set (or none) from config. app.ts wires whatever this returns into the broker and login.
+
+/** The workspace this start runs; throws ConfigError (naming the Slack variables) when it must not start. */
+export function workspaceChoiceOrThrow(config: Config): Exclude<WorkspaceChoice, { kind: "refused" }> {
+  const choice = chooseWorkspace(config);
+  if (choice.kind === "refused") throw new ConfigError("invalid_env", choice.message);
+  return choice;
+}
+
+/** The built workspace: its adapters (none when `kind` is `none`), and the Slack runtime or local workspace behind them. */
+export interface BuiltWorkspace {
+  readonly kind: "slack" | "local" | "none";
+  readonly adapters: WorkspaceAdapters | undefined;
+  readonly slack: SlackRuntime | undefined;
+  readonly local: LocalWorkspaceService | undefined;
+  /** Binds what is built after the adapters (the broker's approvals, the login service) and seeds the local team. */
+  start(late: { approvals: ApprovalService; logins: LoginService; lifecycle: ConnectionLifecycle }): Promise<void>;
+}
+
+/** Builds the adapter set `choice` names. */
+export function buildWorkspace(
+  choice: Exclude<WorkspaceChoice, { kind: "refused" }>,
+  deps: { config: Config; store: Store; registry: ServiceRegistry; clock: Clock; log: Logger; localLimits?: Partial<LocalWorkspaceLimits> },
+): BuiltWorkspace {
+  const { config, store, registry, clock, log } = deps;
+  if (choice.kind === "slack") {
+    const slack = createSlackRuntime(config.slack, log);
+    const adapters: WorkspaceAdapters = {
+      kind: "slack",
+      membership: new ChannelMembership(new SlackMembership(slack.api), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }),
+      approvals: new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs),
+      consent: new SlackConsent(slack.api, registry),
+      admins: new AdminDirectory(config.admins, slack.api, clock),
+      notices: new SlackOwnerNotices(slack.api),
+    };
+    return {
+      kind: "slack",
+      adapters,
+      slack,
+      local: undefined,
+      start: async () => log.info("workspace: slack", { why: choice.why, mode: slack.mode }),
+    };
+  }
+  if (choice.kind === "none") {
+    return { kind: "none", adapters: undefined, slack: undefined, local: undefined, start: async () => log.info("workspace: none", { why: choice.why }) };
+  }
+  const local = new LocalWorkspaceService({ store, clock, log, registry, admins: config.admins, ...(deps.localLimits ? { limits: deps.localLimits } : {}) });
+  const adapters = localAdapters(local, { registry, log, store, approvalTimeoutMs: config.approvalTimeoutMs });
+  return {
+    kind: "local",
+    adapters,
+    slack: undefined,
+    local,
+    start: async ({ approvals, logins, lifecycle }) => {
+      local.bind({ approvals, logins });
+      const seeded = await local.seed();
+      // Slack tells owners about an admin revoke from its handler; here every end that the owner
+      // did not cause becomes a card in their inbox.
+      lifecycle.onEnded(async (c) => {
+        const rows = c.status === "revoked" ? await store.audit.query({ connectionId: c.id, event: "connection_revoked", take: "latest", limit: 1 }) : [];
+        const end = endNotice(c, rows[0]?.actor);
+        if (end) await adapters.notices.connectionEnded(c, end).catch((err: unknown) => log.warn("could not tell the owner their connection ended", { connectionId: c.id, error: (err as Error).message }));
+      });
+      log.info("workspace: local (development only; state in the database)", { why: choice.why, team: local.teamId, seeded });
+    },
+  };
+}
