@@ -1,6 +1,7 @@
 import type http from "node:http";
 import { z } from "zod";
 import { sendJson } from "../server/http-server.js";
+import { LocalWorkspaceError } from "../workspace/local/errors.js";
 import { BROKER_TOOLS, type HostAgent } from "./host-agent.js";
 import { jsonBody, query, refuse } from "./http.js";
 import type { ConsoleWorkspace } from "./ports.js";
@@ -84,9 +85,8 @@ export class PlayApi {
       sendJson(res, 200, { thread: await this.d.workspace.startThread(b.channelId, b.userId) });
     } catch (err) {
       // The workspace refuses with a code (not a member, too many threads): said as it is.
-      const code = (err as { code?: unknown }).code;
-      if (typeof code !== "string") throw err;
-      refuse(res, 409, code, (err as Error).message);
+      if (!(err instanceof LocalWorkspaceError)) throw err;
+      refuse(res, 409, err.code, err.message);
     }
   }
 
