@@ -43,7 +43,7 @@ import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
 import { startupBanner } from "./banner.js";
-import { registerConsole } from "./console.js";
+import { startConsole } from "./console.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {
@@ -89,8 +89,6 @@ export interface RunningApp {
   readonly hostTokenFile: string | undefined;
   /** The start-up block (console link, MCP URL, host token file, Inspector command); `serve` prints it last. */
   readonly banner: string;
-  /** The console's sign-in link (it carries the console token); only when the local workspace runs. */
-  readonly consoleUrl: string | undefined;
   /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
   close(): Promise<void>;
 }
@@ -247,10 +245,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
   http.upgrade("/login/ws", liveView.upgrade);
 
-  // The console exists only with the local workspace, which never runs in production.
-  const consoleRoutes = workspace.local && workspace.adapters ? registerConsole({ http, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
   const port = await http.listen(config.port, config.bindHost);
-  const consoleUrl = await consoleRoutes?.started(port);
+  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
   origin.allowPort(port);
   slackAuthJob?.start();
   if (slack) {
@@ -262,8 +258,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
   const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
   const banner = startupBanner({
-    ...(consoleUrl ? { consoleUrl } : {}),
-    mcpUrl: `${reachable}/mcp`,
+    mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
     hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
     exampleThread: slack ? "<team_id>/<channel_id>/<thread_ts>" : "T_LOCAL/C_GENERAL/1700000000.000100",
   });
@@ -282,13 +277,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     hostToken: hostTokens.tokens[0],
     hostTokenFile: hostTokens.file,
     banner,
-    consoleUrl,
     close: () =>
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
         await broker.approvals.shutdown();
-        await consoleRoutes?.close();
+        await consoleRun?.close();
         await logins.shutdown();
         await loginReaper.stop();
         liveView.close();
