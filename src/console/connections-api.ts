@@ -6,7 +6,7 @@ import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { sendJson } from "../server/http-server.js";
 import type { Connection, Grant } from "../store/records.js";
 import type { Store } from "../store/store.js";
-import { jsonBody, query, refuse } from "./http.js";
+import { jsonBody, knownUser, query, refuse } from "./http.js";
 import type { ConsoleAdmins, ConsoleWorkspace } from "./ports.js";
 
 // The Connections panel (what /connections and the App Home show in Slack: mine, grants I gave
@@ -58,16 +58,10 @@ export interface ConnectionsApiDeps {
 export class ConnectionsApi {
   constructor(private readonly d: ConnectionsApiDeps) {}
 
-  private async knownUser(res: http.ServerResponse, userId: string): Promise<boolean> {
-    if ((await this.d.workspace.users()).some((u) => u.id === userId)) return true;
-    refuse(res, 404, "unknown_user", `There is no user ${userId} in this workspace.`);
-    return false;
-  }
-
   /** GET /console/api/connections?user=U: that user's connections and grants; the team's for an admin. */
   async list(res: http.ServerResponse, url: URL): Promise<void> {
     const q = query(res, url, userQuery);
-    if (!q || !(await this.knownUser(res, q.user))) return;
+    if (!q || !(await knownUser(this.d.workspace, res, q.user))) return;
     const teamId = this.d.workspace.teamId;
     const live = ["active", "needs_login"] as const;
     const [mine, given, received, admin] = await Promise.all([
@@ -88,7 +82,7 @@ export class ConnectionsApi {
   /** POST /console/api/revoke: the owner revokes a connection, either side a grant, an admin any connection. */
   async revoke(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, revokeBody);
-    if (!b || !(await this.knownUser(res, b.asUserId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.asUserId))) return;
     const teamId = this.d.workspace.teamId;
     const user = b.asUserId;
     if (b.kind === "grant") {

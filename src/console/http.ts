@@ -1,5 +1,6 @@
 import type http from "node:http";
 import type { z } from "zod";
+import type { ConsoleWorkspace } from "./ports.js";
 import { BodyTooLargeError, readBody } from "../server/host-auth.js";
 import { sendJson } from "../server/http-server.js";
 
@@ -41,4 +42,11 @@ function parsed<T>(res: http.ServerResponse, schema: z.ZodType<T>, doc: unknown)
   if (r.success) return r.data;
   refuse(res, 400, "invalid_request", r.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; "));
   return undefined;
+}
+
+/** Whether `userId` is a person of the workspace; answers 404 itself when not. */
+export async function knownUser(workspace: Pick<ConsoleWorkspace, "users">, res: http.ServerResponse, userId: string): Promise<boolean> {
+  if ((await workspace.users()).some((u) => u.id === userId)) return true;
+  refuse(res, 404, "unknown_user", `There is no user ${userId} in this workspace.`);
+  return false;
 }

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { sendJson } from "../server/http-server.js";
 import { LocalWorkspaceError } from "../workspace/local/errors.js";
 import { BROKER_TOOLS, type HostAgent } from "./host-agent.js";
-import { jsonBody, query, refuse } from "./http.js";
+import { jsonBody, knownUser, query, refuse } from "./http.js";
 import type { ConsoleWorkspace } from "./ports.js";
 import type { SseHub } from "./sse.js";
 
@@ -44,12 +44,6 @@ export interface PlayApiDeps {
 export class PlayApi {
   constructor(private readonly d: PlayApiDeps) {}
 
-  private async knownUser(res: http.ServerResponse, userId: string): Promise<boolean> {
-    if ((await this.d.workspace.users()).some((u) => u.id === userId)) return true;
-    refuse(res, 404, "unknown_user", `There is no user ${userId} in this workspace.`);
-    return false;
-  }
-
   private async knownChannel(res: http.ServerResponse, channelId: string): Promise<boolean> {
     if ((await this.d.workspace.channels()).some((c) => c.id === channelId)) return true;
     refuse(res, 404, "unknown_channel", `There is no channel ${channelId} in this workspace.`);
@@ -65,7 +59,7 @@ export class PlayApi {
   /** POST /console/api/membership: adds or removes a member (effective on the next call). */
   async membership(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, membershipBody);
-    if (!b || !(await this.knownUser(res, b.userId)) || !(await this.knownChannel(res, b.channelId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.userId)) || !(await this.knownChannel(res, b.channelId))) return;
     await this.d.workspace.setMember(b.channelId, b.userId, b.member);
     sendJson(res, 200, { ok: true });
   }
@@ -80,7 +74,7 @@ export class PlayApi {
   /** POST /console/api/threads: a user starts a thread in a channel. */
   async startThread(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, newThreadBody);
-    if (!b || !(await this.knownUser(res, b.userId)) || !(await this.knownChannel(res, b.channelId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.userId)) || !(await this.knownChannel(res, b.channelId))) return;
     try {
       sendJson(res, 200, { thread: await this.d.workspace.startThread(b.channelId, b.userId) });
     } catch (err) {
@@ -100,7 +94,7 @@ export class PlayApi {
   /** POST /console/api/host: one broker tool call as `userId` in the thread, through /v1/turns and /mcp. */
   async host(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, hostBody);
-    if (!b || !(await this.knownUser(res, b.userId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.userId))) return;
     const thread = { teamId: this.d.workspace.teamId, channelId: b.channelId, threadTs: b.threadTs };
     const outcome = await this.d.host.call(thread, b.userId, b.tool, b.arguments, (p) => this.d.events.broadcast({ type: "progress", data: { runId: b.runId, ...p } }));
     sendJson(res, outcome.kind === "host_error" && outcome.code === "busy" ? 429 : 200, { runId: b.runId, ...outcome });
@@ -109,14 +103,14 @@ export class PlayApi {
   /** GET /console/api/inbox?user=U: the user's cards, newest first. */
   async inbox(res: http.ServerResponse, url: URL): Promise<void> {
     const q = query(res, url, userQuery);
-    if (!q || !(await this.knownUser(res, q.user))) return;
+    if (!q || !(await knownUser(this.d.workspace, res, q.user))) return;
     sendJson(res, 200, { items: await this.d.workspace.inbox(q.user) });
   }
 
   /** POST /console/api/decide: `asUserId` clicks a decision on an approval card; only the owner's click counts. */
   async decide(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, decideBody);
-    if (!b || !(await this.knownUser(res, b.asUserId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.asUserId))) return;
     const result = await this.d.workspace.decide(b.approvalId, b.decision, b.asUserId);
     sendJson(res, 200, { result, message: CLICK_MESSAGES[result] });
   }
@@ -124,7 +118,7 @@ export class PlayApi {
   /** POST /console/api/continue: a consent card's Continue; only the card's own user gets the login link. */
   async continueConsent(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, continueBody);
-    if (!b || !(await this.knownUser(res, b.asUserId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.asUserId))) return;
     const r = await this.d.workspace.continueConsent(b.itemId, b.asUserId);
     if ("url" in r) return sendJson(res, 200, { url: r.url });
     refuse(res, r.refused === "unknown_item" ? 404 : 403, r.refused, CONTINUE_MESSAGES[r.refused]);
