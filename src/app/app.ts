@@ -45,6 +45,7 @@ import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
 import { startupBanner } from "./banner.js";
+import { startConsole } from "./console.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {
@@ -255,6 +256,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);
+  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
   origin.allowPort(port);
   slackAuthJob?.start();
   if (slack) {
@@ -266,7 +268,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
   const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
   const banner = startupBanner({
-    mcpUrl: `${reachable}/mcp`,
+    mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
     hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
     exampleThread: slack ? "<team_id>/<channel_id>/<thread_ts>" : "T_LOCAL/C_GENERAL/1700000000.000100",
   });
@@ -291,6 +293,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
         await broker.approvals.shutdown();
+        await consoleRun?.close();
         await logins.shutdown();
         await loginReaper.stop();
         liveView.close();
