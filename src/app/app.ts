@@ -29,6 +29,8 @@ import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
+import { EventsEndpoint } from "../server/events-endpoint.js";
+import { HostTeamAuth } from "../server/host-teams.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, SlackAuthState } from "../server/readiness.js";
@@ -43,6 +45,7 @@ import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
 import { startupBanner } from "./banner.js";
+import { startConsole } from "./console.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {
@@ -82,6 +85,8 @@ export interface RunningApp {
   readonly mcp: McpEndpoint;
   /** Which workspace serves people; `local` is the local workspace (development only) the console shows. */
   readonly workspace: { readonly kind: "slack" | "local" | "none"; readonly local?: LocalWorkspace };
+  /** GET /v1/events (its open streams). */
+  readonly events: EventsEndpoint;
   /** A host token this broker accepts (the development token, else the first configured), for an in-process agent host such as the console. */
   readonly hostToken: string | undefined;
   /** The development host token file, when one is in use. */
@@ -242,6 +247,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
+  const events = new EventsEndpoint(broker.events, new HostTeamAuth(hostTokens.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });
+  http.route({ method: "GET", path: "/v1/events", handler: events.handler });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
@@ -249,6 +256,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.upgrade("/login/ws", liveView.upgrade);
 
   const port = await http.listen(config.port, config.bindHost);
+  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
   origin.allowPort(port);
   slackAuthJob?.start();
   if (slack) {
@@ -260,7 +268,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
   const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
   const banner = startupBanner({
-    mcpUrl: `${reachable}/mcp`,
+    mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
     hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
     exampleThread: slack ? "<team_id>/<channel_id>/<thread_ts>" : "T_LOCAL/C_GENERAL/1700000000.000100",
   });
@@ -276,6 +284,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     metrics,
     mcp,
     workspace: { kind: workspace.kind, ...(workspace.local ? { local: workspace.local } : {}) },
+    events,
     hostToken: hostTokens.tokens[0],
     hostTokenFile: hostTokens.file,
     banner,
@@ -284,10 +293,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
         await broker.approvals.shutdown();
+        await consoleRun?.close();
         await logins.shutdown();
         await loginReaper.stop();
         liveView.close();
         await mcp.close();
+        events.close();
         await slack?.stop();
         await http.close();
         await reaper.stop();

@@ -8,6 +8,8 @@ import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { Broker } from "../broker/broker.js";
 import type { ConsentNotifier, CredentialRefresher } from "../broker/ports.js";
+import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
+import { CallEventBus } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import { noMembership, type MembershipSource } from "../membership/membership.js";
@@ -76,6 +78,10 @@ export function buildBroker(o: BrokerOptions): Broker {
     { results: o.store.results, audit: o.store.audit, vault: o.vault, clock: o.clock, log: o.log },
     { ttlMs: o.resultStore?.ttlMs ?? RESULT_STORE_DEFAULTS.ttlMs, maxBytesPerTeam: o.resultStore?.maxBytesPerTeam ?? RESULT_STORE_DEFAULTS.maxBytesPerTeam, pageLimits: limits },
   );
+  // One call event stream: the metrics and the per-call log line consume it (GET /v1/events too).
+  const events = new CallEventBus({ log: o.log });
+  metricsFromEvents(events, metrics);
+  logFromEvents(events, o.log);
   const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics });
   return new Broker({
     store: o.store,
@@ -93,6 +99,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     metrics,
     limits,
     results,
+    events,
     callTimeoutMs: o.callTimeoutMs ?? 120_000,
     ...(o.refresher ? { refresher: o.refresher } : {}),
     ...(o.consent ? { consent: o.consent } : {}),

@@ -21,7 +21,9 @@ export type AuditEventKind =
   | "result_stored"
   | "result_evicted"
   | "result_read"
-  | "admin_action";
+  | "admin_action"
+  /** A tool definition seen, changed, accepted or rejected (src/pinning); `argsHash` holds the definition hash. */
+  | "tool_pin";
 
 /** An audit row as written: identifiers, decisions and sizes only, never values or secrets. */
 export interface AuditEvent {

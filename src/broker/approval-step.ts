@@ -2,12 +2,14 @@ import type { WaitOutcome } from "../approvals/approval-service.js";
 import { cardFacts } from "../approvals/card.js";
 import type { Service } from "../config/registry.js";
 import type { Redactor } from "../hygiene/redact.js";
-import type { CallPlan } from "./call-plan.js";
+import type { ApprovalDecision } from "../events/call-event.js";
+import { eventBase, type CallPlan } from "./call-plan.js";
 import type { BrokerDeps, CallExtra } from "./deps.js";
 
 // The approval stage of a borrowed call: the owner is asked with a card built from the planned
 // arguments (redacted with the owner's own credential) and the call waits, sending the caller a
-// progress heartbeat, until the owner decides, the approval expires or the caller cancels.
+// progress heartbeat, until the owner decides, the approval expires or the caller cancels. The
+// question and its answer are the call's approval.asked / approval.decided events.
 
 /** How often a waiting call tells its caller it is still waiting. */
 export const APPROVAL_HEARTBEAT_MS = 10_000;
@@ -23,7 +25,7 @@ export interface OwnerQuestion {
 }
 
 /** Asks the owner and waits for the outcome; the wait is counted apart from broker time. */
-export async function askOwner(d: Pick<BrokerDeps, "approvals" | "clock">, q: OwnerQuestion, extra: CallExtra): Promise<WaitOutcome> {
+export async function askOwner(d: Pick<BrokerDeps, "approvals" | "clock" | "events">, q: OwnerQuestion, extra: CallExtra): Promise<WaitOutcome> {
   const { plan } = q;
   const write = plan.toolClass.write;
   let ticks = 0;
@@ -31,8 +33,11 @@ export async function askOwner(d: Pick<BrokerDeps, "approvals" | "clock">, q: Ow
     ? d.clock.setInterval(() => void extra.progress?.({ progress: ++ticks, message: `waiting for <@${q.ownerUserId}> to approve` }).catch(() => {}), APPROVAL_HEARTBEAT_MS, { unref: true })
     : undefined;
   const t0 = performance.now();
+  d.events.emit({ type: "approval.asked", ...eventBase(plan, d.clock.now()), ownerUserId: q.ownerUserId, connectionId: q.connectionId, reason: q.reason });
+  // A throw (the store, the channel) means the owner could not be asked.
+  let decision: ApprovalDecision = "unavailable";
   try {
-    return await d.approvals.requestAndWait(
+    const outcome = await d.approvals.requestAndWait(
       { thread: plan.thread, connectionId: q.connectionId, ownerUserId: q.ownerUserId, borrowerUserId: plan.caller, service: plan.service.name, tool: plan.tool, argsHash: plan.argsHash },
       {
         borrowerUserId: plan.caller,
@@ -49,8 +54,12 @@ export async function askOwner(d: Pick<BrokerDeps, "approvals" | "clock">, q: Ow
       },
       extra.signal,
     );
+    decision = outcome.kind;
+    return outcome;
   } finally {
     heartbeat?.cancel();
-    if (extra.trace) extra.trace.approvalMs += performance.now() - t0;
+    const waitedMs = performance.now() - t0;
+    if (extra.trace) extra.trace.approvalMs += waitedMs;
+    d.events.emit({ type: "approval.decided", ...eventBase(plan, d.clock.now()), ownerUserId: q.ownerUserId, connectionId: q.connectionId, decision, waitedMs: Math.round(waitedMs) });
   }
 }

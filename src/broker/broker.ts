@@ -8,11 +8,13 @@ import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { ThreadRef } from "../domain/thread.js";
+import type { CallEventBus } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
+import { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { ResultStore } from "../results/result-store.js";
 import type { Store } from "../store/store.js";
@@ -45,6 +47,8 @@ export interface BrokerParts {
   /** Remote vendors' connect backoff (reported by connections_list). */
   readonly backoff: BackoffSource;
   readonly metrics: Metrics;
+  /** The call event stream: the call path emits on it; metrics, the log and GET /v1/events subscribe. */
+  readonly events: CallEventBus;
   readonly limits: ResultLimits;
   /** The result store behind truncated results' resource links. */
   readonly results: ResultStore;
@@ -71,6 +75,8 @@ export class Broker {
   readonly pool: VendorPool;
   readonly turns: TurnState;
   readonly approvals: ApprovalService;
+  /** The call event stream, for subscribers (GET /v1/events). */
+  readonly events: CallEventBus;
   /** One call service for every session, so decrypted credentials are cached (and forgotten) in one place. */
   readonly calls: CallService;
   private readonly jobs: PeriodicJob[] = [];
@@ -79,6 +85,7 @@ export class Broker {
     this.turns = o.turns;
     this.pool = o.pool;
     this.approvals = o.approvals;
+    this.events = o.events;
     this.deps = {
       store: o.store,
       vault: o.vault,
@@ -91,17 +98,22 @@ export class Broker {
       clock: o.clock,
       log: o.log,
       metrics: o.metrics,
+      events: o.events,
       limits: o.limits,
       results: o.results,
       callTimeoutMs: o.callTimeoutMs,
       backoff: o.backoff,
+      pins: new PinService({ store: o.store, clock: o.clock, log: o.log }),
       ...(o.refresher ? { refresher: o.refresher } : {}),
       ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     };
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
-    // it; the vendor gets its first call once the (bounded) tool list is in.
-    this.pool.onVendorStarted((client, lease) => refreshMetadata(this.deps, lease.service, client, { teamId: lease.connection.teamId, redactor: lease.redactor }));
+    // it; the vendor gets its first call once the (bounded) tool list is in and checked against the pins.
+    this.pool.onVendorStarted(async (client, lease) => {
+      const definitions = await refreshMetadata(this.deps, lease.service, client, { teamId: lease.connection.teamId, redactor: lease.redactor });
+      await this.deps.pins.observeVendor(client, { teamId: lease.connection.teamId, service: lease.service.name }, definitions);
+    });
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {
       this.calls.forget(c.id);

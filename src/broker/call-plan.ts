@@ -1,6 +1,7 @@
 import type { AuditEvent } from "../audit/event.js";
 import { FAIL_CLOSED_CLASS, type Service, type ServiceRegistry, type ToolClass } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
+import type { CallEventBase } from "../events/call-event.js";
 import { callHash } from "../policy/args-hash.js";
 import type { CallerContext } from "./deps.js";
 
@@ -71,4 +72,9 @@ export function auditBase(plan: CallPlan): Omit<AuditEvent, "at" | "event"> {
     argsHash: plan.argsHash,
     callId: plan.callId,
   };
+}
+
+/** The fields every call event of this call carries (src/events), stamped `at`. */
+export function eventBase(plan: CallPlan, at: number): CallEventBase {
+  return { callId: plan.callId, at, teamId: plan.thread.teamId, channelId: plan.thread.channelId, threadTs: plan.thread.threadTs, callerUserId: plan.caller ?? null, service: plan.serviceName, tool: plan.tool };
 }

@@ -1,7 +1,8 @@
 import { newId } from "../domain/ids.js";
-import type { Logger } from "../log/logger.js";
-import type { Metrics } from "../metrics/metrics.js";
+import type { Clock } from "../clock/clock.js";
+import type { CallEventSink } from "../events/event-bus.js";
 import type { CallOutcome } from "./answer.js";
+import { eventBase, type CallPlan } from "./call-plan.js";
 
 /**
  * One mcp_call's id and timings. The id is the `call_id` of its audit rows and of every log line
@@ -28,19 +29,21 @@ export class CallTrace {
   }
 }
 
-/** One line per call in the log and one sample in the metrics: ids, codes and timings only. */
-export function reportCall(d: { metrics: Metrics; log: Logger }, input: { service: string; tool: string }, outcome: CallOutcome, trace: CallTrace): void {
+/** Emits the call's `call.ended` event (the metrics and the log line consume it): ids, codes and timings only. */
+export function reportCall(d: { events: CallEventSink; clock: Clock }, plan: CallPlan, outcome: CallOutcome, trace: CallTrace): void {
   const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
   const via = outcome.kind === "ok" ? outcome.via : (trace.via ?? "none");
-  const brokerMs = trace.brokerMs();
-  d.metrics.callFinished({ service: input.service, tool: input.tool, outcome: result, via, brokerSeconds: brokerMs / 1000, vendorSeconds: trace.vendorMs === undefined ? undefined : trace.vendorMs / 1000 });
-  d.log.info("mcp_call done", {
-    service: input.service.slice(0, 100),
-    tool: input.tool.slice(0, 100),
+  d.events.emit({
+    type: "call.ended",
+    ...eventBase(plan, d.clock.now()),
     outcome: result,
     via,
-    ms: Math.round(trace.elapsedMs()),
-    brokerMs: Math.round(brokerMs),
-    vendorMs: trace.vendorMs === undefined ? null : Math.round(trace.vendorMs),
+    durationMs: ms(trace.elapsedMs()),
+    brokerMs: ms(trace.brokerMs()),
+    vendorMs: trace.vendorMs === undefined ? null : ms(trace.vendorMs),
+    truncated: outcome.kind === "ok" ? outcome.truncated : null,
   });
 }
+
+/** Milliseconds to the microsecond: precise enough for the histograms, short on the wire. */
+const ms = (v: number): number => Math.round(v * 1000) / 1000;

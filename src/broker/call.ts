@@ -1,9 +1,11 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { AuditEvent } from "../audit/event.js";
-import type { Service } from "../config/registry.js";
+import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
 import { withLogContext } from "../log/context.js";
 import { OAuthError } from "../login/oauth/errors.js";
+import type { PinGate, PlannedPin } from "../pinning/policy.js";
 import { resolveCall, type CallDecision } from "../policy/resolve.js";
 import type { Connection } from "../store/records.js";
 import { VaultError } from "../vault/errors.js";
@@ -11,7 +13,7 @@ import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
 import { candidateQuery, gatherCallFacts, isMember, ownFirst } from "./call-facts.js";
-import { auditBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
+import { auditBase, eventBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CredentialSessions, type CredentialSession } from "./credential-session.js";
 import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
@@ -20,8 +22,8 @@ import { cleanResult } from "./result-hygiene.js";
 import { keepFullResult } from "./result-keep.js";
 import { runOnVendor, vendorFailure, type NamedFailure } from "./vendor-run.js";
 
-// One mcp_call, read top to bottom: plan → facts → policy → approval → credential session → pool
-// lease → result hygiene → audit. Each stage runs once and lives in its own module; this file only
+// One mcp_call, read top to bottom: plan → facts (pins included) → policy → approval → credential
+// session → pool lease (pin check on the leased vendor) → result hygiene → audit. Each stage runs once and lives in its own module; this file only
 // sequences them. The MCP shape of the outcome is made in answer.ts.
 
 export type { CallOutcome, RanVia } from "./answer.js";
@@ -35,6 +37,8 @@ interface RunOrder {
   readonly connectionId: string;
   readonly via: RanVia;
   readonly approver?: string;
+  /** Which class rule the pin stage applied: checked again on the leased vendor. */
+  readonly planned: PlannedPin;
 }
 
 const failed = (code: FailureCode, facts: MessageFacts = {}): CallOutcome => ({ kind: "failed", code, facts });
@@ -53,16 +57,28 @@ export class CallService {
     const trace = extra.trace ?? new CallTrace();
     return withLogContext({ callId: trace.callId }, async () => {
       const plan = planCall(this.d.registry, ctx, input, trace.callId);
-      const outcome = await this.decide(plan, { ...extra, trace });
-      reportCall(this.d, input, outcome, trace);
-      return outcome;
+      this.d.events.emit({ type: "call.started", ...eventBase(plan, this.d.clock.now()) });
+      let outcome: CallOutcome | undefined;
+      try {
+        outcome = await this.decide(plan, { ...extra, trace });
+        return outcome;
+      } finally {
+        // A stage that threw is answered internal_error by the MCP server: its call ends so too.
+        reportCall(this.d, plan, outcome ?? failed("internal_error"), trace);
+      }
     });
   }
 
   /** Facts → policy → (approval) → run. */
-  private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
-    const facts = await gatherCallFacts(this.d, plan);
+  private async decide(asked: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+    const facts = await gatherCallFacts(this.d, asked);
+    const pin = await this.pinStage(asked);
+    // A new (unpinned) tool runs under the fail-closed class, whatever the registry says of it.
+    const plan = pin.kind === "run" && pin.planned === "new" ? Object.freeze({ ...asked, toolClass: FAIL_CLOSED_CLASS }) : asked;
+    const planned: PlannedPin = pin.kind === "run" ? pin.planned : "pinned";
     const decision: CallDecision = resolveCall({ caller: plan.caller, onBehalfOf: plan.onBehalfOf, serviceKnown: plan.service !== undefined, toolClass: plan.toolClass, ...facts });
+    // Past the identity checks, a quarantined tool is refused before any approval, grant or vendor.
+    if (pin.kind === "refuse" && decision.kind !== "refuse") return this.deny(plan, extra.trace, "tool_quarantined", {}, { decision: `pin_${pin.status}` });
     switch (decision.kind) {
       case "refuse": {
         const known = decision.code === "unknown_service" ? { detail: this.d.registry.list().map((s) => s.name).join(", ") } : {};
@@ -72,10 +88,16 @@ export class CallService {
       case "needs_connect":
         return this.deny(plan, extra.trace, "needs_connect");
       case "run":
-        return this.run(plan as Runnable, { connectionId: decision.connectionId, via: decision.via }, extra);
+        return this.run(plan as Runnable, { connectionId: decision.connectionId, via: decision.via, planned }, extra);
       case "ask_owner":
-        return this.viaOwner(plan as Runnable, decision, extra);
+        return this.viaOwner(plan as Runnable, decision, planned, extra);
     }
+  }
+
+  /** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */
+  private async pinStage(plan: CallPlan): Promise<PinGate> {
+    if (!plan.service || !plan.caller) return { kind: "run", planned: "unseen" };
+    return this.d.pins.gate({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
   }
 
   /** A call that did not run: its `call_denied` row, then the refusal (which stands even if the row cannot be written). */
@@ -86,7 +108,7 @@ export class CallService {
   }
 
   /** The approval stage: ask the owner, then run only the exact call that was approved. */
-  private async viaOwner(plan: Runnable, decision: Extract<CallDecision, { kind: "ask_owner" }>, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+  private async viaOwner(plan: Runnable, decision: Extract<CallDecision, { kind: "ask_owner" }>, planned: PlannedPin, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     const owner = decision.ownerUserId;
     const row = await this.d.store.connections.get(decision.connectionId);
     const redactor = row ? this.sessions.redactorFor(row, plan.service) : new Redactor([]);
@@ -106,7 +128,7 @@ export class CallService {
         if (outcome.approval.argsHash !== plan.argsHash || !(await this.d.approvals.consume(outcome.approval, plan.argsHash))) {
           return this.deny(plan, extra.trace, "approval_mismatch", { ownerUserId: owner });
         }
-        return this.run(plan, { connectionId: decision.connectionId, via: outcome.kind === "allowed_once" ? "approval_once" : "approval_thread", approver: owner }, extra);
+        return this.run(plan, { connectionId: decision.connectionId, via: outcome.kind === "allowed_once" ? "approval_once" : "approval_thread", approver: owner, planned }, extra);
     }
   }
 
@@ -130,7 +152,13 @@ export class CallService {
     if ("code" in session) return fail(session);
     // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
     if (!(await audit.started())) return failed("audit_unavailable");
-    const vendorRun = { plan, lease: this.sessions.lease(session, plan.service), extra };
+    const pinScope = { teamId: conn.teamId, service: plan.service.name };
+    const vendorRun = {
+      plan,
+      lease: this.sessions.lease(session, plan.service),
+      extra,
+      verify: (client: Client) => this.d.pins.verify(client, pinScope, { tool: plan.tool, planned: order.planned, ownConnection: order.via === "own" }),
+    };
     try {
       const raw = await runOnVendor(this.d, vendorRun);
       const clean = cleanResult(raw, vendorRun.lease.redactor, this.d.limits);

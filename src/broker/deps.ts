@@ -3,11 +3,13 @@ import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
+import type { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { CallTrace } from "./call-trace.js";
 import type { CredentialRefresher } from "./ports.js";
@@ -31,6 +33,8 @@ export interface BrokerDeps {
   readonly log: Logger;
   /** Where each call's outcome and timings go (noMetrics unless the app wires Prometheus). */
   readonly metrics: Metrics;
+  /** The call event stream (src/events): started, progress, approval asked/decided, ended. */
+  readonly events: CallEventSink;
   readonly limits: ResultLimits;
   /** Keeps the full (redacted) text of truncated results for their caller and thread (src/results). */
   readonly results: ResultStore;
@@ -39,6 +43,8 @@ export interface BrokerDeps {
   readonly refresher?: CredentialRefresher;
   /** The remote-vendor backoff of a connection, if any (reported by connections_list). */
   readonly backoff: BackoffSource;
+  /** Tool definition pins: the call path refuses a quarantined tool and checks the leased vendor's definition. */
+  readonly pins: PinService;
   /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
   readonly credentialCache?: CacheLimits;
 }

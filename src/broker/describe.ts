@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { z } from "zod";
-import type { Service, ToolClass } from "../config/registry.js";
+import { FAIL_CLOSED_CLASS, type Service, type ToolClass } from "../config/registry.js";
 import type { Redactor } from "../hygiene/redact.js";
+import type { PinStatus, ToolPin } from "../store/records.js";
 import { canonicalJson } from "../domain/canonical-json.js";
+import { definitionOf, type ToolDefinition } from "../pinning/definition.js";
 import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
 import { listAllTools } from "./tool-paging.js";
@@ -26,6 +28,8 @@ export interface DescribedTool {
   readonly description: string;
   readonly class: { readonly access: ToolClass["access"]; readonly write: boolean; readonly classified: boolean };
   readonly inputSchema?: Record<string, unknown>;
+  /** The definition against its pin (absent before the service's vendor was first seen). */
+  readonly pin?: PinStatus;
 }
 
 /** mcp_describe's answer. */
@@ -45,23 +49,30 @@ export interface MetadataOrigin {
   readonly redactor: Redactor;
 }
 
-/** Stores a service's tools/list in the team's metadata cache, redacted, with its content hash. */
-export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<void> {
+/**
+ * Stores a service's tools/list in the team's metadata cache, redacted, with its content hash, and
+ * returns each tool's (redacted) definition for pinning; undefined when the list could not be read.
+ */
+export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<ToolDefinition[] | undefined> {
   try {
     const tools: CachedTool[] = [];
     // Paged within fixed limits (src/broker/tool-paging.ts): an endless pager is stopped, not cached.
-    for (const t of await listAllTools(client)) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
+    const listed = await listAllTools(client);
+    // Redacted like the cache: a pinned definition is shown to admins and stored.
+    const definitions = listed.map((t) => origin.redactor.deep(definitionOf(t)));
+    for (const t of listed) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
     // Redacted before it is hashed or stored: a vendor may put its credential in any metadata text.
     const clean = tools.map((t) => origin.redactor.deep(t)).sort((a, b) => (a.name < b.name ? -1 : 1));
     const contentHash = createHash("sha256").update(canonicalJson(clean)).digest("hex");
     const prev = await deps.store.toolMetadata.get(origin.teamId, service.name);
-    if (prev?.contentHash === contentHash) return;
-    await deps.store.toolMetadata.put({ teamId: origin.teamId, service: service.name, contentHash, tools: clean, fetchedAt: deps.clock.now() });
+    if (prev?.contentHash !== contentHash) await deps.store.toolMetadata.put({ teamId: origin.teamId, service: service.name, contentHash, tools: clean, fetchedAt: deps.clock.now() });
+    return definitions;
   } catch (err) {
     // A vendor over the paging limits is stopped by the pool (the error fails its calls).
     if (err instanceof PoolError && err.code === "vendor_misbehaved") throw err;
     // Only the error's kind: vendor text may carry the credential.
     deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).name, code: String((err as { code?: unknown }).code ?? "") });
+    return undefined;
   }
 }
 
@@ -91,8 +102,9 @@ export function rankTools<T extends { name: string; description: string }>(tools
 }
 
 /** Builds the describe answer from the caller's team's cache (spawning nothing), or from the registry when nothing is cached. */
-export async function describeService(deps: Pick<BrokerDeps, "store">, service: Service, opts: { teamId: string; tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
+export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, service: Service, opts: { teamId: string; tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
   const meta = await deps.store.toolMetadata.get(opts.teamId, service.name);
+  const pins = await deps.pins.pins({ teamId: opts.teamId, service: service.name });
   const classOf = (name: string) => {
     const c = service.classOf(name);
     return { access: c.access, write: c.write, classified: service.isClassified(name) };
@@ -104,7 +116,7 @@ export async function describeService(deps: Pick<BrokerDeps, "store">, service: 
     tools = meta.tools.flatMap((raw) => {
       const p = cachedTool.safeParse(raw);
       if (!p.success) return [];
-      return [{ name: p.data.name, description: p.data.description ?? "", class: classOf(p.data.name), ...(p.data.inputSchema ? { inputSchema: p.data.inputSchema } : {}) }];
+      return [pinned({ name: p.data.name, description: p.data.description ?? "", class: classOf(p.data.name), ...(p.data.inputSchema ? { inputSchema: p.data.inputSchema } : {}) }, pins.get(p.data.name))];
     });
   } else {
     source = "registry";
@@ -119,7 +131,12 @@ export async function describeService(deps: Pick<BrokerDeps, "store">, service: 
     contentHash: meta?.contentHash ?? null,
     fetchedAt: meta ? new Date(meta.fetchedAt).toISOString() : null,
   };
-  const note = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
+  const changed = tools.filter((t) => t.pin === "quarantined" || t.pin === "rejected").map((t) => t.name);
+  const quarantine = changed.length
+    ? `Quarantined (calls are refused): ${changed.join(", ")}. Their vendor now serves a different definition than the one accepted; shown here is the accepted one, until an admin reviews the change.`
+    : undefined;
+  const fetchNote = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
+  const note = [quarantine, fetchNote].filter((x) => x !== undefined).join(" ") || undefined;
   if (opts.tool) {
     const t = tools.find((x) => x.name === opts.tool);
     if (!t) return { notFound: opts.tool };
@@ -127,4 +144,34 @@ export async function describeService(deps: Pick<BrokerDeps, "store">, service: 
   }
   const compact = tools.map(({ inputSchema: _schema, ...rest }) => rest);
   return { ...head, tools: opts.query ? rankTools(compact, opts.query) : compact, ...(note ? { note } : {}) };
+}
+
+/**
+ * A described tool as its pin says: a quarantined or rejected tool is shown with its accepted
+ * definition (the changed text, possibly a poisoned description, never reaches the model before an
+ * admin accepts it); a new one with the fail-closed class the broker applies to it.
+ */
+function pinned(t: DescribedTool, pin: ToolPin | undefined): DescribedTool {
+  if (!pin) return t;
+  const status = pin.status;
+  if (status === "new") return { ...t, class: { access: FAIL_CLOSED_CLASS.access, write: FAIL_CLOSED_CLASS.write, classified: false }, pin: status };
+  if (status === "pinned") return { ...t, pin: status };
+  const accepted = acceptedDefinition(pin.pinnedDefinition);
+  const { inputSchema: _changed, ...rest } = t;
+  return { ...rest, description: accepted.description, ...(accepted.inputSchema ? { inputSchema: accepted.inputSchema } : {}), pin: status };
+}
+
+const acceptedShape = z.object({ description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()).optional() }).loose();
+
+/** The accepted definition's description and schema; a definition cut for size yields none. */
+function acceptedDefinition(text: string | null): { description: string; inputSchema?: Record<string, unknown> } {
+  let doc: unknown;
+  try {
+    doc = text === null ? undefined : JSON.parse(text);
+  } catch {
+    doc = undefined;
+  }
+  const p = acceptedShape.safeParse(doc);
+  if (!p.success) return { description: "" };
+  return { description: p.data.description ?? "", ...(p.data.inputSchema ? { inputSchema: p.data.inputSchema } : {}) };
 }

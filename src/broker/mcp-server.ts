@@ -119,7 +119,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
         const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
         if ("notFound" in r) return refusal("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` });
         const unavailable = await serviceUnavailable(deps, ctx, caller, service);
-        const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
+        const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}${t.pin && t.pin !== "pinned" ? `, ${t.pin}` : ""}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
         const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...unavailable.map((n) => unavailableLine(n, service.name)), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
         return answer(text, { ...r, ...(unavailable.length ? { unavailable } : {}) });
       }),

@@ -37,6 +37,9 @@ export type FailureCode =
   | "invalid_request"
   | "not_available"
   | "consent_unavailable"
+  | "tool_quarantined"
+  | "tool_unverified"
+  | "tool_changed"
   | "internal_error";
 
 /** Facts a message may mention: user ids, service and tool names (never values). */
@@ -120,6 +123,12 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return f.detail ?? "Not available yet.";
     case "consent_unavailable":
       return `The private card to connect ${svc} could not be delivered in Slack right now, so nothing was started. Try again in a moment, or use /connect ${f.service ?? "<service>"} in Slack.`;
+    case "tool_quarantined":
+      return `${f.tool ? `"${f.tool}"` : "This tool"} on ${svc} is quarantined: its vendor now serves a different definition (description or schema) than the one accepted, so calls to it are refused until an admin reviews the change (slaude-connect registry changes). Nothing ran; existing approvals and thread grants do not cover it.`;
+    case "tool_unverified":
+      return `slaude-connect could not check the definition of ${f.tool ? `"${f.tool}"` : "this tool"} on ${svc} against its pin (the vendor's tool list could not be read or recorded), so nothing ran. Try again in a moment; the operator can find details in the logs.`;
+    case "tool_changed":
+      return `${svc} started listing ${f.tool ? `"${f.tool}"` : "this tool"} as a new, unpinned tool while this call was prepared, so nothing ran. Call again: an unpinned tool runs only on the caller's own connection.`;
     case "internal_error":
       return "slaude-connect hit an internal error; the call did not complete. The operator can find details in the logs.";
   }

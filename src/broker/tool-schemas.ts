@@ -55,6 +55,10 @@ const describedTool = z
     description: z.string(),
     class: z.object({ access: z.enum(["personal", "borrowable", "own_or_shared"]), write: z.boolean(), classified: z.boolean() }).describe("How the broker treats the tool: personal tools run only on the caller's own account; write tools need an approval per borrowed call"),
     inputSchema: z.record(z.string(), z.unknown()).optional(),
+    pin: z
+      .enum(["pinned", "quarantined", "new", "rejected"])
+      .optional()
+      .describe("The tool's definition against its pin: quarantined and rejected tools are refused (their vendor changed them; an admin decides), new ones run only on the caller's own account"),
   })
   .loose();
 

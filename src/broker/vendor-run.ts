@@ -1,8 +1,11 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { PinRefusedError } from "../pinning/errors.js";
 import { PoolError } from "../pool/errors.js";
 import type { VendorHandle } from "../pool/launcher.js";
 import type { PoolLease } from "../pool/pool.js";
-import type { CallPlan } from "./call-plan.js";
+import { progressMessage } from "../events/call-event.js";
+import { eventBase, type CallPlan } from "./call-plan.js";
 import type { BrokerDeps, CallExtra } from "./deps.js";
 import type { FailureCode, MessageFacts } from "./outcome.js";
 import { sanitizeVendorText } from "./result-hygiene.js";
@@ -16,28 +19,38 @@ export interface VendorRun {
   readonly plan: CallPlan;
   readonly lease: PoolLease;
   readonly extra: CallExtra;
+  /** The pin check on the leased vendor, run after it started and before the tool: throws PinRefusedError to refuse. */
+  readonly verify?: (client: Client) => Promise<void>;
 }
 
-/** Runs the planned tool on the lease's vendor; throws PoolError or VendorCallError. */
-export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTimeoutMs">, r: VendorRun): Promise<CallToolResult> {
+/**
+ * Runs the planned tool on the lease's vendor; throws PoolError or VendorCallError. The vendor is
+ * always asked for progress: each report becomes a (redacted) `call.progress` event, and is
+ * forwarded to the caller when the caller asked for progress.
+ */
+export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTimeoutMs" | "events">, r: VendorRun): Promise<CallToolResult> {
   const { extra, lease } = r;
   // Progress is forwarded in order, and all of it before the result: a client that handles the
   // response first would drop a late progress notification for a finished request.
   let forwarded: Promise<unknown> = Promise.resolve();
   let progressed = false;
   const result = await d.pool.withLease(lease, async (client, handle) => {
+    // On this very vendor, after its start listeners recorded its tool list: nothing unpinned runs.
+    await r.verify?.(client);
     const t0 = performance.now();
     return callVendorTool(client, r.plan.tool, r.plan.args, {
       timeoutMs: d.callTimeoutMs,
       clock: d.clock,
       signal: extra.signal,
-      onprogress: extra.progress
-        ? (p) => {
-            progressed = true;
-            const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: lease.redactor.text(p.message) } : {}) };
-            forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
-          }
-        : undefined,
+      onprogress: (p) => {
+        // Redacted once, with the same credential forms as the result; the event and the caller get the same text.
+        const message = p.message ? lease.redactor.text(p.message) : undefined;
+        d.events.emit({ type: "call.progress", ...eventBase(r.plan, d.clock.now()), progress: p.progress, total: p.total ?? null, message: progressMessage(message) });
+        if (!extra.progress) return;
+        progressed = true;
+        const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(message ? { message } : {}) };
+        forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
+      },
     })
       .catch(async (err: unknown) => {
         throw handle.kind === "remote" ? await remoteLost(handle, err) : err;
@@ -77,6 +90,7 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
   const connectionId = r.lease.connection.id;
   const redactor = r.lease.redactor;
   let err = thrown;
+  if (err instanceof PinRefusedError) return { code: err.code };
   if (err instanceof PoolError) {
     switch (err.code) {
       case "pool_busy":

@@ -29,7 +29,7 @@ usage: slaude-connect <command> [options]
   grants        list | revoke
   audit         Query or export (--jsonl) the audit log
   keys          rotate | generate
-  registry      schema | check FILE
+  registry      schema | check FILE | inspect SERVICE | changes | accept | reject
   doctor        Check the setup and say how to fix what is wrong
 
 Configuration comes from environment variables (see .env.example).

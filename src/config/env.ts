@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
+import { parseHostTokens } from "./host-token-teams.js";
 import { withSecretFiles } from "./secret-files.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
@@ -68,6 +69,8 @@ const envSchema = z.object({
   // Memory bounds (issue 9 item 15): every session table and cache has a cap and an expiry.
   SLAUDE_MCP_MAX_SESSIONS: positiveInt.default(1_000),
   SLAUDE_MCP_SESSION_IDLE_SECONDS: positiveInt.default(1_800),
+  SLAUDE_EVENTS_MAX_CLIENTS: positiveInt.max(1_000).default(16),
+  SLAUDE_EVENTS_CLIENT_BUFFER: positiveInt.max(100_000).default(1_000),
   SLAUDE_MEMBERSHIP_CACHE_MAX: positiveInt.default(10_000),
   SLAUDE_MEMBERSHIP_CACHE_SECONDS: positiveInt.default(60),
   SLAUDE_CREDENTIAL_CACHE_MAX: positiveInt.default(1_000),
@@ -104,6 +107,8 @@ export interface Config {
   readonly bindHost: string;
   readonly publicUrl: string;
   readonly hostTokens: readonly string[];
+  /** Host token → the Slack team it is bound to (`<team_id>:<token>` entries); decides GET /v1/events. */
+  readonly hostTokenTeams: ReadonlyMap<string, string>;
   /** Bearer token a Prometheus scraper presents on GET /metrics; unset: /metrics is refused. */
   readonly metricsToken: string | undefined;
   readonly admins: readonly string[];
@@ -131,6 +136,8 @@ export interface Config {
   readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
   /** Open MCP sessions: the cap, and how long an unused one stays open. */
   readonly mcpSessions: { readonly maxSessions: number; readonly idleMs: number };
+  /** GET /v1/events: open streams at most, and events held for one slow stream before it is dropped. */
+  readonly events: { readonly maxClients: number; readonly clientBuffer: number };
   /** In-memory caches: membership answers and decrypted credentials, each bounded in count and age. */
   readonly caches: { readonly membership: CacheLimits; readonly credentials: CacheLimits };
 }
@@ -168,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (missing.length) throw new ConfigError("invalid_env", `invalid environment\nSlack is partly configured (SLACK_MODE=${e.SLACK_MODE}): set ${missing.join(" and ")}, or unset the other SLACK_* variables`);
   }
   const dataDir = path.resolve(e.SLAUDE_DATA_DIR);
+  const hostTokens = parseHostTokens(e.SLAUDE_HOST_TOKENS);
   const slackConfigured = Boolean(e.SLACK_BOT_TOKEN) && (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
   return {
     production,
@@ -181,7 +189,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     bindHost: e.SLAUDE_BIND_HOST,
     publicUrl: (e.SLAUDE_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
-    hostTokens: e.SLAUDE_HOST_TOKENS,
+    hostTokens: hostTokens.tokens,
+    hostTokenTeams: hostTokens.teams,
     metricsToken: e.SLAUDE_METRICS_TOKEN,
     admins: e.SLAUDE_ADMINS,
     allowedHosts: e.SLAUDE_ALLOWED_HOSTS,
@@ -216,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000 },
     turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
     mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
+    events: { maxClients: e.SLAUDE_EVENTS_MAX_CLIENTS, clientBuffer: e.SLAUDE_EVENTS_CLIENT_BUFFER },
     caches: {
       membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
       credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },

@@ -1,7 +1,7 @@
 import type { ApprovalOutcome } from "../approvals/channel.js";
 import type { AuditRecord } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
-import type { Approval, Connection, Grant } from "../store/records.js";
+import type { Approval, Connection, Grant, ToolPin } from "../store/records.js";
 import type { types } from "@slack/bolt";
 import type { Block } from "./slack-api.js";
 import type { Card } from "../cards/card.js";
@@ -74,7 +74,7 @@ export interface ConnectionsModel {
   readonly mine: readonly Connection[];
   readonly grantsGiven: readonly Grant[];
   readonly grantsReceived: readonly Grant[];
-  readonly admin?: { readonly all: readonly Connection[]; readonly recentAudit: readonly AuditRecord[] };
+  readonly admin?: { readonly all: readonly Connection[]; readonly recentAudit: readonly AuditRecord[]; readonly toolChanges?: readonly ToolPin[] };
 }
 
 function connectionLine(c: Connection): string {
@@ -106,6 +106,12 @@ export function connectionsBlocks(m: ConnectionsModel): Block[] {
     if (m.admin.all.length === 0) blocks.push({ type: "section", text: { type: "mrkdwn", text: "_None._" } });
     for (const c of m.admin.all.slice(0, 40)) {
       blocks.push({ type: "section", text: { type: "mrkdwn", text: `${c.ownerUserId ? `<@${c.ownerUserId}>` : "shared"} · ${connectionLine(c)}` }, accessory: revokeButton(ACTIONS.adminRevoke, c.id) });
+    }
+    if (m.admin.toolChanges?.length) {
+      // Vendor tools changed since pinned: refused until reviewed (the diff is in the CLI).
+      blocks.push({ type: "header", text: { type: "plain_text", text: "Tool definition changes (admin)" } });
+      const rows = m.admin.toolChanges.map((p) => `*${esc(p.service)}* · ${esc(p.tool)} · ${p.status} since ${when(p.changedAt)}`);
+      blocks.push({ type: "section", text: { type: "mrkdwn", text: `${rows.join("\n")}\nReview and decide: \`slaude-connect registry changes --diff\`, then \`registry accept\` or \`registry reject SERVICE TOOL\`.` } });
     }
     blocks.push({ type: "header", text: { type: "plain_text", text: "Recent audit" } });
     const lines = m.admin.recentAudit.map((r) => `${new Date(r.at).toISOString()} ${r.event}${r.decision ? ` ${r.decision}` : ""}${r.callerUserId ? ` <@${r.callerUserId}>` : ""}${r.service ? ` ${esc(r.service)}` : ""}${r.tool ? ` ${esc(r.tool)}` : ""}`);

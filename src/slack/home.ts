@@ -11,18 +11,19 @@ export interface HomeDeps {
 }
 
 /** One user's connections and grants (and, for admins, everyone's plus recent audit). */
-export async function connectionsModel(d: HomeDeps, teamId: string, userId: string): Promise<ConnectionsModel> {
+export async function connectionsModel(d: Pick<HomeDeps, "store" | "grants">, teamId: string, userId: string): Promise<ConnectionsModel> {
   const [mine, grantsGiven, grantsReceived] = await Promise.all([
     d.store.connections.list({ teamId, ownerUserId: userId, statuses: ["active", "needs_login"] }),
     d.store.grants.list({ teamId, ownerUserId: userId, liveOnly: true }),
     d.store.grants.list({ teamId, borrowerUserId: userId, liveOnly: true }),
   ]);
   if (!(await d.grants.isAdmin(userId))) return { mine, grantsGiven, grantsReceived };
-  const [all, recentAudit] = await Promise.all([
+  const [all, recentAudit, toolChanges] = await Promise.all([
     d.store.connections.list({ teamId, statuses: ["active", "needs_login"] }),
     d.store.audit.query({ teamId, limit: 15, take: "latest" }),
+    d.store.toolPins.undecided({ teamId, limit: 20 }),
   ]);
-  return { mine, grantsGiven, grantsReceived, admin: { all, recentAudit } };
+  return { mine, grantsGiven, grantsReceived, admin: { all, recentAudit, toolChanges } };
 }
 
 /** Publishes the App Home tab for a user. */

@@ -147,3 +147,30 @@ export interface InboxRecord {
   readonly subject: ConsentSubject | null;
   readonly state: "open" | "settled";
 }
+
+/**
+ * Where a tool's definition stands against its pin: `pinned` (served as accepted), `quarantined`
+ * (served differently since; refused until an admin decides), `new` (appeared after the service was
+ * first seen; unpinned, run under the fail-closed class), `rejected` (an admin refused the change).
+ */
+export type PinStatus = "pinned" | "quarantined" | "new" | "rejected";
+
+/** One tool's pin in one team: the accepted definition and, while one is waiting, the changed one. */
+export interface ToolPin {
+  readonly teamId: string;
+  readonly service: string;
+  readonly tool: string;
+  readonly status: PinStatus;
+  /** SHA-256 of the accepted definition's canonical JSON; null for a tool never accepted. */
+  readonly pinnedHash: string | null;
+  /** The accepted definition as indented JSON, cut to a fixed size (for the admin's diff). */
+  readonly pinnedDefinition: string | null;
+  /** The definition waiting for a decision (or the rejected one); null when none. */
+  readonly pendingHash: string | null;
+  readonly pendingDefinition: string | null;
+  readonly firstSeenAt: number;
+  /** When the status or the pending definition last changed. */
+  readonly changedAt: number;
+  readonly decidedAt: number | null;
+  readonly decidedBy: string | null;
+}

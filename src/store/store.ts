@@ -11,6 +11,7 @@ import type {
   LoginSession,
   NewConnection,
   ToolMetadata,
+  ToolPin,
   WorkspaceChannelRecord,
   WorkspaceUserRecord,
 } from "./records.js";
@@ -204,6 +205,27 @@ export interface WorkspaceRepo {
   inbox(teamId: string, userId: string, limit: number): Promise<InboxRecord[]>;
 }
 
+/** What one pin transaction writes: the rows to upsert, their audit rows, and a value for the caller. */
+export interface PinWrite<T> {
+  readonly writes: readonly ToolPin[];
+  readonly audit: readonly AuditEvent[];
+  readonly value: T;
+}
+
+/** Tool definition pins per team and service (src/pinning): what a vendor may serve without an admin's say. */
+export interface ToolPinRepo {
+  get(teamId: string, service: string, tool: string): Promise<ToolPin | undefined>;
+  /** The service's pins in the team, by tool name (as many as its vendor lists, within the tool-list limits). */
+  list(teamId: string, service: string): Promise<ToolPin[]>;
+  /** Pins waiting for an admin (quarantined, new) or rejected, most recently changed first, at most `limit`. */
+  undecided(filter: { teamId?: string; service?: string; tool?: string; limit: number }): Promise<ToolPin[]>;
+  /**
+   * Reads the service's pins and writes what `change` (pure, synchronous) returns, with its audit rows,
+   * in one transaction: two vendors starting at once cannot lose each other's observation.
+   */
+  update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T>;
+}
+
 /** The whole store. */
 export interface Store {
   readonly connections: ConnectionRepo;
@@ -211,6 +233,7 @@ export interface Store {
   readonly approvals: ApprovalRepo;
   readonly audit: AuditRepo;
   readonly toolMetadata: ToolMetadataRepo;
+  readonly toolPins: ToolPinRepo;
   readonly loginSessions: LoginSessionRepo;
   /** The local workspace's state (empty when Slack serves). */
   readonly workspace: WorkspaceRepo;

@@ -57,6 +57,7 @@ export function fixtureRegistryDoc(extraEnv: Record<string, string> = {}): unkno
           flood: ["borrowable", "read"],
           spawn_grandchild: ["borrowable", "read"],
           wait_for_file: ["borrowable", "read"],
+          progress_burst: ["borrowable", "read"],
           whoami_personal: ["personal", "read"],
           search_shared: ["read"],
         },

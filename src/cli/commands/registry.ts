@@ -11,10 +11,11 @@ import type { Connection } from "../../store/records.js";
 import { credentialSchema, type Credential } from "../../vault/credential.js";
 import { CliContext, UsageError } from "../context.js";
 import { formatTable } from "../format.js";
+import { changes, decideCommand, PINS_HELP } from "./registry-pins.js";
 import { readSecretFromStdin } from "../stdin.js";
 
 /** Usage of `registry`, printed on a usage mistake and in the top-level help. */
-export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE|inspect SERVICE>
+export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE|inspect SERVICE|changes|accept|reject>
 
   schema      Prints the JSON Schema of the service registry file.
   check FILE [--inspect [--service S] [--connection ID] [--field NAME] [--format token|json]]
@@ -27,7 +28,8 @@ export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE|inspect
               standard input (--format token: one value into field NAME, default the capture's
               first field or "token"; an oauth service gets it as its access token. --format json:
               a credential document) or the stored credential of connection ID, lists its tools
-              with the class their annotations suggest, and prints a "tools" block to paste.`;
+              with the class their annotations suggest, and prints a "tools" block to paste.
+${PINS_HELP}`;
 
 /** Reads and validates FILE itself (not the server's configured registry); every message names FILE. */
 function readRegistryFile(ctx: CliContext, file: string): ServiceRegistry | number {
@@ -70,6 +72,8 @@ export async function registryCommand(ctx: CliContext, argv: string[]): Promise<
   }
   if (sub === "check") return check(ctx, rest);
   if (sub === "inspect") return inspect(ctx, rest);
+  if (sub === "changes") return changes(ctx, rest);
+  if (sub === "accept" || sub === "reject") return decideCommand(ctx, sub, rest);
   throw new UsageError(REGISTRY_HELP);
 }
 

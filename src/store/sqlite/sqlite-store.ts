@@ -9,6 +9,7 @@ import { migrate, type MigrationReport } from "./migrator.js";
 import { SqliteResultRepo } from "./results-repo.js";
 import { SqliteToolMetadataRepo } from "./tool-metadata-repo.js";
 import { SqliteWorkspaceRepo } from "./workspace-repo.js";
+import { SqliteToolPinRepo } from "./tool-pins-repo.js";
 
 /** The embedded SQLite store. */
 export class SqliteStore implements Store {
@@ -17,6 +18,7 @@ export class SqliteStore implements Store {
   readonly approvals: SqliteApprovalRepo;
   readonly audit: SqliteAuditRepo;
   readonly toolMetadata: SqliteToolMetadataRepo;
+  readonly toolPins: SqliteToolPinRepo;
   readonly loginSessions: SqliteLoginSessionRepo;
   readonly workspace: SqliteWorkspaceRepo;
   readonly results: SqliteResultRepo;
@@ -31,6 +33,7 @@ export class SqliteStore implements Store {
     this.approvals = new SqliteApprovalRepo(db, wait);
     this.audit = new SqliteAuditRepo(db, wait);
     this.toolMetadata = new SqliteToolMetadataRepo(db, wait);
+    this.toolPins = new SqliteToolPinRepo(db, wait);
     this.loginSessions = new SqliteLoginSessionRepo(db, wait);
     this.workspace = new SqliteWorkspaceRepo(db, wait);
     this.results = new SqliteResultRepo(db, wait);
