@@ -23,6 +23,7 @@ export const COPIED_TABLES: readonly { readonly name: string; readonly identity?
   { name: "workspace_notes", identity: "id" },
   { name: "workspace_inbox", orderOnly: "seq" },
   { name: "stored_results" },
+  { name: "tool_pins" },
 ];
 
 /** SQLite's own bookkeeping, not data. */

@@ -9,6 +9,7 @@ import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgResultRepo } from "./results-repo.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
+import { PgToolPinRepo } from "./tool-pins-repo.js";
 import { PgWorkspaceRepo } from "./workspace-repo.js";
 
 /** The PostgreSQL store: the same contract as SqliteStore, shared by every replica of one deployment. */
@@ -21,6 +22,7 @@ export class PostgresStore implements Store {
   readonly loginSessions: PgLoginSessionRepo;
   readonly workspace: PgWorkspaceRepo;
   readonly results: PgResultRepo;
+  readonly toolPins: PgToolPinRepo;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -31,6 +33,7 @@ export class PostgresStore implements Store {
     this.loginSessions = new PgLoginSessionRepo(db);
     this.workspace = new PgWorkspaceRepo(db);
     this.results = new PgResultRepo(db);
+    this.toolPins = new PgToolPinRepo(db);
   }
 
   async ping(): Promise<boolean> {

@@ -23,7 +23,8 @@ const pinRow = z
   })
   .strict();
 
-function toPin(raw: unknown): ToolPin {
+/** Maps a row (validated) to a pin; shared with the PostgreSQL adapter. */
+export function toPin(raw: unknown): ToolPin {
   const r = pinRow.parse(raw);
   return {
     teamId: r.team_id,
