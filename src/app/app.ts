@@ -38,6 +38,7 @@ import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { McpEndpoint } from "../server/mcp-endpoint.js";
 import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
 import { TurnState } from "../turns/turn-state.js";
+import { dbCounts } from "../store/sqlite/db.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -174,6 +175,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  metrics.watch({ db: () => dbCounts(store.db) });
   const loginReaper = new PeriodicJob({ name: "login reaper", intervalMs: 30_000, run: () => logins.reap(), log, clock, metrics });
   loginReaper.start();
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
