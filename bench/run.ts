@@ -117,13 +117,19 @@ try {
   say(`  SQLite statements per warm call ${db.statementsPerCall.toFixed(2)}, write transactions per warm call ${db.transactionsPerCall.toFixed(2)} (${dbCalls} calls, one client)`);
 
   progress("throughput");
+  const tpDbBefore = await b.metrics();
   const tp = await throughput(bareTp.callers, brokerTp.callers, P.tpRounds, 8, P.tpPerWorker);
+  const tpDbAfter = await b.metrics();
+  const tpCalls = brokerTp.callers.length + P.tpRounds * 8 * P.tpPerWorker;
+  const tpPerCall = (name: string) => (metricValue(tpDbAfter, name) - metricValue(tpDbBefore, name)) / tpCalls;
   brokerCalls += brokerTp.callers.length + P.tpRounds * 8 * P.tpPerWorker;
   figures.throughput = tp;
   say();
   say(`throughput, 8 workers over 50 connections (50 live children each side), ${P.tpRounds} alternating rounds`);
   say(`  bare     ${showSpread(tp.bare.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.bare.p99, " ms", 1)}`);
   say(`  broker   ${showSpread(tp.broker.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.broker.p99, " ms", 1)}   errors ${tp.errors}`);
+  say(`  SQLite per broker call under 8 workers: ${tpPerCall("slaude_db_statements_total").toFixed(2)} statements, ${tpPerCall("slaude_db_transactions_total").toFixed(2)} write transactions`);
+  figures.throughputDb = { statementsPerCall: tpPerCall("slaude_db_statements_total"), transactionsPerCall: tpPerCall("slaude_db_transactions_total") };
   targets.push(target("throughput ÷ bare pass-through", tp.ratio.median, ">=", 0.95, showSpread(tp.ratio), "×"));
 
   // Top up to the memory figure's call count, then the listing.

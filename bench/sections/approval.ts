@@ -14,7 +14,7 @@ export async function approvalRoundTrip(fake: FakeSlack, b: BrokerProc, signingS
   try {
     // One unmeasured round first: it spawns the owner's child, so every measured round finds it warm.
     for (let i = 0; i <= n; i++) {
-      const pending = s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: `borrow ${i}` } } });
+      const pending = s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: `borrow ${i}` }, on_behalf_of: borrower } });
       const click = await clickCard(fake, b.url, signingSecret, owner, i, "approval_allow_once");
       const r = await pending;
       const t1 = performance.now();

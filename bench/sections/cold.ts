@@ -31,7 +31,7 @@ export async function cold(b: BrokerProc, pairs: readonly { thread: ThreadRef; u
     await b.turn(p.thread, p.user);
     const s = await b.session(p.thread);
     t = performance.now();
-    const r = await s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "cold" } } });
+    const r = await s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "cold" }, on_behalf_of: p.user } });
     broker.push(performance.now() - t);
     if (r.isError) throw new Error(`cold broker call failed: ${JSON.stringify(r.content)}`);
     await s.close();

@@ -62,7 +62,7 @@ export async function brokerCaller(b: BrokerProc, thread: ThreadRef, user: strin
   await b.turn(thread, user);
   const client = await b.session(thread);
   const call = async () => {
-    const r = await client.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: ECHO } });
+    const r = await client.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: ECHO, on_behalf_of: user } });
     if (r.isError) throw new Error(`broker call failed: ${JSON.stringify(r.content)}`);
     return r;
   };

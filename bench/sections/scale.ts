@@ -53,7 +53,7 @@ async function side(fake: FakeSlack, dir: string, signingSecret: string, rows: n
   await broker.turn(borrowThread, alice);
   await broker.turn(borrowThread, bob);
   const bobs = await broker.session(borrowThread);
-  const first = bobs.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "hi" } } });
+  const first = bobs.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "hi" }, on_behalf_of: bob } });
   const click = await clickCard(fake, broker.url, signingSecret, alice, 0, "approval_allow_thread");
   await click.sent;
   mustRun("first borrowed", "approval_thread")(await first);
@@ -64,8 +64,8 @@ async function side(fake: FakeSlack, dir: string, signingSecret: string, rows: n
     seedMs,
     broker,
     clients: [bobs, nobodys],
-    shared: async () => mustRun("shared", "shared")(await nobodys.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "s" } } })),
-    borrowed: async () => mustRun("borrowed", "grant")(await bobs.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "b" } } })),
+    shared: async () => mustRun("shared", "shared")(await nobodys.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "s" }, on_behalf_of: nobody } })),
+    borrowed: async () => mustRun("borrowed", "grant")(await bobs.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "b" }, on_behalf_of: bob } })),
     list: () => bobs.callTool({ name: "connections_list", arguments: {} }),
   };
 }

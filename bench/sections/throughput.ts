@@ -30,8 +30,8 @@ export async function brokerCallers(b: BrokerProc, threads: readonly { thread: T
     await b.turn(t.thread, t.user);
     clients.push(await b.session(t.thread));
   }
-  const callers = clients.map((c) => async () => {
-    const r = await c.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "ping" } } });
+  const callers = clients.map((c, i) => async () => {
+    const r = await c.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "ping" }, on_behalf_of: threads[i]!.user } });
     if (r.isError || (r.structuredContent as { ranAs?: string } | undefined)?.ranAs !== "own") throw new Error(`broker call failed: ${JSON.stringify(r.content)}`);
     return r;
   });
