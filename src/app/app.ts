@@ -28,6 +28,7 @@ import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, SlackAuthState } from "../server/readiness.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { TurnState } from "../turns/turn-state.js";
+import { dbCounts } from "../store/sqlite/db.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
@@ -126,6 +127,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  metrics.watch({ db: () => dbCounts(store.db) });
   await workspace.start({ approvals: broker.approvals, logins, lifecycle });
   // Every periodic job runs on the app's clock, never overlapping itself; started here, stopped by close().
   const job = (name: string, intervalMs: number, run: () => Promise<unknown>): PeriodicJob => {
