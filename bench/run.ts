@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
-import { cliAdd, launchBroker, others, seed, type BrokerProc } from "./lib/broker-proc.js";
+import { cliAdd, launchBroker, metricValue, others, seed, type BrokerProc } from "./lib/broker-proc.js";
 import { rssMb } from "./lib/procs.js";
 import { ms, showSpread, showTarget, target, timeCalls, type TargetResult } from "./lib/stats.js";
 import { approvalRoundTrip } from "./sections/approval.js";
@@ -105,14 +105,31 @@ try {
   targets.push(target("warm mcp_call p50 ÷ bare pass-through", lat.ratios.brokerOverBare.median, "<=", 1.05, showSpread(lat.ratios.brokerOverBare), "×"));
   targets.push(target("warm mcp_call p50 ÷ mcp-proxy", lat.ratios.brokerOverMcpProxy.median, "<=", 0.7, showSpread(lat.ratios.brokerOverMcpProxy), "×"));
 
+  // What one warm call costs the store: statements and write transactions, read from /metrics.
+  const dbBefore = await b.metrics();
+  const dbCalls = quick ? 100 : 500;
+  for (let i = 0; i < dbCalls; i++) await me.call();
+  brokerCalls += dbCalls;
+  const dbAfter = await b.metrics();
+  const perCall = (name: string) => (metricValue(dbAfter, name) - metricValue(dbBefore, name)) / dbCalls;
+  const db = { statementsPerCall: perCall("slaude_db_statements_total"), transactionsPerCall: perCall("slaude_db_transactions_total"), calls: dbCalls };
+  figures.db = db;
+  say(`  SQLite statements per warm call ${db.statementsPerCall.toFixed(2)}, write transactions per warm call ${db.transactionsPerCall.toFixed(2)} (${dbCalls} calls, one client)`);
+
   progress("throughput");
+  const tpDbBefore = await b.metrics();
   const tp = await throughput(bareTp.callers, brokerTp.callers, P.tpRounds, 8, P.tpPerWorker);
+  const tpDbAfter = await b.metrics();
+  const tpCalls = brokerTp.callers.length + P.tpRounds * 8 * P.tpPerWorker;
+  const tpPerCall = (name: string) => (metricValue(tpDbAfter, name) - metricValue(tpDbBefore, name)) / tpCalls;
   brokerCalls += brokerTp.callers.length + P.tpRounds * 8 * P.tpPerWorker;
   figures.throughput = tp;
   say();
   say(`throughput, 8 workers over 50 connections (50 live children each side), ${P.tpRounds} alternating rounds`);
   say(`  bare     ${showSpread(tp.bare.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.bare.p99, " ms", 1)}`);
   say(`  broker   ${showSpread(tp.broker.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.broker.p99, " ms", 1)}   errors ${tp.errors}`);
+  say(`  SQLite per broker call under 8 workers: ${tpPerCall("slaude_db_statements_total").toFixed(2)} statements, ${tpPerCall("slaude_db_transactions_total").toFixed(2)} write transactions`);
+  figures.throughputDb = { statementsPerCall: tpPerCall("slaude_db_statements_total"), transactionsPerCall: tpPerCall("slaude_db_transactions_total") };
   targets.push(target("throughput ÷ bare pass-through", tp.ratio.median, ">=", 0.95, showSpread(tp.ratio), "×"));
 
   // Top up to the memory figure's call count, then the listing.

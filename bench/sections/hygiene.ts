@@ -1,8 +1,9 @@
-// Result hygiene of a large result (redaction of every credential form and the size cap), in
-// process: the cost the broker adds to every byte a vendor returns.
-import { Redactor, secretVariants } from "../../src/hygiene/redact.js";
-import { redactToolResult } from "../../src/hygiene/redact-result.js";
-import { truncateText } from "../../src/hygiene/truncate.js";
+// Result hygiene of a large result (redaction of every credential form, measuring, the size cap),
+// in process, through the very function the call path runs (src/broker/result-hygiene.ts
+// `cleanResult`), with the redactor a pasted token's connection gets (its value and the rendered
+// `Bearer` form the vendor receives): the cost the broker adds to every byte a vendor returns.
+import { cleanResult } from "../../src/broker/result-hygiene.js";
+import { Redactor } from "../../src/hygiene/redact.js";
 import { spread, type Spread } from "../lib/stats.js";
 
 export interface HygieneResult {
@@ -10,28 +11,21 @@ export interface HygieneResult {
   readonly ms: Spread;
 }
 
-/** What the call path does to a result (src/broker/call.ts `clean`): redact every form, measure, cap. */
-function clean(result: { content: { type: "text"; text: string }[] }, redactor: Redactor): number {
-  const redacted = redactToolResult(result, redactor);
-  const bytes = Buffer.byteLength(JSON.stringify(redacted));
-  const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
-  const lines = texts.reduce((n, t) => n + t.split("\n").length, 0);
-  const limits = { maxBytes: 50_000, maxLines: 2_000 };
-  if (bytes <= limits.maxBytes && lines <= limits.maxLines) return bytes;
-  return truncateText(texts.join("\n"), limits).text.length;
-}
+/** The defaults of SLAUDE_RESULT_MAX_BYTES / SLAUDE_RESULT_MAX_LINES. */
+const LIMITS = { maxBytes: 50_000, maxLines: 2_000 };
 
 export function hygiene(bytes: number, rounds: number): HygieneResult {
   const secret = "tok_" + "x".repeat(28);
-  const redactor = new Redactor(secretVariants([secret]), [`Bearer ${secret}`]);
+  const redactor = new Redactor([secret], [`Bearer ${secret}`]);
   const text = "lorem ipsum dolor sit amet\n".repeat(Math.ceil(bytes / 27)).slice(0, bytes);
   const result = { content: [{ type: "text" as const, text }] };
-  for (let i = 0; i < 3; i++) clean(result, redactor);
+  for (let i = 0; i < 3; i++) cleanResult(result, redactor, LIMITS);
   const times: number[] = [];
   for (let r = 0; r < rounds; r++) {
     const t = performance.now();
-    clean(result, redactor);
+    const out = cleanResult(result, redactor, LIMITS);
     times.push(performance.now() - t);
+    if (!out.truncated) throw new Error("the bench result should have been truncated");
   }
   return { bytes, ms: spread(times) };
 }

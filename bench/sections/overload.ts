@@ -34,10 +34,10 @@ export async function overload(fake: FakeSlack, dir: string, signingSecret: stri
     const lat: number[] = [];
     let errors = 0;
     await Promise.all(
-      sessions.map(async (s, k) => {
+      sessions.map(async (s, j) => {
         for (let i = 0; i < perConn; i++) {
           const t = performance.now();
-          const r = await s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "slow", args: { ms: 20 }, on_behalf_of: users[k]! } }, undefined, { timeout: 180_000 });
+          const r = await s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "slow", args: { ms: 20 }, on_behalf_of: users[j]! } }, undefined, { timeout: 180_000 });
           lat.push(performance.now() - t);
           if (r.isError) errors++;
         }

@@ -1,44 +1,34 @@
-import type { Clock } from "../clock/clock.js";
 import { systemClock } from "../clock/clock.js";
-import type { Config } from "../config/env.js";
-import type { ServiceRegistry } from "../config/registry.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
-import { createLogger, type Logger } from "../log/logger.js";
+import { createLogger } from "../log/logger.js";
 import path from "node:path";
-import type { ApprovalChannel } from "../approvals/channel.js";
-import type { Broker } from "../broker/broker.js";
 import { buildBroker } from "./broker-factory.js";
-import { CachedMembership, type MembershipSource } from "../membership/membership.js";
+import { CachedMembership } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
-import type { LocalWorkspace } from "../workspace/local/model.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
 import { oauthFlows } from "../login/oauth/flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
-import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
-import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
+import { LoginService } from "../login/login-service.js";
 import { chromiumBrowsers } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
-import { EventsEndpoint } from "../server/events-endpoint.js";
-import { HostTeamAuth } from "../server/host-teams.js";
+import { mountHostRoutes, mountLoginRoutes } from "./host-routes.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, SlackAuthState } from "../server/readiness.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
-import { McpEndpoint } from "../server/mcp-endpoint.js";
-import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
 import { TurnState } from "../turns/turn-state.js";
-import { openStore } from "./store-factory.js";
+import { openStore, storeCounts } from "./store-factory.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
@@ -46,56 +36,9 @@ import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
 import { startupBanner } from "./banner.js";
 import { startConsole } from "./console.js";
+import type { AppOptions, RunningApp } from "./running-app.js";
 
-/** Overrides for the composition root; production uses the defaults. */
-export interface AppOptions {
-  readonly config: Config;
-  readonly clock?: Clock;
-  readonly log?: Logger;
-  readonly registry?: ServiceRegistry;
-  /** How often the TTL reaper runs. */
-  readonly reapIntervalMs?: number;
-  /** Channel membership (Slack in production); without one nobody is a member (fail closed). */
-  readonly membership?: MembershipSource;
-  /** How owners are asked to approve borrows (Slack in production); without one borrows needing approval are refused. */
-  readonly approvalChannel?: ApprovalChannel;
-  /** Launches login browsers (Chromium through playwright-core by default). */
-  readonly browsers?: LoginBrowserFactory;
-  /** Starts OAuth flows (src/login/oauth by default). */
-  readonly oauth?: OAuthFlowFactory;
-  /** How often Slack's auth.test is repeated for /readyz (default 60 s). */
-  readonly slackAuthCheckIntervalMs?: number;
-  /** The effective uid the root rule judges (default: the process's own). */
-  readonly euid?: number;
-  /** How often waiting calls look for decisions made by another process, e.g. the CLI (default 1 s). */
-  readonly approvalPollIntervalMs?: number;
-}
-
-/** A running broker process. */
-export interface RunningApp {
-  readonly port: number;
-  readonly url: string;
-  readonly store: Store;
-  readonly lifecycle: ConnectionLifecycle;
-  readonly broker: Broker;
-  readonly logins: LoginService;
-  /** This app's metrics (its own prom-client Registry), served at GET /metrics. */
-  readonly metrics: PrometheusMetrics;
-  /** The MCP endpoint (its open sessions). */
-  readonly mcp: McpEndpoint;
-  /** Which workspace serves people; `local` is the local workspace (development only) the console shows. */
-  readonly workspace: { readonly kind: "slack" | "local" | "none"; readonly local?: LocalWorkspace };
-  /** GET /v1/events (its open streams). */
-  readonly events: EventsEndpoint;
-  /** A host token this broker accepts (the development token, else the first configured), for an in-process agent host such as the console. */
-  readonly hostToken: string | undefined;
-  /** The development host token file, when one is in use. */
-  readonly hostTokenFile: string | undefined;
-  /** The start-up block (console link, MCP URL, host token file, Inspector command); `serve` prints it last. */
-  readonly banner: string;
-  /** Graceful stop: HTTP closed, reapers stopped, children killed, database closed. */
-  close(): Promise<void>;
-}
+export type { AppOptions, RunningApp } from "./running-app.js";
 
 /** The composition root: builds the real adapters from config and starts serving. */
 export async function startApp(opts: AppOptions): Promise<RunningApp> {
@@ -184,9 +127,15 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
+  metrics.watch({ db: () => storeCounts(store) });
   await workspace.start({ approvals: broker.approvals, logins, lifecycle });
-  const loginReaper = new PeriodicJob({ name: "login reaper", intervalMs: 30_000, run: () => logins.reap(), log, clock, metrics });
-  loginReaper.start();
+  // Every periodic job runs on the app's clock, never overlapping itself; started here, stopped by close().
+  const job = (name: string, intervalMs: number, run: () => Promise<unknown>): PeriodicJob => {
+    const j = new PeriodicJob({ name, intervalMs, run, log, clock, metrics });
+    j.start();
+    return j;
+  };
+  const loginReaper = job("login reaper", 30_000, () => logins.reap());
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
     registerSlackHandlers(slack.app, {
@@ -204,16 +153,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   }
 
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
-  const approvalPoll = new PeriodicJob({ name: "approval decisions", intervalMs: opts.approvalPollIntervalMs ?? 1_000, run: () => broker.approvals.collectDecisions(), log, clock, metrics });
-  approvalPoll.start();
-  const reaper = new PeriodicJob({ name: "ttl reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => lifecycle.reapExpired(), log, clock, metrics });
-  reaper.start();
+  const approvalPoll = job("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions());
+  const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired());
   // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
-  const resultReaper = new PeriodicJob({ name: "result reaper", intervalMs: opts.reapIntervalMs ?? 30_000, run: () => broker.deps.results.reap(), log, clock, metrics });
-  resultReaper.start();
+  const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap());
   // Expired membership answers leave memory even for channels nobody asks about again.
-  const cacheSweep = new PeriodicJob({ name: "cache sweep", intervalMs: 60_000, run: async () => membershipCache?.sweep(), log, clock, metrics });
-  cacheSweep.start();
+  const cacheSweep = job("cache sweep", 60_000, async () => membershipCache?.sweep());
 
   const http = new HttpServer(log);
   http.route({
@@ -243,17 +188,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
-  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
-  http.route({ method: "*", path: "/mcp", handler: mcp.handler });
-  http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
-  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
-  const events = new EventsEndpoint(broker.events, new HostTeamAuth(hostTokens.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });
-  http.route({ method: "GET", path: "/v1/events", handler: events.handler });
+  const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
-  http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
-  http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
-  http.upgrade("/login/ws", liveView.upgrade);
+  const liveView = mountLoginRoutes(http, logins, config, clock, log);
 
   const port = await http.listen(config.port, config.bindHost);
   const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;

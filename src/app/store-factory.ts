@@ -1,7 +1,8 @@
 import type { Config } from "../config/env.js";
 import { connectPostgresStore, openPostgresStore } from "../store/postgres/pg-store.js";
 import type { MigrationReport } from "../store/sqlite/migrator.js";
-import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
+import { dbCounts, type DbCounts } from "../store/sqlite/db.js";
+import { openSqliteStore, SqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 
 // The one place that chooses the store adapter: SLAUDE_DATABASE_URL selects PostgreSQL, otherwise
@@ -20,4 +21,9 @@ export async function openStore(config: Pick<Config, "databaseUrl" | "dbPath" | 
 export function connectStore(config: Pick<Config, "databaseUrl" | "dbPath" | "dbLockWaitMs">, now: () => number): Store {
   if (config.databaseUrl) return connectPostgresStore({ url: config.databaseUrl, lockWaitMs: config.dbLockWaitMs }, now).store;
   return openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs }).store;
+}
+
+/** The SQLite statement and transaction counters for /metrics; zeros on PostgreSQL (pg_stat_statements is the server's view). */
+export function storeCounts(store: Store): Readonly<DbCounts> {
+  return store instanceof SqliteStore ? dbCounts(store.db) : { statements: 0, transactions: 0 };
 }

@@ -56,6 +56,9 @@ export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<Co
   const { caller, service, thread } = plan;
   if (!caller || !service) return NONE;
   if (!(await isMember(d, thread, caller))) return NONE;
+  // The warm path: the caller's own row, remembered by the store until a connection row changes.
+  const mine = await d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() });
+  if (mine) return { callerIsMember: true, own: candidate(mine), others: [], shared: undefined };
   const q = candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
   const rows = await d.store.connections.candidates(q);
   const own = ownFirst(rows, caller);

@@ -1,6 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Redactor } from "../hygiene/redact.js";
 import { redactToolResult } from "../hygiene/redact-result.js";
+import { countLines, jsonBytes } from "../hygiene/measure.js";
 import { truncateText, truncationNotice, type ResultLimits } from "../hygiene/truncate.js";
 import { frameTruncatedBytes } from "../pool/frame-reader.js";
 
@@ -9,31 +10,47 @@ export interface CleanResult {
   readonly result: CallToolResult;
   readonly truncated: boolean;
   readonly bytes: number;
-  /** When truncated: the whole redacted text the cut was taken from (what the result store keeps). */
-  readonly full?: string;
+  /** When truncated: the whole redacted text the cut was taken from (what the result store keeps), joined on demand. */
+  readonly full?: () => string;
 }
 
-/** Redacts every credential form and caps the size; `bytes` is the size seen before truncation. */
+/**
+ * Redacts every credential form and caps the size; `bytes` is the size seen before truncation.
+ * One pass over each text: one combined matcher redacts it (no copy when it holds no secret), and
+ * sizes and lines are counted with indexOf; nothing serialises the whole result to measure it.
+ */
 export function cleanResult(result: CallToolResult, redactor: Redactor, limits: ResultLimits): CleanResult {
   // A result cut from an oversized frame is always truncated, reporting the size the vendor sent.
   const framed = frameTruncatedBytes(result);
   const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
-  const bytes = framed ?? Buffer.byteLength(JSON.stringify(redacted));
+  const bytes = framed ?? jsonBytes(redacted);
   const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
-  const textBytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
-  const lines = texts.reduce((n, t) => n + t.split("\n").length, 0);
-  if (framed === undefined && bytes <= limits.maxBytes && textBytes <= limits.maxBytes && lines <= limits.maxLines) {
+  const fits = framed === undefined && bytes <= limits.maxBytes && texts.reduce((n, t) => n + Buffer.byteLength(t), 0) <= limits.maxBytes && countLines(texts, limits.maxLines + 1) <= limits.maxLines;
+  if (fits) {
     return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
   }
-  const joined = texts.join("\n");
-  const full = joined || JSON.stringify(redacted.structuredContent ?? redacted.content);
-  const cut = truncateText(full, limits);
+  const fallback = () => JSON.stringify(redacted.structuredContent ?? redacted.content);
+  // The cut reads only the head it can reach; the whole text is joined only when the result store asks for it.
+  const cut = truncateText(joinHead(texts, limits.maxBytes) || fallback(), limits);
   return {
     result: { content: [{ type: "text", text: cut.text + truncationNotice(bytes, limits) }], ...(result.isError ? { isError: true } : {}) },
     truncated: true,
     bytes,
-    full,
+    full: () => texts.join("\n") || fallback(),
   };
+}
+
+/** The texts joined by newlines, only as far as a cut to `maxBytes` can reach (every unit is at least one byte). */
+function joinHead(texts: readonly string[], maxBytes: number): string {
+  const parts: string[] = [];
+  let units = 0;
+  for (const t of texts) {
+    if (units > maxBytes) break;
+    const part = t.length > maxBytes + 1 ? t.slice(0, maxBytes + 1) : t;
+    parts.push(part);
+    units += part.length + 1;
+  }
+  return parts.join("\n");
 }
 
 /** A vendor's error text made safe to show: one line, no URLs, at most 200 characters. */

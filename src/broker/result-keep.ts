@@ -22,7 +22,7 @@ export async function keepFullResult(
   clean: CleanResult,
 ): Promise<{ readonly result: CallToolResult; readonly link?: FullResultLink }> {
   if (!clean.truncated || clean.full === undefined) return { result: clean.result };
-  const kept = await results.keep({ callId: plan.callId, thread: plan.thread, ownerUserId: plan.caller, service: plan.serviceName, tool: plan.tool, text: clean.full });
+  const kept = await results.keep({ callId: plan.callId, thread: plan.thread, ownerUserId: plan.caller, service: plan.serviceName, tool: plan.tool, text: clean.full() });
   if (kept.kind !== "kept") return { result: clean.result };
   return { result: { ...clean.result, content: [...clean.result.content, ...linkContent(kept, plan, results.settings.ttlMs)] }, link: { uri: kept.uri, bytes: kept.bytes, pages: kept.pages, expiresAt: new Date(kept.expiresAt).toISOString() } };
 }

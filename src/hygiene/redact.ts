@@ -50,12 +50,21 @@ export function secretVariants(values: readonly string[], extra: readonly string
   return [...out].filter((v) => v.length >= MIN_SECRET_LENGTH).sort((x, y) => y.length - x.length);
 }
 
+/** One regular expression matching every variant, longest first at each position (none: matches nothing). */
+function combinedMatcher(variants: readonly string[]): RegExp {
+  if (variants.length === 0) return /(?!)/g;
+  return new RegExp(variants.map((v) => v.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("|"), "g");
+}
+
 /** A redactor for one connection's secrets: replaces every variant in strings, deeply. */
 export class Redactor {
   private readonly variants: string[];
+  /** Every credential form in one matcher: a text is scanned once, not once per form. */
+  private readonly matcher: RegExp;
   /** `values`: secrets; `extra`: derived secret strings; `companions`: non-secret values that only leak in pairs (e.g. an email). */
   constructor(values: readonly string[], extra: readonly string[] = [], companions: readonly string[] = []) {
     this.variants = secretVariants(values, extra, companions);
+    this.matcher = combinedMatcher(this.variants);
   }
 
   /** The longest variant's length: a text cut short may end in an unmatched part of a secret this long. */
@@ -65,12 +74,16 @@ export class Redactor {
 
   /** Whether `text` contains any secret variant. */
   leaks(text: string): boolean {
-    return this.variants.some((v) => text.includes(v));
+    this.matcher.lastIndex = 0;
+    return this.matcher.test(text);
   }
 
+  /** `s` with every variant replaced; `s` itself (no copy) when none occurs, the common case. */
   text(s: string): string {
     let out = s;
-    for (const v of this.variants) if (out.includes(v)) out = out.split(v).join(REDACTED);
+    // Replacing can join the ends of two overlapping forms into a new one: repeat (bounded: a
+    // "secret" inside the placeholder itself would otherwise match forever).
+    for (let pass = 0; pass < 4 && this.leaks(out); pass++) out = out.replace(this.matcher, REDACTED);
     return out;
   }
 

@@ -4,18 +4,28 @@ export interface ResultLimits {
   readonly maxLines: number;
 }
 
-/** Cuts `text` to the limits; `truncated` says whether anything was dropped. */
+/** Cuts `text` to the limits; `truncated` says whether anything was dropped. Reads only the part it keeps. */
 export function truncateText(text: string, limits: ResultLimits): { text: string; truncated: boolean } {
   let out = text;
   let truncated = false;
-  const lines = out.split("\n");
-  if (lines.length > limits.maxLines) {
-    out = lines.slice(0, limits.maxLines).join("\n");
+  // The end of line maxLines, found by indexOf: no string per line.
+  let end = -1;
+  for (let n = 0; n < limits.maxLines; n++) {
+    end = out.indexOf("\n", end + 1);
+    if (end < 0) break;
+  }
+  if (end >= 0 && limits.maxLines > 0) {
+    out = out.slice(0, end);
+    truncated = true;
+  } else if (limits.maxLines === 0) {
+    out = "";
     truncated = true;
   }
-  if (Buffer.byteLength(out) > limits.maxBytes) {
+  // Every UTF-16 unit is at least one UTF-8 byte: the first maxBytes units hold every byte kept.
+  const head = out.length > limits.maxBytes ? out.slice(0, limits.maxBytes) : out;
+  if (head !== out || Buffer.byteLength(head) > limits.maxBytes) {
     // Cut on a character boundary.
-    out = Buffer.from(out).subarray(0, limits.maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+    out = Buffer.from(head).subarray(0, limits.maxBytes).toString("utf8").replace(/\uFFFD$/, "");
     truncated = true;
   }
   return { text: out, truncated };

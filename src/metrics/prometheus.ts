@@ -20,6 +20,8 @@ export interface MetricSources {
   pool?(): { live: number; leased: number; stopping: number; spawned: number; waiting: number };
   approvalsPending?(): number;
   logins?(): { flows: number; browsers: number };
+  /** The store's running statement and write-transaction counts (SQLite: dbCounts). */
+  db?(): { statements: number; transactions: number };
 }
 
 /** Metrics in Prometheus text format over a private Registry; `text()` is what GET /metrics serves. */
@@ -100,6 +102,24 @@ export class PrometheusMetrics implements Metrics {
         logins.set({ kind: "browsers" }, l.browsers);
       },
     });
+    // Counters read from the store's own running totals: each scrape adds what ran since the last one.
+    const seen = { statements: 0, transactions: 0 };
+    for (const [key, name, help] of [
+      ["statements", "slaude_db_statements_total", "SQL statements the store executed (prepared-statement runs; BEGIN/COMMIT not included)"],
+      ["transactions", "slaude_db_transactions_total", "Write transactions the store committed"],
+    ] as const) {
+      const counter: Counter = new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const now = self.sources.db?.()[key];
+          if (now === undefined || now < seen[key]) return;
+          counter.inc(now - seen[key]);
+          seen[key] = now;
+        },
+      });
+    }
   }
 
   /** Connects the live figures (pool, approvals, logins) once the parts exist. */

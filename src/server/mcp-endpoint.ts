@@ -8,7 +8,7 @@ import { systemClock, type Clock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { Logger } from "../log/logger.js";
 import type { ThreadRef } from "../domain/thread.js";
-import { threadKey, TURN_ID_PATTERN } from "../turns/turn-state.js";
+import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { BodyTooLargeError, readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
 import { DEFAULT_SESSION_LIMITS, SessionTable, type McpSession, type SessionLimits } from "./mcp-sessions.js";
@@ -106,9 +106,9 @@ export class McpEndpoint {
     if (typeof sessionId === "string") {
       const s = this.sessions.get(sessionId);
       if (!s || s.closed) return sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
-      if (headerThread !== undefined) {
-        const t = parseThreadHeader(headerThread);
-        if (!t || threadKey(t) !== threadKey(s.thread)) return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
+      // Parsed once, when the session opened: only the very same value names the same thread.
+      if (headerThread !== undefined && headerThread !== s.threadHeader) {
+        return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
       }
       this.sessions.track(sessionId, s, res, req.method !== "GET");
       await s.transport.handleRequest(req, res, body);
@@ -118,7 +118,7 @@ export class McpEndpoint {
       return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "No session: send initialize first" }, id: null });
     }
     const thread = parseThreadHeader(headerThread);
-    if (!thread) return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session" }, id: null });
+    if (!thread || typeof headerThread !== "string") return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session" }, id: null });
     if (!this.sessions.reserve()) {
       // Every open session is in use: refuse clearly rather than close one mid-request.
       this.log.warn("mcp session refused: the session cap is reached and every session is busy", { maxSessions: this.sessions.limits.maxSessions });
@@ -130,7 +130,7 @@ export class McpEndpoint {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          session = { transport, server, thread, busy: 0, closed: false };
+          session = { transport, server, thread, threadHeader: headerThread, busy: 0, closed: false };
           this.sessions.add(id, session);
         },
       });

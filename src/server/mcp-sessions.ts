@@ -20,6 +20,8 @@ export interface McpSession {
   readonly transport: StreamableHTTPServerTransport;
   readonly server: McpServer;
   readonly thread: ThreadRef;
+  /** The X-Slaude-Thread value the session was opened with: later requests compare it, never re-parse it. */
+  readonly threadHeader: string;
   /** Requests (and SSE streams) of this session still being answered: a busy session is never evicted or expired. */
   busy: number;
   closed: boolean;

@@ -57,6 +57,15 @@ export interface CandidateQuery {
   readonly limit: number;
 }
 
+/** The caller's own usable connection to one service, as one mcp_call looks it up. */
+export interface OwnConnectionQuery {
+  readonly thread: ThreadRef;
+  readonly caller: string;
+  readonly service: string;
+  /** Rows expired at or before `now` are not usable. */
+  readonly now: number;
+}
+
 /** A candidate row and the caller's standing on it. */
 export interface CandidateRow {
   readonly connection: ConnectionMeta;
@@ -87,6 +96,13 @@ export interface ConnectionRepo {
   list(filter: ConnectionFilter): Promise<Connection[]>;
   /** The rows `q.caller` can use in `q.thread`, ordered by id; one indexed statement, no ciphertext. */
   candidates(q: CandidateQuery): Promise<CandidateRow[]>;
+  /**
+   * The caller's active, unexpired own row for `q.service` usable in `q.thread` (the thread-scoped
+   * one first, then the oldest user-scoped one), sealed secret included; the same choice as
+   * `ownFirst` over `candidates`. Adapters may remember the answer (and `get`'s rows) until a
+   * connection row changes, by this process or any other: a revoke must still win on the next call.
+   */
+  ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined>;
   /** Ends a live connection: status set, ciphertext wiped, its grants revoked, pending approvals expired. Undefined if not live. */
   end(id: string, how: EndConnection): Promise<Connection | undefined>;
   /** Expires every live connection whose expires_at <= now, wiping each; returns those expired. */

@@ -2,7 +2,7 @@ import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
 import { toConnection } from "../sqlite/connections-repo.js";
-import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
 import { queryPgCandidates } from "./candidates-query.js";
 import { writeAudit } from "./audit-repo.js";
 import { LOCK_KEY_SQL, type PgDb, type Sql } from "./pg-db.js";
@@ -127,6 +127,19 @@ export class PgConnectionRepo implements ConnectionRepo {
     if (f.statuses?.length) clauses.push(`status = ANY(${p([...f.statuses])}::text[])`);
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
     return (await this.db.query<ConnectionRow>(`SELECT * FROM connections ${where} ORDER BY created_at, id`, params)).rows.map(toConnection);
+  }
+
+  /** No memo here: another replica's revoke must win on the next call, and only the database knows it. */
+  async ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined> {
+    const r = (
+      await this.db.query<ConnectionRow>(
+        `SELECT * FROM connections WHERE team_id = $1 AND owner_user_id = $2 AND service = $3 AND status = 'active'
+         AND expires_at > $4 AND ((scope = 'thread' AND channel_id = $5 AND thread_ts = $6) OR scope = 'user')
+         ORDER BY CASE scope WHEN 'thread' THEN 0 ELSE 1 END, created_at, id COLLATE "C" LIMIT 1`,
+        [q.thread.teamId, q.caller, q.service, q.now, q.thread.channelId, q.thread.threadTs],
+      )
+    ).rows[0];
+    return r ? toConnection(r) : undefined;
   }
 
   async candidates(q: CandidateQuery): Promise<CandidateRow[]> {

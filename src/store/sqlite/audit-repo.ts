@@ -1,5 +1,6 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
 import type { AuditRepo } from "../store.js";
+import { AuditBatch } from "./audit-batch.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 
 interface AuditRow {
@@ -94,17 +95,19 @@ function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> 
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
-/** SQLite audit repository. */
+/** SQLite audit repository; appends are group-committed (audit-batch.ts). */
 export class SqliteAuditRepo implements AuditRepo {
-  private readonly write: (events: readonly AuditEvent[]) => void;
+  private readonly batch: AuditBatch;
   constructor(
     private readonly db: Db,
-    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
+    wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {
-    this.write = makeAuditWriter(db);
+    const write = makeAuditWriter(db);
+    this.batch = new AuditBatch((events) => writeTx(db, () => write(events), wait));
   }
+  /** Resolves once the rows are committed; appends of one event-loop turn share one transaction. */
   async append(events: readonly AuditEvent[]): Promise<void> {
-    await writeTx(this.db, () => this.write(events), this.wait);
+    await this.batch.append(events);
   }
   async query(q: AuditQuery): Promise<AuditRecord[]> {
     const { sql, params } = whereOf(q);

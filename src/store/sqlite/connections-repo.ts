@@ -1,7 +1,8 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection } from "../store.js";
+import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
+import { ConnectionMemo } from "./connection-memo.js";
 import { queryCandidates } from "./candidates-query.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import type { Statement } from "better-sqlite3";
@@ -64,6 +65,9 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   private readonly endGrants;
   private readonly liveGrants;
   private readonly expireApprovals;
+  private readonly ownRow;
+  /** Rows and own-connection answers of the warm path; cleared by every write below (see connection-memo.ts). */
+  readonly memo: ConnectionMemo;
 
   constructor(
     private readonly db: Db,
@@ -79,6 +83,11 @@ export class SqliteConnectionRepo implements ConnectionRepo {
       key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = @id AND ${LIVE}`);
     this.liveGrants = db.prepare("SELECT id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service FROM grants WHERE connection_id = ? AND revoked_at IS NULL");
     this.endGrants = db.prepare("UPDATE grants SET revoked_at = @at, revoked_by = @by WHERE connection_id = @id AND revoked_at IS NULL");
+    // The caller's own usable row: thread-scoped in this thread first, then user-scoped, then the oldest (as ownFirst).
+    this.ownRow = db.prepare(`SELECT * FROM connections WHERE team_id = @team AND owner_user_id = @caller AND service = @service AND status = 'active'
+      AND expires_at > @now AND ((scope = 'thread' AND channel_id = @channel AND thread_ts = @ts) OR scope = 'user')
+      ORDER BY CASE scope WHEN 'thread' THEN 0 ELSE 1 END, created_at, id LIMIT 1`);
+    this.memo = new ConnectionMemo(db);
     this.expireApprovals = db.prepare("UPDATE approvals SET status = 'expired', decided_at = @at WHERE connection_id = @id AND status IN ('pending', 'allowed_once', 'allowed_thread')");
   }
 
@@ -89,6 +98,11 @@ export class SqliteConnectionRepo implements ConnectionRepo {
     let st = this.statements.get(sql);
     if (!st) this.statements.set(sql, (st = this.db.prepare(sql)));
     return st;
+  }
+
+  /** A write transaction on connection rows: the memo is cleared inside it, so no stale row survives it. */
+  private write<T>(fn: () => T): Promise<T> {
+    return writeTx(this.db, () => (this.memo.clear(), fn()), this.wait);
   }
 
   private row(id: string): Connection | undefined {
@@ -124,7 +138,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   }
 
   async create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }> {
-    return writeTx(this.db, () => {
+    return this.write(() => {
       const existing = this.findLiveSameKey(c);
       let replaced: Connection | null = null;
       if (existing) {
@@ -156,7 +170,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
       });
       this.audit(audit);
       return { connection: this.row(c.id)!, replaced };
-    }, this.wait);
+    });
   }
 
   private findLiveSameKey(c: NewConnection): Connection | undefined {
@@ -178,7 +192,25 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   }
 
   async get(id: string): Promise<Connection | undefined> {
-    return this.row(id);
+    const known = this.memo.row(id);
+    if (known) return known;
+    const c = this.row(id);
+    if (c) this.memo.keep(c);
+    return c;
+  }
+
+  async ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined> {
+    const key = `${q.thread.teamId}\u0000${q.caller}\u0000${q.service}\u0000${q.thread.channelId}\u0000${q.thread.threadTs}`;
+    const known = this.memo.own(key);
+    if (known === null) return undefined;
+    const hit = known === undefined ? undefined : await this.get(known);
+    // A remembered row past its expiry (not reaped yet) is looked up again: another own row may serve.
+    if (hit && hit.status === "active" && hit.expiresAt > q.now) return hit;
+    const r = this.ownRow.get({ team: q.thread.teamId, caller: q.caller, service: q.service, channel: q.thread.channelId, ts: q.thread.threadTs, now: q.now }) as ConnectionRow | undefined;
+    const c = r ? toConnection(r) : undefined;
+    this.memo.keepOwn(key, c?.id ?? null);
+    if (c) this.memo.keep(c);
+    return c;
   }
 
   async list(f: ConnectionFilter): Promise<Connection[]> {
@@ -208,14 +240,12 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   }
 
   async end(id: string, how: EndConnection): Promise<Connection | undefined> {
-    return writeTx(this.db, () => this.endInTx(id, how), this.wait);
+    return this.write(() => this.endInTx(id, how));
   }
 
   async expireDue(now: number): Promise<Connection[]> {
-    return writeTx(this.db, () => {
-      const due = (this.db.prepare(`SELECT id, team_id, owner_user_id, service FROM connections WHERE ${LIVE} AND expires_at <= ?`).all(now) as ConnectionRow[]).map(
-        (r) => r,
-      );
+    return this.write(() => {
+      const due = this.db.prepare(`SELECT id, team_id, owner_user_id, service FROM connections WHERE ${LIVE} AND expires_at <= ?`).all(now) as ConnectionRow[];
       const out: Connection[] = [];
       for (const r of due) {
         const ended = this.endInTx(r.id, {
@@ -228,32 +258,32 @@ export class SqliteConnectionRepo implements ConnectionRepo {
         if (ended) out.push(ended);
       }
       return out;
-    }, this.wait);
+    });
   }
 
   async markNeedsLogin(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return writeTx(this.db, () => {
+    return this.write(() => {
       const res = this.db
         // The refused credential is useless and still secret: wipe it with the status change.
         .prepare("UPDATE connections SET status = 'needs_login', updated_at = ?, key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = ? AND status = 'active'")
         .run(at, id);
       if (res.changes === 1) this.audit(audit);
       return res.changes === 1;
-    }, this.wait);
+    });
   }
 
   async updateSecret(id: string, sealed: SealedSecret, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return writeTx(this.db, () => {
+    return this.write(() => {
       const res = this.db
         .prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ?, updated_at = ? WHERE id = ? AND status = 'active'")
         .run(sealed.keyId, sealed.nonce, sealed.ciphertext, sealed.tag, at, id);
       if (res.changes === 1) this.audit(audit);
       return res.changes === 1;
-    }, this.wait);
+    });
   }
 
   async reencryptAll(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number> {
-    return writeTx(this.db, () => {
+    return this.write(() => {
       const rows = (this.db.prepare("SELECT * FROM connections WHERE secret_ct IS NOT NULL").all() as ConnectionRow[]).map(toConnection);
       const update = this.db.prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ? WHERE id = ?");
       for (const c of rows) {
@@ -263,6 +293,6 @@ export class SqliteConnectionRepo implements ConnectionRepo {
       }
       this.audit([audit]);
       return rows.length;
-    }, this.wait);
+    });
   }
 }

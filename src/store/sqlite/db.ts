@@ -46,10 +46,44 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
     db.pragma("foreign_keys = ON");
     // Wiped ciphertexts are overwritten on disk, not just unlinked from the b-tree.
     if (!opts.readonly) db.pragma("secure_delete = ON");
+    countStatements(db);
     return db;
   } catch (cause) {
     throw new StoreError("open_failed", `cannot open database ${file}: ${(cause as Error).message}`, { cause });
   }
+}
+
+/** How many statements and write transactions a handle has run (slaude_db_statements_total, the bench). */
+export interface DbCounts {
+  /** Executions of prepared statements (run/get/all/iterate), transaction BEGIN/COMMIT not included. */
+  statements: number;
+  /** Write transactions committed by writeTx (each is one BEGIN IMMEDIATE … COMMIT). */
+  transactions: number;
+}
+
+const counts = new WeakMap<Db, DbCounts>();
+
+/** The counters of `db` (zeros for a handle not opened by openDatabase). */
+export function dbCounts(db: Db): Readonly<DbCounts> {
+  return counts.get(db) ?? { statements: 0, transactions: 0 };
+}
+
+/**
+ * Counts every execution of a statement prepared on `db` from now on: one increment per call, so
+ * the cost stays a few nanoseconds; this is what shows how many SQLite round trips a warm call makes.
+ */
+function countStatements(db: Db): void {
+  const c: DbCounts = { statements: 0, transactions: 0 };
+  counts.set(db, c);
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((sql: string) => {
+    const st = prepare(sql);
+    for (const m of ["run", "get", "all", "iterate"] as const) {
+      const f = (st[m] as (...a: unknown[]) => unknown).bind(st);
+      Object.defineProperty(st, m, { value: (...a: unknown[]) => (c.statements++, f(...a)) });
+    }
+    return st;
+  }) as Db["prepare"];
 }
 
 function isBusy(err: unknown): boolean {
@@ -82,7 +116,10 @@ export async function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_L
   for (let attempt = 0; ; attempt++) {
     try {
       // Retries skip even the short busy wait: with many writers waiting, 5 ms each would add up.
-      return attempt === 0 ? tx.immediate() : withoutBusyWait(db, () => tx.immediate());
+      const out = attempt === 0 ? tx.immediate() : withoutBusyWait(db, () => tx.immediate());
+      const c = counts.get(db);
+      if (c) c.transactions++;
+      return out;
     } catch (err) {
       // Anything but a held lock (disk full, I/O, a constraint, an error of `fn`) is not waited out.
       if (!isBusy(err)) throw err;

@@ -57,4 +57,20 @@ describe.each(BACKENDS)("two writers on one database, $name", (be) => {
     expect(Number(ended !== undefined) + expired.length).toBe(1);
     expect((await h.store.audit.count({ event: "connection_revoked" })) + (await h.store.audit.count({ event: "connection_expired" }))).toBe(1);
   });
+
+  it("ownConnection prefers the thread row, skips expired rows, and a revoke through the other store wins on the next lookup", async () => {
+    const h = await be.harness();
+    const other = await h.reopen();
+    const thread = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
+    const user = await h.lifecycle.create({ teamId: "T1", ownerUserId: "U1", service: "svc", scope: "user", credential: { kind: "fields", fields: { token: "u" } }, createdBy: "U1" });
+    const here = await h.lifecycle.create(threadInput("U1", "t"));
+    const q = { thread, caller: "U1", service: "svc", now: h.clock.now() };
+    expect((await h.store.connections.ownConnection(q))?.id).toBe(here.id);
+    expect((await h.store.connections.ownConnection(q))?.sealed).not.toBeNull();
+    await other.connections.end(here.id, { status: "revoked", reason: "x", at: h.clock.now(), actor: "U1", audit: [] });
+    // The next call arrives as a new event (SQLite's memo re-reads data_version once per event-loop turn).
+    await new Promise((r) => setImmediate(r));
+    expect((await h.store.connections.ownConnection(q))?.id).toBe(user.id);
+    expect(await h.store.connections.ownConnection({ ...q, now: user.expiresAt })).toBeUndefined();
+  });
 });

@@ -1,0 +1,47 @@
+// The routes an agent host and a login viewer reach, mounted on the app's HTTP server: /mcp, the
+// turn reports, the call event stream, and the live-view login page with its assets and socket.
+import type { Broker } from "../broker/broker.js";
+import type { Clock } from "../clock/clock.js";
+import type { Config } from "../config/env.js";
+import type { Logger } from "../log/logger.js";
+import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
+import type { LoginService } from "../login/login-service.js";
+import { EventsEndpoint } from "../server/events-endpoint.js";
+import type { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
+import { HostTeamAuth } from "../server/host-teams.js";
+import type { HttpServer } from "../server/http-server.js";
+import { McpEndpoint } from "../server/mcp-endpoint.js";
+import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
+
+/** What the host routes need from the composition root. */
+export interface HostRouteDeps {
+  readonly http: HttpServer;
+  readonly broker: Broker;
+  readonly auth: HostTokenAuth;
+  readonly tokens: readonly string[];
+  readonly origin: OriginGuard;
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** Mounts /mcp, /v1/turns, /v1/turns/end and /v1/events; returns the endpoints the app closes. */
+export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: EventsEndpoint } {
+  const { http, broker, auth, origin, config, clock, log } = d;
+  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
+  http.route({ method: "*", path: "/mcp", handler: mcp.handler });
+  http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
+  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
+  const events = new EventsEndpoint(broker.events, new HostTeamAuth(d.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });
+  http.route({ method: "GET", path: "/v1/events", handler: events.handler });
+  return { mcp, events };
+}
+
+/** Mounts the live-view login page, its static assets and its WebSocket. */
+export function mountLoginRoutes(http: HttpServer, logins: LoginService, config: Config, clock: Clock, log: Logger): LiveViewEndpoint {
+  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
+  http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
+  http.upgrade("/login/ws", liveView.upgrade);
+  return liveView;
+}
