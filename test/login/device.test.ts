@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { chromium } from "playwright-core";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { startApp, type RunningApp } from "../../src/app/app.js";
@@ -38,8 +39,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function boot(clock: ManualClock, env: Record<string, string> = {}): Promise<RunningApp> {
-  as = await startFakeDeviceAs({ clientId: "slaude-device", now: () => clock.now() });
+async function boot(clock: ManualClock, env: Record<string, string> = {}, userCode?: string): Promise<RunningApp> {
+  as = await startFakeDeviceAs({ clientId: "slaude-device", now: () => clock.now(), ...(userCode ? { userCode } : {}) });
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-device-"));
   log = memoryLogger("debug");
   keyB64 = randomBytes(32).toString("base64");
@@ -117,7 +118,7 @@ describe("device-code login", () => {
     const { msg, auth } = await codeShown(messages);
     expect(messages.find((x) => x.type === "strategy")).toMatchObject({ strategy: "device", browser: false });
     expect(msg.verificationUri).toBe(`${as!.url}/device`);
-    expect(msg.verificationUriComplete).toBe(`${as!.url}/device?user_code=${auth.userCode}`);
+    expect(msg.verificationUriComplete).toBe(`${as!.url}/device?user_code=${encodeURIComponent(auth.userCode)}`);
     expect(a.logins.activeBrowsers).toBe(0);
     await pollTo(clock, auth, 5000, 1);
     await pollTo(clock, auth, 5000, 2);
@@ -202,5 +203,33 @@ describe("device-code login", () => {
     expect(a.logins.slotsInUse).toBe(1);
     first.ws.close();
     second.ws.close();
+  });
+
+  it("the live-view page in a real browser shows the code as text and the URL as a noopener link", async () => {
+    const hostile = `<img src=x onerror="document.title='pwned'">`;
+    const clock = new ManualClock(START);
+    const a = await boot(clock, {}, hostile);
+    const link = await a.logins.mint({ ...THREAD, userId: ALICE, service: "devsvc" });
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"] });
+    try {
+      const page = await browser.newPage();
+      expect((await page.goto(a.url + new URL(link.url).pathname))?.status()).toBe(200);
+      await page.waitForSelector("#device:not([hidden])", { timeout: 20_000 });
+      expect(await page.locator("#device-code").textContent()).toBe(hostile);
+      expect(await page.locator("#device-code img").count()).toBe(0);
+      const url = page.locator("#device-url");
+      expect(await url.textContent()).toBe(`${as!.url}/device`);
+      expect(new URL((await url.getAttribute("href"))!).searchParams.get("user_code")).toBe(hostile);
+      expect(await url.getAttribute("rel")).toBe("noopener noreferrer");
+      expect(await page.title()).not.toBe("pwned");
+      // The user declines on their device: the page hides the code and says so.
+      as!.deny(hostile);
+      await clock.advanceAsync(5000);
+      await page.waitForSelector("#status[data-state=failed]", { timeout: 20_000 });
+      expect(await page.locator("#device").isHidden()).toBe(true);
+      expect(await page.locator("#status").textContent()).toContain("declined");
+    } finally {
+      await browser.close();
+    }
   });
 });
