@@ -19,6 +19,9 @@ export function captureDescription(service: Service): string {
       return `your signed-in browser session for ${service.entry.loginDomains.join(", ") || "the service"} (cookies only)`;
     case "oauth":
       return `an OAuth token for ${service.displayName}${c.scopes.length ? ` with scopes ${c.scopes.join(", ")}` : ""}`;
+    case "device":
+      // The code itself is never on a card: only the private page opened from it shows it.
+      return `an OAuth token for ${service.displayName}${c.device.scopes.length ? ` with scopes ${c.device.scopes.join(", ")}` : ""}, signed in on any device of yours with a one-time code shown only on your private sign-in page`;
   }
 }
 

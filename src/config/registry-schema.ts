@@ -105,8 +105,23 @@ const oauthCapture = z
     }
   });
 
+const deviceCapture = z
+  .object({
+    strategy: z.literal("device"),
+    device: z
+      .object({
+        deviceAuthorizationEndpoint: z.url().describe("RFC 8628 device authorization endpoint."),
+        tokenEndpoint: z.url(),
+        clientId: z.string().min(1),
+        scopes: z.array(z.string()).default([]),
+      })
+      .strict()
+      .describe("The device authorization grant's endpoints and public client (configured; no discovery)."),
+  })
+  .strict();
+
 /** How a service's credential is captured (brief §6). */
-export const captureSchema = z.discriminatedUnion("strategy", [pasteCapture, cookieCapture, oauthCapture]);
+export const captureSchema = z.discriminatedUnion("strategy", [pasteCapture, cookieCapture, oauthCapture, deviceCapture]);
 
 const durationValue = z.union([z.string().regex(/^\d+(s|m|h|d)?$/, 'a duration like "30m", "8h", "7d"'), z.number().positive()]);
 

@@ -36,7 +36,10 @@ export interface Flow {
   ended: boolean;
 }
 
-/** Whether a service's capture runs a confined browser (and so needs a slot). */
+/**
+ * Whether a service's flow holds a login slot: every capture that runs a confined browser, and
+ * device logins (no browser, but their polling shares the same concurrency cap).
+ */
 export function needsBrowser(service: Service): boolean {
   const capture = service.entry.capture;
   return capture.strategy !== "paste" || Boolean(capture.startUrl);

@@ -11,9 +11,10 @@ import type { KeyRing } from "../vault/keyring.js";
 import { FlowOutcomes } from "./flow-outcome.js";
 import { FlowRegistry, needsBrowser, type ClaimRefusal, type Flow, type Viewer } from "./flow-registry.js";
 import { LoginLinks, type MintRequest, type OpenRefusal } from "./links.js";
-import type { LoginBrowserFactory, LoginNotifier, OAuthFlowFactory } from "./ports.js";
+import type { DeviceGrantFactory, LoginBrowserFactory, LoginNotifier, OAuthFlowFactory } from "./ports.js";
 import type { ClientMessage, ServerMessage } from "./protocol.js";
 import { CookieStrategy } from "./strategies/cookie.js";
+import { DeviceStrategy } from "./strategies/device.js";
 import { OAuthStrategy } from "./strategies/oauth.js";
 import { PasteStrategy } from "./strategies/paste.js";
 import type { CaptureStrategy, FlowControl, Viewport } from "./strategies/strategy.js";
@@ -45,6 +46,8 @@ export interface LoginDeps {
   readonly browsers: LoginBrowserFactory;
   readonly notifier?: LoginNotifier;
   readonly oauth?: OAuthFlowFactory;
+  /** Device authorization grants (RFC 8628) for `device` services. */
+  readonly device?: DeviceGrantFactory;
   readonly settings: LoginSettings;
 }
 
@@ -77,12 +80,12 @@ export class LoginService {
     const control: FlowControl = {
       startBrowser: (f, url, viewport, intercept) => this.startBrowser(f, url, viewport, intercept),
       complete: (f, credential) => this.outcomes.complete(f, credential),
-      fail: (f, message) => this.outcomes.end(f, "failed", message),
+      fail: (f, message, decision) => this.outcomes.end(f, "failed", message, decision),
       background: (what, p) => this.background(what, p),
       clock: deps.clock,
       log: deps.log,
     };
-    this.strategies = { paste: new PasteStrategy(control), cookie: new CookieStrategy(control), oauth: new OAuthStrategy(control, deps.oauth) };
+    this.strategies = { paste: new PasteStrategy(control), cookie: new CookieStrategy(control), oauth: new OAuthStrategy(control, deps.oauth), device: new DeviceStrategy(control, deps.device) };
   }
 
   /** Number of login flows in progress (a link opened in a browser, not yet ended). */
@@ -129,7 +132,7 @@ export class LoginService {
     }
     f.send = send;
     const strategy = this.strategyOf(f);
-    send({ type: "strategy", strategy: f.service.entry.capture.strategy, service: f.service.displayName, browser: needsBrowser(f.service) });
+    send({ type: "strategy", strategy: f.service.entry.capture.strategy, service: f.service.displayName, browser: needsBrowser(f.service) && f.service.entry.capture.strategy !== "device" });
     strategy.greet(f);
     if (!needsBrowser(f.service)) return;
     if (f.browser) {

@@ -40,3 +40,20 @@ export interface OAuthFlow {
 
 /** Starts an OAuth flow for a service (PKCE, discovery, registration: src/login/oauth). */
 export type OAuthFlowFactory = (service: Service, session: LoginSession) => Promise<OAuthFlow>;
+
+/** One poll of the device grant's token endpoint: keep waiting, wait longer, or the tokens. Throws OAuthError when it ended. */
+export type DevicePoll = "pending" | "slow_down" | { tokens: CredentialInput };
+
+/** A started device login (RFC 8628): what the user is shown and how the broker polls. */
+export interface DeviceGrant {
+  readonly verificationUri: string;
+  readonly verificationUriComplete?: string;
+  /** Shown only on the connecting user's private login page. */
+  readonly userCode: string;
+  readonly intervalMs: number;
+  readonly expiresAt: number;
+  poll(): Promise<DevicePoll>;
+}
+
+/** Starts a device login for a service (src/login/oauth/device.ts). */
+export type DeviceGrantFactory = (service: Service) => Promise<DeviceGrant>;

@@ -25,4 +25,6 @@ export type ServerMessage =
   | { type: "status"; state: LoginState; message: string }
   | { type: "frame"; data: string; width: number; height: number; popup: boolean }
   | { type: "paste_form"; instructions: string; fields: { name: string; label: string; secret: boolean }[] }
-  | { type: "strategy"; strategy: "paste" | "cookie" | "oauth"; service: string; browser: boolean };
+  | { type: "strategy"; strategy: "paste" | "cookie" | "oauth" | "device"; service: string; browser: boolean }
+  /** A device login's code: shown only on this private page, to the user the link was minted for. */
+  | { type: "device_code"; verificationUri: string; verificationUriComplete?: string; userCode: string };

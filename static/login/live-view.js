@@ -11,12 +11,17 @@
   const send = (m) => { if (ws.readyState === 1) ws.send(JSON.stringify(m)); };
   ws.onopen = () => send({ type: "viewport", width: Math.max(320, Math.min(1280, Math.round(window.innerWidth - 16))), height: Math.max(480, Math.min(900, Math.round(window.innerHeight - 120))) });
   ws.onclose = () => { if (!ended) setStatus("failed", "Connection to slaude-connect lost. Reload to reconnect."); };
-  function setStatus(state, message) { status.dataset.state = state; status.textContent = message; if (["captured","expired","cancelled","failed","refused"].includes(state)) { ended = true; screen.classList.remove("live"); form.classList.remove("live"); $("done").hidden = true; $("cancel").hidden = true; } }
+  function setStatus(state, message) { status.dataset.state = state; status.textContent = message; if (["captured","expired","cancelled","failed","refused"].includes(state)) { ended = true; screen.classList.remove("live"); form.classList.remove("live"); $("done").hidden = true; $("cancel").hidden = true; $("device").hidden = true; } }
   ws.onmessage = (ev) => {
     const m = JSON.parse(ev.data);
     if (m.type === "frame") { frameW = m.width; frameH = m.height; screen.src = "data:image/jpeg;base64," + m.data; screen.classList.add("live"); screen.classList.toggle("popup", !!m.popup); }
     else if (m.type === "status") setStatus(m.state, m.message);
     else if (m.type === "strategy") { $("done").hidden = m.strategy !== "cookie"; }
+    else if (m.type === "device_code") {
+      // Text nodes only; the URL (https, checked by the broker) is a plain link that opens in a new tab.
+      const a = $("device-url"); a.textContent = m.verificationUri; a.href = m.verificationUriComplete || m.verificationUri;
+      $("device-code").textContent = m.userCode; $("device").hidden = false;
+    }
     else if (m.type === "paste_form") {
       $("instructions").textContent = m.instructions;
       const box = $("fields"); box.textContent = "";

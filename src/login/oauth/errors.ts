@@ -8,6 +8,7 @@ export type OAuthErrorCode =
   | "invalid_client"
   | "invalid_request"
   | "access_denied"
+  | "expired_token"
   | "state_mismatch"
   | "server_error"
   | "network"

@@ -1,4 +1,4 @@
-// The seam between a login flow and its capture strategy (paste, cookie, oauth; one file each):
+// The seam between a login flow and its capture strategy (paste, cookie, oauth, device; one file each):
 // the flow owns sockets, slots, the browser's life and storage; a strategy decides what to show,
 // which page the browser opens, and when it holds a credential.
 import type { Clock } from "../../clock/clock.js";
@@ -18,8 +18,8 @@ export interface FlowControl {
   startBrowser(f: Flow, startUrl: string, viewport: Viewport, intercept?: { prefix: string; onHit(url: string): void }): Promise<void>;
   /** Stores `credential` for the user the link was minted for, then ends the flow. Never rejects. */
   complete(f: Flow, credential: CredentialInput): Promise<void>;
-  /** Ends the flow as failed with `message` for the viewer. Never rejects. */
-  fail(f: Flow, message: string): Promise<void>;
+  /** Ends the flow as failed with `message` for the viewer; `decision` names why in the audit row. Never rejects. */
+  fail(f: Flow, message: string, decision?: string): Promise<void>;
   /** Runs work started by a timer or a browser callback: a failure is logged, never an unhandled rejection. */
   background(what: string, p: Promise<void>): void;
   readonly clock: Clock;
