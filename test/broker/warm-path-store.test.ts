@@ -17,7 +17,7 @@ afterEach(async () => {
 const counts = (x: Harness) => ({ ...dbCounts(x.store.db) });
 
 describe("warm mcp_call and the store", () => {
-  it("a warm own call runs at most 3 statements (data_version and its two audit rows), not 4", async () => {
+  it("a warm own call runs at most 5 statements (three data_version reads and its two audit rows), none of them a row read", async () => {
     h = await makeHarness();
     await h.connect(ALICE);
     const s = await h.session();
@@ -26,7 +26,9 @@ describe("warm mcp_call and the store", () => {
     const n = 20;
     for (let i = 0; i < n; i++) expect((await mcpCall(s.client, { tool: "read_item", args: { id: String(i) }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
     const after = counts(h);
-    expect((after.statements - before.statements) / n).toBeLessThanOrEqual(3);
+    // data_version for the connection memo, one each for the tool-pin gate and the check on the
+    // vendor (they run in later turns of the event loop), and the two audit rows.
+    expect((after.statements - before.statements) / n).toBeLessThanOrEqual(5);
     expect((after.transactions - before.transactions) / n).toBeLessThanOrEqual(2);
     expect(await h.store.audit.count({ event: "call" })).toBe(n + 1);
   });

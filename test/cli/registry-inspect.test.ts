@@ -112,7 +112,7 @@ describe("registry inspect", () => {
 
     const bad = await cli(["registry", "inspect", "remote"], "remote-bad-token");
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^error: remote is unreachable \(HTTP 401\)/m);
+    expect(bad.stderr).toMatch(/^error: remote rejected the stored credential \(http_401\)/m);
     expect(bad.stdout + bad.stderr).not.toContain("remote-bad-token");
 
     const added = await quick(["connections", "add", "--team", "T1", "--service", "remote", "--scope", "shared"], "remote-good-token-5521");

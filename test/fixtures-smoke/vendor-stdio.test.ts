@@ -100,6 +100,7 @@ describe("vendor-stdio fixture", () => {
         "flood",
         "hang",
         "leak_token",
+        "progress_burst",
         "read_item",
         "slow",
         "spawn_grandchild",

@@ -82,10 +82,14 @@ describe("write-ahead audit of mcp_call", () => {
     const h = await harness(path.join(dir, "writes.jsonl"));
     await h.connect(ALICE);
     const s = await h.session();
+    // A warm vendor: its start already recorded its tool pins, so the only write after
+    // call_started is the completion row (a cold start's pin write would be refused first).
+    const warm = await mcpCall(s.client, { tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE });
+    expect(warm.structured.status).toBe("ok");
 
     const inFlight = mcpCall(s.client, { tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE });
     // The event that proves the vendor is about to run: its call_started row is committed.
-    await expect.poll(() => h.store.audit.count({ event: "call_started" }), { timeout: 20_000, interval: 20 }).toBe(1);
+    await expect.poll(() => h.store.audit.count({ event: "call_started" }), { timeout: 20_000, interval: 20 }).toBe(2);
     const lock = await holdWriteLock(path.join(h.dir, "slaude.db"));
     locks.push(lock);
     writeFileSync(gate, "");
@@ -95,7 +99,7 @@ describe("write-ahead audit of mcp_call", () => {
     expect(r.isError).toBe(false);
     expect(r.structured.status).toBe("ok");
     expect(r.text).toContain("released");
-    const [started] = await h.store.audit.query({ event: "call_started" });
+    const [started] = await h.store.audit.query({ event: "call_started", take: "latest", limit: 1 });
     const callId = started!.callId!;
     // No completion row, but the started row says the call ran; the log names the call.
     expect((await h.store.audit.query({ callId })).map((x) => x.event)).toEqual(["call_started"]);
@@ -105,13 +109,13 @@ describe("write-ahead audit of mcp_call", () => {
     expect(logged).toContain('"outcome":"ok"');
   });
 
-  it("refuses calls while the database's disk is full (a 512 KB tmpfs filled to the last byte) and runs them again once there is space", async () => {
+  it("refuses calls while the database's disk is full (a 2 MB tmpfs filled to the last byte) and runs them again once there is space", async () => {
     const dir = tempDir();
     const writeLog = path.join(dir, "writes.jsonl");
     const mnt = path.join(dir, "data");
     execFileSync("mkdir", ["-p", mnt]);
     // Needs root (as in CI); without it this throws and the test fails: it never skips.
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mnt]);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", mnt]);
     cleanups.push(() => execFileSync("umount", ["-l", mnt]));
     const h = await harness(writeLog, { dbFile: path.join(mnt, "slaude.db") });
     await h.connect(ALICE);

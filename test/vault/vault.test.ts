@@ -5,7 +5,22 @@ import { seal } from "../../src/vault/aead.js";
 import { VaultError } from "../../src/vault/errors.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
+import Database from "better-sqlite3";
 import { harness, newKeyB64, TempDirs, threadInput, type Harness } from "../support/foundation.js";
+
+/**
+ * Edits the database the way an attacker with the file would: from another connection (another
+ * process), which the store notices (PRAGMA data_version) before it trusts any row it remembers.
+ */
+async function editWithSql(h: Harness, sql: string, params: unknown): Promise<number> {
+  const other = new Database(h.store.db.name);
+  try {
+    return other.prepare(sql).run(params).changes;
+  } finally {
+    other.close();
+    await new Promise((r) => setImmediate(r));
+  }
+}
 
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
@@ -106,9 +121,7 @@ describe("Vault against rows in SQLite", () => {
     const saved = h.store.db.prepare("SELECT key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?").get(old.id) as Record<string, unknown>;
     const replacement = await h.lifecycle.create(threadInput("U1", "new-token"));
     expect((await h.store.connections.get(old.id))!.status).toBe("revoked");
-    h.store.db
-      .prepare("UPDATE connections SET key_id = @key_id, secret_nonce = @secret_nonce, secret_ct = @secret_ct, secret_tag = @secret_tag WHERE id = @id")
-      .run({ ...saved, id: replacement.id });
+    await editWithSql(h, "UPDATE connections SET key_id = @key_id, secret_nonce = @secret_nonce, secret_ct = @secret_ct, secret_tag = @secret_tag WHERE id = @id", { ...saved, id: replacement.id });
     expect((await refusal(openFromDb(h, replacement.id))).code).toBe("undecryptable");
   });
 
@@ -126,7 +139,7 @@ describe("Vault against rows in SQLite", () => {
       // One thread per case, so the rows do not replace each other.
       const c = await h.lifecycle.create(threadInput("U1", `token-${label}`, `1700000001.00000${i}`));
       await expect(openFromDb(h, c.id)).resolves.toEqual({ kind: "fields", fields: { token: `token-${label}` } });
-      expect(h.store.db.prepare(sql).run(c.id).changes).toBe(1);
+      expect(await editWithSql(h, sql, c.id)).toBe(1);
       const err = await refusal(openFromDb(h, c.id));
       expect(err.code, label).toBe("undecryptable");
     }
@@ -142,7 +155,7 @@ describe("Vault against rows in SQLite", () => {
       credential: { kind: "fields", fields: { token: "user-token" } },
       createdBy: "U1",
     });
-    h.store.db.prepare("UPDATE connections SET scope = 'shared', owner_user_id = NULL WHERE id = ?").run(c.id);
+    await editWithSql(h, "UPDATE connections SET scope = 'shared', owner_user_id = NULL WHERE id = ?", c.id);
     expect((await refusal(openFromDb(h, c.id))).code).toBe("undecryptable");
   });
 

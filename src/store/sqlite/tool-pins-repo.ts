@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { z } from "zod";
 import type { AuditEvent } from "../../audit/event.js";
 import type { ToolPin } from "../records.js";
@@ -42,9 +43,20 @@ export function toPin(raw: unknown): ToolPin {
   };
 }
 
-/** SQLite tool pins; `update` runs the caller's pure change inside one BEGIN IMMEDIATE transaction. */
+/** Most pins remembered for the call path's two reads per call (the gate and the check on the vendor). */
+export const PIN_MEMO_MAX = 4_096;
+/**
+ * SQLite tool pins; `update` runs the caller's pure change inside one BEGIN IMMEDIATE transaction.
+ * `get` is remembered (every local write clears it): it is read twice per mcp_call. A write by
+ * another process (the CLI accepting or rejecting a change) is noticed through `PRAGMA
+ * data_version`, read at most once per event-loop turn, so the next call sees it.
+ */
 export class SqliteToolPinRepo implements ToolPinRepo {
   private readonly writeAudit: (events: readonly AuditEvent[]) => void;
+  private readonly memo = new LRUCache<string, { pin: ToolPin | undefined }>({ max: PIN_MEMO_MAX });
+  private seenVersion = -1;
+  /** Set once data_version was read in this event-loop turn; cleared by setImmediate. */
+  private checkedThisTurn = false;
 
   constructor(
     private readonly db: Db,
@@ -54,8 +66,27 @@ export class SqliteToolPinRepo implements ToolPinRepo {
   }
 
   async get(teamId: string, service: string, tool: string): Promise<ToolPin | undefined> {
+    this.revalidate();
+    const key = JSON.stringify([teamId, service, tool]);
+    const hit = this.memo.get(key);
+    if (hit) return hit.pin;
     const r = this.db.prepare("SELECT * FROM tool_pins WHERE team_id = ? AND service = ? AND tool = ?").get(teamId, service, tool);
-    return r === undefined ? undefined : toPin(r);
+    const pin = r === undefined ? undefined : toPin(r);
+    this.memo.set(key, { pin });
+    return pin;
+  }
+
+  /** Forgets every remembered pin when another connection committed to the file since the last look. */
+  private revalidate(): void {
+    if (this.checkedThisTurn) return;
+    this.checkedThisTurn = true;
+    setImmediate(() => (this.checkedThisTurn = false));
+    // Prepared like every other statement, so the bench's statement count includes it.
+    const v = this.db.prepare("PRAGMA data_version").pluck().get() as number;
+    if (v !== this.seenVersion) {
+      this.seenVersion = v;
+      this.memo.clear();
+    }
   }
 
   async list(teamId: string, service: string): Promise<ToolPin[]> {
@@ -82,6 +113,7 @@ export class SqliteToolPinRepo implements ToolPinRepo {
     return writeTx(
       this.db,
       () => {
+        this.memo.clear();
         const out = change(this.readService(teamId, service));
         for (const w of out.writes) {
           // The change function is ours, but a row of another team or service here would be a bug that leaks pins.
