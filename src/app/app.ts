@@ -24,7 +24,7 @@ import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import { LoginService, type LoginBrowserFactory, type OAuthFlowFactory } from "../login/login-service.js";
-import { chromiumBrowsers } from "../login/browser/browser-factory.js";
+import { chromiumLogins } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
@@ -165,6 +165,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
   const sweptBrowsers = await browserHomes.sweep();
   if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
+  const loginBrowsers = opts.browsers ? { browsers: opts.browsers, close: async () => {} } : chromiumLogins({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock, spareBrowsers: config.login.spareBrowsers, registry: () => registrySource.registry });
   const logins = new LoginService({
     store,
     keys: keys.ring,
@@ -172,7 +173,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
+    browsers: loginBrowsers.browsers,
     ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
@@ -281,6 +282,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await approvalPoll.stop();
         await broker.approvals.shutdown();
         await logins.shutdown();
+        await loginBrowsers.close();
         await loginReaper.stop();
         liveView.close();
         await mcp.close();
