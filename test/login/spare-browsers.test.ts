@@ -162,7 +162,7 @@ describe("spare browsers in the broker", () => {
     expect(loadConfig(env({ SLAUDE_LOGIN_MAX_CONCURRENT: "1", SLAUDE_LOGIN_SPARE_BROWSERS: "3" })).login.spareBrowsers).toBe(1);
     expect(() => loadConfig(env({ SLAUDE_LOGIN_SPARE_BROWSERS: "5" }))).toThrow(/SLAUDE_LOGIN_SPARE_BROWSERS/);
     homes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-"));
-    const registry = parseRegistry({ services: { idp: { transport: { type: "stdio", command: "true" }, capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }] }, loginDomains: ["idp.localhost"] } } }, "test");
+    const registry = parseRegistry({ services: { idp: { transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } }, capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }] }, loginDomains: ["idp.localhost"] } } }, "test");
     const counts: number[] = [];
     for (const vars of [{ SLAUDE_LOGIN_MAX_CONCURRENT: "0" }, {}]) {
       const logins = chromiumLogins({ chromiumPath: CHROMIUM, log: createLogger("error"), homesDir: homes, spareBrowsers: loadConfig(env(vars)).login.spareBrowsers, registry: () => registry });
@@ -175,7 +175,7 @@ describe("spare browsers in the broker", () => {
 
   it("starts its spare in the data dir's login-browsers (where the start-up sweep looks) and leaves no Chromium after shutdown", async () => {
     homes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-app-"));
-    const registry = parseRegistry({ services: { idp: { transport: { type: "stdio", command: "true" }, capture: { strategy: "cookie", startUrl: `http://idp.localhost:${site.port}/hello`, requiredCookies: ["sid"] } } } }, "test");
+    const registry = parseRegistry({ services: { idp: { transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `http://idp.localhost:${site.port}/hello`, requiredCookies: ["sid"] } } } }, "test");
     const app = await startApp({
       log: createLogger("error"),
       registry,

@@ -46,6 +46,8 @@ export interface ChromiumLogins {
   readonly browsers: LoginBrowserFactory;
   /** Spares held now, started or starting (0 when the pool is off). */
   spareCount(): number;
+  /** Resolves once the spares held now have started; how many did (0 when the pool is off). */
+  sparesReady(): Promise<number>;
   /** Kills the spares not handed out (those still starting included); browsers of running logins are theirs to close. */
   close(): Promise<void>;
 }
@@ -60,5 +62,5 @@ export function chromiumLogins(s: Omit<ChromiumSettings, "spares"> & { readonly 
       ? new SpareBrowsers({ size: s.spareBrowsers, chromiumPath: s.chromiumPath, resolvableHosts: () => registryLoginHosts(s.registry()), homesDir: s.homesDir, searchPath: s.searchPath, clock: s.clock ?? systemClock, log: s.log })
       : undefined;
   spares?.fill();
-  return { browsers: chromiumBrowsers({ ...s, ...(spares ? { spares } : {}) }), spareCount: () => spares?.size ?? 0, close: async () => spares?.close() };
+  return { browsers: chromiumBrowsers({ ...s, ...(spares ? { spares } : {}) }), spareCount: () => spares?.size ?? 0, sparesReady: async () => (spares ? spares.ready() : 0), close: async () => spares?.close() };
 }

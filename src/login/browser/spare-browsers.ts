@@ -81,6 +81,11 @@ export class SpareBrowsers {
     return p;
   }
 
+  /** Resolves once every spare held now has started (or failed to); the number that started. */
+  async ready(): Promise<number> {
+    return (await Promise.all(this.spares.map((sp) => sp.ready))).filter(Boolean).length;
+  }
+
   /** Stops refilling and kills every spare not handed out, those still starting included (shutdown). */
   async close(): Promise<void> {
     this.closed = true;
