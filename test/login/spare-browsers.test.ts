@@ -185,8 +185,12 @@ describe("spare browsers in the broker", () => {
     let pids: number[] = [];
     try {
       const spare = await vi.waitFor(() => spareIn(browsersDir), WAIT);
-      pids = processesReferencing([spare.home]);
-      expect(pids.length).toBeGreaterThan(1);
+      // The browser process shows first; its zygotes and services follow.
+      pids = await vi.waitFor(() => {
+        const p = processesReferencing([spare.home]);
+        expect(p.length).toBeGreaterThan(1);
+        return p;
+      }, WAIT);
     } finally {
       await app.close();
     }

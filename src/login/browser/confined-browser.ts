@@ -119,8 +119,17 @@ export class ConfinedBrowser {
     const proc: ChromiumProcess =
       (await opts.spares?.take(allow)) ??
       (await launchChromium({ chromiumPath: opts.chromiumPath, args: chromiumArgs(allow), homeParent: opts.homeParent, searchPath: opts.searchPath }));
-    const { browser, browserPid, homeDir } = proc;
+    try {
+      return await ConfinedBrowser.open(proc, opts, allow, viewport, frameMax, clock);
+    } finally {
+      // The replacement spare starts once this login's page is on its way, not competing with it for CPU.
+      opts.spares?.fill();
+    }
+  }
 
+  /** Confines a fresh context on `proc` and opens the start page; on failure `proc` is killed. */
+  private static async open(proc: ChromiumProcess, opts: ConfinedBrowserOptions, allow: HostAllowlist, viewport: Size, frameMax: Size, clock: Clock): Promise<ConfinedBrowser> {
+    const { browser, browserPid, homeDir } = proc;
     let ctx: BrowserContext;
     let main: Page;
     try {
@@ -217,7 +226,9 @@ export class ConfinedBrowser {
   }
 }
 
-function checkSize(name: string, s: { width: number; height: number }): { width: number; height: number } {
+type Size = { width: number; height: number };
+
+function checkSize(name: string, s: Size): Size {
   const ok = (n: number) => Number.isInteger(n) && n >= 100 && n <= 4096;
   if (!ok(s.width) || !ok(s.height)) throw new ConfinedBrowserError("invalid_options", `${name} must be whole pixels between 100 and 4096`);
   return { width: s.width, height: s.height };

@@ -1,8 +1,9 @@
 // Spare login browsers: Chromium started ahead of time, so a login skips the launch (about half a
 // second, more under load). A spare is a bare process: no browser context, no page, nothing a
 // login could leave behind. It is handed to exactly one login, which confines its own fresh
-// context before any page loads and kills the whole process when it ends; the pool then starts
-// a replacement in the background. Nothing is ever given back: a used browser is never reused.
+// context before any page loads and kills the whole process when it ends. The replacement is
+// started (fill) once that login's page is loading, so two Chromium starts never compete for the
+// CPU at the moment a user waits. Nothing is ever given back: a used browser is never reused.
 import type { Clock } from "../../clock/clock.js";
 import { errorMessage } from "./hooks.js";
 import type { ChromiumProcess } from "./chromium-process.js";
@@ -62,7 +63,7 @@ export class SpareBrowsers {
 
   /**
    * Hands the oldest spare whose resolvable hosts cover `allow` to the caller, who owns it from
-   * now on, and starts its replacement; undefined when none fits or the one taken failed to start.
+   * now on and calls fill() once its page is loading; undefined when none fits or the one taken failed to start.
    */
   async take(allow: HostAllowlist): Promise<ChromiumProcess | undefined> {
     if (this.closed) return undefined;
@@ -70,7 +71,6 @@ export class SpareBrowsers {
     const i = this.spares.findIndex((sp) => needed.every((h) => sp.resolvable.has(h)));
     if (i < 0) return undefined;
     const [spare] = this.spares.splice(i, 1);
-    this.fill();
     const p = await spare?.ready;
     if (!p) return undefined;
     if (!p.browser.isConnected()) {
