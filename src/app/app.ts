@@ -18,7 +18,7 @@ import { oauthFlows } from "../login/oauth/flow.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LoginService } from "../login/login-service.js";
-import { chromiumBrowsers } from "../login/browser/browser-factory.js";
+import { chromiumLogins } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
@@ -115,6 +115,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
   const sweptBrowsers = await browserHomes.sweep();
   if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
+  const loginBrowsers = opts.browsers ? { browsers: opts.browsers, close: async () => {} } : chromiumLogins({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock, spareBrowsers: config.login.spareBrowsers, registry: () => registrySource.registry });
   const logins = new LoginService({
     store,
     keys: keys.ring,
@@ -122,7 +123,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     lifecycle,
     clock,
     log,
-    browsers: opts.browsers ?? chromiumBrowsers({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock }),
+    browsers: loginBrowsers.browsers,
     ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
     device: deviceGrants({ clock }),
@@ -234,6 +235,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await broker.approvals.shutdown();
         await consoleRun?.close();
         await logins.shutdown();
+        await loginBrowsers.close();
         await loginReaper.stop();
         liveView.close();
         await mcp.close();

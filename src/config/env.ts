@@ -62,7 +62,10 @@ const envSchema = z.object({
   SLAUDE_APPROVAL_TIMEOUT_SECONDS: positiveInt.default(120),
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
   SLAUDE_LOGIN_TIMEOUT_SECONDS: positiveInt.default(600),
-  SLAUDE_LOGIN_MAX_CONCURRENT: positiveInt.default(4),
+  // 0 turns browser logins off (and with them the spare browsers).
+  SLAUDE_LOGIN_MAX_CONCURRENT: z.coerce.number().int().min(0).default(4),
+  // Pre-started Chromium kept for the next login; each holds a whole browser, hence the cap.
+  SLAUDE_LOGIN_SPARE_BROWSERS: z.coerce.number().int().min(0).max(4).default(1),
   SLAUDE_LOGIN_DETACH_GRACE_SECONDS: positiveInt.default(60),
   SLAUDE_TURNS_MAX_THREADS: positiveInt.default(10_000),
   SLAUDE_TURN_MAX_SECONDS: positiveInt.default(3_600),
@@ -131,7 +134,8 @@ export interface Config {
   /** The only broker variables a vendor child inherits (PATH, locale, time zone). */
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
-  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number };
+  /** Login flows; `spareBrowsers` is never above `maxConcurrent` (so 0 when browser logins are off). */
+  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number; readonly spareBrowsers: number };
   /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
   readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
   /** Open MCP sessions: the cap, and how long an unused one stays open. */
@@ -222,7 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.TZ ? { TZ: e.TZ } : {}),
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
-    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000 },
+    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000, spareBrowsers: Math.min(e.SLAUDE_LOGIN_SPARE_BROWSERS, e.SLAUDE_LOGIN_MAX_CONCURRENT) },
     turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
     mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
     events: { maxClients: e.SLAUDE_EVENTS_MAX_CLIENTS, clientBuffer: e.SLAUDE_EVENTS_CLIENT_BUFFER },

@@ -2,18 +2,17 @@
 // login hosts (confinement.ts), streamed as a JPEG screencast (screencast.ts), driven by relayed
 // mouse, keyboard and text input (input-relay.ts), and killed with every process it started
 // (teardown.ts). This file launches it and wires the parts together.
-import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { systemClock, type Clock } from "../../clock/clock.js";
-import { browserEnv, chromiumArgs, Confinement } from "./confinement.js";
+import { launchChromium, type ChromiumProcess } from "./chromium-process.js";
+import { chromiumArgs, Confinement, contextProxy } from "./confinement.js";
 import { ConfinedBrowserError } from "./errors.js";
 import { errorMessage, type BrowserHooks } from "./hooks.js";
 import { HostAllowlist } from "./host-allowlist.js";
 import { InputRelay, type MouseInput } from "./input-relay.js";
-import { browserProcesses, findBrowserPid, type BrowserPid } from "./process-tree.js";
+import { browserProcesses, type BrowserPid } from "./process-tree.js";
 import { Screencast, type ScreencastFrame } from "./screencast.js";
+import type { SpareBrowsers } from "./spare-browsers.js";
 import { terminate } from "./teardown.js";
 
 export type { MouseInput } from "./input-relay.js";
@@ -44,6 +43,8 @@ export interface ConfinedBrowserOptions {
   searchPath?: string;
   /** Times the close grace period (default the system clock). */
   clock?: Clock;
+  /** Pre-started Chromium to take instead of starting one (see spare-browsers.ts); a cold start when none fits. */
+  spares?: SpareBrowsers;
   log?: { warn(msg: string, f?: Record<string, unknown>): void };
 }
 
@@ -61,8 +62,7 @@ export interface BrowserCookie {
 }
 
 const DEFAULT_VIEWPORT = { width: 1024, height: 768 };
-const DEFAULT_SEARCH_PATH = "/usr/bin:/bin";
-/** Playwright's own bound on Chromium's start and the first navigation. */
+/** Playwright's own bound on the first navigation. */
 const START_TIMEOUT_MS = 20_000;
 
 /**
@@ -115,41 +115,26 @@ export class ConfinedBrowser {
     const viewport = checkSize("viewport", opts.viewport ?? DEFAULT_VIEWPORT);
     const frameMax = checkSize("maxFrameSize", opts.maxFrameSize ?? viewport);
     const clock = opts.clock ?? systemClock;
+    // A spare was started before this login was known: only this login's context confines it.
+    const proc: ChromiumProcess =
+      (await opts.spares?.take(allow)) ??
+      (await launchChromium({ chromiumPath: opts.chromiumPath, args: chromiumArgs(allow), homeParent: opts.homeParent, searchPath: opts.searchPath }));
+    try {
+      return await ConfinedBrowser.open(proc, opts, allow, viewport, frameMax, clock);
+    } finally {
+      // The replacement spare starts once this login's page is on its way, not competing with it for CPU.
+      opts.spares?.fill();
+    }
+  }
 
-    try {
-      // Checked here because Playwright leaks its temporary directories when the executable is missing.
-      accessSync(opts.chromiumPath, fsConstants.X_OK);
-    } catch (err) {
-      throw new ConfinedBrowserError("launch_failed", `Chromium is not an executable at ${opts.chromiumPath}`, { cause: err });
-    }
-    // Chromium's HOME: crashpad's database and anything else it writes outside the profile land
-    // here, and it marks every process of this browser (see process-tree.ts).
-    const homeDir = mkdtempSync(path.join(opts.homeParent ?? os.tmpdir(), "slaude-login-"));
-    let browser: Browser;
-    try {
-      browser = await chromium.launch({
-        executablePath: opts.chromiumPath,
-        headless: true,
-        // Root cannot use Chromium's sandbox; anyone else keeps it.
-        chromiumSandbox: process.getuid?.() !== 0,
-        args: chromiumArgs(allow),
-        env: browserEnv(homeDir, opts.searchPath ?? DEFAULT_SEARCH_PATH),
-        // The owner closes browsers on shutdown; Playwright's own SIGINT handler would exit the broker.
-        handleSIGINT: false,
-        handleSIGTERM: false,
-        handleSIGHUP: false,
-        timeout: START_TIMEOUT_MS,
-      });
-    } catch (err) {
-      rmSync(homeDir, { recursive: true, force: true });
-      throw new ConfinedBrowserError("launch_failed", `Chromium did not start (${opts.chromiumPath})`, { cause: err });
-    }
-    const browserPid = findBrowserPid(homeDir);
+  /** Confines a fresh context on `proc` and opens the start page; on failure `proc` is killed. */
+  private static async open(proc: ChromiumProcess, opts: ConfinedBrowserOptions, allow: HostAllowlist, viewport: Size, frameMax: Size, clock: Clock): Promise<ConfinedBrowser> {
+    const { browser, browserPid, homeDir } = proc;
     let ctx: BrowserContext;
     let main: Page;
     try {
       // A fresh incognito-like context: cookies and cache stay in memory, never on disk.
-      ctx = await browser.newContext({ viewport, screen: viewport, deviceScaleFactor: 1, acceptDownloads: false, serviceWorkers: "block" });
+      ctx = await browser.newContext({ viewport, screen: viewport, deviceScaleFactor: 1, acceptDownloads: false, serviceWorkers: "block", proxy: contextProxy(allow) });
       main = await ctx.newPage();
     } catch (err) {
       await terminate({ browser, browserPid, homeDir }, clock, () => {});
@@ -241,7 +226,9 @@ export class ConfinedBrowser {
   }
 }
 
-function checkSize(name: string, s: { width: number; height: number }): { width: number; height: number } {
+type Size = { width: number; height: number };
+
+function checkSize(name: string, s: Size): Size {
   const ok = (n: number) => Number.isInteger(n) && n >= 100 && n <= 4096;
   if (!ok(s.width) || !ok(s.height)) throw new ConfinedBrowserError("invalid_options", `${name} must be whole pixels between 100 and 4096`);
   return { width: s.width, height: s.height };

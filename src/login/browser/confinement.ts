@@ -3,12 +3,15 @@
 // - every request of every page, popup and frame passes `context.route("**/*")` first: allowed
 //   hosts continue, the intercept prefix is answered here, anything else is blocked and reported
 //   (navigations get a small "not part of the sign-in" page with a way back, subresources abort);
-// - in the network stack, `--proxy-server` names a proxy that cannot be reached and
-//   `--proxy-bypass-list` lists exactly the allowed host:port pairs, so anything the route missed
+// - in the network stack, the login's browser context gets a proxy that cannot be reached and a
+//   bypass list of exactly the allowed host:port pairs (a cold browser also gets them on its
+//   command line, `--proxy-server` and `--proxy-bypass-list`), so anything the route missed
 //   (a 302 to another host or port, a WebSocket, a worker's fetch) fails before leaving the
 //   browser; redirect hops are still seen as `request` events, which report them and catch an
 //   OAuth redirect to the intercept prefix;
-// - `--host-resolver-rules` make every other host name fail to resolve, a per-host backstop;
+// - `--host-resolver-rules` make every other host name fail to resolve, a per-host backstop (a
+//   spare browser, started before its login is known, gets the union of the registry's login
+//   hosts here and is handed only to a login whose hosts that union covers);
 // - service workers are blocked; downloads are denied (`acceptDownloads: false`); file choosers
 //   are intercepted and never answered (see page-guard.ts); dialogs are answered so a page never
 //   hangs; there is no DevTools (headless, CDP over a pipe, no debugging port); Chromium gets an
@@ -18,7 +21,7 @@ import os from "node:os";
 import path from "node:path";
 import type { BrowserContext, Page, Route } from "playwright-core";
 import { errorMessage, type BrowserHooks } from "./hooks.js";
-import type { HostAllowlist } from "./host-allowlist.js";
+import { resolverRules, type HostAllowlist } from "./host-allowlist.js";
 import { PAGE_GUARD_SCRIPT } from "./page-guard.js";
 import { HopReporter, watchRedirectHops } from "./redirect-hops.js";
 
@@ -37,6 +40,9 @@ const CHROMIUM_ARGS = [
   "--deny-permission-prompts",
   // WebRTC could reach hosts outside the allowlist over UDP (STUN); keep it off the network.
   "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+  // Fewer processes per login: no idle renderer kept ready for a next navigation (one process,
+  // ~20 MB). Isolation is unchanged: a renderer is still started per site when a page needs it.
+  "--disable-features=SpareRendererForSitePerProcess",
 ];
 
 const DONE_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Signed in</title></head>
@@ -45,6 +51,20 @@ const DONE_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><m
 /** Chromium's command line for a browser confined to `allow`: the quiet flags and the network-stack confinement. */
 export function chromiumArgs(allow: HostAllowlist): string[] {
   return [...CHROMIUM_ARGS, `--proxy-server=${UNREACHABLE_PROXY}`, `--proxy-bypass-list=${allow.proxyBypassList()}`, `--host-resolver-rules=${allow.hostResolverRules()}`];
+}
+
+/**
+ * Chromium's command line for a spare browser, before its login is known: the quiet flags, a proxy
+ * that cannot be reached with nothing bypassing it (its default context reaches nothing), and
+ * only `resolvable` host names resolving (see HostAllowlist.resolvableHosts).
+ */
+export function spareChromiumArgs(resolvable: Iterable<string>): string[] {
+  return [...CHROMIUM_ARGS, `--proxy-server=${UNREACHABLE_PROXY}`, "--proxy-bypass-list=<-loopback>", `--host-resolver-rules=${resolverRules(resolvable)}`];
+}
+
+/** The proxy of a login's browser context: unreachable, bypassed by exactly the allowed host:port pairs. */
+export function contextProxy(allow: HostAllowlist): { server: string; bypass: string } {
+  return { server: UNREACHABLE_PROXY, bypass: allow.proxyBypassRules().join(",") };
 }
 
 /**

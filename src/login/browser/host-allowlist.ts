@@ -51,12 +51,17 @@ export class HostAllowlist {
    * resolve: a network-level backstop behind the request routes (ports are the routes' job).
    */
   hostResolverRules(): string {
+    return resolverRules(this.resolvableHosts());
+  }
+
+  /** The host names (wildcards kept, ports dropped) the resolver rules leave resolvable. */
+  resolvableHosts(): string[] {
     const excludes = new Set<string>();
     for (const p of this.patterns) {
       excludes.add(`${p.wildcard ? "*." : ""}${p.host}`);
       if (p.host.startsWith("[")) excludes.add(p.host.slice(1, -1));
     }
-    return ["MAP * ~NOTFOUND", ...[...excludes].map((h) => `EXCLUDE ${h}`)].join(", ");
+    return [...excludes];
   }
 
   /**
@@ -66,13 +71,18 @@ export class HostAllowlist {
    * does not see. "<-loopback>" must come first: it drops the implicit bypass of localhost.
    */
   proxyBypassList(): string {
+    return this.proxyBypassRules().join(";");
+  }
+
+  /** The rules of proxyBypassList, one per entry ("<-loopback>" first): a browser context's proxy bypass takes them comma-separated. */
+  proxyBypassRules(): string[] {
     const rules = ["<-loopback>"];
     for (const p of this.patterns) {
       const host = `${p.wildcard ? "*." : ""}${p.host}`;
       if (p.port !== undefined) rules.push(`${host}:${p.port}`);
       else rules.push(`${host}:80`, `${host}:443`);
     }
-    return rules.join(";");
+    return rules;
   }
 
   /**
@@ -91,6 +101,14 @@ export class HostAllowlist {
       return d === p.host || (isDomainCookie && p.host.endsWith(`.${d}`));
     });
   }
+}
+
+/**
+ * Chromium `--host-resolver-rules` under which only `hosts` (as resolvableHosts gives them) resolve;
+ * with none, no host name resolves at all.
+ */
+export function resolverRules(hosts: Iterable<string>): string {
+  return ["MAP * ~NOTFOUND", ...[...hosts].map((h) => `EXCLUDE ${h}`)].join(", ");
 }
 
 function parsePattern(raw: string): HostPattern {

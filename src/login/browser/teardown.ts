@@ -61,3 +61,8 @@ async function within<T>(p: Promise<T>, ms: number, fallback: T, clock: Clock): 
     timer?.cancel();
   }
 }
+
+/** terminate() for a browser no login is using (a spare): never rejects, a failure is only logged. */
+export function stopChromium(r: BrowserRemains, clock: Clock, warn: (msg: string, f?: Record<string, unknown>) => void): Promise<void> {
+  return terminate(r, clock, warn).catch((err: unknown) => warn("login browser teardown failed", { error: errorMessage(err) }));
+}

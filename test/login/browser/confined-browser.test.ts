@@ -1,15 +1,18 @@
 // The confined login browser against real Chromium and real HTTP servers on 127.0.0.1. Chromium
 // resolves *.localhost to loopback by itself, so "idp.localhost:<port>" is the allowed host and
 // both "127.0.0.1:<other port>" and "evil.localhost:<idp port>" are outside the allowlist. Nothing
-// here skips: without Chromium every test fails.
+// here skips: without Chromium every test fails. Every test runs twice: on a browser started for
+// its login, and on a spare started before the login was known (confined by its context alone).
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConfinedBrowser, type ConfinedBrowserOptions, type ScreencastFrame } from "../../../src/login/browser/confined-browser.js";
 import { ConfinedBrowserError } from "../../../src/login/browser/errors.js";
 import { jpegSize } from "../../../src/login/browser/jpeg-size.js";
+import { SpareBrowsers } from "../../../src/login/browser/spare-browsers.js";
+import { systemClock } from "../../../src/clock/clock.js";
 import { cmdlineOf, environOf, envOf, isAlive, processesReferencing } from "../../support/proc.js";
 import { box, html, redirect, startSite, type Site } from "./test-site.js";
 
@@ -118,6 +121,9 @@ interface Session {
 }
 
 const launched: ConfinedBrowser[] = [];
+/** The spare pool of the "spare" run, and where its browsers' homes are. */
+let spares: SpareBrowsers | undefined;
+let spareHomes = "";
 
 afterEach(async () => {
   await Promise.all(launched.splice(0).map((b) => b.close()));
@@ -140,9 +146,12 @@ async function launch(startPath: string, extra: Partial<ConfinedBrowserOptions> 
     onPopupChange: (open) => popups.push(open),
     intercept: { prefix: OTHER("/callback"), onHit: (u) => hits.push(u) },
     log: { warn: (m) => warnings.push(m) },
+    ...(spares ? { spares } : {}),
     ...extra,
   });
   launched.push(browser);
+  // The spare run must really run on spares: a cold start would make its homes elsewhere.
+  if (spares) expect(path.dirname(homeDirOf(browser))).toBe(spareHomes);
   return { browser, frames, blocked, hits, popups, warnings, mark };
 }
 
@@ -242,7 +251,20 @@ function browserPidOf(b: ConfinedBrowser): number {
   return pid;
 }
 
-describe("ConfinedBrowser", () => {
+describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode) => {
+  beforeAll(() => {
+    if (mode !== "spare") return;
+    spareHomes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-test-"));
+    // Only the login's own host resolves on the spare's command line; its context does the rest.
+    spares = new SpareBrowsers({ size: 1, chromiumPath: CHROMIUM, resolvableHosts: () => ["idp.localhost"], homesDir: spareHomes, clock: systemClock, log: { warn: () => {} } });
+    spares.fill();
+  });
+  afterAll(async () => {
+    await spares?.close();
+    spares = undefined;
+    if (spareHomes) rmSync(spareHomes, { recursive: true, force: true });
+  });
+
   it("launches headless with no broker secret and no DevTools port, streams JPEG frames sized to the viewport, and leaves nothing behind after close()", async () => {
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
     process.env["SLAUDE_TEST_SECRET"] = CANARY;
