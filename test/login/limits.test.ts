@@ -45,8 +45,9 @@ async function boot(env: Record<string, string>, clock?: ManualClock): Promise<R
   log = memoryLogger("debug");
   const host = new URL(idp.url).host;
   const transport = { type: "stdio", command: "true", credentialEnv: { COOKIE: "{{cookie_header}}" } };
+  // These tests count the login browsers a flow starts; the spare browser has its own tests (test/login/spare*).
   app = await startApp({
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium", PATH: process.env.PATH ?? "", ...env }),
+    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium", PATH: process.env.PATH ?? "", SLAUDE_LOGIN_SPARE_BROWSERS: "0", ...env }),
     registry: parseRegistry({ services: { cookiesvc: { transport, capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] }, loginDomains: [host] } } }, "test"),
     log,
     ...(clock ? { clock } : {}),
