@@ -1,52 +1,7 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
-
-interface AuditRow {
-  seq: number;
-  at: number;
-  event: string;
-  team_id: string | null;
-  channel_id: string | null;
-  thread_ts: string | null;
-  caller_user_id: string | null;
-  owner_user_id: string | null;
-  connection_id: string | null;
-  service: string | null;
-  tool: string | null;
-  args_hash: string | null;
-  decision: string | null;
-  approver_user_id: string | null;
-  duration_ms: number | null;
-  result_bytes: number | null;
-  error_code: string | null;
-  actor: string | null;
-  call_id: string | null;
-}
-
-function toRecord(r: AuditRow): AuditRecord {
-  return {
-    seq: r.seq,
-    at: r.at,
-    event: r.event as AuditRecord["event"],
-    teamId: r.team_id,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    callerUserId: r.caller_user_id,
-    ownerUserId: r.owner_user_id,
-    connectionId: r.connection_id,
-    service: r.service,
-    tool: r.tool,
-    argsHash: r.args_hash,
-    decision: r.decision,
-    approverUserId: r.approver_user_id,
-    durationMs: r.duration_ms,
-    resultBytes: r.result_bytes,
-    errorCode: r.error_code,
-    actor: r.actor,
-    callId: r.call_id,
-  };
-}
+import { toRecord, type AuditRow } from "../rows.js";
 
 const COLUMNS = "at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id";
 const PER_ROW = 18;

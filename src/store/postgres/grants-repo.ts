@@ -4,36 +4,7 @@ import type { Grant } from "../records.js";
 import type { GrantRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import type { PgDb, Sql } from "./pg-db.js";
-
-interface GrantRow {
-  id: string;
-  connection_id: string;
-  team_id: string;
-  channel_id: string;
-  thread_ts: string;
-  owner_user_id: string;
-  borrower_user_id: string;
-  service: string;
-  created_at: number;
-  revoked_at: number | null;
-  revoked_by: string | null;
-}
-
-function toGrant(r: GrantRow): Grant {
-  return {
-    id: r.id,
-    connectionId: r.connection_id,
-    teamId: r.team_id,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    ownerUserId: r.owner_user_id,
-    borrowerUserId: r.borrower_user_id,
-    service: r.service,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-    revokedBy: r.revoked_by,
-  };
-}
+import { toGrant, type GrantRow } from "../rows.js";
 
 const FIND_LIVE = "SELECT * FROM grants WHERE connection_id = $1 AND borrower_user_id = $2 AND team_id = $3 AND channel_id = $4 AND thread_ts = $5 AND revoked_at IS NULL";
 

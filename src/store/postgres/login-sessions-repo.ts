@@ -3,44 +3,7 @@ import type { LoginSession } from "../records.js";
 import type { LoginSessionRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import type { PgDb } from "./pg-db.js";
-
-interface LoginRow {
-  id: string;
-  token_hash: string;
-  team_id: string;
-  user_id: string;
-  service: string;
-  scope: LoginSession["scope"];
-  channel_id: string | null;
-  thread_ts: string | null;
-  status: LoginSession["status"];
-  created_at: number;
-  expires_at: number;
-  opened_at: number | null;
-  ended_at: number | null;
-  connection_id: string | null;
-  viewer_hash: string | null;
-}
-
-function toSession(r: LoginRow): LoginSession {
-  return {
-    id: r.id,
-    tokenHash: r.token_hash,
-    teamId: r.team_id,
-    userId: r.user_id,
-    service: r.service,
-    scope: r.scope,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    status: r.status,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    openedAt: r.opened_at,
-    endedAt: r.ended_at,
-    connectionId: r.connection_id,
-    viewerHash: r.viewer_hash,
-  };
-}
+import { toSession, type LoginRow } from "../rows.js";
 
 /** PostgreSQL login sessions: opening and ending are conditional updates that apply at most once. */
 export class PgLoginSessionRepo implements LoginSessionRepo {

@@ -4,50 +4,7 @@ import type { ApprovalRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 import { insertGrantInTx } from "./grants-repo.js";
-
-interface ApprovalRow {
-  id: string;
-  nonce: string;
-  connection_id: string;
-  team_id: string;
-  channel_id: string;
-  thread_ts: string;
-  owner_user_id: string;
-  borrower_user_id: string;
-  service: string;
-  tool: string;
-  args_hash: string;
-  status: Approval["status"];
-  created_at: number;
-  expires_at: number;
-  decided_at: number | null;
-  decided_by: string | null;
-  card_channel: string | null;
-  card_ts: string | null;
-}
-
-function toApproval(r: ApprovalRow): Approval {
-  return {
-    id: r.id,
-    nonce: r.nonce,
-    connectionId: r.connection_id,
-    teamId: r.team_id,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    ownerUserId: r.owner_user_id,
-    borrowerUserId: r.borrower_user_id,
-    service: r.service,
-    tool: r.tool,
-    argsHash: r.args_hash,
-    status: r.status,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    decidedAt: r.decided_at,
-    decidedBy: r.decided_by,
-    cardChannel: r.card_channel,
-    cardTs: r.card_ts,
-  };
-}
+import { toApproval, type ApprovalRow } from "../rows.js";
 
 /** SQLite approvals repository: every transition is a conditional UPDATE that applies at most once. */
 export class SqliteApprovalRepo implements ApprovalRepo {

@@ -4,36 +4,7 @@ import type { ThreadRef } from "../../domain/thread.js";
 import type { GrantRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-
-interface GrantRow {
-  id: string;
-  connection_id: string;
-  team_id: string;
-  channel_id: string;
-  thread_ts: string;
-  owner_user_id: string;
-  borrower_user_id: string;
-  service: string;
-  created_at: number;
-  revoked_at: number | null;
-  revoked_by: string | null;
-}
-
-function toGrant(r: GrantRow): Grant {
-  return {
-    id: r.id,
-    connectionId: r.connection_id,
-    teamId: r.team_id,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    ownerUserId: r.owner_user_id,
-    borrowerUserId: r.borrower_user_id,
-    service: r.service,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-    revokedBy: r.revoked_by,
-  };
-}
+import { toGrant, type GrantRow } from "../rows.js";
 
 /** Inserts a grant unless a live one exists; runs inside the caller's transaction. */
 export function insertGrantInTx(db: Db, g: Omit<Grant, "revokedAt" | "revokedBy">): Grant {

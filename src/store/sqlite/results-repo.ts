@@ -2,42 +2,7 @@ import type { AuditEvent } from "../../audit/event.js";
 import type { PutResultOutcome, ResultRepo, StoredResult, StoredResultMeta } from "../result-repo.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-
-interface ResultRow {
-  id: string;
-  team_id: string;
-  channel_id: string;
-  thread_ts: string;
-  owner_user_id: string;
-  call_id: string;
-  service: string;
-  tool: string;
-  size_bytes: number;
-  created_at: number;
-  expires_at: number;
-  key_id: string;
-  nonce: Buffer;
-  ciphertext: Buffer;
-  tag: Buffer;
-}
-
-const META_COLUMNS = "id, team_id, channel_id, thread_ts, owner_user_id, call_id, service, tool, size_bytes, created_at, expires_at";
-
-function toMeta(r: Omit<ResultRow, "key_id" | "nonce" | "ciphertext" | "tag">): StoredResultMeta {
-  return {
-    id: r.id,
-    teamId: r.team_id,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    ownerUserId: r.owner_user_id,
-    callId: r.call_id,
-    service: r.service,
-    tool: r.tool,
-    sizeBytes: r.size_bytes,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-  };
-}
+import { META_COLUMNS, toMeta, type ResultRow } from "../rows.js";
 
 /** SQLite stored results: one row per kept result; eviction and expiry delete rows (secure_delete overwrites them). */
 export class SqliteResultRepo implements ResultRepo {

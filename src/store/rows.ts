@@ -1,0 +1,199 @@
+// The rows both store adapters read back and how each becomes a record: the SQLite and the
+// PostgreSQL schemas name and type these columns alike, so one mapping serves both.
+import type { AuditRecord } from "../audit/event.js";
+import type { Approval, Grant, LoginSession } from "./records.js";
+import type { StoredResultMeta } from "./result-repo.js";
+
+export interface ApprovalRow {
+  id: string;
+  nonce: string;
+  connection_id: string;
+  team_id: string;
+  channel_id: string;
+  thread_ts: string;
+  owner_user_id: string;
+  borrower_user_id: string;
+  service: string;
+  tool: string;
+  args_hash: string;
+  status: Approval["status"];
+  created_at: number;
+  expires_at: number;
+  decided_at: number | null;
+  decided_by: string | null;
+  card_channel: string | null;
+  card_ts: string | null;
+}
+
+export function toApproval(r: ApprovalRow): Approval {
+  return {
+    id: r.id,
+    nonce: r.nonce,
+    connectionId: r.connection_id,
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    ownerUserId: r.owner_user_id,
+    borrowerUserId: r.borrower_user_id,
+    service: r.service,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    status: r.status,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    decidedAt: r.decided_at,
+    decidedBy: r.decided_by,
+    cardChannel: r.card_channel,
+    cardTs: r.card_ts,
+  };
+}
+
+export interface GrantRow {
+  id: string;
+  connection_id: string;
+  team_id: string;
+  channel_id: string;
+  thread_ts: string;
+  owner_user_id: string;
+  borrower_user_id: string;
+  service: string;
+  created_at: number;
+  revoked_at: number | null;
+  revoked_by: string | null;
+}
+
+export function toGrant(r: GrantRow): Grant {
+  return {
+    id: r.id,
+    connectionId: r.connection_id,
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    ownerUserId: r.owner_user_id,
+    borrowerUserId: r.borrower_user_id,
+    service: r.service,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+    revokedBy: r.revoked_by,
+  };
+}
+
+export interface LoginRow {
+  id: string;
+  token_hash: string;
+  team_id: string;
+  user_id: string;
+  service: string;
+  scope: LoginSession["scope"];
+  channel_id: string | null;
+  thread_ts: string | null;
+  status: LoginSession["status"];
+  created_at: number;
+  expires_at: number;
+  opened_at: number | null;
+  ended_at: number | null;
+  connection_id: string | null;
+  viewer_hash: string | null;
+}
+
+export function toSession(r: LoginRow): LoginSession {
+  return {
+    id: r.id,
+    tokenHash: r.token_hash,
+    teamId: r.team_id,
+    userId: r.user_id,
+    service: r.service,
+    scope: r.scope,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    status: r.status,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    openedAt: r.opened_at,
+    endedAt: r.ended_at,
+    connectionId: r.connection_id,
+    viewerHash: r.viewer_hash,
+  };
+}
+
+export interface ResultRow {
+  id: string;
+  team_id: string;
+  channel_id: string;
+  thread_ts: string;
+  owner_user_id: string;
+  call_id: string;
+  service: string;
+  tool: string;
+  size_bytes: number;
+  created_at: number;
+  expires_at: number;
+  key_id: string;
+  nonce: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+}
+
+export const META_COLUMNS = "id, team_id, channel_id, thread_ts, owner_user_id, call_id, service, tool, size_bytes, created_at, expires_at";
+
+export function toMeta(r: Omit<ResultRow, "key_id" | "nonce" | "ciphertext" | "tag">): StoredResultMeta {
+  return {
+    id: r.id,
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    ownerUserId: r.owner_user_id,
+    callId: r.call_id,
+    service: r.service,
+    tool: r.tool,
+    sizeBytes: r.size_bytes,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  };
+}
+
+export interface AuditRow {
+  seq: number;
+  at: number;
+  event: string;
+  team_id: string | null;
+  channel_id: string | null;
+  thread_ts: string | null;
+  caller_user_id: string | null;
+  owner_user_id: string | null;
+  connection_id: string | null;
+  service: string | null;
+  tool: string | null;
+  args_hash: string | null;
+  decision: string | null;
+  approver_user_id: string | null;
+  duration_ms: number | null;
+  result_bytes: number | null;
+  error_code: string | null;
+  actor: string | null;
+  call_id: string | null;
+}
+
+export function toRecord(r: AuditRow): AuditRecord {
+  return {
+    seq: r.seq,
+    at: r.at,
+    event: r.event as AuditRecord["event"],
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    callerUserId: r.caller_user_id,
+    ownerUserId: r.owner_user_id,
+    connectionId: r.connection_id,
+    service: r.service,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    decision: r.decision,
+    approverUserId: r.approver_user_id,
+    durationMs: r.duration_ms,
+    resultBytes: r.result_bytes,
+    errorCode: r.error_code,
+    actor: r.actor,
+    callId: r.call_id,
+  };
+}
