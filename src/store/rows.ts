@@ -3,6 +3,7 @@
 import type { AuditRecord } from "../audit/event.js";
 import type { Approval, Grant, LoginSession } from "./records.js";
 import type { StoredResultMeta } from "./result-repo.js";
+import type { CandidateRow, ConnectionMeta } from "./store.js";
 
 export interface ApprovalRow {
   id: string;
@@ -195,5 +196,51 @@ export function toRecord(r: AuditRow): AuditRecord {
     errorCode: r.error_code,
     actor: r.actor,
     callId: r.call_id,
+  };
+}
+
+/** A candidates-query row: a connection without its sealed secret, with its grant standing. */
+export interface CandidateMetaRow {
+  id: string;
+  team_id: string;
+  owner_user_id: string | null;
+  service: string;
+  scope: ConnectionMeta["scope"];
+  channel_id: string | null;
+  thread_ts: string | null;
+  status: ConnectionMeta["status"];
+  label: string | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+  expires_at: number;
+  ended_at: number | null;
+  ended_reason: string | null;
+  /** 1/0 from SQLite, a boolean from PostgreSQL. */
+  granted: number | boolean;
+  grants_given: number;
+}
+
+export function toCandidate(r: CandidateMetaRow): CandidateRow {
+  return {
+    connection: {
+      id: r.id,
+      teamId: r.team_id,
+      ownerUserId: r.owner_user_id,
+      service: r.service,
+      scope: r.scope,
+      channelId: r.channel_id,
+      threadTs: r.thread_ts,
+      status: r.status,
+      label: r.label,
+      createdBy: r.created_by,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+      expiresAt: r.expires_at,
+      endedAt: r.ended_at,
+      endedReason: r.ended_reason,
+    },
+    granted: r.granted === 1 || r.granted === true,
+    grantsGiven: r.grants_given,
   };
 }

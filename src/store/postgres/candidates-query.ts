@@ -1,7 +1,8 @@
 import { StoreError } from "../errors.js";
 import { candidatesParams, candidatesSql } from "../sqlite/candidates-query.js";
-import type { CandidateQuery, CandidateRow, ConnectionMeta } from "../store.js";
+import type { CandidateQuery, CandidateRow } from "../store.js";
 import type { Sql } from "./pg-db.js";
+import { toCandidate, type CandidateMetaRow } from "../rows.js";
 
 // The candidates query on PostgreSQL is the SQLite statement itself (one home for the rule of who
 // may use what), with its dialect differences translated: the participants list is an array
@@ -10,25 +11,6 @@ import type { Sql } from "./pg-db.js";
 const SQLITE_PARTICIPANTS = "SELECT value FROM json_each(@participants)";
 const PG_PARTICIPANTS = "SELECT unnest(CAST(@participants AS text[]))";
 
-interface MetaRow extends Record<string, unknown> {
-  id: string;
-  team_id: string;
-  owner_user_id: string | null;
-  service: string;
-  scope: ConnectionMeta["scope"];
-  channel_id: string | null;
-  thread_ts: string | null;
-  status: ConnectionMeta["status"];
-  label: string | null;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-  expires_at: number;
-  ended_at: number | null;
-  ended_reason: string | null;
-  granted: boolean;
-  grants_given: number;
-}
 
 /** The PostgreSQL text and positional values of one candidates query. */
 export function pgCandidates(q: CandidateQuery): { text: string; values: unknown[] } {
@@ -54,26 +36,6 @@ export function pgCandidates(q: CandidateQuery): { text: string; values: unknown
 /** Runs the candidates query; the sealed-secret columns are never read. */
 export async function queryPgCandidates(db: Sql, q: CandidateQuery): Promise<CandidateRow[]> {
   const { text, values } = pgCandidates(q);
-  const rows = (await db.query<MetaRow>(text, values)).rows;
-  return rows.map((r) => ({
-    connection: {
-      id: r.id,
-      teamId: r.team_id,
-      ownerUserId: r.owner_user_id,
-      service: r.service,
-      scope: r.scope,
-      channelId: r.channel_id,
-      threadTs: r.thread_ts,
-      status: r.status,
-      label: r.label,
-      createdBy: r.created_by,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-      expiresAt: r.expires_at,
-      endedAt: r.ended_at,
-      endedReason: r.ended_reason,
-    },
-    granted: r.granted === true,
-    grantsGiven: r.grants_given,
-  }));
+  const rows = (await db.query<CandidateMetaRow & Record<string, unknown>>(text, values)).rows;
+  return rows.map(toCandidate);
 }

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
-import type { CandidateQuery, CandidateRow, ConnectionMeta } from "../store.js";
+import type { CandidateQuery, CandidateRow } from "../store.js";
 import type { Db } from "./db.js";
+import { toCandidate, type CandidateMetaRow } from "../rows.js";
 
 // The candidates of one call (or one connections_list page) in one statement. Each branch of the
 // union is an equality lookup on an index of migrations 0001/0005, so its cost follows the rows
@@ -8,25 +9,6 @@ import type { Db } from "./db.js";
 
 const META_COLUMNS = "c.id, c.team_id, c.owner_user_id, c.service, c.scope, c.channel_id, c.thread_ts, c.status, c.label, c.created_by, c.created_at, c.updated_at, c.expires_at, c.ended_at, c.ended_reason";
 
-interface MetaRow {
-  id: string;
-  team_id: string;
-  owner_user_id: string | null;
-  service: string;
-  scope: ConnectionMeta["scope"];
-  channel_id: string | null;
-  thread_ts: string | null;
-  status: ConnectionMeta["status"];
-  label: string | null;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-  expires_at: number;
-  ended_at: number | null;
-  ended_reason: string | null;
-  granted: number;
-  grants_given: number;
-}
 
 /** The SQL of one query shape (by service or not, own rows here or everywhere, first page or not). */
 export function candidatesSql(q: Pick<CandidateQuery, "service" | "own" | "after">): string {
@@ -71,28 +53,8 @@ export function candidatesParams(q: CandidateQuery): Record<string, unknown> {
 
 /** Runs the query with a prepared statement from `prepare` (cached by SQL text by the caller). */
 export function queryCandidates(prepare: (sql: string) => Statement<unknown[]>, q: CandidateQuery): CandidateRow[] {
-  const rows = prepare(candidatesSql(q)).all(candidatesParams(q)) as MetaRow[];
-  return rows.map((r) => ({
-    connection: {
-      id: r.id,
-      teamId: r.team_id,
-      ownerUserId: r.owner_user_id,
-      service: r.service,
-      scope: r.scope,
-      channelId: r.channel_id,
-      threadTs: r.thread_ts,
-      status: r.status,
-      label: r.label,
-      createdBy: r.created_by,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-      expiresAt: r.expires_at,
-      endedAt: r.ended_at,
-      endedReason: r.ended_reason,
-    },
-    granted: r.granted === 1,
-    grantsGiven: r.grants_given,
-  }));
+  const rows = prepare(candidatesSql(q)).all(candidatesParams(q)) as CandidateMetaRow[];
+  return rows.map(toCandidate);
 }
 
 /**
