@@ -1,7 +1,8 @@
 // The rows both store adapters read back and how each becomes a record: the SQLite and the
 // PostgreSQL schemas name and type these columns alike, so one mapping serves both.
 import type { AuditRecord } from "../audit/event.js";
-import type { Approval, Grant, LoginSession } from "./records.js";
+import type { SealedSecret } from "../vault/aead.js";
+import type { Approval, Connection, Grant, LoginSession } from "./records.js";
 import type { StoredResultMeta } from "./result-repo.js";
 import type { CandidateRow, ConnectionMeta } from "./store.js";
 
@@ -200,15 +201,57 @@ export function toRecord(r: AuditRow): AuditRecord {
 }
 
 /** A candidates-query row: a connection without its sealed secret, with its grant standing. */
-export interface CandidateMetaRow {
+export type CandidateMetaRow = ConnectionMetaColumns & {
+  /** 1/0 from SQLite, a boolean from PostgreSQL. */
+  granted: number | boolean;
+  grants_given: number;
+};
+
+export function toCandidate(r: CandidateMetaRow): CandidateRow {
+  return {
+    connection: toConnectionMeta(r),
+    granted: r.granted === 1 || r.granted === true,
+    grantsGiven: r.grants_given,
+  };
+}
+
+/** The columns of a connection other than its sealed secret (what listings and candidates read). */
+type ConnectionMetaColumns = Omit<ConnectionRow, "key_id" | "secret_nonce" | "secret_ct" | "secret_tag">;
+
+function toConnectionMeta(r: ConnectionMetaColumns): ConnectionMeta {
+  return {
+    id: r.id,
+    teamId: r.team_id,
+    ownerUserId: r.owner_user_id,
+    service: r.service,
+    scope: r.scope,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    status: r.status,
+    label: r.label,
+    createdBy: r.created_by,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    expiresAt: r.expires_at,
+    endedAt: r.ended_at,
+    endedReason: r.ended_reason,
+  };
+}
+
+/** A connections row as both adapters read it (the sealed secret in four columns, all null when wiped). */
+export interface ConnectionRow {
   id: string;
   team_id: string;
   owner_user_id: string | null;
   service: string;
-  scope: ConnectionMeta["scope"];
+  scope: Connection["scope"];
   channel_id: string | null;
   thread_ts: string | null;
-  status: ConnectionMeta["status"];
+  status: Connection["status"];
+  key_id: string | null;
+  secret_nonce: Buffer | null;
+  secret_ct: Buffer | null;
+  secret_tag: Buffer | null;
   label: string | null;
   created_by: string;
   created_at: number;
@@ -216,31 +259,12 @@ export interface CandidateMetaRow {
   expires_at: number;
   ended_at: number | null;
   ended_reason: string | null;
-  /** 1/0 from SQLite, a boolean from PostgreSQL. */
-  granted: number | boolean;
-  grants_given: number;
 }
 
-export function toCandidate(r: CandidateMetaRow): CandidateRow {
-  return {
-    connection: {
-      id: r.id,
-      teamId: r.team_id,
-      ownerUserId: r.owner_user_id,
-      service: r.service,
-      scope: r.scope,
-      channelId: r.channel_id,
-      threadTs: r.thread_ts,
-      status: r.status,
-      label: r.label,
-      createdBy: r.created_by,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-      expiresAt: r.expires_at,
-      endedAt: r.ended_at,
-      endedReason: r.ended_reason,
-    },
-    granted: r.granted === 1 || r.granted === true,
-    grantsGiven: r.grants_given,
-  };
+/** Maps a row to the domain object; snake_case stays in here. */
+export function toConnection(r: ConnectionRow): Connection {
+  const sealed: SealedSecret | null =
+    r.secret_ct && r.secret_nonce && r.secret_tag && r.key_id ? { keyId: r.key_id, nonce: r.secret_nonce, ciphertext: r.secret_ct, tag: r.secret_tag } : null;
+  return { ...toConnectionMeta(r), sealed };
 }
+

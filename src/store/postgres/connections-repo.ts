@@ -1,13 +1,12 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import { toConnection } from "../sqlite/connections-repo.js";
+import { toConnection, type ConnectionRow } from "../rows.js";
 import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
 import { queryPgCandidates } from "./candidates-query.js";
 import { writeAudit } from "./audit-repo.js";
 import { LOCK_KEY_SQL, type PgDb, type Sql } from "./pg-db.js";
 
-type ConnectionRow = Parameters<typeof toConnection>[0];
 
 const LIVE = "status IN ('active', 'needs_login')";
 

@@ -1,58 +1,13 @@
 import type { AuditEvent } from "../../audit/event.js";
-import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
+import { toConnection, type ConnectionRow } from "../rows.js";
+import type { SealedSecret } from "../../vault/aead.js";
 import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
 import { ConnectionMemo } from "./connection-memo.js";
 import { queryCandidates } from "./candidates-query.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import type { Statement } from "better-sqlite3";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-
-interface ConnectionRow {
-  id: string;
-  team_id: string;
-  owner_user_id: string | null;
-  service: string;
-  scope: Connection["scope"];
-  channel_id: string | null;
-  thread_ts: string | null;
-  status: Connection["status"];
-  key_id: string | null;
-  secret_nonce: Buffer | null;
-  secret_ct: Buffer | null;
-  secret_tag: Buffer | null;
-  label: string | null;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-  expires_at: number;
-  ended_at: number | null;
-  ended_reason: string | null;
-}
-
-/** Maps a row to the domain object; snake_case stays in here. */
-export function toConnection(r: ConnectionRow): Connection {
-  const sealed: SealedSecret | null =
-    r.secret_ct && r.secret_nonce && r.secret_tag && r.key_id ? { keyId: r.key_id, nonce: r.secret_nonce, ciphertext: r.secret_ct, tag: r.secret_tag } : null;
-  return {
-    id: r.id,
-    teamId: r.team_id,
-    ownerUserId: r.owner_user_id,
-    service: r.service,
-    scope: r.scope,
-    channelId: r.channel_id,
-    threadTs: r.thread_ts,
-    status: r.status,
-    sealed,
-    label: r.label,
-    createdBy: r.created_by,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    expiresAt: r.expires_at,
-    endedAt: r.ended_at,
-    endedReason: r.ended_reason,
-  };
-}
 
 const LIVE = "status IN ('active', 'needs_login')";
 
