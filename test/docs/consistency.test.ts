@@ -41,13 +41,7 @@ function exampleVariables(): Set<string> {
 const sorted = (s: Iterable<string>): string[] => [...s].sort();
 const minus = (a: Set<string>, b: Set<string>): string[] => sorted([...a].filter((x) => !b.has(x)));
 
-/**
- * "coming" / "not yet built" that is genuine future work or plain English, each with its reason.
- * Anything else saying so fails: a built part is described as it is.
- */
-const ALLOWED_FUTURE: readonly { file: string; text: string; reason: string }[] = [
-  { file: "docs/login.md", text: "The same viewer coming back", reason: "plain English (a returning viewer), not a roadmap marker" },
-];
+/** Words that call something future: a built part is described as it is, so none may appear. */
 const FUTURE_MARKER = /\b(coming|not yet built|not built yet|not yet implemented|planned)\b/gi;
 
 describe("docs say what is", () => {
@@ -73,23 +67,14 @@ describe("docs say what is", () => {
     expect(missing).toEqual([]);
   });
 
-  it("no doc calls anything 'coming' or 'not yet built' outside the allow-list", () => {
+  it("no doc calls anything 'coming' or 'not yet built'", () => {
     const found: string[] = [];
     for (const doc of [...DOCS, ".env.example"]) {
       const lines = read(doc).split("\n");
       lines.forEach((line, i) => {
-        // A marker may sit at a line end with its sentence on the next line: judge the two together.
-        const context = `${line} ${lines[i + 1] ?? ""}`;
-        for (const m of line.matchAll(FUTURE_MARKER)) {
-          if (ALLOWED_FUTURE.some((a) => a.file === doc && context.includes(a.text))) continue;
-          found.push(`${doc}:${i + 1}: ${m[0]}: ${line.trim().slice(0, 120)}`);
-        }
+        for (const m of line.matchAll(FUTURE_MARKER)) found.push(`${doc}:${i + 1}: ${m[0]}: ${line.trim().slice(0, 120)}`);
       });
     }
     expect(found).toEqual([]);
-  });
-
-  it("the allow-list holds only entries that still match something", () => {
-    for (const a of ALLOWED_FUTURE) expect(read(a.file), `${a.file}: ${a.reason}`).toContain(a.text);
   });
 });
