@@ -44,10 +44,15 @@ export async function callVendorTool(client: Client, name: string, args: Record<
   const own = new AbortController();
   const deadline = new BrokerDeadline("the broker's call deadline passed");
   const timer = o.clock.setTimeout(() => own.abort(deadline), o.timeoutMs, { unref: true });
-  const signal = o.signal ? AbortSignal.any([o.signal, own.signal]) : own.signal;
+  // The caller's cancel is forwarded by hand, not through AbortSignal.any: Node keeps a composite
+  // signal that has abort listeners (the SDK adds one and never removes it) alive until it aborts,
+  // so every finished call would stay in memory with its trace and audit.
+  const forward = () => own.abort(o.signal?.reason);
+  if (o.signal?.aborted) forward();
+  else o.signal?.addEventListener("abort", forward, { once: true });
   try {
     const r = await client.callTool({ name, arguments: args }, CallToolResultSchema, {
-      signal,
+      signal: own.signal,
       // The SDK's own timeout only backs ours up; ours fires first, so its McpError never decides.
       timeout: o.timeoutMs + 60_000,
       maxTotalTimeout: o.timeoutMs + 60_000,
@@ -63,5 +68,6 @@ export async function callVendorTool(client: Client, name: string, args: Record<
     throw new VendorCallError({ kind: "other", error: err });
   } finally {
     timer.cancel();
+    o.signal?.removeEventListener("abort", forward);
   }
 }

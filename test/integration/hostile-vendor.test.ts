@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
 import { ChildLedger } from "../../src/pool/child-ledger.js";
+import { fullGc } from "../support/gc.js";
 import { isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
 import { ALICE, BOB, THREAD, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
 import { hostileRegistryDoc } from "./hostile-registry.js";
@@ -214,7 +215,7 @@ describe("acceptance: a hostile run leaves the broker as it found it", () => {
     expect(bobResults.filter((r) => r !== "ok")).toEqual([]);
     // Memory comes back: allocations of the run are garbage once it is over.
     const settled = await waitFor(() => {
-      (globalThis as { gc?: () => void }).gc?.();
+      fullGc();
       return rssMb() - startRss < 50;
     }, 30_000);
     console.log(`hostile run RSS: start ${startRss.toFixed(0)} MB, peak ${peakRss.toFixed(0)} MB, end ${rssMb().toFixed(0)} MB; Bob's calls ${bobResults.length}`);

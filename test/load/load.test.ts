@@ -3,8 +3,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import v8 from "node:v8";
-import vm from "node:vm";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
@@ -20,17 +18,11 @@ import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { fullGc } from "../support/gc.js";
 
-/**
- * process.memoryUsage() after a full collection, so deltas are what is retained, not garbage not yet
- * collected. Vitest's workers run without --expose-gc; the flag can be set at runtime and `gc` read
- * from a fresh context.
- */
+/** process.memoryUsage() after a full collection: deltas are what is retained, not garbage not yet collected. */
 function measure(): NodeJS.MemoryUsage {
-  v8.setFlagsFromString("--expose-gc");
-  const gc = vm.runInNewContext("gc") as () => void;
-  gc();
-  gc();
+  fullGc();
   return process.memoryUsage();
 }
 
