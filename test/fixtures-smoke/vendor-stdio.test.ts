@@ -179,10 +179,17 @@ describe("vendor-stdio fixture", () => {
   });
 
   it("slow sends one progress notification per step", async () => {
+    // Counted off the wire: the SDK client drops a progress notification that arrives in the same
+    // chunk as the response (it dispatches notifications a microtask late), which a loaded machine
+    // makes likely; what the fixture sends is the question here.
+    const { client: own, transport } = await connectVendor();
     const progress: number[] = [];
-    const result = await client.callTool({ name: "slow", arguments: { steps: 3, delayMs: 10 } }, undefined, {
-      onprogress: (p) => progress.push(p.progress),
-    });
+    const deliver = transport.onmessage;
+    transport.onmessage = (m) => {
+      if ("method" in m && m.method === "notifications/progress") progress.push((m.params as { progress: number }).progress);
+      deliver?.(m);
+    };
+    const result = await own.callTool({ name: "slow", arguments: { steps: 3, delayMs: 10 } }, undefined, { onprogress: () => {} });
     expect(textOf(result)).toBe("done");
     expect(progress).toEqual([1, 2, 3]);
   });
@@ -200,11 +207,9 @@ describe("vendor-stdio fixture", () => {
 
   it("hang is ended by a request timeout (and the cancellation reaches the vendor)", async () => {
     const before = readLines(join(dir, "events.log")).filter((l) => l.startsWith("cancelled")).length;
-    const started = Date.now();
     await expect(client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 300 })).rejects.toThrow(
       /timed out/i,
     );
-    expect(Date.now() - started).toBeLessThan(3000);
     await waitFor(() => readLines(join(dir, "events.log")).filter((l) => l.startsWith("cancelled")).length > before);
   });
 
@@ -239,11 +244,10 @@ describe("vendor-stdio process lifecycle", () => {
   it("exits promptly when its stdin closes", async () => {
     const { client, transport } = await connectVendor();
     const pid = transport.pid ?? -1;
-    const started = Date.now();
     await client.close();
-    await waitFor(() => !isAlive(pid), 3000);
-    // The SDK escalates to SIGTERM after 2 s; exiting well before that means stdin EOF did it.
-    expect(Date.now() - started).toBeLessThan(1500);
+    await waitFor(() => !isAlive(pid), 10_000);
+    // The SDK escalates to SIGTERM after 2 s; the vendor's own log says stdin EOF ended it.
+    expect(readLines(join(dir, "events.log"))).toContain(`eof-exit ${pid}`);
   });
 
   it("exits on stdin close even with a grandchild alive", async () => {
@@ -253,10 +257,9 @@ describe("vendor-stdio process lifecycle", () => {
       pid: number;
     };
     pidsToKill.add(gc);
-    const started = Date.now();
     await client.close();
-    await waitFor(() => !isAlive(pid), 3000);
-    expect(Date.now() - started).toBeLessThan(1500);
+    await waitFor(() => !isAlive(pid), 10_000);
+    expect(readLines(join(dir, "events.log"))).toContain(`eof-exit ${pid}`);
     // The orphaned grandchild survives: killing the whole group is the broker's job.
     expect(isAlive(gc)).toBe(true);
   });
@@ -270,7 +273,7 @@ describe("vendor-stdio process lifecycle", () => {
     const pid = child.pid ?? -1;
     pidsToKill.add(pid);
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
-    await waitFor(() => readLines(eventLog).includes(`start ${pid}`), 10_000);
+    await waitFor(() => readLines(eventLog).includes(`start ${pid}`), 30_000);
     child.stdin?.end();
     await new Promise((r) => setTimeout(r, 300));
     expect(isAlive(pid)).toBe(true);
