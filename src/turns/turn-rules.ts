@@ -112,12 +112,19 @@ function expired(t: TurnRecord, now: number, limits: TurnLimits): boolean {
 export function beginTurn(s: ThreadTurns, turn: TurnRecord, order: number, limits: TurnLimits): TurnChange {
   const dropped: string[] = [];
   if (s.current && !s.current.explicit) dropped.push(s.current.id);
-  const open = turn.explicit ? [...s.open, turn] : [...s.open];
-  while (open.length > limits.maxOpenPerThread) dropped.push(open.shift()!.id);
+  // States are never mutated: an unchanged list is shared, a changed one is a new array.
+  const opened = turn.explicit ? [...s.open, turn] : s.open;
+  const over = opened.length - limits.maxOpenPerThread;
+  for (const t of opened.slice(0, Math.max(0, over))) dropped.push(t.id);
   const participants = [...s.participants.filter((u) => u !== turn.userId), turn.userId];
   const extra = participants.length - limits.maxParticipantsPerThread;
   return {
-    state: { current: turn, open, watermark: Math.max(s.watermark, order), participants: extra > 0 ? participants.slice(extra) : participants },
+    state: {
+      current: turn,
+      open: over > 0 ? opened.slice(over) : opened,
+      watermark: Math.max(s.watermark, order),
+      participants: extra > 0 ? participants.slice(extra) : participants,
+    },
     dropped,
   };
 }
