@@ -155,7 +155,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
 
   // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
   // Each event id is applied once (Slack retries and replays re-send it), and a message sets the
-  // turn only when it is newer than the thread's current turn (TurnState orders by the message ts).
+  // turn only when it is newer than the thread's current turn (the turn rules order by the message ts).
   const seen = d.seenEvents ?? new SeenEvents();
   app.event("message", async ({ event, body }) => {
     const parsedEvent = messageEvent.safeParse(event);
