@@ -96,14 +96,16 @@ export class PgTurnStore implements TurnStore {
     const row = (await this.db.query<{ state: unknown; seen_at: number }>("SELECT state, seen_at FROM turn_threads WHERE thread_key = $1", [key])).rows[0];
     // A call keeps its thread served: the seen time is refreshed (rarely: a quarter of the max age)
     // so the reaper never forgets a thread a session is still calling in.
-    if (!row || now - row.seen_at > this.limits.maxTurnMs / 4) await this.markServed(thread, now);
+    if (!row || now - row.seen_at > Math.floor(this.limits.maxTurnMs / 4)) await this.markServed(thread, now);
     return resolveTurn(row ? parseState(row.state, key) : undefined, turnId, now, this.limits);
   }
 
+  /** Creates the thread's row, or refreshes its seen time when that is over a quarter of the max age old (no new row version otherwise). */
   async markServed(thread: ThreadRef, now: number): Promise<void> {
     await this.db.query(
-      "INSERT INTO turn_threads (thread_key, state, seen_at) VALUES ($1, $2, $3) ON CONFLICT (thread_key) DO UPDATE SET seen_at = GREATEST(turn_threads.seen_at, EXCLUDED.seen_at)",
-      [threadKey(thread), EMPTY_THREAD, now],
+      `INSERT INTO turn_threads (thread_key, state, seen_at) VALUES ($1, $2, $3)
+       ON CONFLICT (thread_key) DO UPDATE SET seen_at = EXCLUDED.seen_at WHERE turn_threads.seen_at < EXCLUDED.seen_at - $4`,
+      [threadKey(thread), EMPTY_THREAD, now, Math.floor(this.limits.maxTurnMs / 4)],
     );
   }
 
