@@ -1,6 +1,7 @@
 // Two real apps (two replicas) on one PostgreSQL: a turn reported to replica A is the caller of the
-// very next mcp_call through replica B, its user is a participant on B (borrowing), and an end
-// sent to B ends the turn for A. Each replica has its own data dir, as in production.
+// very next mcp_call through replica B, its user is a participant on B (borrowing), an end sent to
+// B ends the turn for A, and an embedded host's caller on B is A's caller too. Each replica has its
+// own data dir, as in production.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -102,11 +103,22 @@ describe("turns across two replicas on one PostgreSQL", () => {
     expect((await mcpCall(onA, { tool: "read_item", args: { id: "a3" }, on_behalf_of: ALICE })).structured.code).toBe("no_turn");
     expect((await post(a, "/v1/turns/end", { turn_id: turnId })).status).toBe(404);
 
+    // An embedded host on B records its caller's turn at each call: A's next HTTP call runs as that user.
+    const embedded = await b.broker.connectEmbedded(() => ({ ...THREAD, userId: BOB }));
+    try {
+      expect((await mcpCall(embedded.client, { tool: "read_item", args: { id: "b2" }, on_behalf_of: BOB })).structured).toMatchObject({ status: "ok", connectionOwner: BOB });
+    } finally {
+      await embedded.close();
+    }
+    expect((await mcpCall(onA, { tool: "read_item", args: { id: "b3" }, on_behalf_of: BOB })).structured).toMatchObject({ status: "ok", connectionOwner: BOB });
+
     // The audit (shared) shows each call under the user whose turn it was, whichever replica ran it.
     const calls = (await a.store.audit.query({})).filter((r) => r.event === "call");
     expect(calls.map((r) => [r.callerUserId, r.decision])).toEqual([
       [BOB, "own"],
       [ALICE, "own"],
+      [BOB, "own"],
+      [BOB, "own"],
     ]);
-  });
+  }, 180_000);
 });
