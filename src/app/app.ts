@@ -28,7 +28,7 @@ import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, SlackAuthState } from "../server/readiness.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
-import { TurnState } from "../turns/turn-state.js";
+import { turnStoreFor } from "./turn-store-factory.js";
 import { openStore, storeCounts } from "./store-factory.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
@@ -107,7 +107,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
     metrics,
-    turns: new TurnState({ maxThreads: config.turns.maxThreads, maxTurnMs: config.turns.maxTurnMs }),
+    turns: turnStoreFor(store, config.turns),
     credentialCache: config.caches.credentials,
   });
   await broker.start();
@@ -160,6 +160,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired());
   // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
   const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap());
+  // Threads idle past the turn max age leave the shared turn table (PostgreSQL; memory's LRU bounds itself).
+  const turnReaper = job("turn reaper", opts.reapIntervalMs ?? 30_000, () => broker.turns.reap(clock.now()));
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = job("cache sweep", 60_000, async () => membershipCache?.sweep());
 
@@ -244,6 +246,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await http.close();
         await reaper.stop();
         await resultReaper.stop();
+        await turnReaper.stop();
         await slackAuthJob?.stop();
         await cacheSweep.stop();
         await broker.shutdown();

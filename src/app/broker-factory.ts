@@ -19,7 +19,7 @@ import { ProductionLauncher, UidAllocator, type BackoffSource, type VendorLaunch
 import { VendorPool } from "../pool/pool.js";
 import { RESULT_STORE_DEFAULTS, ResultStore } from "../results/result-store.js";
 import type { Store } from "../store/store.js";
-import { TurnState } from "../turns/turn-state.js";
+import { MemoryTurnStore, type TurnStore } from "../turns/turn-store.js";
 import type { Vault } from "../vault/vault.js";
 
 // The broker's part of the composition root: the launcher, crash ledger, pool and approval service
@@ -35,7 +35,7 @@ export interface BrokerOptions {
   readonly log: Logger;
   readonly membership?: MembershipSource;
   readonly approvalChannel?: ApprovalChannel;
-  readonly turns?: TurnState;
+  readonly turns?: TurnStore;
   /** Where per-connection HOME/TMPDIR and the child ledger live (under the data dir). */
   readonly runDir: string;
   readonly childBaseEnv: Readonly<Record<string, string>>;
@@ -91,7 +91,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     clock: o.clock,
     log: o.log,
     membership: o.membership ?? noMembership,
-    turns: o.turns ?? new TurnState(),
+    turns: o.turns ?? new MemoryTurnStore(),
     pool,
     approvals,
     ledger,

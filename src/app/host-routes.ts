@@ -31,7 +31,7 @@ export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: E
   const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
-  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin) });
+  http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin, () => clock.now()) });
   const events = new EventsEndpoint(broker.events, new HostTeamAuth(d.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });
   http.route({ method: "GET", path: "/v1/events", handler: events.handler });
   return { mcp, events };

@@ -62,7 +62,7 @@ export async function serviceUnavailable(d: BrokerDeps, ctx: CallerContext, call
   if (!d.backoff.unavailableOf) return [];
   const { thread } = ctx;
   if (!(await isMember(d, thread, caller))) return [];
-  const q = candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
+  const q = await candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
   const participants = new Set(q.participants);
   const notes: UnavailableNote[] = [];
   for (const { connection: c } of await d.store.connections.candidates(q)) {

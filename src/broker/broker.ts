@@ -18,7 +18,8 @@ import { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { ResultStore } from "../results/result-store.js";
 import type { Store } from "../store/store.js";
-import { threadKey, type TurnState } from "../turns/turn-state.js";
+import { threadKey } from "../turns/turn-rules.js";
+import type { TurnStore } from "../turns/turn-store.js";
 import type { Vault } from "../vault/vault.js";
 import { answer, refusal } from "./answer.js";
 import { CallService } from "./call.js";
@@ -39,7 +40,7 @@ export interface BrokerParts {
   readonly clock: Clock;
   readonly log: Logger;
   readonly membership: MembershipSource;
-  readonly turns: TurnState;
+  readonly turns: TurnStore;
   readonly pool: VendorPool;
   readonly approvals: ApprovalService;
   /** Kills vendor processes a crashed predecessor left behind, at start. */
@@ -73,7 +74,7 @@ export interface EmbeddedCaller {
 export class Broker {
   readonly deps: BrokerDeps;
   readonly pool: VendorPool;
-  readonly turns: TurnState;
+  readonly turns: TurnStore;
   readonly approvals: ApprovalService;
   /** The call event stream, for subscribers (GET /v1/events). */
   readonly events: CallEventBus;
@@ -165,9 +166,10 @@ export class Broker {
    * turns at each call (the turn the request names, or the one user whose turns are live).
    */
   serverForThread(thread: ThreadRef): McpServer {
-    this.turns.markServed(thread);
-    const resolve: CallerResolver = (req) => {
-      const r = this.turns.resolve(thread, req.turnId, this.o.clock.now());
+    // Served from now on (memory: at once; PostgreSQL: a write in flight, repeated by the first call).
+    this.turns.markServed(thread, this.o.clock.now()).catch((err: Error) => this.o.log.warn("could not mark a thread served", { error: err.message }));
+    const resolve: CallerResolver = async (req) => {
+      const r = await this.turns.resolve(thread, req.turnId, this.o.clock.now());
       if (r.kind === "caller") return { thread, userId: r.userId };
       return r.kind === "no_turn" ? { thread, userId: undefined } : r.kind;
     };
@@ -180,14 +182,14 @@ export class Broker {
    */
   serverForHost(getCaller: () => EmbeddedCaller | undefined): McpServer {
     let bound: string | undefined;
-    const resolve: CallerResolver = () => {
+    const resolve: CallerResolver = async () => {
       const c = getCaller();
       if (!c) return { thread: { teamId: "", channelId: "", threadTs: "" }, userId: undefined } satisfies CallerContext;
       const thread = { teamId: c.teamId, channelId: c.channelId, threadTs: c.threadTs };
       const key = threadKey(thread);
       bound ??= key;
       if (bound !== key) return "thread_mismatch";
-      this.turns.set(thread, c.userId, this.o.clock.now());
+      await this.turns.set(thread, c.userId, this.o.clock.now());
       return { thread, userId: c.userId };
     };
     return createBrokerServer(this.deps, resolve, { calls: this.calls, ...this.connectOptions() });

@@ -39,11 +39,11 @@ export function borrowable(c: ConnectionMeta, caller: string, thread: ThreadRef,
 }
 
 /** The candidate query of `caller` in `thread` (one service, or all of them for connections_list). */
-export function candidateQuery(d: Pick<BrokerDeps, "turns" | "clock">, thread: ThreadRef, caller: string, opts: Pick<CandidateQuery, "own" | "limit"> & { service?: string; after?: string }): CandidateQuery {
+export async function candidateQuery(d: Pick<BrokerDeps, "turns" | "clock">, thread: ThreadRef, caller: string, opts: Pick<CandidateQuery, "own" | "limit"> & { service?: string; after?: string }): Promise<CandidateQuery> {
   return {
     thread,
     caller,
-    participants: [...d.turns.participantsOf(thread)],
+    participants: [...(await d.turns.participantsOf(thread))],
     now: d.clock.now(),
     ...opts,
   };
@@ -59,7 +59,7 @@ export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<Co
   // The warm path: the caller's own row, remembered by the store until a connection row changes.
   const mine = await d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() });
   if (mine) return { callerIsMember: true, own: candidate(mine), others: [], shared: undefined };
-  const q = candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
+  const q = await candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
   const rows = await d.store.connections.candidates(q);
   const own = ownFirst(rows, caller);
   if (own) return { callerIsMember: true, own: candidate(own), others: [], shared: undefined };

@@ -203,7 +203,7 @@ export class CallService {
    */
   async warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
     if (!(await isMember(this.d, ctx.thread, caller))) return false;
-    const rows = await this.d.store.connections.candidates(candidateQuery(this.d, ctx.thread, caller, { own: "here", service: service.name, limit: 1_000 }));
+    const rows = await this.d.store.connections.candidates(await candidateQuery(this.d, ctx.thread, caller, { own: "here", service: service.name, limit: 1_000 }));
     const pick = ownFirst(rows, caller) ?? rows.find((r) => r.connection.scope === "shared")?.connection;
     const row = pick ? await this.d.store.connections.get(pick.id) : undefined;
     if (!row) return false;

@@ -37,7 +37,7 @@ export async function listConnections(d: BrokerDeps, ctx: CallerContext, caller:
   const rows: CandidateRow[] = [];
   let more = false;
   for (let after: string | undefined; ; ) {
-    const page = await d.store.connections.candidates(candidateQuery(d, thread, caller, { own: "everywhere", limit: LIST_PAGE, ...(after !== undefined ? { after } : {}) }));
+    const page = await d.store.connections.candidates(await candidateQuery(d, thread, caller, { own: "everywhere", limit: LIST_PAGE, ...(after !== undefined ? { after } : {}) }));
     rows.push(...page);
     after = page.at(-1)?.connection.id;
     if (page.length < LIST_PAGE || after === undefined) break;
@@ -47,7 +47,7 @@ export async function listConnections(d: BrokerDeps, ctx: CallerContext, caller:
     }
   }
   const now = d.clock.now();
-  const participants = new Set(d.turns.participantsOf(thread));
+  const participants = new Set(await d.turns.participantsOf(thread));
   const backoff = (id: string) => {
     const b = d.backoff.backoffOf(id);
     const u = unavailableOf(d, id);

@@ -16,7 +16,7 @@ import type { CredentialRefresher } from "./ports.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
 import type { ResultStore } from "../results/result-store.js";
-import type { TurnState } from "../turns/turn-state.js";
+import type { TurnStore } from "../turns/turn-store.js";
 import type { Vault } from "../vault/vault.js";
 
 /** What the broker core needs; built once by the composition root. */
@@ -28,7 +28,7 @@ export interface BrokerDeps {
   readonly pool: VendorPool;
   readonly approvals: ApprovalService;
   readonly membership: MembershipSource;
-  readonly turns: TurnState;
+  readonly turns: TurnStore;
   readonly clock: Clock;
   readonly log: Logger;
   /** Where each call's outcome and timings go (noMetrics unless the app wires Prometheus). */

@@ -22,7 +22,7 @@ export interface CallerRequest {
 }
 
 /** Resolves the caller of one tool call, live; a string is a refusal code. */
-export type CallerResolver = (req: CallerRequest) => CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown";
+export type CallerResolver = (req: CallerRequest) => Promise<CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown">;
 
 /** The turn a request names: the `X-Slaude-Turn` header the HTTP transport passes in `requestInfo`. */
 function callerRequest(extra: { requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): CallerRequest {
@@ -57,7 +57,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
   // The one place a tool call's caller is resolved: every tool but mcp_call needs one (mcp_call
   // lets the policy refuse a missing turn, so that refusal is audited like every other).
   const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>, needsCaller = true): Promise<CallToolResult> => {
-    const ctx = resolveCaller(callerRequest(extra));
+    const ctx = await resolveCaller(callerRequest(extra));
     if (typeof ctx === "string") return refusal(ctx);
     if (needsCaller && !ctx.userId) return refusal("no_turn");
     try {

@@ -31,7 +31,7 @@ export interface RequestFacts {
 }
 
 /** Adds stored-result resources to a session's server; `resolve` is the session's live caller (the same as its tools'). */
-export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "results" | "membership" | "log">, resolve: (extra: RequestFacts) => CallerContext | string): void {
+export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "results" | "membership" | "log">, resolve: (extra: RequestFacts) => Promise<CallerContext | string>): void {
   server.server.registerCapabilities({ resources: { listChanged: false } });
   server.server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
   server.server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
@@ -47,7 +47,7 @@ export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "resul
   }));
   server.server.setRequestHandler(ReadResourceRequestSchema, async (req, extra): Promise<ReadResourceResult> => {
     const uri = req.params.uri;
-    const ctx = resolve(extra);
+    const ctx = await resolve(extra);
     // A session that cannot name its caller reads as nobody: the same not-found as everything else.
     const reader = typeof ctx === "string" ? { thread: { teamId: "", channelId: "", threadTs: "" }, userId: undefined } : ctx;
     const member = reader.userId ? await isMember(d, reader.thread, reader.userId) : false;

@@ -42,18 +42,18 @@ export function turnsHandler(broker: Broker, auth: HostTokenAuth, origin: Origin
     if (!guardHostRequest(req, res, auth, origin)) return;
     const t = await parseBody(req, res, turnBody);
     if (!t) return;
-    const turn = broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, now(), { explicit: t.explicit_end === true });
+    const turn = await broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, now(), { explicit: t.explicit_end === true });
     res.writeHead(204, { "x-slaude-turn": turn.id, "cache-control": "no-store" }).end();
   };
 }
 
 /** POST /v1/turns/end: ends a turn; 204 when it was live, 404 when unknown, ended or superseded. */
-export function turnEndHandler(broker: Broker, auth: HostTokenAuth, origin: OriginGuard): RouteHandler {
+export function turnEndHandler(broker: Broker, auth: HostTokenAuth, origin: OriginGuard, now: () => number): RouteHandler {
   return async (req, res) => {
     if (!guardHostRequest(req, res, auth, origin)) return;
     const b = await parseBody(req, res, endBody);
     if (!b) return;
-    if (!broker.turns.end(b.turn_id)) return sendJson(res, 404, { error: "unknown_turn" });
+    if (!(await broker.turns.end(b.turn_id, now()))) return sendJson(res, 404, { error: "unknown_turn" });
     res.writeHead(204).end();
   };
 }

@@ -5,7 +5,7 @@ import type { ServiceRegistry } from "../config/registry.js";
 import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Logger } from "../log/logger.js";
 import type { Store } from "../store/store.js";
-import type { TurnState } from "../turns/turn-state.js";
+import type { TurnStore } from "../turns/turn-store.js";
 import type { LoginService } from "../login/login-service.js";
 import { SeenEvents } from "./seen-events.js";
 import { registerApprovalViewHandler } from "./approval-view-handler.js";
@@ -31,7 +31,7 @@ export interface SlackHandlerDeps {
   /** Revokes (owner, grant, admin) with their audit rows; also says who is an admin. */
   readonly grants: GrantsAdmin;
   readonly approvals: ApprovalService;
-  readonly turns: TurnState;
+  readonly turns: TurnStore;
   readonly membership?: MembershipInvalidation;
   /** Mints one-time login links; without it the consent card says login is not available. */
   readonly logins?: Pick<LoginService, "mint">;
@@ -155,7 +155,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
 
   // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
   // Each event id is applied once (Slack retries and replays re-send it), and a message sets the
-  // turn only when it is newer than the thread's current turn (TurnState orders by the message ts).
+  // turn only when it is newer than the thread's current turn (the turn rules order by the message ts).
   const seen = d.seenEvents ?? new SeenEvents();
   app.event("message", async ({ event, body }) => {
     const parsedEvent = messageEvent.safeParse(event);
@@ -182,7 +182,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
     }
     if (!m.thread_ts) return;
     const thread = { teamId, channelId: m.channel, threadTs: m.thread_ts };
-    if (d.turns.isServed(thread)) d.turns.fromSlack(thread, m.user, m.ts, d.clock.now());
+    if (await d.turns.isServed(thread)) await d.turns.fromSlack(thread, m.user, m.ts, d.clock.now());
   });
 
   // --- membership changes invalidate the cached answers at once.

@@ -412,19 +412,19 @@ describe("membership and turns from events", () => {
     app.broker.serverForThread(witness);
     const msg = (user: string, botId?: string, t = thread) => postSlackEvent(events(), SECRET, messageEvent({ teamId: t.teamId, channelId: t.channelId, user, text: "hello", threadTs: t.threadTs, ...(botId ? { botId } : {}) }));
     await msg(ALICE);
-    await waitUntil(() => app.broker.turns.current(thread) === ALICE);
+    await waitUntil(async () => (await app.broker.turns.current(thread)) === ALICE);
     await msg(BOB, "B0SOMEBOT");
     await msg(CAROL, undefined, witness);
-    await waitUntil(() => app.broker.turns.current(witness) === CAROL);
-    expect(app.broker.turns.current(thread)).toBe(ALICE);
+    await waitUntil(async () => (await app.broker.turns.current(witness)) === CAROL);
+    expect(await app.broker.turns.current(thread)).toBe(ALICE);
     await msg(BOB);
-    await waitUntil(() => app.broker.turns.current(thread) === BOB);
+    await waitUntil(async () => (await app.broker.turns.current(thread)) === BOB);
     // A thread nobody serves is not tracked.
     const other = { ...thread, threadTs: "1700000000.999999" };
     await msg(ALICE, undefined, other);
     await msg(ALICE, undefined, witness);
-    await waitUntil(() => app.broker.turns.current(witness) === ALICE);
-    expect(app.broker.turns.current(other)).toBeUndefined();
+    await waitUntil(async () => (await app.broker.turns.current(witness)) === ALICE);
+    expect(await app.broker.turns.current(other)).toBeUndefined();
   });
 });
 
@@ -436,9 +436,9 @@ describe("ordering and deduplication of message events", () => {
     const now = Math.floor(Date.now() / 1000);
     const aliceTs = `${now - 120}.000100`;
     expect((await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs))).status).toBe(200);
-    await waitUntil(() => app.broker.turns.current(thread) === ALICE);
+    await waitUntil(async () => (await app.broker.turns.current(thread)) === ALICE);
     expect((await postSlackEvent(events(), SECRET, msgAt(BOB, `${now - 60}.000100`))).status).toBe(200);
-    await waitUntil(() => app.broker.turns.current(thread) === BOB);
+    await waitUntil(async () => (await app.broker.turns.current(thread)) === BOB);
     // Alice's earlier message again, within Slack's 5-minute window, as a retry and as a replay.
     const replay = await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs), { headers: { "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout" } });
     expect(replay.status).toBe(200);
@@ -446,14 +446,14 @@ describe("ordering and deduplication of message events", () => {
     expect(replay2.status).toBe(200);
     // Bolt runs a plain message's listener before its HTTP answer reaches us (no I/O in between), so
     // a replay that moved the turn would show here.
-    expect(app.broker.turns.current(thread)).toBe(BOB);
+    expect(await app.broker.turns.current(thread)).toBe(BOB);
     // A newer message by Carol is applied, and with her turn set Bob's older message is ignored too.
     await postSlackEvent(events(), SECRET, msgAt(CAROL, `${now - 30}.000100`));
-    await waitUntil(() => app.broker.turns.current(thread) === CAROL);
+    await waitUntil(async () => (await app.broker.turns.current(thread)) === CAROL);
     await postSlackEvent(events(), SECRET, msgAt(BOB, `${now - 60}.000200`));
-    expect(app.broker.turns.current(thread)).toBe(CAROL);
+    expect(await app.broker.turns.current(thread)).toBe(CAROL);
     await postSlackEvent(events(), SECRET, msgAt(ALICE, `${now}.000100`));
-    await waitUntil(() => app.broker.turns.current(thread) === ALICE);
+    await waitUntil(async () => (await app.broker.turns.current(thread)) === ALICE);
   });
 
   it("a duplicated event_id is applied once", async () => {
@@ -477,6 +477,6 @@ async function waitForResponse(id: string): Promise<void> {
   await waitUntil(() => fake.responses.some((r) => r.id === id));
 }
 
-async function waitUntil(cond: () => boolean, ms = 10_000): Promise<void> {
-  await vi.waitFor(() => expect(cond()).toBe(true), { timeout: ms, interval: 20 });
+async function waitUntil(cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  await vi.waitFor(async () => expect(await cond()).toBe(true), { timeout: ms, interval: 20 });
 }

@@ -342,7 +342,7 @@ describe("POST /v1/turns", () => {
     // Only POST is routed.
     expect((await raw({ method: "GET", path: "/v1/turns", headers: bearer(TOKEN_A) })).status).toBe(404);
     // A refused report changed nothing.
-    expect(app.broker.turns.current(THREAD)).toBe(ALICE);
+    expect(await app.broker.turns.current(THREAD)).toBe(ALICE);
   });
 
   it("sets the caller read live at each call: the same session runs as whoever has the turn now", async () => {

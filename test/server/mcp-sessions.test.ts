@@ -121,7 +121,7 @@ describe("MCP session bounds", () => {
       credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } },
       createdBy: ALICE,
     });
-    app.broker.turns.set(THREAD, ALICE, clock.now());
+    await app.broker.turns.set(THREAD, ALICE, clock.now());
     const a = await openSession();
     const b = await openSession();
     // Two calls that never finish keep both sessions busy.

@@ -10,6 +10,7 @@ import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgResultRepo } from "./results-repo.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
 import { PgToolPinRepo } from "./tool-pins-repo.js";
+import { PgTurnStore } from "./turns-repo.js";
 import { PgWorkspaceRepo } from "./workspace-repo.js";
 
 /** The PostgreSQL store: the same contract as SqliteStore, shared by every replica of one deployment. */
@@ -23,6 +24,8 @@ export class PostgresStore implements Store {
   readonly workspace: PgWorkspaceRepo;
   readonly results: PgResultRepo;
   readonly toolPins: PgToolPinRepo;
+  /** The turns of every thread, shared by the replicas (src/turns TurnStore port; not part of Store: SQLite keeps turns in memory). */
+  readonly turns: PgTurnStore;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -34,6 +37,7 @@ export class PostgresStore implements Store {
     this.workspace = new PgWorkspaceRepo(db);
     this.results = new PgResultRepo(db);
     this.toolPins = new PgToolPinRepo(db);
+    this.turns = new PgTurnStore(db);
   }
 
   async ping(): Promise<boolean> {
