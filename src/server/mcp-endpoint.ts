@@ -129,7 +129,7 @@ export class McpEndpoint {
           break;
       }
       const s = found.session;
-      this.host.noteUse(found.record);
+      await this.host.noteUse(found.record);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
       await sendWebResponse(res, await s.transport.handleRequest(toWebRequest(req), { parsedBody: body }));
       return;

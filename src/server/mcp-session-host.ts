@@ -84,11 +84,12 @@ export class McpSessionHost {
   }
 
   /** Moves the record's last use forward, at most every tenth of the idle time (idle expiry stays within that). */
-  noteUse(record: SessionRecord | undefined): void {
+  async noteUse(record: SessionRecord | undefined): Promise<void> {
     if (!record) return;
     const now = this.clock.now();
     if (now - record.lastSeenAt < this.touchEveryMs) return;
-    this.records.touch(record.id, now).catch((err: unknown) => this.log.warn("mcp session last-use write failed", { err: String(err) }));
+    // Awaited, so the idle sweep of any replica sees this use; a failed write only risks an early expiry, not the request.
+    await this.records.touch(record.id, now).catch((err: unknown) => this.log.warn("mcp session last-use write failed", { err: String(err) }));
   }
 
   /**
