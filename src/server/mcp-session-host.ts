@@ -94,7 +94,8 @@ export class McpSessionHost {
 
   /**
    * The shared-records half of the idle sweep: sessions busy here are marked used (a long call keeps
-   * its session), then sessions unused for the idle time (plus the touch granularity) end everywhere.
+   * its session), sessions unused for the idle time (plus the touch granularity) end everywhere, and
+   * local transports of ended sessions close. Idempotent: every replica runs it.
    */
   async sweepRecords(): Promise<number> {
     if (!this.records.shared) return 0;
@@ -102,6 +103,8 @@ export class McpSessionHost {
     for (const id of this.table.busyIds()) await this.records.touch(id, now);
     const ended = await this.records.expireIdle({ idleBefore: now - this.limits.idleMs - this.touchEveryMs, now, purgeBefore: now - this.limits.idleMs });
     if (ended) this.log.info("idle mcp sessions ended", { count: ended, idleMs: this.limits.idleMs });
+    // Sessions ended on another replica (a DELETE there, or this sweep) lose their transports and GET streams here too.
+    for (const id of await this.records.notLive(this.table.ids())) this.table.get(id)?.server.close().catch(() => {});
     return ended;
   }
 

@@ -126,6 +126,11 @@ export class SessionTable {
     return n;
   }
 
+  /** Ids of every session held here. */
+  ids(): string[] {
+    return [...this.cache.keys()];
+  }
+
   /** Ids of the sessions with a request being answered (their shared records are kept fresh by the sweep). */
   busyIds(): string[] {
     const ids: string[] = [];

@@ -55,6 +55,8 @@ export interface SessionRecords {
   touch(id: string, now: number): Promise<void>;
   /** Ends a live session at `now`; ending an ended or unknown one does nothing. */
   end(id: string, now: number): Promise<void>;
+  /** Which of `ids` are no longer live (ended or unknown): what the idle sweep closes here. */
+  notLive(ids: readonly string[]): Promise<string[]>;
   /** Ends (at `now`) live sessions last seen before `idleBefore`, purges those ended before `purgeBefore`; returns how many it ended. */
   expireIdle(o: { idleBefore: number; now: number; purgeBefore: number }): Promise<number>;
 }
@@ -86,6 +88,10 @@ export class MemorySessionRecords implements SessionRecords {
 
   async end(id: string, _now: number): Promise<void> {
     this.records.delete(id);
+  }
+
+  async notLive(ids: readonly string[]): Promise<string[]> {
+    return ids.filter((id) => !this.records.has(id));
   }
 
   async expireIdle(o: { idleBefore: number; now: number; purgeBefore: number }): Promise<number> {

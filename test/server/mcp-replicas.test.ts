@@ -162,27 +162,29 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     expect(rebuilds(b)).toBe(1);
   });
 
-  it("DELETE on B ends the session on A and B at once, even where a transport is still held (404 Session not found)", async () => {
+  it("DELETE on B ends the session on every replica at once, where a transport is still held too (404 Session not found)", async () => {
     const url = await cluster.createDatabase();
     const a = await replica(url);
     const b = await replica(url);
+    const c = await replica(url);
     const { id } = await openOn(a);
-    const { client: onB } = await continueOn(b, id);
-    await onB.listTools();
+    for (const app of [b, c]) await (await continueOn(app, id)).client.listTools();
     const standing = await openStream(b, id);
     expect(standing.status).toBe(200);
-    expect(a.mcp.sessionCount).toBe(1);
+    expect([a.mcp.sessionCount, c.mcp.sessionCount]).toEqual([1, 1]);
 
     const del = await raw(b, id, { method: "DELETE" });
     expect(del.status).toBe(200);
     await standing.ended;
-    for (const app of [a, b]) {
-      const r = await raw(app, id, { body: LIST });
-      expect(r.status).toBe(404);
-      expect(r.body).toContain("Session not found");
-    }
-    // A still held a transport (and its client's GET stream): the ended record closed it.
+    // C still holds a transport: its very next request reads the record and refuses.
+    const onC = await raw(c, id, { body: LIST });
+    expect(onC.status).toBe(404);
+    expect(onC.body).toContain("Session not found");
+    await expect.poll(() => c.mcp.sessionCount).toBe(0);
+    // A still holds one, with its client's standing GET stream: A's sweep closes it without any request.
+    await a.mcp.sweepRecords();
     await expect.poll(() => a.mcp.sessionCount).toBe(0);
+    for (const app of [a, b, c]) expect((await raw(app, id, { body: LIST })).status).toBe(404);
   });
 
   it("B refuses another thread with 403 and an unknown session with 404, like A", async () => {

@@ -53,6 +53,12 @@ export class PgMcpSessionRepo implements SessionRecords {
     await this.db.query("UPDATE mcp_sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL", [id, now]);
   }
 
+  async notLive(ids: readonly string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const live = new Set((await this.db.query<{ id: string }>("SELECT id FROM mcp_sessions WHERE id = ANY($1::text[]) AND ended_at IS NULL", [ids])).rows.map((r) => r.id));
+    return ids.filter((id) => !live.has(id));
+  }
+
   async expireIdle(o: { idleBefore: number; now: number; purgeBefore: number }): Promise<number> {
     const ended = await this.db.query("UPDATE mcp_sessions SET ended_at = $2 WHERE ended_at IS NULL AND last_seen_at < $1", [o.idleBefore, o.now]);
     await this.db.query("DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < $1", [o.purgeBefore]);

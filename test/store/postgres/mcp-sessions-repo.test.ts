@@ -81,6 +81,15 @@ describe.each([memory, postgres])("session records ($name)", (adapter) => {
     expect(isLive(await writer.get("s1"))).toBe(false);
   });
 
+  it("notLive names the ended and unknown ids among those given", async () => {
+    const { writer, reader } = await adapter.make();
+    await writer.open(opened("live", 1_000));
+    await writer.open(opened("ended", 1_000));
+    await writer.end("ended", 2_000);
+    expect(await reader.notLive(["live", "ended", "unknown"])).toEqual(["ended", "unknown"]);
+    expect(await reader.notLive([])).toEqual([]);
+  });
+
   it("expireIdle ends exactly the sessions last seen before the bound", async () => {
     const { writer, reader } = await adapter.make();
     await writer.open(opened("old", 1_000));
