@@ -28,7 +28,10 @@ const INTERNAL_POST = { accept: "application/json, text/event-stream", "content-
 /** Owns the local session table and the session records; see SessionLookup for what `lookup` decides. */
 export class McpSessionHost {
   readonly table: SessionTable;
-  /** Rebuilds in flight, one per session id (two requests for one session rebuild it once). */
+  /**
+   * Rebuilds in flight, one per session id. A rebuild does no I/O today (it completes within one
+   * turn of the event loop), so this is a guard for when it does: two requests never build two transports.
+   */
   private readonly rebuilding = new Map<string, Promise<McpSession | "full">>();
 
   constructor(

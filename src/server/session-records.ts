@@ -5,7 +5,11 @@ import { z } from "zod";
 // opened for and the initialize that opened it. With PostgreSQL every replica reads these records,
 // so a session opened on one replica can be rebuilt and served by any other (docs/scaling.md).
 
-/** The initialize parameters a session was opened with, replayed to rebuild it on another replica. */
+/**
+ * The initialize parameters a session was opened with, replayed to rebuild it on another replica.
+ * The named fields are checked; the rest passes through untouched, since the replay must give the
+ * server exactly what the client sent (the SDK validates it again when it is replayed).
+ */
 export const InitializeParamsSchema = z
   .object({
     protocolVersion: z.string().min(1).max(64),

@@ -239,6 +239,23 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     expect((await raw(a, used, { body: LIST })).status).toBe(200);
   });
 
+  it("concurrent first requests on B are all served by one rebuilt transport; a DELETE to a replica that never served the session is served", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url);
+    const b = await replica(url);
+    const { id: first } = await openOn(a);
+    const { id: second } = await openOn(a);
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => raw(b, first, { body: { ...LIST, id: 100 + i } })));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(rebuilds(b)).toBe(1);
+    expect(b.mcp.sessionCount).toBe(1);
+
+    const del = await raw(b, second, { method: "DELETE" });
+    expect(del.status).toBe(200);
+    for (const app of [a, b]) expect((await raw(app, second, { body: LIST })).status).toBe(404);
+    expect((await raw(a, first, { body: LIST })).status).toBe(200);
+  });
+
   it("a transport evicted at the local cap is rebuilt from its live record on the same replica", async () => {
     const url = await cluster.createDatabase();
     const a = await replica(url, { SLAUDE_MCP_MAX_SESSIONS: "1" });
