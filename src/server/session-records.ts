@@ -14,9 +14,9 @@ export const InitializeParamsSchema = z
   .object({
     protocolVersion: z.string().min(1).max(64),
     capabilities: z.record(z.string(), z.unknown()),
-    clientInfo: z.object({ name: z.string().max(256), version: z.string().max(256) }).passthrough(),
+    clientInfo: z.object({ name: z.string().max(256), version: z.string().max(256) }).loose(),
   })
-  .passthrough();
+  .loose();
 
 /** The largest stored initialize (client info and capabilities, as JSON); a bigger one is refused when the session opens. */
 export const MAX_INITIALIZE_JSON = 64 * 1024;
