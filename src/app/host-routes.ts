@@ -11,6 +11,9 @@ import type { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HostTeamAuth } from "../server/host-teams.js";
 import type { HttpServer } from "../server/http-server.js";
 import { McpEndpoint } from "../server/mcp-endpoint.js";
+import { MemorySessionRecords, type SessionRecords } from "../server/session-records.js";
+import { PostgresStore } from "../store/postgres/pg-store.js";
+import type { Store } from "../store/store.js";
 import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
 
 /** What the host routes need from the composition root. */
@@ -23,12 +26,19 @@ export interface HostRouteDeps {
   readonly config: Config;
   readonly clock: Clock;
   readonly log: Logger;
+  /** The store: on PostgreSQL, MCP session records are shared so any replica serves any session. */
+  readonly store: Store;
+}
+
+/** Shared session records on PostgreSQL; on SQLite (one process) sessions live in this process only. */
+function sessionRecords(store: Store, config: Config): SessionRecords {
+  return store instanceof PostgresStore ? store.mcpSessions : new MemorySessionRecords(config.mcpSessions.maxSessions);
 }
 
 /** Mounts /mcp, /v1/turns, /v1/turns/end and /v1/events; returns the endpoints the app closes. */
 export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: EventsEndpoint } {
   const { http, broker, auth, origin, config, clock, log } = d;
-  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock);
+  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock, sessionRecords(d.store, config));
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin, () => clock.now()) });

@@ -1,33 +1,23 @@
-import { randomUUID } from "node:crypto";
 import type http from "node:http";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { Logger } from "../log/logger.js";
-import type { ThreadRef } from "../domain/thread.js";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { BodyTooLargeError, readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
-import { DEFAULT_SESSION_LIMITS, SessionTable, type McpSession, type SessionLimits } from "./mcp-sessions.js";
+import { McpSessionHost } from "./mcp-session-host.js";
+import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "./mcp-sessions.js";
+import { InitializeParamsSchema, MAX_INITIALIZE_JSON, MemorySessionRecords, type SessionRecords } from "./session-records.js";
+import { parseThreadHeader } from "./thread-header.js";
+import { sendWebResponse, toWebRequest } from "./web-bridge.js";
 
 /** The largest JSON-RPC message /mcp accepts. */
 const MAX_MCP_BODY = 4 << 20;
 
-/** A Slack team or channel id as the host endpoints accept it. */
-export const idPart = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/);
-
-/** Parses `X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts>`. */
-export function parseThreadHeader(v: string | string[] | undefined): ThreadRef | undefined {
-  if (typeof v !== "string") return undefined;
-  const parts = v.split("/");
-  if (parts.length !== 3) return undefined;
-  const [teamId, channelId, threadTs] = parts;
-  if (!idPart.safeParse(teamId).success || !idPart.safeParse(channelId).success || !/^\d{1,12}\.\d{1,8}$/.test(threadTs ?? "")) return undefined;
-  return { teamId: teamId!, channelId: channelId!, threadTs: threadTs! };
-}
+// Re-exported where the host endpoints have always imported them from.
+export { idPart, parseThreadHeader } from "./thread-header.js";
 
 /** Shared guard of every host-facing route: Host/Origin, then the bearer host token. */
 export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResponse, auth: HostTokenAuth, origin: OriginGuard): boolean {
@@ -54,37 +44,59 @@ function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerRespons
   return false;
 }
 
-/** The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens. */
+const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
+const tooMany = (max: number) => ({ jsonrpc: "2.0", error: { code: -32000, message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later` }, id: null });
+
+/**
+ * The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens.
+ * With shared session records (PostgreSQL) any replica serves any live session (McpSessionHost).
+ */
 export class McpEndpoint {
-  private readonly sessions: SessionTable;
+  private readonly host: McpSessionHost;
   private readonly sweeper: PeriodicJob;
 
   constructor(
-    private readonly broker: Broker,
+    broker: Broker,
     private readonly auth: HostTokenAuth,
     private readonly origin: OriginGuard,
     private readonly log: Logger,
-    limits: SessionLimits = DEFAULT_SESSION_LIMITS,
+    private readonly limits: SessionLimits = DEFAULT_SESSION_LIMITS,
     clock: Clock = systemClock,
+    records: SessionRecords = new MemorySessionRecords(limits.maxSessions),
   ) {
-    this.sessions = new SessionTable(limits, clock, log);
+    this.host = new McpSessionHost(broker, records, limits, clock, log);
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
-    this.sweeper = new PeriodicJob({ name: "mcp session sweep", intervalMs: Math.max(1_000, Math.min(60_000, limits.idleMs / 4)), run: async () => this.sweepIdle(), log, clock });
+    this.sweeper = new PeriodicJob({
+      name: "mcp session sweep",
+      intervalMs: Math.max(1_000, Math.min(60_000, limits.idleMs / 4)),
+      run: async () => {
+        this.sweepIdle();
+        await this.host.sweepRecords();
+      },
+      log,
+      clock,
+    });
     this.sweeper.start();
   }
 
+  /** Sessions whose transport this process holds. */
   get sessionCount(): number {
-    return this.sessions.size;
+    return this.host.table.size;
   }
 
   /** Open sessions with a request still being answered (they are never evicted or expired). */
   get busySessionCount(): number {
-    return this.sessions.busyCount;
+    return this.host.table.busyCount;
   }
 
-  /** Closes sessions idle for SLAUDE_MCP_SESSION_IDLE_SECONDS; runs periodically, callable by tests. */
+  /** Closes local sessions idle for SLAUDE_MCP_SESSION_IDLE_SECONDS; runs periodically, callable by tests. */
   sweepIdle(): number {
-    return this.sessions.sweepIdle();
+    return this.host.table.sweepIdle();
+  }
+
+  /** Ends shared session records idle past the idle time (every replica runs it; idempotent); callable by tests. */
+  sweepRecords(): Promise<number> {
+    return this.host.sweepRecords();
   }
 
   readonly handler: RouteHandler = async (req, res) => {
@@ -104,14 +116,22 @@ export class McpEndpoint {
       }
     }
     if (typeof sessionId === "string") {
-      const s = this.sessions.get(sessionId);
-      if (!s || s.closed) return sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
-      // Parsed once, when the session opened: only the very same value names the same thread.
-      if (headerThread !== undefined && headerThread !== s.threadHeader) {
-        return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
+      const found = await this.host.lookup(sessionId, headerThread);
+      switch (found.kind) {
+        case "not_found":
+          return sendJson(res, 404, notFound);
+        case "thread_mismatch":
+          return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
+        case "full":
+          this.log.warn("mcp session not rebuilt: the session cap is reached and every session is busy", { maxSessions: this.limits.maxSessions });
+          return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
+        case "ok":
+          break;
       }
-      this.sessions.track(sessionId, s, res, req.method !== "GET");
-      await s.transport.handleRequest(req, res, body);
+      const s = found.session;
+      await this.host.noteUse(found.record);
+      this.host.table.track(sessionId, s, res, req.method !== "GET");
+      await sendWebResponse(res, await s.transport.handleRequest(toWebRequest(req), { parsedBody: body }));
       return;
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
@@ -119,33 +139,28 @@ export class McpEndpoint {
     }
     const thread = parseThreadHeader(headerThread);
     if (!thread || typeof headerThread !== "string") return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session" }, id: null });
-    if (!this.sessions.reserve()) {
+    const init = InitializeParamsSchema.safeParse(body.params);
+    if (!init.success || JSON.stringify(init.data).length > MAX_INITIALIZE_JSON) {
+      return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB` }, id: null });
+    }
+    if (!this.host.table.reserve()) {
       // Every open session is in use: refuse clearly rather than close one mid-request.
-      this.log.warn("mcp session refused: the session cap is reached and every session is busy", { maxSessions: this.sessions.limits.maxSessions });
-      return sendJson(res, 503, { jsonrpc: "2.0", error: { code: -32000, message: `Too many open MCP sessions (the limit is ${this.sessions.limits.maxSessions} and all are busy); close one or retry later` }, id: null }, { "retry-after": "5" });
+      this.log.warn("mcp session refused: the session cap is reached and every session is busy", { maxSessions: this.limits.maxSessions });
+      return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
     }
     try {
-      const server = this.broker.serverForThread(thread);
-      let session: McpSession | undefined;
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          session = { transport, server, thread, threadHeader: headerThread, busy: 0, closed: false };
-          this.sessions.add(id, session);
-        },
-      });
-      transport.onclose = () => {
-        if (transport.sessionId && session) this.sessions.remove(transport.sessionId, session);
-      };
-      await server.connect(transport);
-      await transport.handleRequest(req, res, body);
+      const s = await this.host.open(thread, headerThread, init.data);
+      const answer = await s.transport.handleRequest(toWebRequest(req), { parsedBody: body });
+      // Refused before it initialized (e.g. a wrong Accept): no client has the id; its record ends now.
+      if (s.transport.sessionId === undefined) await this.host.abandon(s);
+      await sendWebResponse(res, answer);
     } finally {
-      this.sessions.release();
+      this.host.table.release();
     }
   };
 
   async close(): Promise<void> {
     await this.sweeper.stop();
-    await this.sessions.closeAll();
+    await this.host.table.closeAll();
   }
 }

@@ -1,5 +1,5 @@
 import type http from "node:http";
-import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
@@ -17,7 +17,8 @@ export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleM
 
 /** One open Streamable HTTP session, bound to the thread it was opened for. */
 export interface McpSession {
-  readonly transport: StreamableHTTPServerTransport;
+  readonly id: string;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly server: McpServer;
   readonly thread: ThreadRef;
   /** The X-Slaude-Thread value the session was opened with: later requests compare it, never re-parse it. */
@@ -123,6 +124,18 @@ export class SessionTable {
     let n = 0;
     for (const s of this.cache.values()) if (s.busy > 0) n++;
     return n;
+  }
+
+  /** Ids of every session held here. */
+  ids(): string[] {
+    return [...this.cache.keys()];
+  }
+
+  /** Ids of the sessions with a request being answered (their shared records are kept fresh by the sweep). */
+  busyIds(): string[] {
+    const ids: string[] = [];
+    for (const [id, s] of this.cache.entries()) if (s.busy > 0) ids.push(id);
+    return ids;
   }
 
   /** Forgets `s` (its transport closed on its own, e.g. a client DELETE). */

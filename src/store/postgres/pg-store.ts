@@ -5,6 +5,7 @@ import { PgAuditRepo } from "./audit-repo.js";
 import { PgConnectionRepo } from "./connections-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
+import { PgMcpSessionRepo } from "./mcp-sessions-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgResultRepo } from "./results-repo.js";
@@ -26,6 +27,8 @@ export class PostgresStore implements Store {
   readonly toolPins: PgToolPinRepo;
   /** The turns of every thread, shared by the replicas (src/turns TurnStore port; not part of Store: SQLite keeps turns in memory). */
   readonly turns: PgTurnStore;
+  /** MCP session records (PostgreSQL only): any replica serves a session opened on another. */
+  readonly mcpSessions: PgMcpSessionRepo;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -38,6 +41,7 @@ export class PostgresStore implements Store {
     this.results = new PgResultRepo(db);
     this.toolPins = new PgToolPinRepo(db);
     this.turns = new PgTurnStore(db);
+    this.mcpSessions = new PgMcpSessionRepo(db);
   }
 
   async ping(): Promise<boolean> {

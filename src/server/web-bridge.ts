@@ -1,0 +1,63 @@
+import type http from "node:http";
+
+// node:http <-> web Request/Response, for the SDK's web-standard Streamable HTTP transport. We hold
+// that transport ourselves (not the node wrapper, which hides it) so a session can also be fed an
+// internal request: the replayed initialize that rebuilds a session opened on another replica.
+
+/** A web Request with the method, path and headers of `req`; no body (the endpoint has parsed it already). */
+export function toWebRequest(req: http.IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, values] of Object.entries(req.headersDistinct)) {
+    for (const v of values ?? []) headers.append(name, v);
+  }
+  // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard).
+  return new Request(new URL(req.url ?? "/mcp", "http://slaude-connect.invalid"), { method: req.method ?? "GET", headers });
+}
+
+/**
+ * Writes `r` to `res`, streaming its body (an SSE stream stays open as long as the transport keeps
+ * it). When the client goes away first, the body is cancelled so the transport drops the stream.
+ */
+export async function sendWebResponse(res: http.ServerResponse, r: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  r.headers.forEach((v, k) => {
+    headers[k] = k === "set-cookie" ? r.headers.getSetCookie() : v;
+  });
+  res.writeHead(r.status, headers);
+  if (!r.body) {
+    res.end();
+    return;
+  }
+  // Headers go out now: a client waits for them before it reads an SSE stream that may stay quiet.
+  res.flushHeaders();
+  const reader = r.body.getReader();
+  const gone = (): void => void reader.cancel().catch(() => {});
+  res.once("close", gone);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value)) await drained(res);
+      if (res.destroyed) break;
+    }
+  } catch {
+    // The stream was cancelled (client gone) or errored: nothing more can be sent.
+  } finally {
+    res.off("close", gone);
+    if (res.destroyed) gone();
+    else res.end();
+  }
+}
+
+/** Resolves when `res` can take more data, or when it closed (the caller stops then). */
+function drained(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.once("drain", done);
+    res.once("close", done);
+  });
+}

@@ -1,0 +1,67 @@
+import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords } from "../../server/session-records.js";
+import type { PgDb } from "./pg-db.js";
+
+// The MCP session records every replica shares (migrations/postgres/0005). One primary-key read per
+// MCP request (is the session still live?), a throttled last-seen write, and the idle sweep.
+
+function toRecord(r: Record<string, unknown>): SessionRecord {
+  let init: unknown;
+  try {
+    init = JSON.parse(String(r.initialize));
+  } catch (err) {
+    throw new Error(`mcp_sessions row ${String(r.id)}: initialize is not JSON`, { cause: err });
+  }
+  const parsed = InitializeParamsSchema.safeParse(init);
+  if (!parsed.success) throw new Error(`mcp_sessions row ${String(r.id)}: initialize does not parse (${parsed.error.message})`);
+  return {
+    id: String(r.id),
+    teamId: String(r.team_id),
+    threadHeader: String(r.thread_header),
+    protocolVersion: String(r.protocol_version),
+    initialize: parsed.data,
+    createdAt: Number(r.created_at),
+    lastSeenAt: Number(r.last_seen_at),
+    endedAt: r.ended_at === null || r.ended_at === undefined ? undefined : Number(r.ended_at),
+  };
+}
+
+/** PostgreSQL session records: shared by every replica of one deployment. */
+export class PgMcpSessionRepo implements SessionRecords {
+  readonly shared = true;
+
+  constructor(private readonly db: PgDb) {}
+
+  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">): Promise<void> {
+    const init = JSON.stringify(r.initialize);
+    if (init.length > MAX_INITIALIZE_JSON) throw new Error(`initialize parameters over ${MAX_INITIALIZE_JSON} bytes`);
+    await this.db.query(
+      "INSERT INTO mcp_sessions (id, team_id, thread_header, protocol_version, initialize, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
+      [r.id, r.teamId, r.threadHeader, r.protocolVersion, init, r.createdAt],
+    );
+  }
+
+  async get(id: string): Promise<SessionRecord | undefined> {
+    const row = (await this.db.query("SELECT * FROM mcp_sessions WHERE id = $1", [id])).rows[0];
+    return row === undefined ? undefined : toRecord(row);
+  }
+
+  async touch(id: string, now: number): Promise<void> {
+    await this.db.query("UPDATE mcp_sessions SET last_seen_at = $2 WHERE id = $1 AND ended_at IS NULL AND last_seen_at < $2", [id, now]);
+  }
+
+  async end(id: string, now: number): Promise<void> {
+    await this.db.query("UPDATE mcp_sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL", [id, now]);
+  }
+
+  async notLive(ids: readonly string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const live = new Set((await this.db.query<{ id: string }>("SELECT id FROM mcp_sessions WHERE id = ANY($1::text[]) AND ended_at IS NULL", [ids])).rows.map((r) => r.id));
+    return ids.filter((id) => !live.has(id));
+  }
+
+  async expireIdle(o: { idleBefore: number; now: number; purgeBefore: number }): Promise<number> {
+    const ended = await this.db.query("UPDATE mcp_sessions SET ended_at = $2 WHERE ended_at IS NULL AND last_seen_at < $1", [o.idleBefore, o.now]);
+    await this.db.query("DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < $1", [o.purgeBefore]);
+    return ended.rowCount ?? 0;
+  }
+}

@@ -1,0 +1,270 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startApp, type RunningApp } from "../../src/app/app.js";
+import { ManualClock } from "../../src/clock/clock.js";
+import { parseRegistry } from "../../src/config/registry.js";
+import { memoryLogger } from "../../src/log/logger.js";
+import { StaticMembership } from "../../src/membership/membership.js";
+import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { testAppConfig } from "../support/app-config.js";
+import { startPostgres, type PgCluster } from "../support/postgres.js";
+
+// MCP sessions any replica serves (issue 14 item 2): real apps ("replicas", each with its own data
+// directory and port) on one real PostgreSQL, real SDK clients over Streamable HTTP. A session opened
+// on one replica is named, by its id, in requests to another, as a round-robin load balancer would.
+
+const TOKEN = `host-${randomBytes(8).toString("hex")}`;
+const KEY = randomBytes(32).toString("base64");
+const THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`;
+const OTHER_THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/1700000000.000999`;
+const LIST = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+
+let cluster: PgCluster;
+const dirs: string[] = [];
+const apps: RunningApp[] = [];
+const clients: Client[] = [];
+const logs = new Map<RunningApp, ReturnType<typeof memoryLogger>>();
+
+beforeAll(async () => {
+  cluster = await startPostgres();
+});
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close().catch(() => {});
+  for (const a of apps.splice(0)) await a.close().catch(() => {});
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+/** One replica on `url`: its own data directory and port; the key, host token and registry are shared. */
+async function replica(url: string, extra: Record<string, string> = {}, clock?: ManualClock): Promise<RunningApp> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-"));
+  dirs.push(dir);
+  const log = memoryLogger("debug");
+  const config = testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY, ...extra });
+  const app = await startApp({ config, log, ...(clock ? { clock } : {}), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+  apps.push(app);
+  logs.set(app, log);
+  return app;
+}
+
+/** Reports Alice's turn in the thread to `app` (turns are replicated by their own work; here each replica is told). */
+async function reportTurn(app: RunningApp): Promise<void> {
+  const r = await fetch(`${app.url}/v1/turns`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
+  });
+  expect(r.status).toBe(204);
+}
+
+/** A client that initializes on `app`. */
+async function openOn(app: RunningApp): Promise<{ client: Client; id: string }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+  const client = new Client({ name: "replica-host", version: "1" });
+  await client.connect(transport);
+  clients.push(client);
+  return { client, id: transport.sessionId! };
+}
+
+/** A client that continues session `id` on `app` (no initialize: the SDK resumes a known session id). */
+async function continueOn(app: RunningApp, id: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { sessionId: id, requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+  const client = new Client({ name: "replica-host", version: "1" });
+  await client.connect(transport);
+  clients.push(client);
+  return { client, transport };
+}
+
+interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A raw request to `app`'s /mcp naming session `id` (headers exactly as given). */
+function raw(app: RunningApp, id: string, opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
+  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port: app.port,
+        method: opts.method ?? "POST",
+        path: "/mcp",
+        headers: {
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${TOKEN}`,
+          "mcp-session-id": id,
+          ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+/** Opens the GET SSE stream of session `id` on `app`; resolves with the status and headers once they arrive (the stream stays open). */
+function openStream(app: RunningApp, id: string): Promise<{ status: number; contentType: string | undefined; close(): void; ended: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port: app.port, method: "GET", path: "/mcp", headers: { accept: "text/event-stream", authorization: `Bearer ${TOKEN}`, "mcp-session-id": id } }, (res) => {
+      const ended = new Promise<void>((done) => res.on("close", () => done()));
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"], close: () => req.destroy(), ended });
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+function rebuilds(app: RunningApp): number {
+  return logs.get(app)!.lines.filter((l) => l.includes("mcp session rebuilt from its record")).length;
+}
+
+describe("MCP sessions across replicas on one PostgreSQL", () => {
+  it("a session opened on A serves tools/list, tools/call and its GET stream on B, rebuilt there once, with the same id", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url);
+    const b = await replica(url);
+    const { client: onA, id } = await openOn(a);
+    expect((await onA.listTools()).tools).toHaveLength(5);
+
+    const { client: onB, transport } = await continueOn(b, id);
+    expect(transport.sessionId).toBe(id);
+    expect((await onB.listTools()).tools).toHaveLength(5);
+    await reportTurn(b);
+    const r = await onB.callTool({ name: "mcp_describe", arguments: { service: "vendor", query: "item" } });
+    expect((r.structuredContent as { status: string }).status, JSON.stringify(r.structuredContent)).toBe("ok");
+    expect(rebuilds(b)).toBe(1);
+    expect(rebuilds(a)).toBe(0);
+
+    const stream = await openStream(b, id);
+    expect(stream.status).toBe(200);
+    expect(stream.contentType).toBe("text/event-stream");
+    stream.close();
+    // A still serves it too: both hold a transport for the one session.
+    expect((await onA.listTools()).tools).toHaveLength(5);
+    expect(rebuilds(b)).toBe(1);
+  });
+
+  it("DELETE on B ends the session on every replica at once, where a transport is still held too (404 Session not found)", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url);
+    const b = await replica(url);
+    const c = await replica(url);
+    const { id } = await openOn(a);
+    for (const app of [b, c]) await (await continueOn(app, id)).client.listTools();
+    const standing = await openStream(b, id);
+    expect(standing.status).toBe(200);
+    expect([a.mcp.sessionCount, c.mcp.sessionCount]).toEqual([1, 1]);
+
+    const del = await raw(b, id, { method: "DELETE" });
+    expect(del.status).toBe(200);
+    await standing.ended;
+    // C still holds a transport: its very next request reads the record and refuses.
+    const onC = await raw(c, id, { body: LIST });
+    expect(onC.status).toBe(404);
+    expect(onC.body).toContain("Session not found");
+    await expect.poll(() => c.mcp.sessionCount).toBe(0);
+    // A still holds one, with its client's standing GET stream: A's sweep closes it without any request.
+    await a.mcp.sweepRecords();
+    await expect.poll(() => a.mcp.sessionCount).toBe(0);
+    for (const app of [a, b, c]) expect((await raw(app, id, { body: LIST })).status).toBe(404);
+  });
+
+  it("B refuses another thread with 403 and an unknown session with 404, like A", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url);
+    const b = await replica(url);
+    const { id } = await openOn(a);
+    for (const app of [b, a]) {
+      for (const thread of [OTHER_THREAD_HEADER, "T2/C1/1700000000.000100", "garbage"]) {
+        const r = await raw(app, id, { headers: { "x-slaude-thread": thread }, body: LIST });
+        expect(r.status, thread).toBe(403);
+        expect(r.body).toContain("another thread");
+      }
+      const unknown = await raw(app, "9d5b9a4e-0000-4000-8000-000000000000", { body: LIST });
+      expect(unknown.status).toBe(404);
+    }
+    // Refusals do not rebuild anything; the session still serves its own thread on B.
+    expect(rebuilds(b)).toBe(0);
+    const ok = await raw(b, id, { headers: { "x-slaude-thread": THREAD_HEADER }, body: LIST });
+    expect(ok.status).toBe(200);
+  });
+
+  it("after A stops, B serves the session A opened, with the same id", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url);
+    const b = await replica(url);
+    const { client: onA, id } = await openOn(a);
+    await onA.listTools();
+    await a.close();
+    const { client: onB } = await continueOn(b, id);
+    expect((await onB.listTools()).tools).toHaveLength(5);
+    await reportTurn(b);
+    const r = await onB.callTool({ name: "mcp_describe", arguments: { service: "vendor", query: "item" } });
+    expect((r.structuredContent as { status: string }).status, JSON.stringify(r.structuredContent)).toBe("ok");
+  });
+
+  it("idle expiry ends a session on every replica; one used on another replica meanwhile stays", async () => {
+    const url = await cluster.createDatabase();
+    const clock = new ManualClock(Date.now());
+    const env = { SLAUDE_MCP_SESSION_IDLE_SECONDS: "60" };
+    const a = await replica(url, env, clock);
+    const b = await replica(url, env, clock);
+    const { id: idle } = await openOn(a);
+    const { id: used } = await openOn(a);
+    await clock.advanceAsync(40_000);
+    // Used on B only: A's own transport for it stays idle, the record does not.
+    expect((await raw(b, used, { body: LIST })).status).toBe(200);
+    await clock.advanceAsync(40_000);
+    // The replicas' own sweeps ran on the clock; one more changes nothing but makes the point explicit.
+    await b.mcp.sweepRecords();
+    for (const app of [a, b]) expect((await raw(app, idle, { body: LIST })).status).toBe(404);
+    expect((await raw(a, used, { body: LIST })).status).toBe(200);
+  });
+
+  it("concurrent first requests on B are all served by one rebuilt transport; a DELETE to a replica that never served the session is served", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url);
+    const b = await replica(url);
+    const { id: first } = await openOn(a);
+    const { id: second } = await openOn(a);
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => raw(b, first, { body: { ...LIST, id: 100 + i } })));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(rebuilds(b)).toBe(1);
+    expect(b.mcp.sessionCount).toBe(1);
+
+    const del = await raw(b, second, { method: "DELETE" });
+    expect(del.status).toBe(200);
+    for (const app of [a, b]) expect((await raw(app, second, { body: LIST })).status).toBe(404);
+    expect((await raw(a, first, { body: LIST })).status).toBe(200);
+  });
+
+  it("a transport evicted at the local cap is rebuilt from its live record on the same replica", async () => {
+    const url = await cluster.createDatabase();
+    const a = await replica(url, { SLAUDE_MCP_MAX_SESSIONS: "1" });
+    const { id: first } = await openOn(a);
+    const { id: second } = await openOn(a);
+    expect(a.mcp.sessionCount).toBe(1);
+    expect((await raw(a, first, { body: LIST })).status).toBe(200);
+    expect(rebuilds(a)).toBe(1);
+    expect((await raw(a, second, { body: LIST })).status).toBe(200);
+    expect(a.mcp.sessionCount).toBe(1);
+  });
+});
