@@ -154,20 +154,8 @@ export class ApprovalService {
       await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", "not_offered", now, clicker)]);
       return "not_offered";
     }
-    const grant =
-      decision === "allowed_thread"
-        ? {
-            id: newId("grant"),
-            connectionId: a.connectionId,
-            teamId: a.teamId,
-            channelId: a.channelId,
-            threadTs: a.threadTs,
-            ownerUserId: a.ownerUserId,
-            borrowerUserId: a.borrowerUserId,
-            service: a.service,
-            createdAt: now,
-          }
-        : undefined;
+    const { connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service } = a;
+    const grant = decision === "allowed_thread" ? { id: newId("grant"), connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service, createdAt: now } : undefined;
     const audit = [this.auditOf(a, "approval_decided", decision, now, clicker)];
     if (grant) audit.push({ ...this.auditOf(a, "grant_created", "allowed_thread", now, clicker) });
     this.decidingHere.set(approvalId, (this.decidingHere.get(approvalId) ?? 0) + 1);
@@ -179,8 +167,9 @@ export class ApprovalService {
       queueMicrotask(() => this.doneDeciding(approvalId));
     }
     if (!applied) {
-      const why: ClickResult =
-        clicker !== a.ownerUserId ? "not_owner" : a.status === "expired" || a.expiresAt <= now ? "expired" : a.status !== "pending" ? "already_decided" : "expired";
+      // Read again: a click racing this one (another replica, a double click) may have decided it meanwhile.
+      const b = (await this.deps.store.approvals.get(approvalId)) ?? a;
+      const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : b.status === "expired" || b.expiresAt <= now ? "expired" : b.status !== "pending" ? "already_decided" : "expired";
       await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", why, now, clicker)]);
       return why;
     }
