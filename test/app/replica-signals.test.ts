@@ -106,6 +106,7 @@ describe("signals between replicas on PostgreSQL", () => {
     const bob = await session(a.app, BOB);
     try {
       const call = mcpCall(bob.client, { tool: "read_item", args: { id: "x1" }, on_behalf_of: BOB });
+      call.catch(() => {}); // awaited below; a failed test closes the session under it
       const { approval } = await a.cards.nextCard();
       expect(approval).toMatchObject({ connectionId: conn.id, borrowerUserId: BOB, status: "pending" });
       // B never showed this card: the click reaches B (a Slack request routed there), the call waits on A.
@@ -132,6 +133,7 @@ describe("signals between replicas on PostgreSQL", () => {
     const bob = await session(a.app, BOB);
     try {
       const call = mcpCall(bob.client, { tool: "read_item", args: { id: "x2" }, on_behalf_of: BOB });
+      call.catch(() => {}); // awaited below; a failed test closes the session under it
       const { approval } = await a.cards.nextCard();
       const results = await Promise.all([
         a.app.broker.approvals.decide(approval.id, approval.nonce, ALICE, "allowed_thread"),
