@@ -157,6 +157,29 @@ describe("signals between replicas on PostgreSQL", () => {
     }
   });
 
+  it("a decision whose signal was lost is still found without the poll: the re-LISTEN after a lost connection re-reads", async () => {
+    const { url, replicas } = await deployment(2);
+    const [a, b] = replicas as [Replica, Replica];
+    const conn = await aliceConnection(a.app);
+    const bob = await session(a.app, BOB);
+    try {
+      const call = mcpCall(bob.client, { tool: "read_item", args: { id: "x4" }, on_behalf_of: BOB });
+      call.catch(() => {}); // awaited below; a failed test closes the session under it
+      const { approval } = await a.cards.nextCard();
+      // Written straight to the database, as if its notification had been lost: no signal is sent.
+      const at = Date.now();
+      expect(await b.app.store.approvals.decide(approval.id, { status: "allowed_once", by: ALICE, at }, [])).toBe(true);
+      // The LISTEN connections die (a server restart, a network cut); the replicas reconnect and re-read.
+      const db = new URL(url).pathname.slice(1);
+      await cluster.superQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`);
+      const r = await call;
+      expect(r.structured.status, r.text).toBe("ok");
+      expect((await a.app.store.audit.query({ connectionId: conn.id })).filter((e) => e.event === "call")).toHaveLength(1);
+    } finally {
+      await bob.close();
+    }
+  });
+
   it("a revoke by the CLI process kills the connection's child on every replica", async () => {
     const { url, key, replicas } = await deployment(2);
     const [a, b] = replicas as [Replica, Replica];
