@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
+import { ManualClock, type Clock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import type { Connection } from "../../src/store/records.js";
 import { memoryLogger } from "../../src/log/logger.js";
@@ -42,7 +43,7 @@ interface Replica {
 }
 
 /** A deployment: `n` replicas sharing one fresh database and key, each with its own data dir. */
-async function deployment(n: number): Promise<{ url: string; key: string; replicas: Replica[] }> {
+async function deployment(n: number, clock?: Clock): Promise<{ url: string; key: string; replicas: Replica[] }> {
   const url = await cluster.createDatabase();
   const key = randomBytes(32).toString("base64");
   const replicas: Replica[] = [];
@@ -53,6 +54,7 @@ async function deployment(n: number): Promise<{ url: string; key: string; replic
     const app = await startApp({
       config: testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: key }),
       log: memoryLogger("debug"),
+      ...(clock ? { clock } : {}),
       registry: parseRegistry(fixtureRegistryDoc(), "x"),
       membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
       approvalChannel: cards,
@@ -66,7 +68,7 @@ async function deployment(n: number): Promise<{ url: string; key: string; replic
   return { url, key, replicas };
 }
 
-function aliceConnection(app: RunningApp): Promise<Connection> {
+function aliceConnection(app: RunningApp, ttlMs?: number): Promise<Connection> {
   return app.lifecycle.create({
     teamId: THREAD.teamId,
     ownerUserId: ALICE,
@@ -76,7 +78,28 @@ function aliceConnection(app: RunningApp): Promise<Connection> {
     threadTs: THREAD.threadTs,
     credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } },
     createdBy: ALICE,
+    ...(ttlMs !== undefined ? { ttlMs } : {}),
   });
+}
+
+/** Runs one call as the owner on each replica, so each holds a live child; returns their pids. */
+async function warmChildren(replicas: readonly Replica[], conn: Connection): Promise<number[]> {
+  const pids: number[] = [];
+  for (const r of replicas) {
+    const alice = await session(r.app, ALICE);
+    try {
+      const res = await mcpCall(alice.client, { tool: "read_item", args: { id: "w" }, on_behalf_of: ALICE });
+      expect(res.structured.status, res.text).toBe("ok");
+    } finally {
+      await alice.close();
+    }
+    const pid = r.app.broker.pool.pidOf(conn.id);
+    expect(pid).toBeTypeOf("number");
+    pids.push(pid!);
+  }
+  expect(new Set(pids).size).toBe(replicas.length);
+  expect(pids.every(alive)).toBe(true);
+  return pids;
 }
 
 /** An in-process MCP session on `app` whose caller is `user` in THREAD. */
@@ -94,7 +117,8 @@ function alive(pid: number): boolean {
   }
 }
 
-describe("signals between replicas on PostgreSQL", () => {
+// Generous: each test spawns vendor children (and one a CLI process) on a shared, loaded machine.
+describe("signals between replicas on PostgreSQL", { timeout: 240_000 }, () => {
   it("a call waiting on replica A resumes when the owner's click lands on replica B", async () => {
     const { replicas } = await deployment(2);
     const [a, b] = replicas as [Replica, Replica];
@@ -184,21 +208,7 @@ describe("signals between replicas on PostgreSQL", () => {
     const { url, key, replicas } = await deployment(2);
     const [a, b] = replicas as [Replica, Replica];
     const conn = await aliceConnection(a.app);
-    const pids: number[] = [];
-    for (const r of [a, b]) {
-      const alice = await session(r.app, ALICE);
-      try {
-        const res = await mcpCall(alice.client, { tool: "read_item", args: { id: "x3" }, on_behalf_of: ALICE });
-        expect(res.structured.status, res.text).toBe("ok");
-      } finally {
-        await alice.close();
-      }
-      const pid = r.app.broker.pool.pidOf(conn.id);
-      expect(pid).toBeTypeOf("number");
-      pids.push(pid!);
-    }
-    expect(pids[0]).not.toBe(pids[1]);
-    expect(pids.every(alive)).toBe(true);
+    const pids = await warmChildren([a, b], conn);
 
     const cliDir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-cli-"));
     dirs.push(cliDir);
@@ -221,5 +231,18 @@ describe("signals between replicas on PostgreSQL", () => {
       { timeout: 10_000, interval: 20 },
     );
     console.log(`[replica-signals] CLI revoke exited -> children gone on both replicas in ${(performance.now() - exited).toFixed(0)} ms`);
+  });
+
+  it("a TTL expiry reaped by one replica kills the connection's child on the others", async () => {
+    const clock = new ManualClock(Date.now());
+    const { replicas } = await deployment(2, clock);
+    const [a, b] = replicas as [Replica, Replica];
+    const conn = await aliceConnection(a.app, 60_000);
+    const pids = await warmChildren([a, b], conn);
+    // Past the TTL (not past any poll or reaper interval): replica A runs the TTL job, B does not.
+    clock.advance(61_000);
+    expect(await a.app.lifecycle.reapExpired()).toBe(1);
+    await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 10_000, interval: 20 });
+    expect(b.app.broker.pool.has(conn.id)).toBe(false);
   });
 });
