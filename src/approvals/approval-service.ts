@@ -171,6 +171,8 @@ export class ApprovalService {
       const b = (await this.deps.store.approvals.get(approvalId)) ?? a;
       const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : b.status === "expired" || b.expiresAt <= now ? "expired" : b.status !== "pending" ? "already_decided" : "expired";
       await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", why, now, clicker)]);
+      // The winning click may have landed on another replica while this one ran: its signal was skipped here.
+      await this.collectDecisions(approvalId);
       return why;
     }
     const decided: Approval = { ...a, status: decision, decidedAt: now, decidedBy: clicker };
