@@ -6,6 +6,7 @@ import { PeriodicJob } from "../jobs/periodic-job.js";
 import { createLogger } from "../log/logger.js";
 import path from "node:path";
 import { buildBroker } from "./broker-factory.js";
+import { clusterSignalsFor, startClusterSignals } from "./cluster.js";
 import { CachedMembership } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
@@ -66,7 +67,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
   const metrics = new PrometheusMetrics(registrySource.registry);
-  const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log });
+  // Signals between replicas (PostgreSQL NOTIFY; in-process on SQLite): decisions, ends, membership.
+  const signals = clusterSignalsFor(store, { log, clock });
+  const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log, signals });
 
   // The workspace (Slack, or the local one in development) is the membership source, the approval
   // channel, the consent port and the owner notices.
@@ -109,8 +112,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     metrics,
     turns: turnStoreFor(store, config.turns),
     credentialCache: config.caches.credentials,
+    signals,
   });
-  await broker.start();
+  await broker.start(opts.idleReapIntervalMs !== undefined ? { idleReapIntervalMs: opts.idleReapIntervalMs } : {});
+  const cluster = await startClusterSignals(signals, { approvals: broker.approvals, broker, ...(membershipCache ? { membership: membershipCache } : {}) });
   // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
   const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
   const sweptBrowsers = await browserHomes.sweep();
@@ -148,7 +153,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       approvals: broker.approvals,
       turns: broker.turns,
       grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
-      ...(membershipCache ? { membership: membershipCache } : {}),
+      ...(cluster.membership ? { membership: cluster.membership } : {}),
       logins,
       clock,
       log,
@@ -234,6 +239,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
+        await signals.close();
         await broker.approvals.shutdown();
         await consoleRun?.close();
         await logins.shutdown();

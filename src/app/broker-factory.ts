@@ -3,6 +3,7 @@ import path from "node:path";
 import { ApprovalService } from "../approvals/approval-service.js";
 import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
 import type { Clock } from "../clock/clock.js";
+import type { ClusterSignals } from "../cluster/signals.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
@@ -55,6 +56,8 @@ export interface BrokerOptions {
   readonly launcher?: VendorLauncher & Partial<BackoffSource>;
   /** Bounds the decrypted-credential cache (count and age). */
   readonly credentialCache?: CacheLimits;
+  /** Where approval decisions are announced to the other replicas (src/cluster). */
+  readonly signals?: ClusterSignals;
 }
 
 /** Defaults of the pool settings (SLAUDE_POOL_*). */
@@ -82,7 +85,7 @@ export function buildBroker(o: BrokerOptions): Broker {
   const events = new CallEventBus({ log: o.log });
   metricsFromEvents(events, metrics);
   logFromEvents(events, o.log);
-  const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics });
+  const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics, ...(o.signals ? { signals: o.signals } : {}) });
   return new Broker({
     store: o.store,
     vault: o.vault,

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/clock.js";
+import type { ClusterSignals } from "../cluster/signals.js";
 import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -44,7 +45,8 @@ export class ApprovalService {
   private readonly decidingHere = new Map<string, number>();
 
   constructor(
-    private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number; metrics?: Pick<Metrics, "approvalDecided"> },
+    /** `signals`: where a committed decision is announced, so the replica whose call waits on it resumes at once. */
+    private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number; metrics?: Pick<Metrics, "approvalDecided">; signals?: Pick<ClusterSignals, "publish"> },
   ) {}
 
   /** Approvals this process is waiting on (a borrower's call is held for each). */
@@ -152,20 +154,8 @@ export class ApprovalService {
       await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", "not_offered", now, clicker)]);
       return "not_offered";
     }
-    const grant =
-      decision === "allowed_thread"
-        ? {
-            id: newId("grant"),
-            connectionId: a.connectionId,
-            teamId: a.teamId,
-            channelId: a.channelId,
-            threadTs: a.threadTs,
-            ownerUserId: a.ownerUserId,
-            borrowerUserId: a.borrowerUserId,
-            service: a.service,
-            createdAt: now,
-          }
-        : undefined;
+    const { connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service } = a;
+    const grant = decision === "allowed_thread" ? { id: newId("grant"), connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service, createdAt: now } : undefined;
     const audit = [this.auditOf(a, "approval_decided", decision, now, clicker)];
     if (grant) audit.push({ ...this.auditOf(a, "grant_created", "allowed_thread", now, clicker) });
     this.decidingHere.set(approvalId, (this.decidingHere.get(approvalId) ?? 0) + 1);
@@ -177,26 +167,31 @@ export class ApprovalService {
       queueMicrotask(() => this.doneDeciding(approvalId));
     }
     if (!applied) {
-      const why: ClickResult =
-        clicker !== a.ownerUserId ? "not_owner" : a.status === "expired" || a.expiresAt <= now ? "expired" : a.status !== "pending" ? "already_decided" : "expired";
+      // Read again: a click racing this one (another replica, a double click) may have decided it meanwhile.
+      const b = (await this.deps.store.approvals.get(approvalId)) ?? a;
+      const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : b.status === "expired" || b.expiresAt <= now ? "expired" : b.status !== "pending" ? "already_decided" : "expired";
       await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", why, now, clicker)]);
+      // The winning click may have landed on another replica while this one ran: its signal was skipped here.
+      await this.collectDecisions(approvalId);
       return why;
     }
     const decided: Approval = { ...a, status: decision, decidedAt: now, decidedBy: clicker };
     this.deps.metrics?.approvalDecided(decision, (now - a.createdAt) / 1000);
     this.waiting.get(a.id)?.(decided);
+    await this.deps.signals?.publish("approval_decided", { approvalId: a.id });
     await this.safeSettled(decided, decision);
     return "applied";
   }
 
   /**
    * Answers calls waiting here whose approval another process decided (`slaude-connect approvals
-   * decide` writes the store only). Run periodically while calls wait; returns how many it answered.
+   * decide` writes the store only). Run periodically while calls wait, and for `only` (one approval) when
+   * a replica signals its decision; returns how many it answered.
    * A decision the card here did not offer is applied as a denial and its grant revoked (fail closed).
    */
-  async collectDecisions(): Promise<number> {
+  async collectDecisions(only?: string): Promise<number> {
     let answered = 0;
-    for (const id of [...this.waiting.keys()]) {
+    for (const id of only === undefined ? [...this.waiting.keys()] : this.waiting.has(only) ? [only] : []) {
       if (this.decidingHere.has(id)) continue;
       const a = await this.deps.store.approvals.get(id);
       const waiter = this.waiting.get(id);
@@ -204,6 +199,7 @@ export class ApprovalService {
       if (a.status !== "allowed_thread" && a.status !== "allowed_once" && a.status !== "denied") continue;
       const card = this.cards.get(id);
       if (a.status !== "denied" && card && !card.decisions.includes(a.status)) {
+        this.waiting.delete(id); // taken before the await: the poll and a signal may collect at once
         await this.refuseUnoffered(a);
         waiter({ ...a, status: "denied" });
         await this.safeSettled({ ...a, status: "denied" }, "denied");

@@ -150,15 +150,20 @@ export class Broker {
    */
   async reconcile(): Promise<number> {
     let dropped = 0;
-    for (const id of this.pool.liveConnectionIds()) {
-      const c = await this.o.store.connections.get(id);
-      if (!c || c.status !== "active" || c.expiresAt <= this.o.clock.now()) {
-        this.calls.forget(id);
-        await this.pool.drop(id, "kill");
-        dropped++;
-      }
-    }
+    for (const id of this.pool.liveConnectionIds()) if (await this.reconcileConnection(id)) dropped++;
     return dropped;
+  }
+
+  /**
+   * Re-reads one connection and, unless it is still active, forgets its credential and kills its
+   * child (a replica's "connection ended" signal); true when it was ended. Never trusts the signal itself.
+   */
+  async reconcileConnection(id: string): Promise<boolean> {
+    const c = await this.o.store.connections.get(id);
+    if (c && c.status === "active" && c.expiresAt > this.o.clock.now()) return false;
+    this.calls.forget(id);
+    await this.pool.drop(id, "kill");
+    return true;
   }
 
   /**

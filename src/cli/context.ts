@@ -6,6 +6,8 @@ import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import { connectStore } from "../app/store-factory.js";
+import { clusterSignalsFor } from "../app/cluster.js";
+import type { ClusterSignals } from "../cluster/signals.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing, type KeySource } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
@@ -26,6 +28,7 @@ export class CliContext {
   private registrySrc: RegistrySource | undefined;
   private vaultInst: Vault | undefined;
   private keySrc: KeySource | undefined;
+  private signalsInst: ClusterSignals | undefined;
   readonly log: Logger;
   readonly clock: Clock;
 
@@ -56,8 +59,13 @@ export class CliContext {
     return (this.vaultInst ??= new Vault(this.keys.ring));
   }
 
+  /** Announces what the CLI committed to running replicas (PostgreSQL NOTIFY); publish-only, it never listens. */
+  get signals(): ClusterSignals {
+    return (this.signalsInst ??= clusterSignalsFor(this.store, { log: this.log, clock: this.clock }));
+  }
+
   lifecycle(): ConnectionLifecycle {
-    return new ConnectionLifecycle({ store: this.store, vault: this.vault, registry: this.registry.registry, clock: this.clock, log: this.log });
+    return new ConnectionLifecycle({ store: this.store, vault: this.vault, registry: this.registry.registry, clock: this.clock, log: this.log, signals: this.signals });
   }
 
   /** Grant and admin revokes with their audit rows; the operator running the CLI is trusted, no admin check. */
@@ -74,6 +82,7 @@ export class CliContext {
   }
 
   async close(): Promise<void> {
+    await this.signalsInst?.close();
     await this.storeInst?.close();
   }
 }

@@ -1,4 +1,5 @@
 import type { Clock } from "../clock/clock.js";
+import type { ClusterSignals } from "../cluster/signals.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection, ConnectionScope } from "../store/records.js";
@@ -36,7 +37,8 @@ export class ConnectionLifecycle {
   private readonly listeners: ConnectionEndedListener[] = [];
 
   constructor(
-    private readonly deps: { store: Store; vault: Vault; registry: ServiceRegistry; clock: Clock; log: Logger },
+    /** `signals`: where each committed end is announced, so every replica (not only this one) kills the child. */
+    private readonly deps: { store: Store; vault: Vault; registry: ServiceRegistry; clock: Clock; log: Logger; signals?: Pick<ClusterSignals, "publish"> },
   ) {}
 
   /** Registers a listener run after every connection end (revoke, replace, expire). */
@@ -45,6 +47,8 @@ export class ConnectionLifecycle {
   }
 
   private async notifyEnded(c: Connection): Promise<void> {
+    // First, before this process's own (possibly slow) child stop: the other replicas stop theirs meanwhile.
+    await this.deps.signals?.publish("connection_ended", { connectionId: c.id });
     for (const l of this.listeners) {
       try {
         await l(c);

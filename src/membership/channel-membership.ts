@@ -71,6 +71,12 @@ export class ChannelMembership implements MembershipSource {
     this.inflight.delete(key);
   }
 
+  /** Forgets every roster (signals from other replicas may have been missed: each channel is read again). */
+  clear(): void {
+    this.rosters.clear();
+    this.inflight.clear();
+  }
+
   private fetch(key: string, teamId: string, channelId: string): Promise<ReadonlySet<string>> {
     const running = this.inflight.get(key);
     if (running) return running;

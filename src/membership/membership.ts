@@ -50,6 +50,11 @@ export class CachedMembership implements MembershipSource {
   invalidate(teamId: string, channelId: string): void {
     for (const k of [...this.cache.keys()]) if (k.startsWith(`${teamId}/${channelId}/`)) this.cache.delete(k);
   }
+
+  /** Forgets every cached answer (signals from other replicas may have been missed). */
+  clear(): void {
+    this.cache.clear();
+  }
 }
 
 /** A fixed membership table, for tests and the embedded library when the host knows the members. */

@@ -112,7 +112,7 @@ async function decide(ctx: CliContext, argv: string[]): Promise<number> {
   const { id, as } = parsed.data;
   const decision = WORDS[parsed.data.decision]!;
   const a = await ctx.store.approvals.get(id);
-  const service = new ApprovalService({ store: ctx.store, channel: noApprovalChannel, clock: ctx.clock, log: ctx.log, timeoutMs: ctx.config.approvalTimeoutMs });
+  const service = new ApprovalService({ store: ctx.store, channel: noApprovalChannel, clock: ctx.clock, log: ctx.log, timeoutMs: ctx.config.approvalTimeoutMs, signals: ctx.signals });
   let result: Awaited<ReturnType<ApprovalService["decide"]>>;
   if (a && decision !== "denied" && !offers(ctx, a).includes(decision) && as === a.ownerUserId && a.status === "pending") {
     // The card would not show this button: refused and audited here, as a click on it would be.

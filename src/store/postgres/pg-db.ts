@@ -154,20 +154,33 @@ export class PgDb implements Sql {
 
   /**
    * LISTENs on `channel` over its own connection (a pooled one would be handed to others). `onLost`
-   * runs when that connection fails: notifications may have been missed, so re-read the database.
+   * runs once when that connection fails or ends: notifications may have been missed, so re-read the database.
    */
   async listen(channel: string, onMessage: (payload: string) => void, onLost: (err: Error) => void = () => {}): Promise<{ close(): Promise<void> }> {
     await this.usable();
-    const client = new pg.Client(this.clientConfig());
+    // Keepalive: a silently dead peer (a failed-over server, a cut network) must surface as a loss.
+    const client = new pg.Client({ ...this.clientConfig(), keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     let closing = false;
+    let lost = false;
+    const loseOnce = (err: Error): void => {
+      if (closing || lost) return;
+      lost = true;
+      onLost(err);
+    };
     client.on("notification", (n) => {
       if (n.channel === channel) onMessage(n.payload ?? "");
     });
-    client.on("error", (err) => {
-      if (!closing) onLost(err);
-    });
-    await client.connect();
-    await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    client.on("error", loseOnce);
+    // A connection ended by the server (pg_terminate_backend, a restart) may end without an error event.
+    client.on("end", () => loseOnce(new Error("LISTEN connection ended")));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      closing = true;
+      await client.end().catch(() => {});
+      throw mapPgError(err);
+    }
     return {
       close: async () => {
         closing = true;

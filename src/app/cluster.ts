@@ -1,0 +1,60 @@
+import type { ApprovalService } from "../approvals/approval-service.js";
+import type { Broker } from "../broker/broker.js";
+import type { Clock } from "../clock/clock.js";
+import { LocalClusterSignals } from "../cluster/local-signals.js";
+import type { ClusterSignals } from "../cluster/signals.js";
+import type { Logger } from "../log/logger.js";
+import type { MembershipInvalidation } from "../slack/handlers.js";
+import { PostgresStore } from "../store/postgres/pg-store.js";
+import { PgClusterSignals } from "../store/postgres/signals-repo.js";
+import type { Store } from "../store/store.js";
+
+// The composition root's half for signals between replicas: which adapter, and which consumer
+// acts on each topic. Every consumer re-reads the database before acting; the polls stay as the
+// safety net, so a lost signal only delays.
+
+/** Signals over PostgreSQL NOTIFY when the store is PostgreSQL (replicas share it), else in-process only. */
+export function clusterSignalsFor(store: Store, deps: { log: Logger; clock: Clock }): ClusterSignals {
+  return store instanceof PostgresStore ? new PgClusterSignals(store.db, deps) : new LocalClusterSignals(deps.log);
+}
+
+/** A membership cache that can forget one channel, or everything after missed signals. */
+export interface MembershipCacheControl extends MembershipInvalidation {
+  clear(): void;
+}
+
+/** What the consumers act on. */
+export interface ClusterConsumers {
+  readonly approvals: ApprovalService;
+  readonly broker: Pick<Broker, "reconcile" | "reconcileConnection">;
+  readonly membership?: MembershipCacheControl;
+}
+
+/**
+ * Subscribes this replica's consumers, then starts receiving. Returns the membership invalidation
+ * the Slack handlers use: it forgets the channel here and tells every other replica to.
+ */
+export async function startClusterSignals(signals: ClusterSignals, c: ClusterConsumers): Promise<{ membership?: MembershipInvalidation }> {
+  // A decision committed anywhere: answer the call waiting here on it now, not at the next poll.
+  signals.subscribe("approval_decided", async ({ approvalId }) => void (await c.approvals.collectDecisions(approvalId)));
+  // A connection ended anywhere: if its row says so, its child here dies and its plaintext is forgotten.
+  signals.subscribe("connection_ended", async ({ connectionId }) => void (await c.broker.reconcileConnection(connectionId)));
+  const cache = c.membership;
+  if (cache) signals.subscribe("membership_changed", ({ teamId, channelId }) => cache.invalidate(teamId, channelId));
+  // Signals may have been missed: re-read every waiting approval and live child, forget every roster.
+  signals.onGap(async () => {
+    cache?.clear();
+    await c.approvals.collectDecisions();
+    await c.broker.reconcile();
+  });
+  await signals.start();
+  if (!cache) return {};
+  return {
+    membership: {
+      invalidate: (teamId, channelId) => {
+        cache.invalidate(teamId, channelId);
+        void signals.publish("membership_changed", { teamId, channelId });
+      },
+    },
+  };
+}
