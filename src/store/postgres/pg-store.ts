@@ -4,6 +4,7 @@ import { PgApprovalRepo } from "./approvals-repo.js";
 import { PgAuditRepo } from "./audit-repo.js";
 import { PgConnectionRepo } from "./connections-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
+import { PgLocks } from "./locks-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
@@ -23,6 +24,8 @@ export class PostgresStore implements Store {
   readonly workspace: PgWorkspaceRepo;
   readonly results: PgResultRepo;
   readonly toolPins: PgToolPinRepo;
+  /** Replica-wide locks: which replica leads each periodic job, and one OAuth refresh per connection. */
+  readonly locks: PgLocks;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -34,6 +37,7 @@ export class PostgresStore implements Store {
     this.workspace = new PgWorkspaceRepo(db);
     this.results = new PgResultRepo(db);
     this.toolPins = new PgToolPinRepo(db);
+    this.locks = new PgLocks(db);
   }
 
   async ping(): Promise<boolean> {
