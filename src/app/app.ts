@@ -92,6 +92,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
+    ...(sharedDb ? { lock: sharedDb.locks } : {}),
   });
   const broker = buildBroker({
     refresher: { skewMs: refreshSkewMs, fresh: (c) => refresher.fresh(c) },
