@@ -151,7 +151,8 @@ export class PgDb implements Sql {
    */
   async tryHoldLock(name: string, onLost: (err: Error) => void = () => {}): Promise<{ release(): Promise<void> } | undefined> {
     await this.usable();
-    const client = new pg.Client({ ...this.clientConfig(), keepAlive: true });
+    // A server that does not answer must not hold a job's tick for the kernel's connect timeout.
+    const client = new pg.Client({ ...this.clientConfig(), keepAlive: true, connectionTimeoutMillis: 10_000 });
     let done = false;
     const lost = (err: Error): void => {
       if (done) return;

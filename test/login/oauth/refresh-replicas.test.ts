@@ -52,7 +52,7 @@ function registryOf(i: FakeIdp): ServiceRegistry {
 }
 
 /** Two replicas' refreshers on one database (same key, same registry), and a near-expiry connection. */
-async function twoReplicas() {
+async function twoReplicas(maxConnections?: number) {
   // The token endpoint answers slowly, so both replicas are inside a refresh at the same time.
   idp = await startFakeIdp({ tokenDelayMs: 300, clients: [{ clientId: CLIENT_ID, redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"] }] });
   const url = await cluster.createSchema(databaseUrl);
@@ -61,22 +61,26 @@ async function twoReplicas() {
   const registry = registryOf(idp);
   const replicas = [];
   for (let i = 0; i < 2; i++) {
-    const { store } = await openPostgresStore({ url }, () => clock.now());
+    const { store } = await openPostgresStore({ url, ...(maxConnections ? { maxConnections } : {}) }, () => clock.now());
     stores.push(store);
     const log = memoryLogger();
     replicas.push({ store, refresher: new OAuthRefresher({ store, vault, registry, clock, log, notifier: { needsLogin: async () => {} }, lock: store.locks }) });
   }
   const lifecycle = new ConnectionLifecycle({ store: replicas[0]!.store, vault, registry, clock, log: memoryLogger() });
-  const old = idp.issueTokens("alice", CLIENT_ID);
-  const conn = await lifecycle.create({
-    teamId: "T1",
-    ownerUserId: "U1",
-    service: "remote",
-    scope: "user",
-    credential: { kind: "oauth", accessToken: old.accessToken, refreshToken: old.refreshToken, expiresAt: clock.now() + 30_000, scope: "read" },
-    createdBy: "U1",
-  });
-  return { idp, vault, replicas, conn, old };
+  const connect = async (owner: string) => {
+    const old = idp!.issueTokens("alice", CLIENT_ID);
+    const conn = await lifecycle.create({
+      teamId: "T1",
+      ownerUserId: owner,
+      service: "remote",
+      scope: "user",
+      credential: { kind: "oauth", accessToken: old.accessToken, refreshToken: old.refreshToken, expiresAt: clock.now() + 30_000, scope: "read" },
+      createdBy: owner,
+    });
+    return { conn, old };
+  };
+  const { conn, old } = await connect("U1");
+  return { idp, vault, replicas, conn, old, connect };
 }
 
 describe("OAuth refresh across replicas on PostgreSQL", () => {
@@ -103,4 +107,13 @@ describe("OAuth refresh across replicas on PostgreSQL", () => {
     expect(idp.tokenRequests).toHaveLength(1);
     for (const c of all) expect(c).toEqual(all[0]);
   });
+
+  it("many connections refreshing at once on replicas with a 2-connection pool all succeed: the locks never starve the reads they guard", async () => {
+    const { idp, replicas, conn, connect } = await twoReplicas(2);
+    const conns = [conn, ...(await Promise.all(["U2", "U3", "U4", "U5", "U6"].map(async (u) => (await connect(u)).conn)))];
+    const all = await Promise.all(conns.flatMap((c) => replicas.map((r) => r.refresher.fresh(c))));
+    expect(all).toHaveLength(12);
+    // One token request per connection, whichever replica sent it.
+    expect(idp.tokenRequests).toHaveLength(6);
+  }, 90_000);
 });
