@@ -3,6 +3,8 @@ import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
+import { Leadership, MemoryLeaderLocks } from "../jobs/leadership.js";
+import { PostgresStore } from "../store/postgres/pg-store.js";
 import { createLogger } from "../log/logger.js";
 import path from "node:path";
 import { buildBroker } from "./broker-factory.js";
@@ -70,6 +72,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   // Signals between replicas (PostgreSQL NOTIFY; in-process on SQLite): decisions, ends, membership.
   const signals = clusterSignalsFor(store, { log, clock });
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log, signals });
+  // Replicas on one PostgreSQL share its locks (job leadership, OAuth refresh); with SQLite this process is alone.
+  const sharedDb = store instanceof PostgresStore ? store : undefined;
+  const leadership = new Leadership({ locks: sharedDb?.locks ?? new MemoryLeaderLocks(), log });
 
   // The workspace (Slack, or the local one in development) is the membership source, the approval
   // channel, the consent port and the owner notices.
@@ -90,6 +95,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     clients: new OAuthClientResolver({ secretOf, http: { clock } }),
     notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
+    ...(sharedDb ? { lock: sharedDb.locks } : {}),
   });
   const broker = buildBroker({
     refresher: { skewMs: refreshSkewMs, fresh: (c) => refresher.fresh(c) },
@@ -114,7 +120,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     credentialCache: config.caches.credentials,
     signals,
   });
-  await broker.start(opts.idleReapIntervalMs !== undefined ? { idleReapIntervalMs: opts.idleReapIntervalMs } : {});
+  await broker.start({ expireAbandoned: !sharedDb, ...(opts.idleReapIntervalMs !== undefined ? { idleReapIntervalMs: opts.idleReapIntervalMs } : {}) });
   const cluster = await startClusterSignals(signals, { approvals: broker.approvals, broker, ...(membershipCache ? { membership: membershipCache } : {}) });
   // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
   const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
@@ -135,15 +141,16 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
-  metrics.watch({ db: () => storeCounts(store) });
+  metrics.watch({ db: () => storeCounts(store), leadership: () => leadership.status() });
   await workspace.start({ approvals: broker.approvals, logins, lifecycle });
   // Every periodic job runs on the app's clock, never overlapping itself; started here, stopped by close().
-  const job = (name: string, intervalMs: number, run: () => Promise<unknown>): PeriodicJob => {
-    const j = new PeriodicJob({ name, intervalMs, run, log, clock, metrics });
+  // A `leaderOnly` job sweeps the shared database: one replica at a time runs it (src/jobs/leadership.ts).
+  const job = (name: string, intervalMs: number, run: () => Promise<unknown>, leaderOnly = false): PeriodicJob => {
+    const j = new PeriodicJob({ name, intervalMs, run, log, clock, metrics, ...(leaderOnly ? { leadership } : {}) });
     j.start();
     return j;
   };
-  const loginReaper = job("login reaper", 30_000, () => logins.reap());
+  const loginReaper = job("login reaper", 30_000, () => logins.reap(), true);
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   if (slack) {
     registerSlackHandlers(slack.app, {
@@ -162,11 +169,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
   const approvalPoll = job("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions());
-  const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired());
+  const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), true);
   // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
-  const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap());
+  const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap(), true);
   // Threads idle past the turn max age leave the shared turn table (PostgreSQL; memory's LRU bounds itself).
-  const turnReaper = job("turn reaper", opts.reapIntervalMs ?? 30_000, () => broker.turns.reap(clock.now()));
+  const turnReaper = job("turn reaper", opts.reapIntervalMs ?? 30_000, () => broker.turns.reap(clock.now()), true);
+  // Pending approvals past their expiry whose caller is gone (a replica killed while a call waited).
+  const approvalExpiry = job("approval expiry", opts.reapIntervalMs ?? 30_000, () => broker.approvals.expireDue(), true);
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = job("cache sweep", 60_000, async () => membershipCache?.sweep());
 
@@ -253,9 +262,11 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await reaper.stop();
         await resultReaper.stop();
         await turnReaper.stop();
+        await approvalExpiry.stop();
         await slackAuthJob?.stop();
         await cacheSweep.stop();
         await broker.shutdown();
+        await leadership.close();
         await store.close();
         log.info("slaude-connect stopped");
       })()),

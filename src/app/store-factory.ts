@@ -1,5 +1,5 @@
 import type { Config } from "../config/env.js";
-import { connectPostgresStore, openPostgresStore } from "../store/postgres/pg-store.js";
+import { connectPostgresStore, openPostgresStore, PostgresStore } from "../store/postgres/pg-store.js";
 import type { MigrationReport } from "../store/sqlite/migrator.js";
 import { dbCounts, type DbCounts } from "../store/sqlite/db.js";
 import { openSqliteStore, SqliteStore } from "../store/sqlite/sqlite-store.js";
@@ -23,7 +23,9 @@ export function connectStore(config: Pick<Config, "databaseUrl" | "dbPath" | "db
   return openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs }).store;
 }
 
-/** The SQLite statement and transaction counters for /metrics; zeros on PostgreSQL (pg_stat_statements is the server's view). */
+/** The store's statement and transaction counters for /metrics (SQLite: prepared-statement runs; PostgreSQL: statements sent). */
 export function storeCounts(store: Store): Readonly<DbCounts> {
-  return store instanceof SqliteStore ? dbCounts(store.db) : { statements: 0, transactions: 0 };
+  if (store instanceof SqliteStore) return dbCounts(store.db);
+  if (store instanceof PostgresStore) return store.db.counts;
+  return { statements: 0, transactions: 0 };
 }

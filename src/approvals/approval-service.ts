@@ -264,6 +264,20 @@ export class ApprovalService {
     }
   }
 
+  /**
+   * Expires pending approvals past their expiry, whichever process asked: a replica that died leaves its
+   * callers' approvals pending, and this (the leader's approval-expiry job) marks them and their cards expired.
+   */
+  async expireDue(): Promise<number> {
+    const now = this.deps.clock.now();
+    const expired = await this.deps.store.approvals.expirePending(now);
+    for (const a of expired) {
+      this.deps.metrics?.approvalDecided("expired", (now - a.createdAt) / 1000);
+      await this.safeSettled(a, "expired");
+    }
+    return expired.length;
+  }
+
   /** Expires approvals left pending by a previous process (their callers are gone). */
   async expireAbandoned(): Promise<number> {
     const expired = await this.deps.store.approvals.expirePending(this.deps.clock.now(), true);

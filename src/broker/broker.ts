@@ -122,11 +122,15 @@ export class Broker {
     });
   }
 
-  /** Kills children left by a crashed predecessor, expires its abandoned approvals, starts the reapers. */
-  async start(opts: { idleReapIntervalMs?: number } = {}): Promise<void> {
+  /**
+   * Kills children left by a crashed predecessor, expires its abandoned approvals, starts the reapers.
+   * `expireAbandoned: false` (replicas on one database): other live replicas' pending approvals are not
+   * abandoned; a dead replica's expire at their own expiry (the leader's approval-expiry job).
+   */
+  async start(opts: { idleReapIntervalMs?: number; expireAbandoned?: boolean } = {}): Promise<void> {
     const killed = this.o.ledger.sweep();
     if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
-    const abandoned = await this.approvals.expireAbandoned();
+    const abandoned = opts.expireAbandoned === false ? 0 : await this.approvals.expireAbandoned();
     if (abandoned) this.o.log.info("expired approvals left pending by a previous run", { count: abandoned });
     const idle = new PeriodicJob({
       name: "idle reaper",

@@ -1,6 +1,7 @@
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
+import type { Leadership } from "./leadership.js";
 
 /** Passes still running past their deadline that the job tolerates before it skips runs again. */
 const MAX_OVERDUE_PASSES = 4;
@@ -18,6 +19,8 @@ export interface PeriodicJobOptions {
   readonly deadlineMs?: number;
   /** Counts each settled pass by outcome. */
   readonly metrics?: Pick<Metrics, "jobRan">;
+  /** Set for a job on the shared database: a pass runs only while this replica leads the job. */
+  readonly leadership?: Pick<Leadership, "lead">;
 }
 
 /**
@@ -57,20 +60,31 @@ export class PeriodicJob {
       this.overdue++;
       void this.running.finally(() => this.overdue--);
     }
-    const t0 = clock.now();
-    const pass: Promise<unknown> = this.o.run().then(
-      () => this.o.metrics?.jobRan(name, "ok", (clock.now() - t0) / 1000),
+    const startedAt = clock.now();
+    let t0 = startedAt;
+    const pass: Promise<unknown> = this.attempt(() => (t0 = clock.now())).then(
+      (didRun) => {
+        if (didRun) this.o.metrics?.jobRan(name, "ok", (clock.now() - t0) / 1000);
+      },
       (err: unknown) => {
         this.o.metrics?.jobRan(name, "failed", (clock.now() - t0) / 1000);
         log.error(`${name} failed`, { error: (err as Error).message });
       },
     );
     this.running = pass;
-    this.startedAt = t0;
+    this.startedAt = startedAt;
     void pass.finally(() => {
       if (this.running === pass) this.running = undefined;
     });
     await this.bounded(pass);
+  }
+
+  /** One pass: leadership first when the job has it (inside the pass, so under its deadline); resolves whether it ran. */
+  private async attempt(started: () => void): Promise<boolean> {
+    if (this.o.leadership && !(await this.o.leadership.lead(this.o.name))) return false;
+    started();
+    await this.o.run();
+    return true;
   }
 
   /** Stops the timer and waits for a pass in flight, at most its deadline. */

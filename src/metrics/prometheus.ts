@@ -11,9 +11,15 @@ import type { CallMetric, Metrics } from "./metrics.js";
 const CODE = /^[a-z][a-z_]{0,39}$/;
 const VIA = new Set(["own", "grant", "shared", "approval_once", "approval_thread", "none"]);
 const DECISIONS = new Set(["allowed_thread", "allowed_once", "denied", "expired"]);
-const JOBS = new Set(["ttl_reaper", "idle_reaper", "login_reaper", "cache_sweep", "slack_auth_check"]);
+const JOBS = new Set(["ttl_reaper", "idle_reaper", "login_reaper", "cache_sweep", "slack_auth_check", "result_reaper", "approval_expiry", "approval_decisions", "turn_reaper"]);
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const HUMAN_SECONDS = [1, 5, 10, 30, 60, 120, 300, 600];
+
+/** A job's metric label: its name with underscores, from the closed set, else "other". */
+function jobLabel(job: string): string {
+  const name = job.replace(/\s+/g, "_");
+  return JOBS.has(name) ? name : "other";
+}
 
 /** Live figures read at scrape time from the running parts. */
 export interface MetricSources {
@@ -22,6 +28,8 @@ export interface MetricSources {
   logins?(): { flows: number; browsers: number };
   /** The store's running statement and write-transaction counts (SQLite: dbCounts). */
   db?(): { statements: number; transactions: number };
+  /** Whether this replica leads each leader-only job (src/jobs/leadership.ts). */
+  leadership?(): ReadonlyMap<string, boolean>;
 }
 
 /** Metrics in Prometheus text format over a private Registry; `text()` is what GET /metrics serves. */
@@ -102,6 +110,15 @@ export class PrometheusMetrics implements Metrics {
         logins.set({ kind: "browsers" }, l.browsers);
       },
     });
+    const leader = new Gauge({
+      name: "slaude_job_leader",
+      help: "1 while this replica leads the job (runs its passes on the shared database), 0 while another replica does",
+      labelNames: ["job"],
+      registers,
+      collect() {
+        for (const [job, leads] of self.sources.leadership?.() ?? []) leader.set({ job: jobLabel(job) }, leads ? 1 : 0);
+      },
+    });
     // Counters read from the store's own running totals: each scrape adds what ran since the last one.
     const seen = { statements: 0, transactions: 0 };
     for (const [key, name, help] of [
@@ -155,8 +172,7 @@ export class PrometheusMetrics implements Metrics {
   }
 
   jobRan(job: string, outcome: "ok" | "failed", seconds: number): void {
-    const name = job.replace(/\s+/g, "_");
-    const label = JOBS.has(name) ? name : "other";
+    const label = jobLabel(job);
     this.jobs.inc({ job: label, outcome });
     this.jobTime.observe({ job: label }, seconds);
   }

@@ -79,6 +79,27 @@ describe("approval timeouts on the injected clock", () => {
     expect(h.clock.pendingTimers()).toBe(0);
   });
 
+  it("expireDue (the leader's approval-expiry job) expires an approval whose caller waits elsewhere only at its expiry, once, and settles its card", async () => {
+    const { h, channel, service, ask } = await setup();
+    // The leader is another process on the same database: it never saw the call.
+    const leaderChannel = new RecordingChannel();
+    const leader = new ApprovalService({ store: h.store, channel: leaderChannel, clock: h.clock, log: h.log, timeoutMs: TIMEOUT_MS });
+    const a = await ask();
+    expect(await leader.expireDue()).toBe(0);
+    // Time passes without the asker's timer firing (the asker's replica is dead).
+    h.clock.set(a.approval.expiresAt);
+    expect(await leader.expireDue()).toBe(1);
+    expect(await leader.expireDue()).toBe(0);
+    expect((await h.store.approvals.get(a.approval.id))?.status).toBe("expired");
+    expect(leaderChannel.settledWith).toEqual([[a.approval.id, "expired"]]);
+    // Were the asker alive after all, its own timeout finds the row already expired: no second audit row or card update.
+    await h.clock.advanceAsync(0);
+    await vi.waitFor(() => expect(a.outcome()).toEqual({ kind: "expired" }), { timeout: 5_000 });
+    expect((await h.store.audit.query({ event: "approval_decided" })).map((r) => r.decision)).toEqual(["expired"]);
+    expect(channel.settledWith).toEqual([]);
+    expect(service.pendingCount).toBe(0);
+  });
+
   it("a decision before the timeout disarms its timer: moving the clock on changes nothing", async () => {
     const { h, channel, service, ask } = await setup();
     const a = await ask();

@@ -10,6 +10,7 @@ import { decodeMasterKey } from "../../vault/keyring.js";
 import type { CliContext } from "../context.js";
 import { chooseWorkspace } from "../../workspace/choice.js";
 import { checkChildUid, checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
+import { checkPostgres } from "./doctor-postgres.js";
 import { devHostTokenPath } from "../../config/dev-host-token.js";
 
 /** One finding of `doctor`: what was checked, how it went and, if not ok, how to fix it. */
@@ -156,9 +157,10 @@ export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = pro
   return [
     { check: "environment", level: "ok", message: `NODE_ENV=${config.nodeEnv}, data dir ${config.dataDir}` },
     ...keys,
-    checkDatabase(config),
+    // On PostgreSQL the database and its credentials are checked over the network (runRemoteChecks).
+    ...(config.databaseUrl ? [] : [checkDatabase(config)]),
     // Only with usable keys and registry: otherwise their own findings already say what is wrong.
-    ...(keys.some((f) => f.level === "error") ? [] : [checkKeyIds(config)]),
+    ...(keys.some((f) => f.level === "error") || config.databaseUrl ? [] : [checkKeyIds(config)]),
     registry,
     ...(registry.level === "error" ? [] : [checkVendorCommands(config, resolveRegistry(config).registry)]),
     checkChildUid(config),
@@ -170,7 +172,7 @@ export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = pro
   ];
 }
 
-/** Checks that ask a network service (Slack's auth.test); none when the environment is invalid. */
+/** Checks that ask a network service (PostgreSQL, Slack's auth.test); none when the environment is invalid. */
 export async function runRemoteChecks(env: NodeJS.ProcessEnv): Promise<Finding[]> {
   let config: Config;
   try {
@@ -178,8 +180,9 @@ export async function runRemoteChecks(env: NodeJS.ProcessEnv): Promise<Finding[]
   } catch {
     return [];
   }
+  const store = config.databaseUrl ? await checkPostgres(config, config.databaseUrl) : [];
   const slack = await checkSlackScopes(config);
-  return slack ? [slack] : [];
+  return [...store, ...(slack ? [slack] : [])];
 }
 
 /** `doctor`: prints each check; exit 1 if any is an error, 0 with warnings. */

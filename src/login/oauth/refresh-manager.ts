@@ -10,6 +10,7 @@ import type { Vault } from "../../vault/vault.js";
 import { OAuthClientResolver, type OAuthClientConfig } from "./client-resolver.js";
 import { isTransient, OAuthError } from "./errors.js";
 import type { HttpOptions } from "./http.js";
+import { processRefreshLock, type RefreshLock } from "./refresh-lock.js";
 import { refresh, type OAuthTokens, type RefreshRequest } from "./token-client.js";
 
 /** Tells a connection's owner that it needs a new login (e.g. a Slack DM). */
@@ -33,6 +34,8 @@ export interface OAuthRefresherDeps {
   readonly clients?: OAuthClientResolver;
   /** HTTP settings of the default refreshFn. */
   readonly http?: HttpOptions;
+  /** Serialises refreshes of one connection across replicas (default: this process's in-flight map only). */
+  readonly lock?: RefreshLock;
 }
 
 /** Options of one {@link OAuthRefresher.fresh} call. */
@@ -48,6 +51,14 @@ export interface FreshCredential {
 }
 
 const ACTOR = "oauth-refresher";
+
+/** A connection whose OAuth access token is within the skew of expiry and has a refresh token to renew it. */
+interface Due {
+  readonly kind: "due";
+  readonly row: Connection;
+  readonly current: Extract<Credential, { kind: "oauth" }> & { refreshToken: string };
+  readonly expired: boolean;
+}
 
 /**
  * Hands out a connection's credential, refreshing OAuth tokens shortly before they expire.
@@ -92,6 +103,18 @@ export class OAuthRefresher {
   }
 
   private async run(id: string, explicit: OAuthClientConfig | undefined): Promise<FreshCredential> {
+    const first = await this.check(id);
+    if (first.kind === "ready") return first.value;
+    // Another replica may be refreshing the same connection: wait for its lock, then look again, so
+    // a refresh it finished meanwhile is used as stored rather than repeated with a spent refresh token.
+    return (this.deps.lock ?? processRefreshLock).withLock(id, async () => {
+      const again = await this.check(id);
+      return again.kind === "ready" ? again.value : this.refreshNow(again, explicit);
+    });
+  }
+
+  /** Reads the row and says whether its credential can be used as it is, or must be refreshed first. */
+  private async check(id: string): Promise<{ kind: "ready"; value: FreshCredential } | Due> {
     const row = await this.deps.store.connections.get(id);
     if (!row) throw new OAuthError("connection_inactive", `connection ${id} does not exist`);
     if (row.status === "needs_login") throw new OAuthError("needs_login", `the ${row.service} connection ${id} needs a new login`);
@@ -99,7 +122,7 @@ export class OAuthRefresher {
     if (row.status !== "active" || row.expiresAt <= now) throw new OAuthError("connection_inactive", `connection ${id} is ${row.status === "active" ? "expired" : row.status}`);
 
     const current = this.deps.vault.openCredential(row.sealed, bindingOf(row));
-    const unchanged = { connection: row, credential: current };
+    const unchanged = { kind: "ready" as const, value: { connection: row, credential: current } };
     if (current.kind !== "oauth" || current.expiresAt === undefined) return unchanged;
     if (current.expiresAt - now > this.skewMs) return unchanged;
     const expired = current.expiresAt <= now;
@@ -107,7 +130,13 @@ export class OAuthRefresher {
       if (!expired) return unchanged;
       return this.needsLogin(row, "no_refresh_token");
     }
+    return { kind: "due", row, current: { ...current, refreshToken: current.refreshToken }, expired };
+  }
 
+  /** Refreshes a due credential at the token endpoint and stores the new tokens before returning them. */
+  private async refreshNow({ row, current, expired }: Due, explicit: OAuthClientConfig | undefined): Promise<FreshCredential> {
+    const id = row.id;
+    const unchanged = { connection: row, credential: current };
     let next: OAuthTokens;
     try {
       const service = this.deps.registry.get(row.service);

@@ -49,8 +49,12 @@ export function mapPgError(err: unknown): unknown {
 /** The shared pool of one process; `ready` gates every query until migrations have run. */
 export class PgDb implements Sql {
   readonly pool: pg.Pool;
+  /** Statements sent through `query` and `tx` (BEGIN/COMMIT not included) and transactions committed: /metrics. */
+  readonly counts = { statements: 0, transactions: 0 };
   private gate: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Clients holding a lock from tryHoldLock (one per lock held): closing the store ends them, freeing their locks. */
+  private readonly holders = new Set<pg.Client>();
 
   constructor(private readonly opts: PgDbOptions) {
     this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000 });
@@ -81,6 +85,7 @@ export class PgDb implements Sql {
 
   async query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
     await this.usable();
+    this.counts.statements++;
     try {
       return await this.pool.query<R>(text, values as unknown[]);
     } catch (err) {
@@ -95,8 +100,15 @@ export class PgDb implements Sql {
     let broken: Error | undefined;
     try {
       await client.query("BEGIN");
-      const out = await fn(client);
+      const counted: Sql = {
+        query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => {
+          this.counts.statements++;
+          return client.query<R>(text, values as unknown[]);
+        },
+      };
+      const out = await fn(counted);
       await client.query("COMMIT");
+      this.counts.transactions++;
       return out;
     } catch (err) {
       try {
@@ -133,18 +145,49 @@ export class PgDb implements Sql {
     }
   }
 
-  /** Tries the session advisory lock `name` on a dedicated client; the holder keeps it until `release()` (or its connection dies). */
-  async tryHoldLock(name: string): Promise<{ release(): Promise<void> } | undefined> {
+  /**
+   * Tries the session advisory lock `name` on a dedicated client; the holder keeps it until `release()`
+   * or its connection dies, when `onLost` runs once (the lock is free for others from then on).
+   */
+  async tryHoldLock(name: string, onLost: (err: Error) => void = () => {}): Promise<{ release(): Promise<void> } | undefined> {
     await this.usable();
-    const client = new pg.Client(this.clientConfig());
-    client.on("error", () => {});
-    await client.connect();
-    const got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_KEY_SQL}) AS ok`, [name])).rows[0]?.ok === true;
-    if (!got) {
-      await client.end();
-      return undefined;
+    // A server that does not answer must not hold a job's tick for the kernel's connect timeout.
+    const client = new pg.Client({ ...this.clientConfig(), keepAlive: true, connectionTimeoutMillis: 10_000 });
+    let done = false;
+    const lost = (err: Error): void => {
+      if (done) return;
+      done = true;
+      onLost(err);
+    };
+    client.on("error", lost);
+    client.on("end", () => {
+      this.holders.delete(client);
+      lost(new Error("the lock's database connection ended"));
+    });
+    try {
+      await client.connect();
+      // A holder whose machine vanished (no FIN) must not keep the lock for the kernel's 2-hour keepalive:
+      // the server probes this idle session and ends it (freeing the lock) within about 25 s.
+      await client.query("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3");
+      const got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_KEY_SQL}) AS ok`, [name])).rows[0]?.ok === true;
+      if (got && !this.closed) {
+        this.holders.add(client);
+        return {
+          release: () => {
+            done = true;
+            this.holders.delete(client);
+            return client.end();
+          },
+        };
+      }
+    } catch (err) {
+      done = true;
+      await client.end().catch(() => {});
+      throw mapPgError(err);
     }
-    return { release: () => client.end() };
+    done = true;
+    await client.end();
+    return undefined;
   }
 
   /** Sends a NOTIFY on `channel` (delivered when the surrounding transaction, if any, commits). */
@@ -192,6 +235,8 @@ export class PgDb implements Sql {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.allSettled([...this.holders].map((c) => c.end()));
+    this.holders.clear();
     await this.pool.end();
   }
 }

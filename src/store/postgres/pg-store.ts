@@ -4,6 +4,7 @@ import { PgApprovalRepo } from "./approvals-repo.js";
 import { PgAuditRepo } from "./audit-repo.js";
 import { PgConnectionRepo } from "./connections-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
+import { PgLocks } from "./locks-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
 import { PgMcpSessionRepo } from "./mcp-sessions-repo.js";
 import { migratePg } from "./migrator.js";
@@ -29,6 +30,8 @@ export class PostgresStore implements Store {
   readonly turns: PgTurnStore;
   /** MCP session records (PostgreSQL only): any replica serves a session opened on another. */
   readonly mcpSessions: PgMcpSessionRepo;
+  /** Replica-wide locks: which replica leads each periodic job, and one OAuth refresh per connection. */
+  readonly locks: PgLocks;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -42,6 +45,7 @@ export class PostgresStore implements Store {
     this.toolPins = new PgToolPinRepo(db);
     this.turns = new PgTurnStore(db);
     this.mcpSessions = new PgMcpSessionRepo(db);
+    this.locks = new PgLocks(db);
   }
 
   async ping(): Promise<boolean> {

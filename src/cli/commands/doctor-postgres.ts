@@ -1,0 +1,90 @@
+// `doctor` on PostgreSQL (SLAUDE_DATABASE_URL): the store it would use, whether the server answers,
+// how far the schema is migrated, that the role is an ordinary one, and that every stored credential
+// is sealed under a configured key. Read-only: it never migrates or writes. The URL's password is
+// never printed: findings name the server as host:port/database.
+import pg from "pg";
+import type { Config } from "../../config/env.js";
+import { readPgMigrations } from "../../store/postgres/migrator.js";
+import { configuredKeyIds } from "./doctor-runtime.js";
+import type { Finding } from "./doctor.js";
+
+/** Where the URL points, without its user and password: host:port/database (sslmode=…). */
+export function describeDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    const ssl = u.searchParams.get("sslmode");
+    return `${u.hostname || "localhost"}:${u.port || "5432"}${u.pathname || "/"}${ssl ? ` (sslmode=${ssl})` : ""}`;
+  } catch {
+    return "(unparseable URL)";
+  }
+}
+
+/** The PostgreSQL findings: store, database (connectivity + schema), role, stored credentials. */
+export async function checkPostgres(config: Config, url: string): Promise<Finding[]> {
+  const where = describeDatabaseUrl(url);
+  const out: Finding[] = [{ check: "store", level: "ok", message: `PostgreSQL at ${where} (SLAUDE_DATABASE_URL; SLAUDE_DB_PATH is not used)` }];
+  const client = new pg.Client({ connectionString: url, application_name: "slaude-connect doctor", connectionTimeoutMillis: 10_000, statement_timeout: 10_000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+  } catch (e) {
+    out.push({ check: "database", level: "error", message: `cannot connect to ${where}: ${(e as Error).message}`, fix: "check SLAUDE_DATABASE_URL (host, port, database, user, password, sslmode) and that the server accepts this host" });
+    await client.end().catch(() => {});
+    return out;
+  }
+  try {
+    out.push(await checkSchema(client, where));
+    out.push(await checkRole(client, config));
+    const keys = await checkStoredKeys(client, config);
+    if (keys) out.push(keys);
+  } catch (e) {
+    out.push({ check: "database", level: "error", message: `${where}: ${(e as Error).message}` });
+  } finally {
+    await client.end().catch(() => {});
+  }
+  return out;
+}
+
+async function checkSchema(client: pg.Client, where: string): Promise<Finding> {
+  const server = (await client.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v.split(" ")[0] ?? "?";
+  const known = readPgMigrations().at(-1)?.version ?? 0;
+  const hasTable = (await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t")).rows[0]?.t;
+  const current = hasTable ? ((await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_migrations")).rows[0]?.v ?? 0) : 0;
+  const at = `PostgreSQL ${server} at ${where}, schema ${current}`;
+  if (current > known) return { check: "database", level: "error", message: `${at} is newer than this version knows (${known})`, fix: "upgrade slaude-connect" };
+  if (current < known) return { check: "database", level: "warn", message: `${at}, ${known - current} migration(s) pending`, fix: "run `slaude-connect migrate` or start the server (replicas starting together migrate once)" };
+  return { check: "database", level: "ok", message: `${at} (up to date), answering` };
+}
+
+async function checkRole(client: pg.Client, config: Config): Promise<Finding> {
+  const r = (await client.query<{ name: string; su: boolean }>("SELECT current_user AS name, rolsuper AS su FROM pg_roles WHERE rolname = current_user")).rows[0];
+  if (!r) return { check: "database role", level: "warn", message: "the current role is not in pg_roles" };
+  if (!r.su) return { check: "database role", level: "ok", message: `${r.name} is an ordinary role (not a superuser)` };
+  return {
+    check: "database role",
+    level: config.production ? "error" : "warn",
+    message: `${r.name} is a superuser: a leaked broker URL would own the whole server`,
+    fix: "create an ordinary role that owns the broker's database (CREATE ROLE … LOGIN PASSWORD …; CREATE DATABASE … OWNER …) and use it in SLAUDE_DATABASE_URL",
+  };
+}
+
+/** As the SQLite check: credentials sealed under a key id the configured key ring lacks (serve refuses to start). */
+async function checkStoredKeys(client: pg.Client, config: Config): Promise<Finding | undefined> {
+  const hasTable = (await client.query<{ t: string | null }>("SELECT to_regclass('connections')::text AS t")).rows[0]?.t;
+  if (!hasTable) return undefined;
+  let have: Set<string>;
+  try {
+    have = configuredKeyIds(config);
+  } catch {
+    return undefined; // the key findings already say what is wrong with the keys
+  }
+  const sealed = (await client.query<{ k: string; n: number }>("SELECT key_id AS k, count(*)::int AS n FROM connections WHERE key_id IS NOT NULL GROUP BY key_id ORDER BY key_id")).rows;
+  const lost = sealed.filter((r) => !have.has(r.k)).map((r) => `${r.n} under key ${r.k}`);
+  if (!lost.length) return { check: "stored credentials", level: "ok", message: "every stored credential is sealed under a configured key" };
+  return {
+    check: "stored credentials",
+    level: "error",
+    message: `credentials sealed under a key that is not configured: ${lost.join(", ")}; serve refuses to start`,
+    fix: "put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS (then `slaude-connect keys rotate`); if it is lost, revoke those connections (`connections list --json` shows keyId)",
+  };
+}
