@@ -4,7 +4,8 @@ import { z } from "zod";
 // credential is captured and injected, how long it lives, and the class of each tool.
 // Every object is strict: an unknown key is a typo the operator wants to hear about.
 
-const serviceName = z
+/** A service's name in the registry (also what every edge that names a service accepts). */
+export const serviceName = z
   .string()
   .regex(/^[a-z][a-z0-9_-]{0,62}$/, "service names are lowercase letters, digits, '-' or '_', starting with a letter");
 

@@ -3,6 +3,7 @@
 
 import { getJson, postJson } from "./api.js";
 import { renderCard } from "./cards.js";
+import { refreshToolChanges } from "./pins.js";
 import { $, el, fillSelect, names, state, toast, when } from "./ui.js";
 
 // --- inbox
@@ -156,7 +157,7 @@ export function drawWorkspace() {
 
 // --- audit
 
-const AUDIT_EVENTS = ["call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked", "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed", "login_started", "login_completed", "login_refused", "admin_action"];
+const AUDIT_EVENTS = ["call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked", "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed", "login_started", "login_completed", "login_refused", "admin_action", "tool_pin"];
 const MAX_AUDIT_ROWS = 500;
 const shownSeqs = new Set();
 
