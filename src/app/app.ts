@@ -150,6 +150,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
       ...(membershipCache ? { membership: membershipCache } : {}),
       logins,
+      pins: broker.deps.pins,
       clock,
       log,
     });
