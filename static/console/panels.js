@@ -126,6 +126,7 @@ export async function refreshConnections() {
     fillList("team-connections", m.admin.all, "No connections in the team.", (c) =>
       el("li", {}, el("span", { class: "grow" }, el("strong", { text: c.service }), ` of ${c.owner ? names(c.owner) : "the shared identity"}, ${where(c)}, ${c.status}`), revokeButton("admin", c.id, `Revoke ${c.owner ? names(c.owner) + "'s" : "the shared"} ${c.service} connection`)));
   }
+  await refreshToolChanges(Boolean(m.admin));
 }
 
 // --- workspace
