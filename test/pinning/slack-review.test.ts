@@ -148,6 +148,9 @@ describe("App Home: an admin reviews tool changes", () => {
     await click(ADMIN, "tool_pin_accept", staleAccept!.value!);
     await expect.poll(async () => (await lastPinAudit())?.decision, { timeout: 10_000, interval: 20 }).toBe("refused_hash_mismatch");
     expect(await app.store.toolPins.get(team, "vendor", "write_item")).toMatchObject({ status: "quarantined", pendingHash: definitionHash(v3), pinnedHash: definitionHash(v1) });
+    // A Home-tab click has no response_url: the admin is told by DM why nothing was decided.
+    const dm = await fake.waitFor("chat.postMessage", (c) => c.args.channel === "D" + ADMIN && String(c.args.text).includes("changed again"), 10_000);
+    expect(String(dm.args.text)).toContain("nothing was decided");
 
     const [, reject] = buttons(await home(ADMIN));
     expect(JSON.parse(reject!.value!).h).toBe(definitionHash(v3));
