@@ -162,6 +162,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
       ...(cluster.membership ? { membership: cluster.membership } : {}),
       logins,
+      pins: broker.deps.pins,
       clock,
       log,
     });
@@ -212,7 +213,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const liveView = mountLoginRoutes(http, logins, config, clock, log);
 
   const port = await http.listen(config.port, config.bindHost);
-  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
+  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, pins: broker.deps.pins, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
   origin.allowPort(port);
   slackAuthJob?.start();
   if (slack) {

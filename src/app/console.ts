@@ -6,11 +6,14 @@ import { AuditTail } from "../console/audit-tail.js";
 import { ConnectionsApi } from "../console/connections-api.js";
 import { HostAgent } from "../console/host-agent.js";
 import type { ConsoleAdmins, ConsoleWorkspace } from "../console/ports.js";
+import { PinsApi } from "../console/pins-api.js";
 import { PlayApi } from "../console/play-api.js";
 import { consoleHandler } from "../console/routes.js";
 import { SseHub } from "../console/sse.js";
 import { loadStaticFiles } from "../console/static-files.js";
 import type { Logger } from "../log/logger.js";
+import { PinReview } from "../pinning/review.js";
+import type { PinService } from "../pinning/service.js";
 import { OriginGuard } from "../server/host-auth.js";
 import type { HttpServer } from "../server/http-server.js";
 import type { Store } from "../store/store.js";
@@ -29,6 +32,8 @@ export interface ConsoleWiring {
   readonly admins: ConsoleAdmins;
   readonly store: Store;
   readonly lifecycle: ConnectionLifecycle;
+  /** The broker's pin service: the Tool changes panel decides through it. */
+  readonly pins: PinService;
   /** The host token the console's agent host presents to /mcp and /v1/turns. */
   readonly hostToken: () => string | undefined;
   readonly clock: Clock;
@@ -63,10 +68,11 @@ export async function startConsole(w: ConsoleWiring): Promise<RunningConsole> {
   const host = new HostAgent({ baseUrl: base, hostToken: w.hostToken, callTimeoutMs: w.config.approvalTimeoutMs + w.config.pool.callTimeoutMs + 30_000, log: w.log });
   const play = new PlayApi({ workspace: w.workspace, host, events });
   const connections = new ConnectionsApi({ workspace: w.workspace, admins: w.admins, store: w.store, lifecycle: w.lifecycle, clock: w.clock });
+  const pins = new PinsApi({ workspace: w.workspace, review: new PinReview({ pins: w.pins, admins: w.admins, store: w.store, clock: w.clock }) });
   const tail = new AuditTail(w.store.audit, w.workspace.teamId, events, w.clock, w.log);
   await tail.start();
   const unsubscribe = w.workspace.subscribe((e) => events.broadcast({ type: e.type, data: e }));
-  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, events, teamId: w.workspace.teamId }) });
+  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, pins, events, teamId: w.workspace.teamId }) });
   return {
     url: `${base}/console/?token=${token}`,
     async close() {

@@ -4,7 +4,8 @@ import { z } from "zod";
 // credential is captured and injected, how long it lives, and the class of each tool.
 // Every object is strict: an unknown key is a typo the operator wants to hear about.
 
-const serviceName = z
+/** A service's name in the registry (also what every edge that names a service accepts). */
+export const serviceName = z
   .string()
   .regex(/^[a-z][a-z0-9_-]{0,62}$/, "service names are lowercase letters, digits, '-' or '_', starting with a letter");
 
@@ -110,13 +111,20 @@ const deviceCapture = z
     strategy: z.literal("device"),
     device: z
       .object({
-        deviceAuthorizationEndpoint: z.url().describe("RFC 8628 device authorization endpoint."),
-        tokenEndpoint: z.url(),
+        issuer: z.url().optional().describe("Authorization server issuer: the endpoints are discovered from its RFC 8414 metadata (device_authorization_endpoint, token_endpoint)."),
+        deviceAuthorizationEndpoint: z.url().optional().describe("RFC 8628 device authorization endpoint (configured instead of issuer)."),
+        tokenEndpoint: z.url().optional().describe("Token endpoint (configured instead of issuer)."),
         clientId: z.string().min(1),
         scopes: z.array(z.string()).default([]),
       })
       .strict()
-      .describe("The device authorization grant's endpoints and public client (configured; no discovery)."),
+      .superRefine((d, ctx) => {
+        const configured = d.deviceAuthorizationEndpoint !== undefined || d.tokenEndpoint !== undefined;
+        if (d.issuer !== undefined ? configured : d.deviceAuthorizationEndpoint === undefined || d.tokenEndpoint === undefined) {
+          ctx.addIssue({ code: "custom", message: "device needs either issuer (endpoints discovered) or both deviceAuthorizationEndpoint and tokenEndpoint, not both" });
+        }
+      })
+      .describe("The device authorization grant's public client, and its endpoints: discovered from issuer, or configured."),
   })
   .strict();
 

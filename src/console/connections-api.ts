@@ -19,7 +19,7 @@ const revokeBody = z.object({ kind: z.enum(["connection", "grant", "admin"]), id
 const AUDIT_EVENTS = [
   "call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked",
   "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed",
-  "login_started", "login_completed", "login_refused", "keys_rotated", "admin_action",
+  "login_started", "login_completed", "login_refused", "keys_rotated", "admin_action", "tool_pin",
 ] as const satisfies readonly AuditEventKind[];
 const auditQuery = z
   .object({

@@ -4,6 +4,7 @@ import { sendJson, type RouteHandler } from "../server/http-server.js";
 import type { ConsoleAuth, ConsoleSession } from "./auth.js";
 import type { ConnectionsApi } from "./connections-api.js";
 import { refuse } from "./http.js";
+import type { PinsApi } from "./pins-api.js";
 import type { PlayApi } from "./play-api.js";
 import type { SseHub } from "./sse.js";
 import type { StaticFile } from "./static-files.js";
@@ -27,6 +28,8 @@ export interface ConsoleRouterDeps {
   readonly files: ReadonlyMap<string, StaticFile>;
   readonly play: PlayApi;
   readonly connections: ConnectionsApi;
+  /** The admins' Tool changes panel (tool pinning). */
+  readonly pins: PinsApi;
   readonly events: SseHub;
   readonly teamId: string;
 }
@@ -43,6 +46,7 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
     notes: (_q, res, url) => d.play.notes(res, url),
     connections: (_q, res, url) => d.connections.list(res, url),
     audit: (_q, res, url) => d.connections.audit(res, url),
+    "tool-changes": (_q, res, url) => d.pins.list(res, url),
     events: (_req, res) => d.events.open(res),
   };
   const post: Record<string, Api> = {
@@ -52,6 +56,7 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
     decide: (req, res) => d.play.decide(req, res),
     continue: (req, res) => d.play.continueConsent(req, res),
     revoke: (req, res) => d.connections.revoke(req, res),
+    "tool-decision": (req, res) => d.pins.decide(req, res),
   };
 
   return async (req, res, url) => {

@@ -8,6 +8,7 @@ import type { Card } from "../cards/card.js";
 import { approvalSettledCard, approvalThreadNote } from "../cards/approval-cards.js";
 import { consentCard, type ConsentStep } from "../cards/notice-cards.js";
 import { contextBlock, esc, mrkdwnLine, mrkdwnSection, when } from "./card-mrkdwn.js";
+import { PIN_ACTIONS, toolChangeBlocks } from "./pin-blocks.js";
 
 // Pure Block Kit rendering: every text shown in Slack comes from real records, never from model text.
 // Cards (approval, consent, notices) are rendered from the one card model in src/cards.
@@ -26,6 +27,8 @@ export const ACTIONS = {
   consentAccept: "consent_accept",
   consentOpen: "consent_open",
   viewArgs: "approval_view_args",
+  pinAccept: PIN_ACTIONS.accept,
+  pinReject: PIN_ACTIONS.reject,
 } as const;
 
 /** The value carried by approval buttons: which approval, and its nonce. */
@@ -107,12 +110,8 @@ export function connectionsBlocks(m: ConnectionsModel): Block[] {
     for (const c of m.admin.all.slice(0, 40)) {
       blocks.push({ type: "section", text: { type: "mrkdwn", text: `${c.ownerUserId ? `<@${c.ownerUserId}>` : "shared"} · ${connectionLine(c)}` }, accessory: revokeButton(ACTIONS.adminRevoke, c.id) });
     }
-    if (m.admin.toolChanges?.length) {
-      // Vendor tools changed since pinned: refused until reviewed (the diff is in the CLI).
-      blocks.push({ type: "header", text: { type: "plain_text", text: "Tool definition changes (admin)" } });
-      const rows = m.admin.toolChanges.map((p) => `*${esc(p.service)}* · ${esc(p.tool)} · ${p.status} since ${when(p.changedAt)}`);
-      blocks.push({ type: "section", text: { type: "mrkdwn", text: `${rows.join("\n")}\nReview and decide: \`slaude-connect registry changes --diff\`, then \`registry accept\` or \`registry reject SERVICE TOOL\`.` } });
-    }
+    // Vendor tools changed since pinned: refused until an admin accepts or rejects them here or in the CLI.
+    blocks.push(...toolChangeBlocks(m.admin.toolChanges ?? []));
     blocks.push({ type: "header", text: { type: "plain_text", text: "Recent audit" } });
     const lines = m.admin.recentAudit.map((r) => `${new Date(r.at).toISOString()} ${r.event}${r.decision ? ` ${r.decision}` : ""}${r.callerUserId ? ` <@${r.callerUserId}>` : ""}${r.service ? ` ${esc(r.service)}` : ""}${r.tool ? ` ${esc(r.tool)}` : ""}`);
     blocks.push({ type: "section", text: { type: "mrkdwn", text: lines.length ? "```" + lines.join("\n") + "```" : "_No events._" } });

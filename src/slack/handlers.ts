@@ -7,6 +7,8 @@ import type { Logger } from "../log/logger.js";
 import type { Store } from "../store/store.js";
 import type { TurnStore } from "../turns/turn-store.js";
 import type { LoginService } from "../login/login-service.js";
+import { PinReview } from "../pinning/review.js";
+import type { PinService } from "../pinning/service.js";
 import { SeenEvents } from "./seen-events.js";
 import { registerApprovalViewHandler } from "./approval-view-handler.js";
 import { ACTIONS, connectionsBlocks, consentBlocks, consentValue } from "./blocks.js";
@@ -14,6 +16,7 @@ import { parseClick, reply } from "./clicks.js";
 import { connectionsModel, publishHome } from "./home.js";
 import { mintFailureReply } from "./mint-replies.js";
 import { approvalValue, consentAcceptValue, eventEnvelope, homeOpenedEvent, memberChangeEvent, messageEvent, parseJsonValue, slashCommand } from "./payloads.js";
+import { registerPinHandlers } from "./pin-handlers.js";
 import { registerRevokeHandlers } from "./revoke-handlers.js";
 import { looksLikeSecret } from "./secret-detect.js";
 import type { SlackApi } from "./slack-api.js";
@@ -35,6 +38,8 @@ export interface SlackHandlerDeps {
   readonly membership?: MembershipInvalidation;
   /** Mints one-time login links; without it the consent card says login is not available. */
   readonly logins?: Pick<LoginService, "mint">;
+  /** Tool pins: an admin accepts or rejects a changed tool definition from the App Home. */
+  readonly pins: PinService;
   readonly clock: Clock;
   readonly log: Logger;
   /** Message event ids already handled (default: a fresh bounded set). */
@@ -78,6 +83,8 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
   registerApprovalViewHandler(app, d);
   registerRevokeHandlers(app, d);
+  // The admin check is the one the revoke buttons use (SLAUDE_ADMINS or a Slack workspace admin).
+  registerPinHandlers(app, { ...d, review: new PinReview({ pins: d.pins, admins: d.grants, store: d.store, clock: d.clock }) });
 
 
   // --- /connect <service>

@@ -1,6 +1,7 @@
 import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Store } from "../store/store.js";
 import { connectionsBlocks, type ConnectionsModel } from "./blocks.js";
+import { MAX_HOME_CHANGES } from "./pin-blocks.js";
 import type { SlackApi } from "./slack-api.js";
 
 /** What the connections view needs: the store, who is an admin, and Slack to publish to. */
@@ -21,7 +22,7 @@ export async function connectionsModel(d: Pick<HomeDeps, "store" | "grants">, te
   const [all, recentAudit, toolChanges] = await Promise.all([
     d.store.connections.list({ teamId, statuses: ["active", "needs_login"] }),
     d.store.audit.query({ teamId, limit: 15, take: "latest" }),
-    d.store.toolPins.undecided({ teamId, limit: 20 }),
+    d.store.toolPins.undecided({ teamId, limit: MAX_HOME_CHANGES + 1 }),
   ]);
   return { mine, grantsGiven, grantsReceived, admin: { all, recentAudit, toolChanges } };
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { serviceName } from "../config/registry-schema.js";
 
 // What the Slack listeners read from Bolt's payloads, parsed rather than cast. Bolt has verified the
 // signature already; these schemas make the fields we act on exactly what we think they are. Slack adds
@@ -53,6 +54,11 @@ export const approvalValue = z.object({ a: z.string().min(1).max(64), n: z.strin
 /** The value of the consent card's Continue button: who may accept, for which service and thread. */
 export const consentAcceptValue = z
   .object({ u: z.string().regex(/^[UW][A-Z0-9]{2,30}$/), s: z.string().min(1).max(64), c: z.string().max(64).nullable(), t: z.string().max(32).nullable() })
+  .strict();
+
+/** The value of a tool-pin button (Accept / Reject): team, service, tool and the hash of the definition shown. */
+export const pinValue = z
+  .object({ t: slackId, s: serviceName, n: z.string().min(1).max(256), h: z.string().regex(/^[0-9a-f]{64}$/) })
   .strict();
 
 /** The value of a revoke button: a connection or grant id. */

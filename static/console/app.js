@@ -64,7 +64,7 @@ async function boot() {
       progress: onProgress,
       audit: (d) => {
         onAudit(d);
-        if (d.rows.some((r) => /^(connection_|grant_|login_completed|admin_action)/.test(r.event))) refreshConnections().catch(() => {});
+        if (d.rows.some((r) => /^(connection_|grant_|login_completed|admin_action|tool_pin)/.test(r.event))) refreshConnections().catch(() => {});
       },
     },
     (st) => {

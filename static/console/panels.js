@@ -3,6 +3,7 @@
 
 import { getJson, postJson } from "./api.js";
 import { renderCard } from "./cards.js";
+import { refreshToolChanges } from "./pins.js";
 import { $, el, fillSelect, names, state, toast, when } from "./ui.js";
 
 // --- inbox
@@ -125,6 +126,7 @@ export async function refreshConnections() {
     fillList("team-connections", m.admin.all, "No connections in the team.", (c) =>
       el("li", {}, el("span", { class: "grow" }, el("strong", { text: c.service }), ` of ${c.owner ? names(c.owner) : "the shared identity"}, ${where(c)}, ${c.status}`), revokeButton("admin", c.id, `Revoke ${c.owner ? names(c.owner) + "'s" : "the shared"} ${c.service} connection`)));
   }
+  await refreshToolChanges(Boolean(m.admin));
 }
 
 // --- workspace
@@ -156,7 +158,7 @@ export function drawWorkspace() {
 
 // --- audit
 
-const AUDIT_EVENTS = ["call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked", "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed", "login_started", "login_completed", "login_refused", "admin_action"];
+const AUDIT_EVENTS = ["call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked", "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed", "login_started", "login_completed", "login_refused", "admin_action", "tool_pin"];
 const MAX_AUDIT_ROWS = 500;
 const shownSeqs = new Set();
 

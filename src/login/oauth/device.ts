@@ -6,11 +6,10 @@ import { z } from "zod";
 import type { Clock } from "../../clock/clock.js";
 import type { Service } from "../../config/registry.js";
 import type { DeviceGrant, DeviceGrantFactory, DevicePoll } from "../ports.js";
+import { DEVICE_GRANT_TYPE, fetchDeviceEndpoints, type DeviceEndpoints } from "./discovery.js";
 import { OAuthError } from "./errors.js";
 import { checkEndpoint, guardedFetch, vendorErrorOf, type HttpOptions } from "./http.js";
 import type { OAuthTokens } from "./token-client.js";
-
-const DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code";
 /** RFC 8628 §3.2: poll every 5 s unless the server says otherwise; never faster than 1 s. */
 const DEFAULT_INTERVAL_S = 5;
 
@@ -63,11 +62,23 @@ function verificationUrl(raw: string | undefined): string | undefined {
   return checkEndpoint(raw, "verification URL").href;
 }
 
+/**
+ * The registry's endpoints when it configures them, else the ones the issuer's metadata names
+ * (RFC 8414), read afresh at each login. Either way each is checked by `checkEndpoint` before use.
+ */
+export async function deviceEndpoints(c: DeviceCapture, opts: HttpOptions): Promise<DeviceEndpoints> {
+  if (c.deviceAuthorizationEndpoint !== undefined && c.tokenEndpoint !== undefined) return { deviceAuthorizationEndpoint: c.deviceAuthorizationEndpoint, tokenEndpoint: c.tokenEndpoint };
+  // The registry schema requires one or the other; a document that slipped past it fails closed.
+  if (c.issuer === undefined) throw new OAuthError("client_unknown", "device login names neither its endpoints nor an issuer");
+  return fetchDeviceEndpoints(c.issuer, opts);
+}
+
 /** Starts one device login (RFC 8628 §3.1-3.2) and returns how to poll it (§3.4-3.5). Throws OAuthError. */
 export async function startDeviceGrant(c: DeviceCapture, opts: DeviceGrantSettings): Promise<DeviceGrant> {
   const step = "device authorization";
-  const host = new URL(c.deviceAuthorizationEndpoint).host;
-  const r = await postForm(c.deviceAuthorizationEndpoint, { client_id: c.clientId, ...(c.scopes.length ? { scope: c.scopes.join(" ") } : {}) }, step, opts);
+  const e = await deviceEndpoints(c, opts);
+  const host = new URL(e.deviceAuthorizationEndpoint).host;
+  const r = await postForm(e.deviceAuthorizationEndpoint, { client_id: c.clientId, ...(c.scopes.length ? { scope: c.scopes.join(" ") } : {}) }, step, opts);
   if (r.status < 200 || r.status >= 300) {
     throw new OAuthError(r.vendorError === "access_denied" ? "access_denied" : r.status >= 500 ? "server_error" : "invalid_request", `${step} failed at ${host} (HTTP ${r.status}${r.vendorError ? `, ${r.vendorError}` : ""})`, { status: r.status, ...(r.vendorError ? { vendorError: r.vendorError } : {}) });
   }
@@ -76,7 +87,7 @@ export async function startDeviceGrant(c: DeviceCapture, opts: DeviceGrantSettin
   const a = parsed.data;
   const complete = verificationUrl(a.verification_uri_complete);
   const deviceCode = a.device_code;
-  const tokenHost = new URL(c.tokenEndpoint).host;
+  const tokenHost = new URL(e.tokenEndpoint).host;
   return {
     verificationUri: verificationUrl(a.verification_uri)!,
     ...(complete ? { verificationUriComplete: complete } : {}),
@@ -85,11 +96,11 @@ export async function startDeviceGrant(c: DeviceCapture, opts: DeviceGrantSettin
     expiresAt: opts.clock.now() + a.expires_in * 1000,
     async poll(): Promise<DevicePoll> {
       const issuedAt = opts.clock.now();
-      const t = await postForm(c.tokenEndpoint, { grant_type: DEVICE_GRANT_TYPE, device_code: deviceCode, client_id: c.clientId }, "device token poll", opts);
+      const t = await postForm(e.tokenEndpoint, { grant_type: DEVICE_GRANT_TYPE, device_code: deviceCode, client_id: c.clientId }, "device token poll", opts);
       if (t.status >= 200 && t.status < 300 && !t.vendorError) {
         const tok = tokenResponse.safeParse(t.json);
         if (!tok.success) throw new OAuthError("invalid_response", `device token poll: ${tokenHost} returned an unexpected response`, { status: t.status });
-        return { tokens: toTokens(tok.data, issuedAt, c) };
+        return { tokens: toTokens(tok.data, issuedAt, { tokenEndpoint: e.tokenEndpoint, clientId: c.clientId }) };
       }
       switch (t.vendorError) {
         case "authorization_pending":
@@ -107,7 +118,7 @@ export async function startDeviceGrant(c: DeviceCapture, opts: DeviceGrantSettin
 }
 
 /** Tokens as the vault stores them, with the client they were issued to (a refresh needs it). */
-function toTokens(r: z.output<typeof tokenResponse>, issuedAt: number, c: DeviceCapture): OAuthTokens {
+function toTokens(r: z.output<typeof tokenResponse>, issuedAt: number, client: { tokenEndpoint: string; clientId: string }): OAuthTokens {
   return {
     kind: "oauth",
     accessToken: r.access_token,
@@ -115,7 +126,7 @@ function toTokens(r: z.output<typeof tokenResponse>, issuedAt: number, c: Device
     ...(r.refresh_token ? { refreshToken: r.refresh_token } : {}),
     ...(r.expires_in !== undefined ? { expiresAt: issuedAt + Math.floor(r.expires_in) * 1000 } : {}),
     ...(r.scope ? { scope: r.scope } : {}),
-    client: { tokenEndpoint: c.tokenEndpoint, clientId: c.clientId },
+    client,
   };
 }
 

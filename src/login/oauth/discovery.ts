@@ -6,6 +6,7 @@ import {
 } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { checkResourceAllowed } from "@modelcontextprotocol/sdk/shared/auth-utils.js";
+import { z } from "zod";
 import { OAuthError } from "./errors.js";
 import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
 import { rethrowOwn } from "./sdk.js";
@@ -117,8 +118,12 @@ export async function fetchProtectedResource(mcpUrl: string, opts: HttpOptions =
   return undefined;
 }
 
-/** Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) and checks it. */
-export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions = {}): Promise<AuthorizationServer> {
+/**
+ * Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) through the SDK and
+ * checks that it names that issuer. The endpoints in it are not checked yet: each caller checks the
+ * ones it uses. Throws OAuthError.
+ */
+async function fetchIssuerMetadata(issuer: string, opts: HttpOptions): Promise<{ issuerUrl: URL; m: AuthorizationServerMetadata }> {
   const issuerUrl = checkEndpoint(issuer, "authorization server");
   const http = guardedFetch(opts, "authorization server metadata");
   let m: AuthorizationServerMetadata | undefined;
@@ -134,6 +139,12 @@ export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions
   if (!m) throw new OAuthError("discovery_failed", `no authorization server metadata found for ${issuerUrl.host}`);
   // RFC 8414 §3.3: a document naming another issuer may be an impersonation attempt.
   if (!sameIssuer(m.issuer, issuerUrl.href)) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names a different issuer`);
+  return { issuerUrl, m };
+}
+
+/** Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) and checks it. */
+export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions = {}): Promise<AuthorizationServer> {
+  const { issuerUrl, m } = await fetchIssuerMetadata(issuer, opts);
   if (m.code_challenge_methods_supported && !m.code_challenge_methods_supported.includes("S256")) {
     throw new OAuthError("pkce_unsupported", `authorization server ${issuerUrl.host} does not support PKCE S256`);
   }
@@ -143,6 +154,36 @@ export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions
     tokenEndpoint: checkEndpoint(m.token_endpoint, "token_endpoint").href,
     ...(m.registration_endpoint ? { registrationEndpoint: checkEndpoint(m.registration_endpoint, "registration_endpoint").href } : {}),
     ...(m.scopes_supported ? { scopesSupported: m.scopes_supported } : {}),
+  };
+}
+
+/** The RFC 8628 grant type an authorization server lists when it offers device login. */
+export const DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code";
+
+/** The two endpoints of a device login (RFC 8628), checked like configured ones. */
+export interface DeviceEndpoints {
+  readonly deviceAuthorizationEndpoint: string;
+  readonly tokenEndpoint: string;
+}
+
+/** RFC 8628 §4: the metadata field naming the device authorization endpoint (the SDK's schema keeps unknown fields). */
+const deviceMetadata = z.object({ device_authorization_endpoint: z.string().min(1).max(2048) }).loose();
+
+/**
+ * Discovers a device login's endpoints from the issuer's metadata (RFC 8414 `device_authorization_endpoint`
+ * and `token_endpoint`). Both must pass `checkEndpoint` (https, or http to loopback), as configured
+ * ones do; an issuer that lists its grant types without the device grant is refused. Throws OAuthError.
+ */
+export async function fetchDeviceEndpoints(issuer: string, opts: HttpOptions = {}): Promise<DeviceEndpoints> {
+  const { issuerUrl, m } = await fetchIssuerMetadata(issuer, opts);
+  if (m.grant_types_supported && !m.grant_types_supported.includes(DEVICE_GRANT_TYPE)) {
+    throw new OAuthError("discovery_failed", `authorization server ${issuerUrl.host} does not offer the device authorization grant`);
+  }
+  const d = deviceMetadata.safeParse(m);
+  if (!d.success) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names no device_authorization_endpoint`);
+  return {
+    deviceAuthorizationEndpoint: checkEndpoint(d.data.device_authorization_endpoint, "device_authorization_endpoint").href,
+    tokenEndpoint: checkEndpoint(m.token_endpoint, "token_endpoint").href,
   };
 }
 

@@ -132,6 +132,10 @@ describe("fake Slack Web API with the real WebClient", () => {
     expect(fake.callsOf("views.publish").at(-1)?.args["view"]).toEqual(view);
     expect(await slackError(client.views.publish({ user_id: ALICE, view, hash: "stale" }))).toMatchObject({ error: "hash_conflict" });
     await client.views.publish({ user_id: ALICE, view, hash: r.view?.hash as string });
+    // Block Kit's limits, as Slack enforces them: at most 100 blocks, section text at most 3,000 characters.
+    expect(await slackError(client.views.publish({ user_id: ALICE, view: { type: "home", blocks: Array.from({ length: 101 }, () => ({ type: "divider" })) } }))).toMatchObject({ error: "invalid_arguments" });
+    expect(await slackError(client.views.publish({ user_id: ALICE, view: { type: "home", blocks: [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(3001) } }] } }))).toMatchObject({ error: "invalid_arguments" });
+    expect(fake.homeViews.get(ALICE)).toEqual(view);
   });
 
   it("views.open exchanges a fresh trigger once for a valid modal", async () => {
