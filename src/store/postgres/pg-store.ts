@@ -5,6 +5,7 @@ import { PgAuditRepo } from "./audit-repo.js";
 import { PgConnectionRepo } from "./connections-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
+import { PgLoginHolders } from "./login-holders-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgResultRepo } from "./results-repo.js";
@@ -23,6 +24,8 @@ export class PostgresStore implements Store {
   readonly workspace: PgWorkspaceRepo;
   readonly results: PgResultRepo;
   readonly toolPins: PgToolPinRepo;
+  /** Which replica holds each login flow (PostgreSQL only: src/login/replica/holders.ts). */
+  readonly loginHolders: PgLoginHolders;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -34,6 +37,7 @@ export class PostgresStore implements Store {
     this.workspace = new PgWorkspaceRepo(db);
     this.results = new PgResultRepo(db);
     this.toolPins = new PgToolPinRepo(db);
+    this.loginHolders = new PgLoginHolders(db);
   }
 
   async ping(): Promise<boolean> {
