@@ -213,7 +213,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const url = `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`;
   // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
   const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
-  if (store instanceof PostgresStore && !config.replicaUrl) log.warn("SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine", { replicaUrl: reachable });
+  if (store instanceof PostgresStore && !config.replicaUrl && /^(127\.|localhost$|\[::1\]$)/.test(new URL(reachable).hostname)) log.warn("SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine", { replicaUrl: reachable });
   await loginReplica.start(config.replicaUrl ?? new URL(reachable).origin);
   const banner = startupBanner({
     mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
