@@ -68,7 +68,9 @@ export class LoginRouter {
 
   /** GET /login/l/<token> in front of the endpoint's page handler. */
   readonly page: LiveViewHandler = async (req, res, url) => {
-    const { liveView, logins, forwarder } = this.d;
+    const { liveView, logins, forwarder, replica } = this.d;
+    // One process (SQLite): the endpoint alone, exactly as without replicas.
+    if (!replica.holders.shared) return liveView.page(req, res, url);
     const session = await logins.sessionOfToken(url.pathname.slice("/login/l/".length));
     const r = await this.route(session, req);
     if (r.kind === "local") return liveView.page(req, res, url);
@@ -83,7 +85,8 @@ export class LoginRouter {
 
   /** Upgrade handler for /login/ws in front of the endpoint's. */
   readonly upgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
-    const { liveView, logins, forwarder } = this.d;
+    const { liveView, logins, forwarder, replica } = this.d;
+    if (!replica.holders.shared) return liveView.upgrade(req, socket, head);
     void (async () => {
       const sid = new URL(req.url ?? "/", "http://x").searchParams.get("s");
       const session = sid ? await logins.sessionOf(sid) : undefined;
