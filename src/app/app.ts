@@ -23,6 +23,8 @@ import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LoginService } from "../login/login-service.js";
 import { chromiumLogins } from "../login/browser/browser-factory.js";
 import { BrowserHomes } from "../login/browser/browser-homes.js";
+import { singleProcessHolders } from "../login/replica/holders.js";
+import { LoginReplica } from "../login/replica/replica.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
 import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
@@ -127,7 +129,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const sweptBrowsers = await browserHomes.sweep();
   if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
   const loginBrowsers = opts.browsers ? { browsers: opts.browsers, close: async () => {} } : chromiumLogins({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock, spareBrowsers: config.login.spareBrowsers, registry: () => registrySource.registry });
+  // Replicas on PostgreSQL forward a login to the one holding it; with SQLite every flow is local.
+  const loginReplica = new LoginReplica(sharedDb?.loginHolders ?? singleProcessHolders, clock, log);
   const logins = new LoginService({
+    holding: loginReplica,
     store,
     keys: keys.ring,
     registry: registrySource.registry,
@@ -210,7 +215,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
   const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  const liveView = mountLoginRoutes(http, logins, config, clock, log);
+  const liveView = mountLoginRoutes(http, logins, config, clock, log, loginReplica);
 
   const port = await http.listen(config.port, config.bindHost);
   const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, pins: broker.deps.pins, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
@@ -224,6 +229,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const url = `http://${config.bindHost.includes(":") ? `[${config.bindHost}]` : config.bindHost}:${port}`;
   // A wildcard bind is not an address to connect to; loopback is, and passes the Host check.
   const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
+  if (sharedDb && !config.replicaUrl && /^(127\.|localhost$|\[::1\]$)/.test(new URL(reachable).hostname)) log.warn("SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine", { replicaUrl: reachable });
+  await loginReplica.start(config.replicaUrl ?? new URL(reachable).origin);
   const banner = startupBanner({
     mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
     hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
@@ -253,6 +260,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await broker.approvals.shutdown();
         await consoleRun?.close();
         await logins.shutdown();
+        await loginReplica.close();
         await loginBrowsers.close();
         await loginReaper.stop();
         liveView.close();

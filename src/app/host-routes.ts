@@ -6,6 +6,9 @@ import type { Config } from "../config/env.js";
 import type { Logger } from "../log/logger.js";
 import { LiveViewEndpoint } from "../login/live-view-endpoint.js";
 import type { LoginService } from "../login/login-service.js";
+import { ReplicaForwarder } from "../login/replica/forward.js";
+import type { LoginReplica } from "../login/replica/replica.js";
+import { LoginRouter } from "../login/replica/router.js";
 import { EventsEndpoint } from "../server/events-endpoint.js";
 import type { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
 import { HostTeamAuth } from "../server/host-teams.js";
@@ -47,11 +50,15 @@ export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: E
   return { mcp, events };
 }
 
-/** Mounts the live-view login page, its static assets and its WebSocket. */
-export function mountLoginRoutes(http: HttpServer, logins: LoginService, config: Config, clock: Clock, log: Logger): LiveViewEndpoint {
+/**
+ * Mounts the live-view login page, its static assets and its WebSocket; with `replica`, the page and
+ * socket of a flow another replica holds are forwarded there (src/login/replica/router.ts).
+ */
+export function mountLoginRoutes(http: HttpServer, logins: LoginService, config: Config, clock: Clock, log: Logger, replica?: LoginReplica): LiveViewEndpoint {
   const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
-  http.route({ method: "GET", path: "/login/l", prefix: true, handler: liveView.page });
+  const router = replica ? new LoginRouter({ replica, logins, forwarder: new ReplicaForwarder(), liveView, log }) : undefined;
+  http.route({ method: "GET", path: "/login/l", prefix: true, handler: router?.page ?? liveView.page });
   http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
-  http.upgrade("/login/ws", liveView.upgrade);
+  http.upgrade("/login/ws", router?.upgrade ?? liveView.upgrade);
   return liveView;
 }

@@ -2,6 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
 import { parseHostTokens } from "./host-token-teams.js";
+import { replicaUrlSchema } from "./replica-url.js";
 import { withSecretFiles } from "./secret-files.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
@@ -34,6 +35,8 @@ const envSchema = z.object({
   PORT: port.default(8080),
   SLAUDE_BIND_HOST: z.string().min(1).default("127.0.0.1"),
   SLAUDE_PUBLIC_URL: z.url().optional(),
+  // Where the other replicas reach this one to forward a login it holds (issue 14).
+  SLAUDE_REPLICA_URL: replicaUrlSchema.optional(),
   SLAUDE_HOST_TOKENS: csv,
   SLAUDE_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   SLAUDE_ADMINS: csv,
@@ -109,6 +112,8 @@ export interface Config {
   readonly port: number;
   readonly bindHost: string;
   readonly publicUrl: string;
+  /** This replica's internal base URL (an origin) for login forwarding; undefined: http://<bind host>:<bound port>. */
+  readonly replicaUrl: string | undefined;
   readonly hostTokens: readonly string[];
   /** Host token → the Slack team it is bound to (`<team_id>:<token>` entries); decides GET /v1/events. */
   readonly hostTokenTeams: ReadonlyMap<string, string>;
@@ -193,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     bindHost: e.SLAUDE_BIND_HOST,
     publicUrl: (e.SLAUDE_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    replicaUrl: e.SLAUDE_REPLICA_URL,
     hostTokens: hostTokens.tokens,
     hostTokenTeams: hostTokens.teams,
     metricsToken: e.SLAUDE_METRICS_TOKEN,

@@ -10,6 +10,7 @@ import type { Store } from "../store/store.js";
 import type { KeyRing } from "../vault/keyring.js";
 import { LoginError } from "./errors.js";
 import type { FlowRegistry } from "./flow-registry.js";
+import type { HolderRecord } from "./replica/replica.js";
 
 /** A fresh one-time link token: 256 random bits, URL-safe. It is a bearer secret: never logged. */
 export function newLinkToken(): string {
@@ -51,6 +52,8 @@ export interface LinkDeps {
   readonly registry: ServiceRegistry;
   readonly clock: Clock;
   readonly flows: FlowRegistry;
+  /** Records this replica as the holder of a link it opens (replicas on PostgreSQL; absent: one process). */
+  readonly holding?: HolderRecord;
   readonly settings: { readonly publicUrl: string; readonly linkTtlMs: number; readonly flowTimeoutMs: number };
 }
 
@@ -96,12 +99,7 @@ export class LoginLinks {
     const audit = (decision: string): AuditEvent => ({ at: now, event: "login_refused", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision });
     const sameViewer = viewerSecret !== undefined && existing.viewerHash === secretHash(keys, viewerSecret);
     if (existing.status === "opened" && sameViewer && existing.expiresAt > now) {
-      if (flows.get(existing.id)) return { session: existing, viewerSecret };
-      // The flow is not running here (the broker restarted): it starts again and needs a slot again.
-      const slot = flows.takeSlot(service);
-      if (slot === "full") return { refused: "full" };
-      flows.start(existing, service, slot);
-      return { session: existing, viewerSecret };
+      return this.resume(existing) === "full" ? { refused: "full" } : { session: existing, viewerSecret };
     }
     if (sameViewer && existing.status !== "minted") return { refused: "ended" };
     if (existing.status !== "minted") {
@@ -130,7 +128,24 @@ export class LoginLinks {
       return { refused: "used" };
     }
     flows.start(session, service, slot);
+    // Other replicas forward this viewer's page and socket here from now on (docs/scaling.md).
+    await this.deps.holding?.record(session.id);
     return { session, viewerSecret: secret };
+  }
+
+  /**
+   * Runs the opened flow of `session` here: already running, or started again with a new slot when
+   * it is not (this broker restarted, or took the flow over from a replica that stopped).
+   */
+  resume(session: LoginSession): "running" | "full" | "invalid" {
+    const { flows } = this.deps;
+    if (flows.get(session.id)) return "running";
+    const service = this.deps.registry.get(session.service);
+    if (!service) return "invalid";
+    const slot = flows.takeSlot(service);
+    if (slot === "full") return "full";
+    flows.start(session, service, slot);
+    return "running";
   }
 
   /** The session `id` if `viewerSecret` is the one that opened it and it is still open. */

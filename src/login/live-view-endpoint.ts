@@ -34,7 +34,8 @@ export interface LiveViewSettings {
   readonly assets?: LiveViewAssets;
 }
 
-function readCookie(req: http.IncomingMessage): { sessionId: string; secret: string } | undefined {
+/** The viewer cookie of a request: the session it opened and its viewer secret. */
+export function readViewerCookie(req: http.IncomingMessage): { sessionId: string; secret: string } | undefined {
   const v = parseCookies(req.headers.cookie ?? "")[COOKIE];
   const [sessionId, secret] = v?.split(".") ?? [];
   return sessionId && secret ? { sessionId, secret } : undefined;
@@ -45,6 +46,8 @@ const REFUSALS = {
   used: ["Link already used", "This login link was already opened. Links work once, for the person they were sent to. Ask for a new one with /connect."],
   expired: ["Link expired", "This login link has expired. Ask for a new one with /connect in Slack."],
   full: ["Busy", "Too many logins are in progress right now. Wait a minute and reload this page (the link still works)."],
+  unreachable: ["Login unavailable", "Your login is running on another slaude-connect server that cannot be reached right now. Reload this page in a minute."],
+  misrouted: ["Login unavailable", "This login could not be reached. Reload this page; if it keeps failing, ask for a new link with /connect in Slack."],
   ended: ["Login ended", "This login has ended (it was cancelled, timed out, or left without a viewer). Ask for a new link with /connect in Slack."],
 } as const;
 
@@ -68,18 +71,9 @@ export class LiveViewEndpoint {
   /** GET /login/l/<token>: consumes the link for this browser and serves the page. */
   readonly page: LiveViewHandler = async (req, res, url) => {
     const token = url.pathname.slice("/login/l/".length);
-    const cookie = readCookie(req);
+    const cookie = readViewerCookie(req);
     const result = await this.logins.open(token, cookie?.secret);
-    if ("refused" in result) {
-      const [title, message] = REFUSALS[result.refused];
-      res.writeHead(result.refused === "full" ? 503 : result.refused === "invalid" ? 404 : 410, {
-        ...HEADERS,
-        "content-type": "text/html; charset=utf-8",
-        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-      });
-      res.end(this.assets.refusal(title, message));
-      return;
-    }
+    if ("refused" in result) return this.refuse(res, result.refused);
     const nonce = randomBytes(16).toString("base64");
     res.writeHead(200, {
       ...HEADERS,
@@ -95,6 +89,18 @@ export class LiveViewEndpoint {
     });
     res.end(this.assets.page({ sessionId: result.session.id, serviceName: result.session.service, nonce }));
   };
+
+  /** Answers a page request with a refusal page (its status follows the reason). */
+  refuse(res: http.ServerResponse, why: keyof typeof REFUSALS): void {
+    const [title, message] = REFUSALS[why];
+    const status = why === "invalid" ? 404 : why === "full" || why === "unreachable" ? 503 : why === "misrouted" ? 502 : 410;
+    res.writeHead(status, {
+      ...HEADERS,
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    });
+    res.end(this.assets.refusal(title, message));
+  }
 
   /** GET /login/assets/<file>: the page's script and stylesheet (an allowlist, nothing else is read). */
   readonly asset: LiveViewHandler = async (_req, res, url) => {
@@ -118,7 +124,7 @@ export class LiveViewEndpoint {
       const sameHost = origin !== undefined && host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
       if (!origin || !(allowed.has(origin) || sameHost)) return reject(socket, 403);
       const sid = new URL(req.url ?? "/", "http://x").searchParams.get("s");
-      const cookie = readCookie(req);
+      const cookie = readViewerCookie(req);
       if (!sid || !cookie || cookie.sessionId !== sid) return reject(socket, 401);
       const session = await this.logins.viewerMatches(sid, cookie.secret);
       if (!session) return reject(socket, 401);
@@ -194,6 +200,7 @@ export class LiveViewEndpoint {
   }
 }
 
-function reject(socket: Duplex, status: number): void {
-  socket.end(`HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : status === 401 ? "Unauthorized" : "Error"}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+/** Refuses an upgrade with `status` and closes the socket. */
+export function reject(socket: Duplex, status: number): void {
+  socket.end(`HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : status === 401 ? "Unauthorized" : status === 503 ? "Service Unavailable" : "Error"}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

@@ -10,7 +10,8 @@ import type { Store } from "../store/store.js";
 import type { KeyRing } from "../vault/keyring.js";
 import { FlowOutcomes } from "./flow-outcome.js";
 import { FlowRegistry, needsBrowser, type ClaimRefusal, type Flow, type Viewer } from "./flow-registry.js";
-import { LoginLinks, type MintRequest, type OpenRefusal } from "./links.js";
+import { isTokenShaped, LoginLinks, secretHash, type MintRequest, type OpenRefusal } from "./links.js";
+import type { HolderRecord } from "./replica/replica.js";
 import type { DeviceGrantFactory, LoginBrowserFactory, LoginNotifier, OAuthFlowFactory } from "./ports.js";
 import type { ClientMessage, ServerMessage } from "./protocol.js";
 import { CookieStrategy } from "./strategies/cookie.js";
@@ -48,6 +49,8 @@ export interface LoginDeps {
   readonly oauth?: OAuthFlowFactory;
   /** Device authorization grants (RFC 8628) for `device` services. */
   readonly device?: DeviceGrantFactory;
+  /** Records this replica as the holder of the flows it opens (replicas on PostgreSQL). */
+  readonly holding?: HolderRecord;
   readonly settings: LoginSettings;
 }
 
@@ -75,7 +78,7 @@ export class LoginService {
         onAbandoned: (f) => void this.outcomes.end(f, "expired", "Nobody was watching this login, so it was stopped. Ask for a new link with /connect.", "abandoned"),
       },
     });
-    this.links = new LoginLinks({ store: deps.store, keys: deps.keys, registry: deps.registry, clock: deps.clock, flows: this.flows, settings });
+    this.links = new LoginLinks({ store: deps.store, keys: deps.keys, registry: deps.registry, clock: deps.clock, flows: this.flows, settings, ...(deps.holding ? { holding: deps.holding } : {}) });
     this.outcomes = new FlowOutcomes({ store: deps.store, lifecycle: deps.lifecycle, clock: deps.clock, log: deps.log, flows: this.flows, ...(deps.notifier ? { notifier: deps.notifier } : {}) });
     const control: FlowControl = {
       startBrowser: (f, url, viewport, intercept) => this.startBrowser(f, url, viewport, intercept),
@@ -116,6 +119,21 @@ export class LoginService {
   /** The open session `id`, if `viewerSecret` is the one that opened it. */
   viewerMatches(id: string, viewerSecret: string | undefined): Promise<LoginSession | undefined> {
     return this.links.viewerMatches(id, viewerSecret);
+  }
+
+  /** The session a link token names (any status), without opening it; undefined for an unknown token. */
+  async sessionOfToken(token: string): Promise<LoginSession | undefined> {
+    return isTokenShaped(token) ? this.deps.store.loginSessions.getByTokenHash(secretHash(this.deps.keys, token)) : undefined;
+  }
+
+  /** The login session `id` (any status). */
+  sessionOf(id: string): Promise<LoginSession | undefined> {
+    return this.deps.store.loginSessions.get(id);
+  }
+
+  /** Runs the opened flow of `session` on this replica (see LoginLinks.resume): a flow taken over from a stopped replica. */
+  resume(session: LoginSession): "running" | "full" | "invalid" {
+    return this.links.resume(session);
   }
 
   /** Makes a socket the flow's one viewer; refused while another socket is live or when the flow is not running. */

@@ -99,6 +99,19 @@ describe("loadConfig", () => {
   });
 });
 
+describe("SLAUDE_REPLICA_URL", () => {
+  it("is unset by default, kept as a bare origin, and refused with a path, credentials, a query or another scheme", () => {
+    expect(loadConfig({}).replicaUrl).toBeUndefined();
+    expect(loadConfig({ SLAUDE_REPLICA_URL: "http://10.0.0.5:8080/" }).replicaUrl).toBe("http://10.0.0.5:8080");
+    expect(loadConfig({ SLAUDE_REPLICA_URL: "https://replica-2.internal" }).replicaUrl).toBe("https://replica-2.internal");
+    for (const bad of ["http://10.9.9.9:8080/login", "http://user:pw@10.9.9.9:8080", "http://10.9.9.9:8080?x=1", "ftp://10.9.9.9", "10.9.9.9:8080", "http://10.9.9.9#a"]) {
+      const err = configError(() => loadConfig({ SLAUDE_REPLICA_URL: bad }));
+      expect(err.message, bad).toContain("SLAUDE_REPLICA_URL");
+      expect(err.message, bad).not.toContain(bad);
+    }
+  });
+});
+
 describe("partial Slack configuration", () => {
   it("names the missing variable instead of silently running without Slack", async () => {
     const { loadConfig } = await import("../../src/config/env.js");

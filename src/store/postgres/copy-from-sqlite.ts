@@ -31,6 +31,12 @@ const NOT_DATA = new Set(["schema_migrations", "sqlite_sequence"]);
 
 const BATCH = 500;
 
+/**
+ * Columns only PostgreSQL has, about replicas (SQLite is one process): not copied, left NULL.
+ * `login_sessions.holder_url` (0007): a copied flow is held by no replica; its viewer's next load opens it where it lands.
+ */
+const PG_ONLY_COLUMNS: Readonly<Record<string, readonly string[]>> = { login_sessions: ["holder_url"] };
+
 /** Rows per table in the source and the target after the copy. */
 export interface CopyReport {
   readonly tables: readonly { readonly name: string; readonly source: number; readonly target: number }[];
@@ -47,7 +53,8 @@ async function pgColumns(q: Sql, table: string): Promise<string[]> {
 }
 
 async function copyTable(q: Sql, src: Db, table: string, identity: string | undefined, orderOnly: string | undefined): Promise<void> {
-  const columns = (await pgColumns(q, table)).filter((c) => c !== orderOnly);
+  const pgOnly = PG_ONLY_COLUMNS[table] ?? [];
+  const columns = (await pgColumns(q, table)).filter((c) => c !== orderOnly && !pgOnly.includes(c));
   const sqliteColumns = new Set((src.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((r) => r.name));
   const missing = columns.filter((c) => !sqliteColumns.has(c));
   const extra = [...sqliteColumns].filter((c) => !columns.includes(c));

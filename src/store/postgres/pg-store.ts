@@ -7,6 +7,7 @@ import { PgGrantRepo } from "./grants-repo.js";
 import { PgLocks } from "./locks-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
 import { PgMcpSessionRepo } from "./mcp-sessions-repo.js";
+import { PgLoginHolders } from "./login-holders-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgResultRepo } from "./results-repo.js";
@@ -32,6 +33,8 @@ export class PostgresStore implements Store {
   readonly mcpSessions: PgMcpSessionRepo;
   /** Replica-wide locks: which replica leads each periodic job, and one OAuth refresh per connection. */
   readonly locks: PgLocks;
+  /** Which replica holds each login flow (PostgreSQL only: src/login/replica/holders.ts). */
+  readonly loginHolders: PgLoginHolders;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -46,6 +49,7 @@ export class PostgresStore implements Store {
     this.turns = new PgTurnStore(db);
     this.mcpSessions = new PgMcpSessionRepo(db);
     this.locks = new PgLocks(db);
+    this.loginHolders = new PgLoginHolders(db);
   }
 
   async ping(): Promise<boolean> {
