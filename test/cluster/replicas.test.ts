@@ -136,8 +136,11 @@ describe("three replicas on one PostgreSQL behind a round-robin balancer", () =>
     }
     const revoked = await runBin(["connections", "revoke", conn.id, "--reason", "replica test"], c.set.cliEnv);
     expect(revoked.code, revoked.stderr).toBe(0);
-    // The issue asks for "within a second"; the bound here only absorbs a loaded machine.
-    expect(await waitFor(() => c.set.replicas.every((rep) => vendorsUnder(rep.dataDir, conn.token).length === 0), 15_000, 50)).toBe(true);
+    // The issue asks for "within a second". 5 s absorbs a loaded machine, yet stays well under the
+    // 15 s reconcile poll each replica runs anyway: that poll alone would need all three replicas'
+    // timers to fire inside the window (about 1 chance in 27), so only a signal passes reliably.
+    const gone = await waitFor(() => c.set.replicas.every((rep) => vendorsUnder(rep.dataDir, conn.token).length === 0), 5_000, 20);
+    expect(gone, `vendors left: ${c.set.replicas.map((rep) => vendorsUnder(rep.dataDir, conn.token).length).join("/")}`).toBe(true);
     for (const [i, s] of direct.entries()) {
       const r = await mcpCall(s, { tool: "echo", args: { text: "after revoke" }, on_behalf_of: owner });
       expect(r.structured.status, `replica ${i}`).not.toBe("ok");
