@@ -116,7 +116,6 @@ describe("kill -9 of one replica under load", () => {
     // Load until every session has calls answered and the victim runs vendors, then SIGKILL it.
     const warmed = await waitFor(() => loaders.every((l) => l.okBefore >= 5) && vendorsUnder(victim.dataDir).length > 0, 60_000, 50);
     expect(warmed, `loaders answered: ${loaders.map((l) => l.okBefore).join(",")}`).toBe(true);
-    const oldPid = victim.pid;
     killed = true;
     const exit = await victim.kill("SIGKILL");
     expect(exit.signal).toBe("SIGKILL");
@@ -139,7 +138,6 @@ describe("kill -9 of one replica under load", () => {
     // The SIGTERM-deaf vendors outlived the dead replica; its restart kills them from its ledger.
     const survivors = vendorsUnder(victim.dataDir);
     expect(survivors.length).toBeGreaterThan(0);
-    expect(survivors.some((p) => descendsFrom(p, oldPid))).toBe(false);
     await victim.restart();
     expect(await waitDead(survivors, 10_000)).toEqual([]);
     expect(vendorsUnder(victim.dataDir).filter((p) => !descendsFrom(p, victim.pid))).toEqual([]);

@@ -76,7 +76,8 @@ describe("three replicas on one PostgreSQL behind a round-robin balancer", () =>
     }
     expect(sessionIdOf(client)).toBe(sid);
     expect(backendsOf(sid)).toEqual(new Set([0, 1, 2]));
-    const headers = { Authorization: `Bearer ${c.set.hostToken}`, "mcp-session-id": sid!, "mcp-protocol-version": "2025-06-18" };
+    const version = (client.transport as StreamableHTTPClientTransport).protocolVersion ?? "2025-06-18";
+    const headers = { Authorization: `Bearer ${c.set.hostToken}`, "mcp-session-id": sid!, "mcp-protocol-version": version };
     const post = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     for (const r of c.set.replicas) {
       // Another thread on the same session id: refused on every replica, not only the first.
