@@ -21,6 +21,7 @@ import { cold } from "./sections/cold.js";
 import { hygiene } from "./sections/hygiene.js";
 import { bare, brokerCaller, direct, latency, mcpProxy } from "./sections/latency.js";
 import { overload } from "./sections/overload.js";
+import { replicaBench } from "./sections/replicas.js";
 import { scale } from "./sections/scale.js";
 import { bareCallers, brokerCallers, throughput } from "./sections/throughput.js";
 import { usersWithThreads } from "./sections/users.js";
@@ -176,6 +177,18 @@ try {
   figures.overload = ov;
   say();
   say(`overload: 16 busy connections, pool cap 4, ${ov.calls} calls of 20 ms: ${ov.spawns} spawns (${ov.spawnsPerCall.toFixed(2)} per call), p50 ${ov.p50.toFixed(0)} ms, p99 ${ov.p99.toFixed(0)} ms, errors ${ov.errors}`);
+
+  progress("replicas: SQLite vs PostgreSQL, 1 vs 3 replicas");
+  const rp = await replicaBench(fake, path.join(tmp, "replicas"), signingSecret, "C0REPLICAS", quick ? { rounds: 3, n: 30, warmup: 10, tpRounds: 2, workers: 6, perWorker: 15, users: 6 } : { rounds: 8, n: 200, warmup: 50, tpRounds: 4, workers: 12, perWorker: 80, users: 12 });
+  figures.replicas = rp;
+  say();
+  say(`warm mcp_call, SQLite vs PostgreSQL (each broker its own process; ${rp.warm.ratio.n} rotated rounds; p50 ms)`);
+  say(`  SQLite ${showSpread(rp.warm.sqliteP50, "", 3)}   PostgreSQL ${showSpread(rp.warm.postgresP50, "", 3)}   PostgreSQL ÷ SQLite ${showSpread(rp.warm.ratio)}`);
+  const rt = rp.throughput;
+  say(`throughput on PostgreSQL, 1 vs 3 replicas (a client per replica, directly; ${rt.ratio.n} alternating rounds; errors ${rt.errors})`);
+  say(`  1 replica  ${showSpread(rt.one, " calls/s", 0)}   p99 ${showSpread(rt.p99.one, " ms", 1)}   broker CPU ${showSpread(rt.cpuMsPerCall.one, " ms/call", 3)}`);
+  say(`  3 replicas ${showSpread(rt.three, " calls/s", 0)}   p99 ${showSpread(rt.p99.three, " ms", 1)}   broker CPU ${showSpread(rt.cpuMsPerCall.three, " ms/call", 3)}`);
+  say(`  3 ÷ 1 ${showSpread(rt.ratio)}; per replica CPU per call it served: ${rt.perReplicaCpuMsPerCall.map((x) => x.median.toFixed(3)).join(" / ")} ms (${os.cpus().length} CPUs)`);
 
   const hy = hygiene(5_000_000, quick ? 5 : 20);
   figures.hygiene = hy;

@@ -12,6 +12,8 @@ export interface ProcStat {
   readonly sid: number;
   /** Start time in clock ticks since boot: with the pid, identifies a process across pid reuse. */
   readonly startTicks: number;
+  /** CPU time used so far, user plus system, in clock ticks (the bench's per-call CPU cost). */
+  readonly cpuTicks: number;
 }
 
 /** A process identified across pid reuse: its pid and when it started. */
@@ -26,7 +28,7 @@ export function readStat(pid: number): ProcStat | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the parenthesised command name (which may itself contain spaces or parentheses).
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { state: f[0] ?? "?", ppid: Number(f[1]), pgid: Number(f[2]), sid: Number(f[3]), startTicks: Number(f[19]) };
+    return { state: f[0] ?? "?", ppid: Number(f[1]), pgid: Number(f[2]), sid: Number(f[3]), startTicks: Number(f[19]), cpuTicks: Number(f[11]) + Number(f[12]) };
   } catch {
     return undefined;
   }

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -66,5 +66,20 @@ describe.concurrent("src/proc", () => {
     expect(await waitDead(ours, 10_000)).toEqual([]);
     expect(isAlive(bystander)).toBe(true);
     expect(killProcesses({ envEntries: [`HOME=${home}`] })).toBe(0);
+  });
+
+  it("cpuTicks is the process's user plus system CPU time, in clock ticks (what the bench charges per call)", () => {
+    const tickMs = 1000 / (Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100);
+    const ticks0 = readStat(process.pid)!.cpuTicks;
+    const cpu0 = process.cpuUsage();
+    // Burn CPU time (not wall time): the figure is compared with Node's own CPU accounting.
+    let x = 0;
+    while ((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1000 < 300) x += Math.sqrt(x + 1);
+    const used = process.cpuUsage(cpu0);
+    const usedMs = (used.user + used.system) / 1000;
+    const ticksMs = (readStat(process.pid)!.cpuTicks - ticks0) * tickMs;
+    expect(x).toBeGreaterThan(0);
+    expect(ticksMs).toBeGreaterThanOrEqual(usedMs * 0.5);
+    expect(ticksMs).toBeLessThanOrEqual(usedMs * 1.5 + 50);
   });
 });
