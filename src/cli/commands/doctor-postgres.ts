@@ -5,7 +5,7 @@
 import pg from "pg";
 import type { Config } from "../../config/env.js";
 import { readPgMigrations } from "../../store/postgres/migrator.js";
-import { configuredKeyIds } from "./doctor-runtime.js";
+import { configuredKeyIds, storedKeysFinding } from "./doctor-runtime.js";
 import type { Finding } from "./doctor.js";
 
 /** Where the URL points, without its user and password: host:port/database (sslmode=…). */
@@ -80,11 +80,5 @@ async function checkStoredKeys(client: pg.Client, config: Config): Promise<Findi
   }
   const sealed = (await client.query<{ k: string; n: number }>("SELECT key_id AS k, count(*)::int AS n FROM connections WHERE key_id IS NOT NULL GROUP BY key_id ORDER BY key_id")).rows;
   const lost = sealed.filter((r) => !have.has(r.k)).map((r) => `${r.n} under key ${r.k}`);
-  if (!lost.length) return { check: "stored credentials", level: "ok", message: "every stored credential is sealed under a configured key" };
-  return {
-    check: "stored credentials",
-    level: "error",
-    message: `credentials sealed under a key that is not configured: ${lost.join(", ")}; serve refuses to start`,
-    fix: "put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS (then `slaude-connect keys rotate`); if it is lost, revoke those connections (`connections list --json` shows keyId)",
-  };
+  return storedKeysFinding(lost);
 }

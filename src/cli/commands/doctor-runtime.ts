@@ -47,6 +47,11 @@ export function checkKeyIds(config: Config): Finding {
   } catch (e) {
     return { check: "stored credentials", level: "error", message: (e as Error).message };
   }
+  return storedKeysFinding(lost);
+}
+
+/** The finding for credentials no configured key opens ("n under key k" each), for either store. */
+export function storedKeysFinding(lost: readonly string[]): Finding {
   if (!lost.length) return { check: "stored credentials", level: "ok", message: "every stored credential is sealed under a configured key" };
   return {
     check: "stored credentials",
