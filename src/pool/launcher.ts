@@ -200,7 +200,14 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     if (b) throw new PoolError("backoff", `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`, { retryAt: b.retryAt, detail: b.lastError });
     let session: RemoteSession;
     try {
-      session = await connectRemote({ url: new URL(t.url), protocol: t.protocol, headers: { [header.name]: header.value }, initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000 });
+      const target = { url: new URL(t.url), protocol: t.protocol, headers: { [header.name]: header.value }, initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000 };
+      session = await connectRemote(target).catch((first: unknown) => {
+        // A vendor restarted on the same port leaves a kept-alive socket that fails the next request
+        // ("other side closed"): one fresh connect before counting a failure. Only the handshake is
+        // repeated, never a tool call; an HTTP answer (401, 404, 503…) is final.
+        if (httpStatusOf(first) !== undefined) throw first;
+        return connectRemote(target);
+      });
     } catch (cause) {
       const status = httpStatusOf(cause);
       const lastError = failureClass(cause);
