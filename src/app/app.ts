@@ -8,7 +8,7 @@ import { PostgresStore } from "../store/postgres/pg-store.js";
 import { createLogger } from "../log/logger.js";
 import path from "node:path";
 import { buildBroker } from "./broker-factory.js";
-import { clusterSignalsFor, startClusterSignals } from "./cluster.js";
+import { clusterSignalsFor, relayCancellations, startClusterSignals } from "./cluster.js";
 import { CachedMembership } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
@@ -214,6 +214,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   });
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
   const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
+  relayCancellations(signals, mcp);
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = mountLoginRoutes(http, logins, config, clock, log, loginReplica);
 

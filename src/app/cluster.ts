@@ -7,6 +7,7 @@ import type { Logger } from "../log/logger.js";
 import type { MembershipInvalidation } from "../slack/handlers.js";
 import { PostgresStore } from "../store/postgres/pg-store.js";
 import { PgClusterSignals } from "../store/postgres/signals-repo.js";
+import type { McpEndpoint } from "../server/mcp-endpoint.js";
 import type { Store } from "../store/store.js";
 
 // The composition root's half for signals between replicas: which adapter, and which consumer
@@ -57,4 +58,14 @@ export async function startClusterSignals(signals: ClusterSignals, c: ClusterCon
       },
     },
   };
+}
+
+/**
+ * Cancellations across replicas: a client's `notifications/cancelled` may reach a replica other than
+ * the one running the request it names (round robin); it is announced, and the replica holding the
+ * session delivers it to its own transport. A lost signal leaves the call to its deadline, as before.
+ */
+export function relayCancellations(signals: ClusterSignals, mcp: Pick<McpEndpoint, "onCancelled" | "cancelFromElsewhere">): void {
+  mcp.onCancelled = (sessionId, requestId) => void signals.publish("call_cancelled", { sessionId, requestId });
+  signals.subscribe("call_cancelled", async ({ sessionId, requestId }) => void (await mcp.cancelFromElsewhere(sessionId, requestId)));
 }

@@ -17,6 +17,8 @@ export const SIGNAL_PAYLOADS = {
   connection_ended: z.object({ connectionId: id }).strict(),
   /** A channel's membership changed: every replica forgets its cached roster of that channel. */
   membership_changed: z.object({ teamId: slackId, channelId: slackId.min(1) }).strict(),
+  /** A client cancelled a request of an MCP session: the replica running it aborts it (the session check stays local). */
+  call_cancelled: z.object({ sessionId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/), requestId: z.union([z.string().max(128), z.number().int().safe()]) }).strict(),
 } as const;
 
 /** The topics a signal can have. */
@@ -53,6 +55,7 @@ const envelope = z.discriminatedUnion("topic", [
   z.object({ topic: z.literal("approval_decided"), payload: SIGNAL_PAYLOADS.approval_decided }).strict(),
   z.object({ topic: z.literal("connection_ended"), payload: SIGNAL_PAYLOADS.connection_ended }).strict(),
   z.object({ topic: z.literal("membership_changed"), payload: SIGNAL_PAYLOADS.membership_changed }).strict(),
+  z.object({ topic: z.literal("call_cancelled"), payload: SIGNAL_PAYLOADS.call_cancelled }).strict(),
 ]);
 
 /** A decoded, validated signal. */

@@ -47,6 +47,16 @@ function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerRespons
 const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
 const tooMany = (max: number) => ({ jsonrpc: "2.0", error: { code: -32000, message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later` }, id: null });
 
+/** The request ids of the `notifications/cancelled` messages in a POST body (one message or a batch). */
+function cancelledIds(body: unknown): (string | number)[] {
+  const ids: (string | number)[] = [];
+  for (const m of Array.isArray(body) ? body : [body]) {
+    const id = (m as { method?: unknown; params?: { requestId?: unknown } } | null)?.method === "notifications/cancelled" ? (m as { params?: { requestId?: unknown } }).params?.requestId : undefined;
+    if (typeof id === "string" || typeof id === "number") ids.push(id);
+  }
+  return ids;
+}
+
 /**
  * The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens.
  * With shared session records (PostgreSQL) any replica serves any live session (McpSessionHost).
@@ -65,6 +75,7 @@ export class McpEndpoint {
     records: SessionRecords = new MemorySessionRecords(limits.maxSessions),
   ) {
     this.host = new McpSessionHost(broker, records, limits, clock, log);
+    this.sharedRecords = records.shared;
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
     this.sweeper = new PeriodicJob({
       name: "mcp session sweep",
@@ -77,6 +88,26 @@ export class McpEndpoint {
       clock,
     });
     this.sweeper.start();
+  }
+
+  /**
+   * Where a client's `notifications/cancelled` is announced when other replicas serve the same
+   * sessions: the request it names may be running on another one (set by src/app; unset alone).
+   */
+  onCancelled: ((sessionId: string, requestId: string | number) => void) | undefined;
+  private readonly sharedRecords: boolean;
+
+  /**
+   * Delivers a cancellation announced by another replica to the session's transport here, if this
+   * replica holds it: the SDK aborts the request when it runs here and ignores it otherwise.
+   */
+  async cancelFromElsewhere(sessionId: string, requestId: string | number): Promise<boolean> {
+    const s = this.host.table.get(sessionId);
+    if (!s || s.closed) return false;
+    const note = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "cancelled by the client through another replica" } };
+    const req = new Request("http://replica.invalid/mcp", { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId }, body: JSON.stringify(note) });
+    const answer = await s.transport.handleRequest(req, { parsedBody: note });
+    return answer.status === 202;
   }
 
   /** Sessions whose transport this process holds. */
@@ -130,6 +161,7 @@ export class McpEndpoint {
       }
       const s = found.session;
       await this.host.noteUse(found.record);
+      if (this.sharedRecords && this.onCancelled) for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
       await sendWebResponse(res, await s.transport.handleRequest(toWebRequest(req), { parsedBody: body }));
       return;

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -44,12 +44,12 @@ afterAll(async () => {
 });
 
 /** One replica on `url`: its own data directory and port; the key, host token and registry are shared. */
-async function replica(url: string, extra: Record<string, string> = {}, clock?: ManualClock): Promise<RunningApp> {
+async function replica(url: string, extra: Record<string, string> = {}, clock?: ManualClock, vendorEnv: Record<string, string> = {}): Promise<RunningApp> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-"));
   dirs.push(dir);
   const log = memoryLogger("debug");
   const config = testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY, ...extra });
-  const app = await startApp({ config, log, ...(clock ? { clock } : {}), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+  const app = await startApp({ config, log, ...(clock ? { clock } : {}), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(vendorEnv), "x") });
   apps.push(app);
   logs.set(app, log);
   return app;
@@ -266,5 +266,45 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     expect(rebuilds(a)).toBe(1);
     expect((await raw(a, second, { body: LIST })).status).toBe(200);
     expect(a.mcp.sessionCount).toBe(1);
+  });
+
+  it("a client's cancel that lands on B aborts the call running on A: the vendor is told at once", async () => {
+    const url = await cluster.createDatabase();
+    const events = path.join(mkdtempSync(path.join(os.tmpdir(), "slaude-cancel-")), "vendor-events.log");
+    dirs.push(path.dirname(events));
+    const a = await replica(url, {}, undefined, { VENDOR_EVENT_LOG: events });
+    const b = await replica(url, {}, undefined, { VENDOR_EVENT_LOG: events });
+    await a.lifecycle.create({
+      teamId: THREAD.teamId,
+      ownerUserId: ALICE,
+      service: "vendor",
+      scope: "thread",
+      channelId: THREAD.channelId,
+      threadTs: THREAD.threadTs,
+      credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } },
+      createdBy: ALICE,
+    });
+    await reportTurn(a);
+    // The host's client talks to A, but its cancellation POST goes to B, as a round-robin balancer sends it.
+    let cancelsToB = 0;
+    const viaBalancer: typeof fetch = (input, init) => {
+      if (typeof init?.body === "string" && init.body.includes('"notifications/cancelled"')) {
+        cancelsToB++;
+        return fetch(`${b.url}/mcp`, init);
+      }
+      return fetch(input, init);
+    };
+    const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), { fetch: viaBalancer, requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+    const client = new Client({ name: "replica-host", version: "1" });
+    await client.connect(transport);
+    clients.push(client);
+    // A 20 s vendor call on A, cancelled by the user once its first progress shows the vendor is at work.
+    const ac = new AbortController();
+    const slow = { service: "vendor", tool: "slow", args: { steps: 200, delayMs: 100 }, on_behalf_of: ALICE };
+    const call = client.callTool({ name: "mcp_call", arguments: slow }, undefined, { signal: ac.signal, onprogress: () => ac.abort("the user gave up"), timeout: 60_000 });
+    await expect(call).rejects.toThrow();
+    expect(cancelsToB).toBe(1);
+    const lines = () => (existsSync(events) ? readFileSync(events, "utf8").split("\n") : []);
+    await vi.waitFor(() => expect(lines().some((l) => /^cancelled \d+$/.test(l))).toBe(true), { timeout: 10_000, interval: 50 });
   });
 });
