@@ -8,6 +8,7 @@ import type { Approval } from "../store/records.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
 import type { ApprovalCard } from "./card.js";
+import { approvalAudit } from "./audit-row.js";
 import type { ApprovalChannel, ApprovalOutcome } from "./channel.js";
 
 /** What a borrower's waiting call learns. `unavailable`: the owner could not be asked at all. */
@@ -82,7 +83,7 @@ export class ApprovalService {
       cardChannel: null,
       cardTs: null,
     };
-    await this.deps.store.approvals.create(approval, [this.auditOf(approval, "approval_requested", null, now)]);
+    await this.deps.store.approvals.create(approval, [approvalAudit(approval, "approval_requested", null, now)]);
     const decided = new Promise<Approval | "timeout" | "cancelled" | "interrupted">((resolve) => {
       // Armed on the injected clock for the approval's own expiry: tests advance time to expire it.
       const timer = this.deps.clock.setTimeout(() => finish("timeout"), approval.expiresAt - this.deps.clock.now());
@@ -123,7 +124,7 @@ export class ApprovalService {
 
   private async expire(approval: Approval): Promise<void> {
     const now = this.deps.clock.now();
-    if (await this.deps.store.approvals.expire(approval.id, now, [this.auditOf(approval, "approval_decided", "expired", now)])) {
+    if (await this.deps.store.approvals.expire(approval.id, now, [approvalAudit(approval, "approval_decided", "expired", now)])) {
       this.deps.metrics?.approvalDecided("expired", (now - approval.createdAt) / 1000);
       await this.safeSettled({ ...approval, status: "expired" }, "expired");
     }
@@ -151,13 +152,13 @@ export class ApprovalService {
     const card = this.cards.get(a.id);
     if (card && decision !== "denied" && !card.decisions.includes(decision) && clicker === a.ownerUserId && a.status === "pending") {
       // Defence in depth: the card showed no such button (its arguments could not all be shown exactly).
-      await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", "not_offered", now, clicker)]);
+      await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "not_offered", now, clicker)]);
       return "not_offered";
     }
     const { connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service } = a;
     const grant = decision === "allowed_thread" ? { id: newId("grant"), connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service, createdAt: now } : undefined;
-    const audit = [this.auditOf(a, "approval_decided", decision, now, clicker)];
-    if (grant) audit.push({ ...this.auditOf(a, "grant_created", "allowed_thread", now, clicker) });
+    const audit = [approvalAudit(a, "approval_decided", decision, now, clicker)];
+    if (grant) audit.push({ ...approvalAudit(a, "grant_created", "allowed_thread", now, clicker) });
     this.decidingHere.set(approvalId, (this.decidingHere.get(approvalId) ?? 0) + 1);
     let applied: boolean;
     try {
@@ -170,7 +171,7 @@ export class ApprovalService {
       // Read again: a click racing this one (another replica, a double click) may have decided it meanwhile.
       const b = (await this.deps.store.approvals.get(approvalId)) ?? a;
       const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : b.status === "expired" || b.expiresAt <= now ? "expired" : b.status !== "pending" ? "already_decided" : "expired";
-      await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", why, now, clicker)]);
+      await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", why, now, clicker)]);
       // The winning click may have landed on another replica while this one ran: its signal was skipped here.
       await this.collectDecisions(approvalId);
       return why;
@@ -223,7 +224,7 @@ export class ApprovalService {
   private async refuseUnoffered(a: Approval): Promise<void> {
     const now = this.deps.clock.now();
     const by = a.decidedBy ?? a.ownerUserId;
-    await this.deps.store.audit.append([this.auditOf(a, "approval_rejected_click", "not_offered", now, by)]);
+    await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "not_offered", now, by)]);
     if (a.status !== "allowed_thread") return;
     const grant = await this.deps.store.grants.findLive(a.connectionId, a.borrowerUserId, { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs });
     if (grant) {
@@ -246,7 +247,7 @@ export class ApprovalService {
   /** Consumes an allowed approval for exactly `argsHash`: true once, false ever after. */
   async consume(approval: Approval, argsHash: string): Promise<boolean> {
     const now = this.deps.clock.now();
-    return this.deps.store.approvals.consume(approval.id, argsHash, now, [this.auditOf(approval, "approval_decided", "consumed", now)]);
+    return this.deps.store.approvals.consume(approval.id, argsHash, now, [approvalAudit(approval, "approval_decided", "consumed", now)]);
   }
 
   /**
@@ -283,23 +284,5 @@ export class ApprovalService {
     const expired = await this.deps.store.approvals.expirePending(this.deps.clock.now(), true);
     for (const a of expired) await this.safeSettled(a, "expired");
     return expired.length;
-  }
-
-  private auditOf(a: Approval, event: "approval_requested" | "approval_decided" | "approval_rejected_click" | "grant_created", decision: string | null, at: number, approver?: string) {
-    return {
-      at,
-      event,
-      teamId: a.teamId,
-      channelId: a.channelId,
-      threadTs: a.threadTs,
-      callerUserId: a.borrowerUserId,
-      ownerUserId: a.ownerUserId,
-      connectionId: a.connectionId,
-      service: a.service,
-      tool: a.tool,
-      argsHash: a.argsHash,
-      decision,
-      approverUserId: approver ?? null,
-    };
   }
 }

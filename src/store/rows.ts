@@ -1,6 +1,6 @@
 // The rows both store adapters read back and how each becomes a record: the SQLite and the
 // PostgreSQL schemas name and type these columns alike, so one mapping serves both.
-import type { AuditRecord } from "../audit/event.js";
+import type { AuditEvent, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
 import type { Approval, Connection, Grant, LoginSession } from "./records.js";
 import type { StoredResultMeta } from "./result-repo.js";
@@ -47,6 +47,25 @@ export function toApproval(r: ApprovalRow): Approval {
     decidedBy: r.decided_by,
     cardChannel: r.card_channel,
     cardTs: r.card_ts,
+  };
+}
+
+/** The audit row of a pending approval expired by the store (at start-up, or by the reaper). */
+export function approvalExpiredAudit(r: ApprovalRow, now: number, actor: "startup" | "reaper"): AuditEvent {
+  return {
+    at: now,
+    event: "approval_decided",
+    decision: "expired",
+    teamId: r.team_id,
+    channelId: r.channel_id,
+    threadTs: r.thread_ts,
+    callerUserId: r.borrower_user_id,
+    ownerUserId: r.owner_user_id,
+    connectionId: r.connection_id,
+    service: r.service,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    actor,
   };
 }
 

@@ -4,7 +4,7 @@ import type { ApprovalRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import { insertGrantInTx } from "./grants-repo.js";
 import type { PgDb } from "./pg-db.js";
-import { toApproval, type ApprovalRow } from "../rows.js";
+import { approvalExpiredAudit, toApproval, type ApprovalRow } from "../rows.js";
 
 /**
  * PostgreSQL approvals repository. Every transition is one conditional UPDATE: under READ COMMITTED
@@ -70,24 +70,7 @@ export class PgApprovalRepo implements ApprovalRepo {
           [now],
         )
       ).rows.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
-      await writeAudit(
-        q,
-        rows.map((r) => ({
-          at: now,
-          event: "approval_decided" as const,
-          decision: "expired",
-          teamId: r.team_id,
-          channelId: r.channel_id,
-          threadTs: r.thread_ts,
-          callerUserId: r.borrower_user_id,
-          ownerUserId: r.owner_user_id,
-          connectionId: r.connection_id,
-          service: r.service,
-          tool: r.tool,
-          argsHash: r.args_hash,
-          actor: all ? "startup" : "reaper",
-        })),
-      );
+      await writeAudit(q, rows.map((r) => approvalExpiredAudit(r, now, all ? "startup" : "reaper")));
       return rows.map(toApproval);
     });
   }

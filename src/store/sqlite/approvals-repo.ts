@@ -4,7 +4,7 @@ import type { ApprovalRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 import { insertGrantInTx } from "./grants-repo.js";
-import { toApproval, type ApprovalRow } from "../rows.js";
+import { approvalExpiredAudit, toApproval, type ApprovalRow } from "../rows.js";
 
 /** SQLite approvals repository: every transition is a conditional UPDATE that applies at most once. */
 export class SqliteApprovalRepo implements ApprovalRepo {
@@ -74,23 +74,7 @@ export class SqliteApprovalRepo implements ApprovalRepo {
       const upd = this.db.prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'");
       for (const r of rows) {
         upd.run(now, r.id);
-        this.audit([
-          {
-            at: now,
-            event: "approval_decided",
-            decision: "expired",
-            teamId: r.team_id,
-            channelId: r.channel_id,
-            threadTs: r.thread_ts,
-            callerUserId: r.borrower_user_id,
-            ownerUserId: r.owner_user_id,
-            connectionId: r.connection_id,
-            service: r.service,
-            tool: r.tool,
-            argsHash: r.args_hash,
-            actor: all ? "startup" : "reaper",
-          },
-        ]);
+        this.audit([approvalExpiredAudit(r, now, all ? "startup" : "reaper")]);
       }
       return rows.map((r) => toApproval({ ...r, status: "expired", decided_at: now }));
     }, this.wait);
