@@ -16,7 +16,7 @@ import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { BIN } from "../cli/run.js";
 import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
-import { cmdlineOf, descendsFrom, envOf, isAlive, processesReferencing, waitDead } from "../support/proc.js";
+import { cmdlineOf, descendsFrom, envOf, isAlive, processState, processesReferencing, waitDead, waitFor } from "../support/proc.js";
 
 const ALICE = "UALICE01";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -131,6 +131,24 @@ function loginBrowserProcesses(serverPid: number): number[] {
   return [...new Set([...tree, ...(homes.length ? processesReferencing(homes) : [])])].sort((a, b) => a - b);
 }
 
+/**
+ * SIGSTOPs every process of the login browsers and returns the stopped ones. Chromium starts and ends
+ * helper processes of its own accord, so one listed a moment earlier may be exiting already: only a
+ * process seen stopped (state T) is sure to outlive the broker. Lists again until no new process appears.
+ */
+async function stopLoginBrowser(serverPid: number): Promise<number[]> {
+  const signalled = new Set<number>();
+  for (let round = 0; round < 10; round++) {
+    const fresh = loginBrowserProcesses(serverPid).filter((pid) => !signalled.has(pid));
+    if (fresh.length === 0) break;
+    signal(fresh, "SIGSTOP");
+    for (const pid of fresh) signalled.add(pid);
+  }
+  const settled = (pid: number) => !isAlive(pid) || processState(pid) === "T";
+  await waitFor(() => [...signalled].every(settled), 5_000);
+  return [...signalled].filter((pid) => isAlive(pid) && processState(pid) === "T").sort((a, b) => a - b);
+}
+
 function signal(pids: readonly number[], sig: NodeJS.Signals): void {
   for (const pid of pids) {
     try {
@@ -186,11 +204,10 @@ describe("login browsers and the broker's life (item 7)", () => {
     await v.opened;
     v.send({ type: "viewport", width: 800, height: 600 });
     await until(() => v.messages.some((m) => m.state === "waiting"), 60_000, "the login browser up", first);
-    const left = loginBrowserProcesses(first.proc.pid!);
-    expect(left.length).toBeGreaterThan(3);
     // A healthy Chromium exits when its pipe to the broker closes; a hung one does not. Stop every
     // process of the browser (it then reads nothing) so it outlives the broker's SIGKILL, as hung ones do.
-    signal(left, "SIGSTOP");
+    const left = await stopLoginBrowser(first.proc.pid!);
+    expect(left.length).toBeGreaterThan(3);
     try {
       first.proc.kill("SIGKILL");
       await first.exited;
