@@ -55,6 +55,8 @@ export interface BrokerSetup {
   readonly dir: string;
   readonly slack: { apiUrl: string; botToken: string; signingSecret: string };
   readonly env?: Record<string, string>;
+  /** Node flags for the broker process only (not the CLI), e.g. --cpu-prof. */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** The environment a broker process (and the CLI on its database) gets. */
@@ -132,9 +134,9 @@ export async function seed(env: Record<string, string>, team: string, rows: read
 }
 
 /** Starts `node bin/slaude-connect.js serve` on a free port and waits for /readyz. */
-export async function startBroker(env: Record<string, string>): Promise<BrokerProc> {
+export async function startBroker(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<BrokerProc> {
   const port = Number(env.PORT);
-  const proc = startProc(process.execPath, [BIN, "serve"], { ...env, NODE_ENV: env.NODE_ENV ?? "development" });
+  const proc = startProc(process.execPath, [...nodeArgs, BIN, "serve"], { ...env, NODE_ENV: env.NODE_ENV ?? "development" });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/healthz`, proc);
   const hostToken = env.SLAUDE_HOST_TOKENS!;
@@ -165,7 +167,7 @@ export async function startBroker(env: Record<string, string>): Promise<BrokerPr
 export async function launchBroker(s: BrokerSetup, prepare?: (env: Record<string, string>) => Promise<void>): Promise<BrokerProc> {
   const env = brokerEnv(s, await freePort());
   await prepare?.(env);
-  return startBroker(env);
+  return startBroker(env, s.nodeArgs);
 }
 
 /** The value of one Prometheus sample (summed over label sets matching `labels`). */

@@ -4,7 +4,7 @@ import type { AuditEvent, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
 import type { Approval, Connection, Grant, LoginSession } from "./records.js";
 import type { StoredResultMeta } from "./result-repo.js";
-import type { CandidateRow, ConnectionMeta } from "./store.js";
+import type { CandidateRow, ConnectionMeta, EndConnection } from "./store.js";
 
 export interface ApprovalRow {
   id: string;
@@ -67,6 +67,12 @@ export function approvalExpiredAudit(r: ApprovalRow, now: number, actor: "startu
     argsHash: r.args_hash,
     actor,
   };
+}
+
+/** How the TTL job ends a live connection whose time is up: status, reason and its audit row. */
+export function ttlExpiry(r: { id: string; team_id: string; owner_user_id: string | null; service: string }, now: number): EndConnection {
+  const audit: AuditEvent = { at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" };
+  return { status: "expired", reason: "ttl", at: now, actor: "reaper", audit: [audit] };
 }
 
 export interface GrantRow {

@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import { toConnection, type ConnectionRow } from "../rows.js";
+import { toConnection, ttlExpiry, type ConnectionRow } from "../rows.js";
 import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
 import { queryPgCandidates } from "./candidates-query.js";
 import { writeAudit } from "./audit-repo.js";
@@ -160,13 +160,7 @@ export class PgConnectionRepo implements ConnectionRepo {
       ).rows;
       const out: Connection[] = [];
       for (const r of due) {
-        const ended = await this.endInTx(q, r.id, {
-          status: "expired",
-          reason: "ttl",
-          at: now,
-          actor: "reaper",
-          audit: [{ at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" }],
-        });
+        const ended = await this.endInTx(q, r.id, ttlExpiry(r, now));
         if (ended) out.push(ended);
       }
       return out;

@@ -1,6 +1,6 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { Connection, NewConnection } from "../records.js";
-import { toConnection, type ConnectionRow } from "../rows.js";
+import { toConnection, ttlExpiry, type ConnectionRow } from "../rows.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
 import { ConnectionMemo } from "./connection-memo.js";
@@ -203,13 +203,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
       const due = this.db.prepare(`SELECT id, team_id, owner_user_id, service FROM connections WHERE ${LIVE} AND expires_at <= ?`).all(now) as ConnectionRow[];
       const out: Connection[] = [];
       for (const r of due) {
-        const ended = this.endInTx(r.id, {
-          status: "expired",
-          reason: "ttl",
-          at: now,
-          actor: "reaper",
-          audit: [{ at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" }],
-        });
+        const ended = this.endInTx(r.id, ttlExpiry(r, now));
         if (ended) out.push(ended);
       }
       return out;

@@ -1,9 +1,7 @@
-import { z } from "zod";
 import type { ToolMetadata } from "../records.js";
+import { toToolMetadata, type ToolMetadataRow } from "../tool-metadata-row.js";
 import type { ToolMetadataRepo } from "../store.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-
-const toolsJson = z.array(z.unknown());
 
 /** SQLite tool metadata cache; the JSON read back is validated like any other edge. */
 export class SqliteToolMetadataRepo implements ToolMetadataRepo {
@@ -12,19 +10,8 @@ export class SqliteToolMetadataRepo implements ToolMetadataRepo {
     private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {}
   async get(teamId: string, service: string): Promise<ToolMetadata | undefined> {
-    const r = this.db.prepare("SELECT * FROM tool_metadata WHERE team_id = ? AND service = ?").get(teamId, service) as
-      | { team_id: string; service: string; content_hash: string; tools_json: string; fetched_at: number }
-      | undefined;
-    if (!r) return undefined;
-    let doc: unknown;
-    try {
-      doc = JSON.parse(r.tools_json);
-    } catch {
-      return undefined;
-    }
-    const parsed = toolsJson.safeParse(doc);
-    if (!parsed.success) return undefined;
-    return { teamId: r.team_id, service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
+    const r = this.db.prepare("SELECT * FROM tool_metadata WHERE team_id = ? AND service = ?").get(teamId, service) as ToolMetadataRow | undefined;
+    return r && toToolMetadata(r);
   }
   async put(m: ToolMetadata): Promise<void> {
     const upsert = this.db.prepare(`INSERT INTO tool_metadata (team_id, service, content_hash, tools_json, fetched_at) VALUES (?, ?, ?, ?, ?)
