@@ -154,7 +154,7 @@ describe("the holder of a login dies", () => {
     expect(opened.status).toBe(200);
     // A replica that holds its liveness lock, at an address nothing answers on.
     const gone = `http://127.0.0.1:${await freePort()}`;
-    const mark = await holders(b).hold(gone);
+    const mark = await holders(b).hold(gone, () => {});
     expect(mark).toBeDefined();
     try {
       expect(await holders(b).takeOver(link.sessionId, new URL(b.url).origin, gone)).toBe(true);

@@ -12,8 +12,11 @@ export interface LoginHolders {
   record(id: string, url: string): Promise<void>;
   /** Moves open session `id` from `from` to `to` if `from` still holds it; false when another replica moved it first. */
   takeOver(id: string, from: string, to: string): Promise<boolean>;
-  /** Holds the liveness mark of the replica at `url` for as long as it runs; undefined when another process holds it. */
-  hold(url: string): Promise<{ release(): Promise<void> } | undefined>;
+  /**
+   * Holds the liveness mark of the replica at `url` for as long as it runs; undefined when another
+   * process holds it. `onLost` runs if the mark is lost without `release()` (its database connection died).
+   */
+  hold(url: string, onLost: (err: Error) => void): Promise<{ release(): Promise<void> } | undefined>;
   /** Whether the replica at `url` is running: its liveness mark is held. */
   alive(url: string): Promise<boolean>;
 }

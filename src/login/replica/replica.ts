@@ -43,16 +43,34 @@ export class LoginReplica implements HolderRecord {
     if (!this.holders.shared) return;
     if (await this.tryMark()) return;
     this.log.warn("another process holds this replica's URL (SLAUDE_REPLICA_URL must differ per replica, or a stopped predecessor's database connection has not closed yet); retrying", { replicaUrl: url });
-    this.retry = this.clock.setInterval(() => void this.tryMark(), MARK_RETRY_MS, { unref: true });
+    this.retryLater();
+  }
+
+  private retryLater(): void {
+    this.retry ??= this.clock.setInterval(() => void this.tryMark(), MARK_RETRY_MS, { unref: true });
   }
 
   private async tryMark(): Promise<boolean> {
     if (this.mark || this.closed || !this.url) return this.mark !== undefined;
-    const mark = await this.holders.hold(this.url).catch((err: unknown) => {
+    let mark: { release(): Promise<void> } | undefined;
+    let lostEarly = false;
+    const lost = (err: Error): void => {
+      if (!mark) {
+        lostEarly = true; // lost before hold() returned it
+        return;
+      }
+      if (this.mark !== mark) return;
+      this.mark = undefined;
+      if (this.closed) return;
+      // Until it is back, other replicas see this one as stopped and take its login flows over.
+      this.log.warn("replica liveness mark lost; taking it again", { replicaUrl: this.url, error: err.message });
+      void this.tryMark().then((ok) => ok || this.retryLater());
+    };
+    mark = await this.holders.hold(this.url, lost).catch((err: unknown) => {
       this.log.warn("replica liveness mark failed", { error: (err as Error).message });
       return undefined;
     });
-    if (!mark) return false;
+    if (!mark || lostEarly) return false;
     if (this.closed) {
       await mark.release();
       return false;

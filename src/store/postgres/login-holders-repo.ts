@@ -8,7 +8,7 @@ export function replicaLockName(url: string): string {
 
 /**
  * PostgreSQL login holders: `login_sessions.holder_url` (migration 0007), moved only by a
- * conditional update, and each replica's liveness as a session advisory lock on its own connection
+ * conditional update, and each replica's liveness as a session advisory lock on its lock session
  * (PostgreSQL drops it when that connection dies, i.e. when the replica dies).
  */
 export class PgLoginHolders implements LoginHolders {
@@ -29,15 +29,11 @@ export class PgLoginHolders implements LoginHolders {
     return res.rowCount === 1;
   }
 
-  hold(url: string): Promise<{ release(): Promise<void> } | undefined> {
-    return this.db.tryHoldLock(replicaLockName(url));
+  hold(url: string, onLost: (err: Error) => void): Promise<{ release(): Promise<void> } | undefined> {
+    return this.db.tryHoldLock(replicaLockName(url), onLost);
   }
 
-  async alive(url: string): Promise<boolean> {
-    // Taking the lock proves nobody holds it: give it back at once, the replica is gone.
-    const lock = await this.db.tryHoldLock(replicaLockName(url));
-    if (!lock) return true;
-    await lock.release();
-    return false;
+  alive(url: string): Promise<boolean> {
+    return this.db.lockHeld(replicaLockName(url));
   }
 }

@@ -1,5 +1,7 @@
 import pg from "pg";
 import { StoreError } from "../errors.js";
+import { LockSession, type SessionLock } from "./lock-session.js";
+import { LOCK_KEY_SQL, mapPgError } from "./pg-common.js";
 
 // The PostgreSQL handle every repository shares: one pool, transactions on one pooled client,
 // advisory locks, and a dedicated (unpooled) connection for LISTEN. Replicas share the database, so
@@ -36,15 +38,7 @@ const types = {
   },
 } as unknown as pg.CustomTypesConfig;
 
-/** A stable 64-bit advisory lock key for a name (PostgreSQL hashes it: one function, every replica agrees). */
-export const LOCK_KEY_SQL = "hashtextextended($1, 0)";
-
-/** Maps driver errors the store gives a meaning to: a lock wait past `lock_timeout` is `busy`. */
-export function mapPgError(err: unknown): unknown {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (code === "55P03") return new StoreError("busy", `database lock wait timed out: ${(err as Error).message}`, { cause: err });
-  return err;
-}
+export { LOCK_KEY_SQL, mapPgError } from "./pg-common.js";
 
 /** The shared pool of one process; `ready` gates every query until migrations have run. */
 export class PgDb implements Sql {
@@ -53,8 +47,8 @@ export class PgDb implements Sql {
   readonly counts = { statements: 0, transactions: 0 };
   private gate: Promise<unknown> = Promise.resolve();
   private closed = false;
-  /** Clients holding a lock from tryHoldLock (one per lock held): closing the store ends them, freeing their locks. */
-  private readonly holders = new Set<pg.Client>();
+  /** The connection holding this process's long-lived locks (tryHoldLock): closing the store ends it, freeing them. */
+  private readonly locks = new LockSession(() => this.clientConfig());
 
   constructor(private readonly opts: PgDbOptions) {
     this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000 });
@@ -146,48 +140,22 @@ export class PgDb implements Sql {
   }
 
   /**
-   * Tries the session advisory lock `name` on a dedicated client; the holder keeps it until `release()`
-   * or its connection dies, when `onLost` runs once (the lock is free for others from then on).
+   * Tries the session advisory lock `name` on this process's lock session (one connection for all
+   * such locks); the holder keeps it until `release()` or until that connection dies, when `onLost`
+   * runs once (the lock is free for others from then on).
    */
-  async tryHoldLock(name: string, onLost: (err: Error) => void = () => {}): Promise<{ release(): Promise<void> } | undefined> {
+  async tryHoldLock(name: string, onLost: (err: Error) => void = () => {}): Promise<SessionLock | undefined> {
     await this.usable();
-    // A server that does not answer must not hold a job's tick for the kernel's connect timeout.
-    const client = new pg.Client({ ...this.clientConfig(), keepAlive: true, connectionTimeoutMillis: 10_000 });
-    let done = false;
-    const lost = (err: Error): void => {
-      if (done) return;
-      done = true;
-      onLost(err);
-    };
-    client.on("error", lost);
-    client.on("end", () => {
-      this.holders.delete(client);
-      lost(new Error("the lock's database connection ended"));
-    });
-    try {
-      await client.connect();
-      // A holder whose machine vanished (no FIN) must not keep the lock for the kernel's 2-hour keepalive:
-      // the server probes this idle session and ends it (freeing the lock) within about 25 s.
-      await client.query("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3");
-      const got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_KEY_SQL}) AS ok`, [name])).rows[0]?.ok === true;
-      if (got && !this.closed) {
-        this.holders.add(client);
-        return {
-          release: () => {
-            done = true;
-            this.holders.delete(client);
-            return client.end();
-          },
-        };
-      }
-    } catch (err) {
-      done = true;
-      await client.end().catch(() => {});
-      throw mapPgError(err);
-    }
-    done = true;
-    await client.end();
-    return undefined;
+    return this.locks.tryHold(name, onLost);
+  }
+
+  /** Whether some session holds the advisory lock `name` (asked on a pooled connection: one statement, nothing kept). */
+  async lockHeld(name: string): Promise<boolean> {
+    const r = await this.query<{ held: boolean }>(
+      `SELECT CASE WHEN pg_try_advisory_lock(${LOCK_KEY_SQL}) THEN NOT pg_advisory_unlock(${LOCK_KEY_SQL}) ELSE true END AS held`,
+      [name],
+    );
+    return r.rows[0]?.held === true;
   }
 
   /** Sends a NOTIFY on `channel` (delivered when the surrounding transaction, if any, commits). */
@@ -235,8 +203,7 @@ export class PgDb implements Sql {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled([...this.holders].map((c) => c.end()));
-    this.holders.clear();
+    await this.locks.close();
     await this.pool.end();
   }
 }

@@ -150,6 +150,36 @@ describe("PostgreSQL connection", () => {
     await next!.release();
   });
 
+  it("a process's held locks share one connection, and failed tries open none; losing it loses them all, once each", async () => {
+    const a = await freshDb();
+    const b = await freshDb();
+    const lost: string[] = [];
+    const names = ["job:ttl", "job:results", "job:turns", "replica:http://a"];
+    for (const n of names) expect(await a.tryHoldLock(n, () => lost.push(n))).toBeDefined();
+    expect(await a.tryHoldLock("job:ttl")).toBeUndefined(); // held here: not re-entrant
+    const holders = async () =>
+      (await cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map((r) => Number(r.pid));
+    const aPids = await holders();
+    expect(aPids).toHaveLength(1);
+    // A replica that leads nothing asks every lock each tick: that costs statements, not connections.
+    await b.tryHoldLock("job:warmup").then((l) => l?.release());
+    const backends = async () => Number((await cluster.superQuery("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'slaude-connect'")).rows[0]!.n);
+    const before = await backends();
+    for (let i = 0; i < 20; i++) for (const n of names) expect(await b.tryHoldLock(n)).toBeUndefined();
+    expect(await backends()).toBe(before);
+    expect(await b.lockHeld("replica:http://a")).toBe(true);
+    expect(await b.lockHeld("replica:http://nobody")).toBe(false);
+    expect(await b.tryHoldLock("replica:http://nobody")).toBeDefined(); // lockHeld gave it back
+    // The server ends A's lock session: every lock is lost at once, each reported once, and free for B.
+    await cluster.superQuery(`SELECT pg_terminate_backend(${aPids[0]})`);
+    await expect.poll(() => lost.length, { timeout: 10_000 }).toBe(names.length);
+    expect([...lost].sort()).toEqual([...names].sort());
+    for (const n of names) expect(await b.tryHoldLock(n)).toBeDefined();
+    // A reconnects on its next try; the lock B took stays B's.
+    expect(await a.tryHoldLock("job:ttl")).toBeUndefined();
+    expect(await a.tryHoldLock("job:other")).toBeDefined();
+  });
+
   it("LISTEN/NOTIFY: a notification sent in a transaction arrives once it commits, not before", async () => {
     const a = await freshDb();
     const b = await freshDb();
