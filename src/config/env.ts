@@ -75,6 +75,8 @@ const envSchema = z.object({
   // Memory bounds (issue 9 item 15): every session table and cache has a cap and an expiry.
   SLAUDE_MCP_MAX_SESSIONS: positiveInt.default(1_000),
   SLAUDE_MCP_SESSION_IDLE_SECONDS: positiveInt.default(1_800),
+  // PostgreSQL: live session records of the whole deployment (every replica's sessions together).
+  SLAUDE_MCP_MAX_LIVE_SESSIONS: positiveInt.default(10_000),
   SLAUDE_EVENTS_MAX_CLIENTS: positiveInt.max(1_000).default(16),
   SLAUDE_EVENTS_CLIENT_BUFFER: positiveInt.max(100_000).default(1_000),
   SLAUDE_MEMBERSHIP_CACHE_MAX: positiveInt.default(10_000),
@@ -143,8 +145,8 @@ export interface Config {
   readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number; readonly spareBrowsers: number };
   /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
   readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
-  /** Open MCP sessions: the cap, and how long an unused one stays open. */
-  readonly mcpSessions: { readonly maxSessions: number; readonly idleMs: number };
+  /** Open MCP sessions: the cap per process, the deployment's cap (PostgreSQL), and how long an unused one stays open. */
+  readonly mcpSessions: { readonly maxSessions: number; readonly maxLiveSessions: number; readonly idleMs: number };
   /** GET /v1/events: open streams at most, and events held for one slow stream before it is dropped. */
   readonly events: { readonly maxClients: number; readonly clientBuffer: number };
   /** In-memory caches: membership answers and decrypted credentials, each bounded in count and age. */
@@ -234,7 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
     login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000, spareBrowsers: Math.min(e.SLAUDE_LOGIN_SPARE_BROWSERS, e.SLAUDE_LOGIN_MAX_CONCURRENT) },
     turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
-    mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
+    mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, maxLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
     events: { maxClients: e.SLAUDE_EVENTS_MAX_CLIENTS, clientBuffer: e.SLAUDE_EVENTS_CLIENT_BUFFER },
     caches: {
       membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },

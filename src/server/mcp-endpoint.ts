@@ -8,7 +8,7 @@ import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { BodyTooLargeError, readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
 import { McpSessionHost } from "./mcp-session-host.js";
-import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "./mcp-sessions.js";
+import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, sweepEveryMs, type SessionLimits } from "./mcp-sessions.js";
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, MemorySessionRecords, type SessionRecords } from "./session-records.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { sendWebResponse, toWebRequest } from "./web-bridge.js";
@@ -79,7 +79,7 @@ export class McpEndpoint {
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
     this.sweeper = new PeriodicJob({
       name: "mcp session sweep",
-      intervalMs: Math.max(1_000, Math.min(60_000, limits.idleMs / 4)),
+      intervalMs: sweepEveryMs(limits),
       run: async () => {
         this.sweepIdle();
         await this.host.sweepRecords();
@@ -182,6 +182,7 @@ export class McpEndpoint {
     }
     try {
       const s = await this.host.open(thread, headerThread, init.data);
+      if (s === "full") return sendJson(res, 503, tooMany(this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS), { "retry-after": "5" });
       const answer = await s.transport.handleRequest(toWebRequest(req), { parsedBody: body });
       // Refused before it initialized (e.g. a wrong Accept): no client has the id; its record ends now.
       if (s.transport.sessionId === undefined) await this.host.abandon(s);

@@ -6,7 +6,7 @@ import type { Clock } from "../clock/clock.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
 import { parseThreadHeader } from "./thread-header.js";
-import { SessionTable, type McpSession, type SessionLimits } from "./mcp-sessions.js";
+import { DEFAULT_MAX_LIVE_SESSIONS, SessionTable, sweepEveryMs, touchEveryMs, type McpSession, type SessionLimits } from "./mcp-sessions.js";
 import { isLive, type InitializeParams, type SessionRecord, type SessionRecords } from "./session-records.js";
 
 // The sessions of one process: the local table of live transports (a bounded cache) over the
@@ -48,11 +48,20 @@ export class McpSessionHost {
    * Records and connects a new session for `thread`, whose initialize the caller then hands to the
    * returned transport. The session joins the table when the transport accepts the initialize.
    */
-  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams): Promise<McpSession> {
+  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams): Promise<McpSession | "full"> {
     const id = randomUUID();
     const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(init.protocolVersion) ? init.protocolVersion : LATEST_PROTOCOL_VERSION;
+    const now = this.clock.now();
+    // A session is idle (may be ended for a new one) once no replica can have used it since its last
+    // recorded use: uses are written a touch interval apart, and busy sessions at every sweep.
+    const room = { max: this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS, idleBefore: now - touchEveryMs(this.limits) - sweepEveryMs(this.limits) };
     // Recorded before the client learns the id: any replica can serve its very next request.
-    await this.records.open({ id, teamId: thread.teamId, threadHeader, protocolVersion, initialize: init, createdAt: this.clock.now() });
+    const recorded = await this.records.open({ id, teamId: thread.teamId, threadHeader, protocolVersion, initialize: init, createdAt: now }, room);
+    if (!recorded.opened) {
+      this.log.warn("mcp session refused: the deployment's live session cap is reached and no session is idle", { maxLiveSessions: room.max });
+      return "full";
+    }
+    if (recorded.ended) this.log.info("mcp sessions ended to make room: the deployment's live session cap is reached", { count: recorded.ended, maxLiveSessions: room.max });
     return this.connect(id, thread, threadHeader, true);
   }
 
@@ -90,7 +99,7 @@ export class McpSessionHost {
   async noteUse(record: SessionRecord | undefined): Promise<void> {
     if (!record) return;
     const now = this.clock.now();
-    if (now - record.lastSeenAt < this.touchEveryMs) return;
+    if (now - record.lastSeenAt < touchEveryMs(this.limits)) return;
     // Awaited, so the idle sweep of any replica sees this use; a failed write only risks an early expiry, not the request.
     await this.records.touch(record.id, now).catch((err: unknown) => this.log.warn("mcp session last-use write failed", { err: String(err) }));
   }
@@ -104,15 +113,11 @@ export class McpSessionHost {
     if (!this.records.shared) return 0;
     const now = this.clock.now();
     for (const id of this.table.busyIds()) await this.records.touch(id, now);
-    const ended = await this.records.expireIdle({ idleBefore: now - this.limits.idleMs - this.touchEveryMs, now, purgeBefore: now - this.limits.idleMs });
+    const ended = await this.records.expireIdle({ idleBefore: now - this.limits.idleMs - touchEveryMs(this.limits), now, purgeBefore: now - this.limits.idleMs });
     if (ended) this.log.info("idle mcp sessions ended", { count: ended, idleMs: this.limits.idleMs });
     // Sessions ended on another replica (a DELETE there, or this sweep) lose their transports and GET streams here too.
     for (const id of await this.records.notLive(this.table.ids())) this.table.get(id)?.server.close().catch(() => {});
     return ended;
-  }
-
-  private get touchEveryMs(): number {
-    return Math.floor(this.limits.idleMs / 10);
   }
 
   private rebuildOnce(record: SessionRecord): Promise<McpSession | "full"> {

@@ -8,12 +8,28 @@ import type { ThreadRef } from "../domain/thread.js";
 
 /** How many MCP sessions may be open at once, and how long one may sit unused before it is closed. */
 export interface SessionLimits {
+  /** Transports this process holds. */
   readonly maxSessions: number;
+  /** Live session records of the deployment, when records are shared (PostgreSQL); default DEFAULT_MAX_LIVE_SESSIONS. */
+  readonly maxLiveSessions?: number;
   readonly idleMs: number;
 }
 
 /** Defaults of SLAUDE_MCP_MAX_SESSIONS and SLAUDE_MCP_SESSION_IDLE_SECONDS. */
 export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 30 * 60_000 };
+
+/** Default of SLAUDE_MCP_MAX_LIVE_SESSIONS. */
+export const DEFAULT_MAX_LIVE_SESSIONS = 10_000;
+
+/** How often the idle sweep runs: a quarter of the idle time, between 1 s and a minute. */
+export function sweepEveryMs(limits: SessionLimits): number {
+  return Math.max(1_000, Math.min(60_000, limits.idleMs / 4));
+}
+
+/** How often a session's last use is written to shared records: a tenth of the idle time. */
+export function touchEveryMs(limits: SessionLimits): number {
+  return Math.floor(limits.idleMs / 10);
+}
 
 /** One open Streamable HTTP session, bound to the thread it was opened for. */
 export interface McpSession {

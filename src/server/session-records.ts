@@ -45,14 +45,24 @@ export function isLive(r: SessionRecord | undefined): r is SessionRecord {
   return r !== undefined && r.endedAt === undefined;
 }
 
+/** The cap on live records and the last use before which a live session counts as idle (may be ended for a new one). */
+export interface SessionRoom {
+  readonly max: number;
+  readonly idleBefore: number;
+}
+
 /**
  * The session records port. `shared` says whether other processes read the same records: when
  * false (SQLite, one process) a session lives exactly as long as its local transport.
  */
 export interface SessionRecords {
   readonly shared: boolean;
-  /** Records a newly initialized session. */
-  open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">): Promise<void>;
+  /**
+   * Records a newly initialized session. When `room.max` sessions are live already, the least recently
+   * seen ones last seen before `room.idleBefore` are ended to make room; when too few are that idle,
+   * nothing is recorded (`opened` false). `ended`: how many were ended for it.
+   */
+  open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number }>;
   /** The record `id`, ended or not; undefined when unknown (never opened, or purged after it ended). */
   get(id: string): Promise<SessionRecord | undefined>;
   /** Moves a live session's last use to `now` (callers throttle: see SessionRecords users). */
@@ -77,8 +87,10 @@ export class MemorySessionRecords implements SessionRecords {
     this.records = new LRUCache({ max });
   }
 
-  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">): Promise<void> {
+  /** The process's own table bounds its transports (and these records with them): `room` is for shared records. */
+  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, _room: SessionRoom): Promise<{ opened: boolean; ended: number }> {
     this.records.set(r.id, { ...r, lastSeenAt: r.createdAt, endedAt: undefined });
+    return { opened: true, ended: 0 };
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {

@@ -89,7 +89,7 @@ interface RawResponse {
   body: string;
 }
 
-/** A raw request to `app`'s /mcp naming session `id` (headers exactly as given). */
+/** A raw request to `app`'s /mcp naming session `id` (none when empty; headers exactly as given). */
 function raw(app: RunningApp, id: string, opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
   const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
   return new Promise((resolve, reject) => {
@@ -102,7 +102,7 @@ function raw(app: RunningApp, id: string, opts: { method?: string; headers?: Rec
         headers: {
           accept: "application/json, text/event-stream",
           authorization: `Bearer ${TOKEN}`,
-          "mcp-session-id": id,
+          ...(id ? { "mcp-session-id": id } : {}),
           ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
           ...opts.headers,
         },
@@ -237,6 +237,28 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     await b.mcp.sweepRecords();
     for (const app of [a, b]) expect((await raw(app, idle, { body: LIST })).status).toBe(404);
     expect((await raw(a, used, { body: LIST })).status).toBe(200);
+  });
+
+  it("the deployment holds at most SLAUDE_MCP_MAX_LIVE_SESSIONS: none idle, initialize gets 503; later the least recently used idle one ends everywhere", async () => {
+    const url = await cluster.createDatabase();
+    const clock = new ManualClock(Date.now());
+    // Idle for room: no use for a touch interval (6 s) plus a sweep interval (15 s).
+    const env = { SLAUDE_MCP_SESSION_IDLE_SECONDS: "60", SLAUDE_MCP_MAX_LIVE_SESSIONS: "2" };
+    const a = await replica(url, env, clock);
+    const b = await replica(url, env, clock);
+    const { id: oldest } = await openOn(a);
+    const { id: newer } = await openOn(b);
+    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "third", version: "1" } } };
+    const refused = await raw(a, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: init });
+    expect(refused.status).toBe(503);
+    expect(refused.headers["retry-after"]).toBe("5");
+    expect(logs.get(a)!.lines.some((l) => l.includes("the deployment's live session cap is reached and no session is idle"))).toBe(true);
+    await clock.advanceAsync(25_000);
+    expect((await raw(b, newer, { body: LIST })).status).toBe(200); // used: the other one is the least recently used
+    const { id: third } = await openOn(b);
+    for (const app of [a, b]) expect((await raw(app, oldest, { body: LIST })).status).toBe(404);
+    for (const id of [newer, third]) expect((await raw(a, id, { body: LIST })).status).toBe(200);
+    expect(logs.get(b)!.lines.some((l) => l.includes("mcp sessions ended to make room"))).toBe(true);
   });
 
   it("concurrent first requests on B are all served by one rebuilt transport; a DELETE to a replica that never served the session is served", async () => {

@@ -1,4 +1,4 @@
-import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords } from "../../server/session-records.js";
+import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
 import type { PgDb } from "./pg-db.js";
 
 // The MCP session records every replica shares (migrations/postgres/0005). One primary-key read per
@@ -25,19 +25,45 @@ function toRecord(r: Record<string, unknown>): SessionRecord {
   };
 }
 
+/** Thrown inside the open transaction to roll it back when the deployment has no room. */
+class RoomRefused extends Error {}
+
 /** PostgreSQL session records: shared by every replica of one deployment. */
 export class PgMcpSessionRepo implements SessionRecords {
   readonly shared = true;
 
   constructor(private readonly db: PgDb) {}
 
-  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">): Promise<void> {
+  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number }> {
     const init = JSON.stringify(r.initialize);
     if (init.length > MAX_INITIALIZE_JSON) throw new Error(`initialize parameters over ${MAX_INITIALIZE_JSON} bytes`);
-    await this.db.query(
-      "INSERT INTO mcp_sessions (id, team_id, thread_header, protocol_version, initialize, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
-      [r.id, r.teamId, r.threadHeader, r.protocolVersion, init, r.createdAt],
-    );
+    return this.db.tx(async (q) => {
+      // Opens are serialised across replicas (a transaction lock, per schema), so the count holds until commit.
+      await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('slaude-connect:' || current_schema() || ':mcp-session-open', 0))`);
+      const live = Number((await q.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]?.n ?? 0);
+      const over = live - room.max + 1;
+      let ended = 0;
+      if (over > 0) {
+        ended =
+          (
+            await q.query(
+              `UPDATE mcp_sessions SET ended_at = $3 WHERE id IN (
+                 SELECT id FROM mcp_sessions WHERE ended_at IS NULL AND last_seen_at < $1 ORDER BY last_seen_at, id LIMIT $2 FOR UPDATE)`,
+              [room.idleBefore, over, r.createdAt],
+            )
+          ).rowCount ?? 0;
+        // Not enough idle sessions: nothing changes (the ends above roll back with the refusal).
+        if (ended < over) throw new RoomRefused();
+      }
+      await q.query(
+        "INSERT INTO mcp_sessions (id, team_id, thread_header, protocol_version, initialize, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        [r.id, r.teamId, r.threadHeader, r.protocolVersion, init, r.createdAt],
+      );
+      return { opened: true, ended };
+    }).catch((err: unknown) => {
+      if (err instanceof RoomRefused) return { opened: false, ended: 0 };
+      throw err;
+    });
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {
