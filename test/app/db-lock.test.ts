@@ -42,7 +42,7 @@ describe("the event loop while another process holds the write lock", () => {
   it("answers /healthz promptly while the reaper and an mcp_call wait for the lock; the call is then refused", async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "slaude-dblock-"));
     const log = memoryLogger("debug");
-    const config = testAppConfig(dir, TOKEN, { SLAUDE_DB_LOCK_WAIT_MS: "4000" });
+    const config = testAppConfig(dir, TOKEN, { SLAUDE_DB_LOCK_WAIT_MS: "6000" });
     // The TTL reaper writes every 50 ms: each run waits for the lock too.
     app = await startApp({ config, log, reapIntervalMs: 50, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
     const a = app;
@@ -76,7 +76,7 @@ describe("the event loop while another process holds the write lock", () => {
     const call = mcpCall(client, { tool: "write_item", args: { id: "x", value: "y" }, on_behalf_of: ALICE });
     let settled = false;
     void call.then(() => (settled = true), () => (settled = true));
-    // Probe /healthz for as long as the call waits for the lock (its wait is 4 s).
+    // Probe /healthz for as long as the call waits for the lock (its wait is 6 s).
     const samples: number[] = [];
     while (!settled) {
       const h = await healthzMs(a.url);
@@ -87,13 +87,15 @@ describe("the event loop while another process holds the write lock", () => {
     const sorted = [...samples].sort((x, y) => x - y);
     const pct = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!.toFixed(1);
     console.log(`healthz under a held write lock: ${samples.length} probes, p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${worst.toFixed(1)} ms; unlocked baseline p50 ${base[Math.floor(base.length / 2)]!.toFixed(1)} ms, max ${Math.max(...base).toFixed(1)} ms`);
-    // Issue target 100 ms; a generous bound for a loaded machine (it was 5-10 s before).
-    expect(worst).toBeLessThan(1_000);
+    // Issue target 100 ms (a figure for the bench: npm run bench:dblock). What this test holds is the
+    // mechanism: a wait that blocked the event loop would stall a probe for the whole 6 s lock wait (it
+    // did, 5-10 s, before), so no probe may take half of it; a loaded CI machine stays well inside that.
+    expect(worst).toBeLessThan(3_000);
     expect(samples.length).toBeGreaterThan(5);
     const refused = await call;
     expect(refused.structured.code).toBe("audit_unavailable");
     // The reaper ran (and waited) meanwhile: the loop was busy with real contention, not idle.
     await vi.waitFor(() => expect(log.lines.some((l) => l.includes("ttl reaper failed") && l.includes("locked"))).toBe(true), { timeout: 15_000, interval: 50 });
-    expect(config.dbLockWaitMs).toBe(4000);
+    expect(config.dbLockWaitMs).toBe(6000);
   });
 });
