@@ -1,40 +1,21 @@
 // A replica's liveness mark on PostgreSQL (issue 14): other replicas read "stopped" from a free mark
 // and take that replica's login flows over, so a mark lost while the replica runs (its database
 // connection ended by a failover or an operator) must be taken again at once, not left free.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { LoginReplica, MARK_RETRY_MS } from "../../src/login/replica/replica.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/pg-store.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { postgresStores } from "../support/postgres-stores.js";
 
-let cluster: PgCluster;
-let databaseUrl: string;
-const stores: PostgresStore[] = [];
-beforeAll(async () => {
-  cluster = await startPostgres();
-  databaseUrl = await cluster.createDatabase();
-});
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close();
-});
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-async function store(url: string): Promise<PostgresStore> {
-  const { store } = await openPostgresStore({ url });
-  stores.push(store);
-  return store;
-}
+const pg = postgresStores();
 
 const markHolders = async () =>
-  (await cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map((r) => Number(r.pid));
+  (await pg.cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map((r) => Number(r.pid));
 
 describe("the login liveness mark", () => {
   it("is taken again at once when the server ends its connection; other replicas never stop seeing it for long", async () => {
-    const url = await cluster.createSchema(databaseUrl);
-    const [a, other] = [await store(url), await store(url)];
+    const url = await pg.schema();
+    const [a, other] = [await pg.store(url), await pg.store(url)];
     const log = memoryLogger();
     const replica = new LoginReplica(a.loginHolders, new ManualClock(), log);
     const self = "http://10.0.0.1:8080";
@@ -42,7 +23,7 @@ describe("the login liveness mark", () => {
     expect(replica.marked).toBe(true);
     expect(await other.loginHolders.alive(self)).toBe(true);
     const [pid] = await markHolders();
-    await cluster.superQuery(`SELECT pg_terminate_backend(${pid})`);
+    await pg.cluster.superQuery(`SELECT pg_terminate_backend(${pid})`);
     await expect.poll(() => log.lines.some((l) => l.includes("replica liveness mark lost")), { timeout: 10_000 }).toBe(true);
     // No clock tick: the mark comes back on a new connection by itself.
     await expect.poll(() => replica.marked, { timeout: 10_000 }).toBe(true);
@@ -54,8 +35,8 @@ describe("the login liveness mark", () => {
   });
 
   it("when another process holds the URL, start retries on the clock and takes the mark once it is free", async () => {
-    const url = await cluster.createSchema(databaseUrl);
-    const [a, predecessor] = [await store(url), await store(url)];
+    const url = await pg.schema();
+    const [a, predecessor] = [await pg.store(url), await pg.store(url)];
     const self = "http://10.0.0.2:8080";
     const lingering = await predecessor.loginHolders.hold(self, () => {});
     expect(lingering).toBeDefined();

@@ -1,24 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isLive, MemorySessionRecords, type SessionRecords } from "../../../src/server/session-records.js";
-import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/pg-store.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { postgresStores } from "../../support/postgres-stores.js";
 
 // The session records port against both adapters: the in-process one (SQLite deployments) and
 // mcp_sessions in a real PostgreSQL, read back through a second store as another replica would.
 
-let cluster: PgCluster;
-let databaseUrl: string;
-const stores: PostgresStore[] = [];
-beforeAll(async () => {
-  cluster = await startPostgres();
-  databaseUrl = await cluster.createDatabase();
-});
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close();
-});
-afterAll(async () => {
-  await cluster?.stop();
-});
+const pg = postgresStores();
 
 interface Adapter {
   readonly name: string;
@@ -37,10 +24,8 @@ const memory: Adapter = {
 const postgres: Adapter = {
   name: "postgres",
   make: async () => {
-    const url = await cluster.createSchema(databaseUrl);
-    const a = (await openPostgresStore({ url })).store;
-    const b = (await openPostgresStore({ url })).store;
-    stores.push(a, b);
+    const url = await pg.schema();
+    const [a, b] = [await pg.store(url), await pg.store(url)];
     return { writer: a.mcpSessions, reader: b.mcpSessions };
   },
 };
@@ -120,7 +105,7 @@ describe("session records (postgres only)", () => {
   it("a row whose initialize does not parse is refused when read, never replayed", async () => {
     const { writer, reader } = await postgres.make();
     await writer.open(opened("s1", 1_000), ROOM);
-    const db = stores.at(-1)!.db;
+    const db = pg.opened.at(-1)!.db;
     await db.query("UPDATE mcp_sessions SET initialize = $1 WHERE id = 's1'", [JSON.stringify({ protocolVersion: 7 })]);
     await expect(reader.get("s1")).rejects.toThrow(/does not parse/);
   });
@@ -145,13 +130,13 @@ describe("session records (postgres only)", () => {
     const room = { max: 5, idleBefore: 0 };
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? writer : reader).open(opened(`c${i}`, 1_000 + i), room)));
     expect(results.filter((r) => r.opened)).toHaveLength(5);
-    const db = stores.at(-1)!.db;
+    const db = pg.opened.at(-1)!.db;
     expect(Number((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]!.n)).toBe(5);
   });
 
   it("the store keeps no secret: the columns are the session's identity, thread and initialize only", async () => {
     await postgres.make();
-    const db = stores.at(-1)!.db;
+    const db = pg.opened.at(-1)!.db;
     const cols = (await db.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_name = 'mcp_sessions' AND table_schema = current_schema() ORDER BY ordinal_position")).rows.map((r) => r.column_name);
     expect(cols).toEqual(["id", "team_id", "thread_header", "protocol_version", "initialize", "created_at", "last_seen_at", "ended_at"]);
   });
