@@ -1,12 +1,11 @@
 // CPU profile of the broker's warm mcp_call: starts `serve` with --cpu-prof, makes N warm calls
 // from one SDK client, stops the broker gracefully and prints where its CPU went (self time by
 // function and by file). Noise shifts totals, not the split, so this runs on a busy machine too.
-//   npx tsx bench/profile-warm.ts [calls=3000] [outDir]
+//   npm run bench:profile -- [calls=3000] [outDir]
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { launchBroker } from "./lib/broker-proc.js";
-import { cliAdd } from "./lib/broker-proc.js";
+import { cliAdd, launchBroker } from "./lib/broker-proc.js";
 import { brokerCaller } from "./sections/latency.js";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 
