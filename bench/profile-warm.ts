@@ -51,4 +51,4 @@ for (const [id, us] of self) {
 }
 const show = (m: Map<string, number>, n: number) =>
   [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `  ${((v / busy) * 100).toFixed(1).padStart(5)}%  ${(v / 1000 / calls).toFixed(3)} ms/call  ${k}`).join("\n");
-process.stdout.write(`busy CPU ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`);
+process.stdout.write(`busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`);
