@@ -23,6 +23,8 @@ interface Hold {
 /** One unpooled connection holding named session advisory locks, taken without waiting. */
 export class LockSession {
   private client: Promise<pg.Client> | undefined;
+  /** The connected session `client` resolved to, while it lives. */
+  private current: pg.Client | undefined;
   // Bounded by MAX_LOCKS: a name is here while it is held or being tried.
   private readonly holds = new Map<string, Hold>();
   private closed = false;
@@ -64,6 +66,7 @@ export class LockSession {
     this.holds.clear();
     const client = this.client;
     this.client = undefined;
+    this.current = undefined;
     await client?.then((c) => c.end()).catch(() => {});
     for (const h of held) h.onLost(new Error("the store was closed"));
   }
@@ -91,7 +94,11 @@ export class LockSession {
     const lost = (err: Error): void => {
       if (dead) return;
       dead = true;
-      void this.client?.then((c) => c === client && (this.client = undefined), () => {});
+      // The next try connects afresh (a session that failed before it opened is dropped by connection()).
+      if (this.current === client) {
+        this.current = undefined;
+        this.client = undefined;
+      }
       const held = [...this.holds.values()].filter((h) => h.granted);
       for (const [name, h] of this.holds) if (h.granted) this.holds.delete(name);
       for (const h of held) h.onLost(err);
@@ -108,6 +115,7 @@ export class LockSession {
       await client.end().catch(() => {});
       throw err;
     }
+    this.current = client;
     return client;
   }
 }
