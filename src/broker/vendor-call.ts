@@ -32,7 +32,7 @@ export interface VendorCallOptions {
   readonly onprogress?: ((p: { progress: number; total?: number | undefined; message?: string | undefined }) => void) | undefined;
 }
 
-/** The reason our own timer aborts with; compared by identity, so no vendor can forge it. */
+/** The reason our own timer aborts with (a vendor cannot make our own signal abort). */
 class BrokerDeadline extends Error {}
 
 /**
@@ -42,8 +42,8 @@ class BrokerDeadline extends Error {}
  */
 export async function callVendorTool(client: Client, name: string, args: Record<string, unknown>, o: VendorCallOptions): Promise<CallToolResult> {
   const own = new AbortController();
-  const deadline = new BrokerDeadline("the broker's call deadline passed");
-  const timer = o.clock.setTimeout(() => own.abort(deadline), o.timeoutMs, { unref: true });
+  // The reason is made when the timer fires: an Error captures a stack, which every call would pay for.
+  const timer = o.clock.setTimeout(() => own.abort(new BrokerDeadline("the broker's call deadline passed")), o.timeoutMs, { unref: true });
   // The caller's cancel is forwarded by hand, not through AbortSignal.any: Node keeps a composite
   // signal that has abort listeners (the SDK adds one and never removes it) alive until it aborts,
   // so every finished call would stay in memory with its trace and audit.
