@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { randomId } from "../domain/ids.js";
 import { safeRequestId, withLogContext } from "../log/context.js";
 import type { Logger } from "../log/logger.js";
 
@@ -48,7 +48,7 @@ export class HttpServer {
 
   private dispatch(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     // Every log line written while serving this request carries its id; the client sees it too.
-    const requestId = safeRequestId(req.headers["x-request-id"]) ?? randomBytes(12).toString("base64url");
+    const requestId = safeRequestId(req.headers["x-request-id"]) ?? randomId();
     res.setHeader("x-request-id", requestId);
     return withLogContext({ requestId }, () => this.serve(req, res));
   }
