@@ -1,144 +1,40 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import http from "node:http";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { parseRegistry } from "../../src/config/registry.js";
-import { memoryLogger } from "../../src/log/logger.js";
-import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { testAppConfig } from "../support/app-config.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { ALICE, THREAD } from "../integration/broker-harness.js";
+import {
+  LIST,
+  OTHER_THREAD_HEADER,
+  THREAD_HEADER,
+  TOKEN,
+  continueOn,
+  keepClient,
+  keepDir,
+  logOf,
+  openOn,
+  openStream,
+  pgCluster,
+  raw,
+  rebuilds,
+  replica,
+  reportTurn,
+  useMcpReplicas,
+} from "../support/mcp-replicas.js";
 
 // MCP sessions any replica serves (issue 14 item 2): real apps ("replicas", each with its own data
 // directory and port) on one real PostgreSQL, real SDK clients over Streamable HTTP. A session opened
 // on one replica is named, by its id, in requests to another, as a round-robin load balancer would.
 
-const TOKEN = `host-${randomBytes(8).toString("hex")}`;
-const KEY = randomBytes(32).toString("base64");
-const THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`;
-const OTHER_THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/1700000000.000999`;
-const LIST = { jsonrpc: "2.0", id: 7, method: "tools/list" };
-
-let cluster: PgCluster;
-const dirs: string[] = [];
-const apps: RunningApp[] = [];
-const clients: Client[] = [];
-const logs = new Map<RunningApp, ReturnType<typeof memoryLogger>>();
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
-afterEach(async () => {
-  for (const c of clients.splice(0)) await c.close().catch(() => {});
-  for (const a of apps.splice(0)) await a.close().catch(() => {});
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-/** One replica on `url`: its own data directory and port; the key, host token and registry are shared. */
-async function replica(url: string, extra: Record<string, string> = {}, clock?: ManualClock, vendorEnv: Record<string, string> = {}): Promise<RunningApp> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-"));
-  dirs.push(dir);
-  const log = memoryLogger("debug");
-  const config = testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY, ...extra });
-  const app = await startApp({ config, log, ...(clock ? { clock } : {}), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(vendorEnv), "x") });
-  apps.push(app);
-  logs.set(app, log);
-  return app;
-}
-
-/** Reports Alice's turn in the thread to `app` (turns are replicated by their own work; here each replica is told). */
-async function reportTurn(app: RunningApp): Promise<void> {
-  const r = await fetch(`${app.url}/v1/turns`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
-  });
-  expect(r.status).toBe(204);
-}
-
-/** A client that initializes on `app`. */
-async function openOn(app: RunningApp): Promise<{ client: Client; id: string }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
-  const client = new Client({ name: "replica-host", version: "1" });
-  await client.connect(transport);
-  clients.push(client);
-  return { client, id: transport.sessionId! };
-}
-
-/** A client that continues session `id` on `app` (no initialize: the SDK resumes a known session id). */
-async function continueOn(app: RunningApp, id: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { sessionId: id, requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
-  const client = new Client({ name: "replica-host", version: "1" });
-  await client.connect(transport);
-  clients.push(client);
-  return { client, transport };
-}
-
-interface RawResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A raw request to `app`'s /mcp naming session `id` (none when empty; headers exactly as given). */
-function raw(app: RunningApp, id: string, opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
-  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: "127.0.0.1",
-        port: app.port,
-        method: opts.method ?? "POST",
-        path: "/mcp",
-        headers: {
-          accept: "application/json, text/event-stream",
-          authorization: `Bearer ${TOKEN}`,
-          ...(id ? { "mcp-session-id": id } : {}),
-          ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
-          ...opts.headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(payload);
-  });
-}
-
-/** Opens the GET SSE stream of session `id` on `app`; resolves with the status and headers once they arrive (the stream stays open). */
-function openStream(app: RunningApp, id: string): Promise<{ status: number; contentType: string | undefined; close(): void; ended: Promise<void> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port: app.port, method: "GET", path: "/mcp", headers: { accept: "text/event-stream", authorization: `Bearer ${TOKEN}`, "mcp-session-id": id } }, (res) => {
-      const ended = new Promise<void>((done) => res.on("close", () => done()));
-      res.resume();
-      resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"], close: () => req.destroy(), ended });
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-function rebuilds(app: RunningApp): number {
-  return logs.get(app)!.lines.filter((l) => l.includes("mcp session rebuilt from its record")).length;
-}
+useMcpReplicas();
 
 describe("MCP sessions across replicas on one PostgreSQL", () => {
   it("a session opened on A serves tools/list, tools/call and its GET stream on B, rebuilt there once, with the same id", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const a = await replica(url);
     const b = await replica(url);
     const { client: onA, id } = await openOn(a);
@@ -163,7 +59,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("DELETE on B ends the session on every replica at once, where a transport is still held too (404 Session not found)", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const a = await replica(url);
     const b = await replica(url);
     const c = await replica(url);
@@ -188,7 +84,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("B refuses another thread with 403 and an unknown session with 404, like A", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const a = await replica(url);
     const b = await replica(url);
     const { id } = await openOn(a);
@@ -208,7 +104,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("after A stops, B serves the session A opened, with the same id", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const a = await replica(url);
     const b = await replica(url);
     const { client: onA, id } = await openOn(a);
@@ -222,7 +118,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("idle expiry ends a session on every replica; one used on another replica meanwhile stays", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const clock = new ManualClock(Date.now());
     const env = { SLAUDE_MCP_SESSION_IDLE_SECONDS: "60" };
     const a = await replica(url, env, clock);
@@ -240,7 +136,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("the deployment holds at most SLAUDE_MCP_MAX_LIVE_SESSIONS: none idle, initialize gets 503; later the least recently used idle one ends everywhere", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const clock = new ManualClock(Date.now());
     // Idle for room: no use for a touch interval (6 s) plus a sweep interval (15 s).
     const env = { SLAUDE_MCP_SESSION_IDLE_SECONDS: "60", SLAUDE_MCP_MAX_LIVE_SESSIONS: "2" };
@@ -252,17 +148,17 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     const refused = await raw(a, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: init });
     expect(refused.status).toBe(503);
     expect(refused.headers["retry-after"]).toBe("5");
-    expect(logs.get(a)!.lines.some((l) => l.includes("the deployment's live session cap is reached and no session is idle"))).toBe(true);
+    expect(logOf(a).some((l) => l.includes("the deployment's live session cap is reached and no session is idle"))).toBe(true);
     await clock.advanceAsync(25_000);
     expect((await raw(b, newer, { body: LIST })).status).toBe(200); // used: the other one is the least recently used
     const { id: third } = await openOn(b);
     for (const app of [a, b]) expect((await raw(app, oldest, { body: LIST })).status).toBe(404);
     for (const id of [newer, third]) expect((await raw(a, id, { body: LIST })).status).toBe(200);
-    expect(logs.get(b)!.lines.some((l) => l.includes("mcp sessions ended to make room"))).toBe(true);
+    expect(logOf(b).some((l) => l.includes("mcp sessions ended to make room"))).toBe(true);
   });
 
   it("concurrent first requests on B are all served by one rebuilt transport; a DELETE to a replica that never served the session is served", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const a = await replica(url);
     const b = await replica(url);
     const { id: first } = await openOn(a);
@@ -279,7 +175,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("a transport evicted at the local cap is rebuilt from its live record on the same replica", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const a = await replica(url, { SLAUDE_MCP_MAX_SESSIONS: "1" });
     const { id: first } = await openOn(a);
     const { id: second } = await openOn(a);
@@ -291,9 +187,9 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   });
 
   it("a client's cancel that lands on B aborts the call running on A: the vendor is told at once", async () => {
-    const url = await cluster.createDatabase();
+    const url = await pgCluster().createDatabase();
     const events = path.join(mkdtempSync(path.join(os.tmpdir(), "slaude-cancel-")), "vendor-events.log");
-    dirs.push(path.dirname(events));
+    keepDir(path.dirname(events));
     const a = await replica(url, {}, undefined, { VENDOR_EVENT_LOG: events });
     const b = await replica(url, {}, undefined, { VENDOR_EVENT_LOG: events });
     await a.lifecycle.create({
@@ -319,7 +215,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), { fetch: viaBalancer, requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
     const client = new Client({ name: "replica-host", version: "1" });
     await client.connect(transport);
-    clients.push(client);
+    keepClient(client);
     // A 20 s vendor call on A, cancelled by the user once its first progress shows the vendor is at work.
     const ac = new AbortController();
     const slow = { service: "vendor", tool: "slow", args: { steps: 200, delayMs: 100 }, on_behalf_of: ALICE };
