@@ -11,7 +11,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { holdWriteLock, type HeldLock } from "../support/db-lock.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
 
 // Issue 9, item 10: SQLite busy waits must not block the event loop. With another process holding
 // the database's write lock, /healthz took 10 s because every write (the TTL reaper, a call's
@@ -46,16 +46,7 @@ describe("the event loop while another process holds the write lock", () => {
     // The TTL reaper writes every 50 ms: each run waits for the lock too.
     app = await startApp({ config, log, reapIntervalMs: 50, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
     const a = app;
-    await a.lifecycle.create({
-      teamId: THREAD.teamId,
-      ownerUserId: ALICE,
-      service: "vendor",
-      scope: "thread",
-      channelId: THREAD.channelId,
-      threadTs: THREAD.threadTs,
-      credential: { kind: "fields", fields: { token: `canary-${randomBytes(12).toString("hex")}`, user: ALICE } },
-      createdBy: ALICE,
-    });
+    await aliceThreadConnection(a.lifecycle);
     const turn = await fetch(`${a.url}/v1/turns`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },

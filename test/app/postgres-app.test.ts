@@ -12,7 +12,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { openPostgresStore } from "../../src/store/postgres/pg-store.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
 
@@ -40,16 +40,7 @@ describe("startApp with SLAUDE_DATABASE_URL", () => {
     const log = memoryLogger("debug");
     app = await startApp({ config, log, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
     const canary = `canary-${randomBytes(12).toString("hex")}`;
-    const conn = await app.lifecycle.create({
-      teamId: THREAD.teamId,
-      ownerUserId: ALICE,
-      service: "vendor",
-      scope: "thread",
-      channelId: THREAD.channelId,
-      threadTs: THREAD.threadTs,
-      credential: { kind: "fields", fields: { token: canary, user: ALICE } },
-      createdBy: ALICE,
-    });
+    const conn = await aliceThreadConnection(app.lifecycle, { token: canary });
     const turn = await fetch(`${app.url}/v1/turns`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },

@@ -11,7 +11,7 @@ import { startApp, type RunningApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import type { Approval } from "../../src/store/records.js";
-import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { ALICE, THREAD, fixtureRegistryDoc, aliceThreadConnection } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
 
@@ -43,16 +43,7 @@ async function replica(url: string): Promise<{ app: RunningApp; log: ReturnType<
 
 /** A pending approval as a call waiting on some replica leaves it, expiring at `expiresAt`. */
 async function pendingApproval(app: RunningApp, expiresAt: number): Promise<Approval> {
-  const conn = await app.lifecycle.create({
-    teamId: THREAD.teamId,
-    ownerUserId: ALICE,
-    service: "vendor",
-    scope: "thread",
-    channelId: THREAD.channelId,
-    threadTs: THREAD.threadTs,
-    credential: { kind: "fields", fields: { token: "t", user: ALICE } },
-    createdBy: ALICE,
-  });
+  const conn = await aliceThreadConnection(app.lifecycle, { token: "t" });
   const now = Date.now();
   const a: Approval = {
     id: `appr_${randomBytes(6).toString("hex")}`,

@@ -14,7 +14,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import type { Connection } from "../../src/store/records.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, FakeApprovalChannel, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, BOB, FakeApprovalChannel, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
 import { runBin } from "../cli/run.js";
@@ -69,17 +69,7 @@ async function deployment(n: number, clock?: Clock): Promise<{ url: string; key:
 }
 
 function aliceConnection(app: RunningApp, ttlMs?: number): Promise<Connection> {
-  return app.lifecycle.create({
-    teamId: THREAD.teamId,
-    ownerUserId: ALICE,
-    service: "vendor",
-    scope: "thread",
-    channelId: THREAD.channelId,
-    threadTs: THREAD.threadTs,
-    credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } },
-    createdBy: ALICE,
-    ...(ttlMs !== undefined ? { ttlMs } : {}),
-  });
+  return aliceThreadConnection(app.lifecycle, { ttlMs });
 }
 
 /** Runs one call as the owner on each replica, so each holds a live child; returns their pids. */

@@ -100,6 +100,24 @@ export const BOB = "UBOB0002";
 export const CAROL = "UCAROL03";
 
 /** A broker over real parts in a temp dir. */
+/**
+ * Alice's thread-scoped connection to the fixture `vendor` in THREAD, the usual set-up of a test
+ * that calls through the broker: a fresh canary token unless `token` is given.
+ */
+export function aliceThreadConnection(lifecycle: Pick<ConnectionLifecycle, "create">, o: { token?: string; ttlMs?: number | undefined } = {}): Promise<Connection> {
+  return lifecycle.create({
+    teamId: THREAD.teamId,
+    ownerUserId: ALICE,
+    service: "vendor",
+    scope: "thread",
+    channelId: THREAD.channelId,
+    threadTs: THREAD.threadTs,
+    credential: { kind: "fields", fields: { token: o.token ?? `canary-${randomBytes(12).toString("hex")}`, user: ALICE } },
+    createdBy: ALICE,
+    ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
+  });
+}
+
 export interface Harness {
   readonly dir: string;
   readonly store: SqliteStore;

@@ -13,7 +13,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { groupMembers } from "../../src/pool/child-ledger.js";
 import type { Connection } from "../../src/store/records.js";
-import { ALICE, BOB, CAROL, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, BOB, CAROL, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
 
 // The MCP endpoint and the host endpoint over real HTTP: the real app (SQLite, vault, pool, vendor
 // children), real SDK clients over Streamable HTTP, raw node:http where a header must be forged.
@@ -108,16 +108,7 @@ async function reportTurn(user: string, token = TOKEN_A): Promise<void> {
 }
 
 async function connectAlice(): Promise<Connection> {
-  return app.lifecycle.create({
-    teamId: THREAD.teamId,
-    ownerUserId: ALICE,
-    service: "vendor",
-    scope: "thread",
-    channelId: THREAD.channelId,
-    threadTs: THREAD.threadTs,
-    credential: { kind: "fields", fields: { token: `canary-${randomBytes(12).toString("hex")}`, user: ALICE } },
-    createdBy: ALICE,
-  });
+  return aliceThreadConnection(app.lifecycle);
 }
 
 function vendorRanAs(text: string): string {
@@ -244,16 +235,7 @@ describe("membership", () => {
       registry: parseRegistry(fixtureRegistryDoc(), "x"),
     });
     try {
-      await noSlack.lifecycle.create({
-        teamId: THREAD.teamId,
-        ownerUserId: ALICE,
-        service: "vendor",
-        scope: "thread",
-        channelId: THREAD.channelId,
-        threadTs: THREAD.threadTs,
-        credential: { kind: "fields", fields: { token: "canary-x", user: ALICE } },
-        createdBy: ALICE,
-      });
+      await aliceThreadConnection(noSlack.lifecycle, { token: "canary-x" });
       const transport = new StreamableHTTPClientTransport(new URL(`${noSlack.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN_A}`, "X-Slaude-Thread": THREAD_HEADER } } });
       const client = new Client({ name: "test-host", version: "1" });
       await client.connect(transport);

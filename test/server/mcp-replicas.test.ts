@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -6,7 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { ALICE, THREAD } from "../integration/broker-harness.js";
+import { ALICE, THREAD, aliceThreadConnection } from "../integration/broker-harness.js";
 import {
   LIST,
   OTHER_THREAD_HEADER,
@@ -192,16 +191,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     keepDir(path.dirname(events));
     const a = await replica(url, {}, undefined, { VENDOR_EVENT_LOG: events });
     const b = await replica(url, {}, undefined, { VENDOR_EVENT_LOG: events });
-    await a.lifecycle.create({
-      teamId: THREAD.teamId,
-      ownerUserId: ALICE,
-      service: "vendor",
-      scope: "thread",
-      channelId: THREAD.channelId,
-      threadTs: THREAD.threadTs,
-      credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } },
-      createdBy: ALICE,
-    });
+    await aliceThreadConnection(a.lifecycle);
     await reportTurn(a);
     // The host's client talks to A, but its cancellation POST goes to B, as a round-robin balancer sends it.
     let cancelsToB = 0;

@@ -12,7 +12,7 @@ import { testAppConfig } from "../support/app-config.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
 
 // Bounded MCP sessions (issue 9 item 15) and the body limit (item 16) over real HTTP: the real app,
 // real SDK clients over Streamable HTTP, a manual clock for idle expiry. The cap here is 2 sessions
@@ -111,16 +111,7 @@ describe("MCP session bounds", () => {
   });
 
   it("when every session is busy, a new one is refused with 503 and a clear JSON-RPC error; a busy session is never evicted", async () => {
-    await app.lifecycle.create({
-      teamId: THREAD.teamId,
-      ownerUserId: ALICE,
-      service: "vendor",
-      scope: "thread",
-      channelId: THREAD.channelId,
-      threadTs: THREAD.threadTs,
-      credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } },
-      createdBy: ALICE,
-    });
+    await aliceThreadConnection(app.lifecycle);
     await app.broker.turns.set(THREAD, ALICE, clock.now());
     const a = await openSession();
     const b = await openSession();
