@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import net, { type AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { BIN } from "../cli/run.js";
+import { freePort } from "../support/ports.js";
 
 // The broker as a new user starts it (`npm start` = `slaude-connect serve`), from the sources: no
 // Slack, no services.json, no host tokens, a fresh data directory. The console link is read from
@@ -22,14 +22,6 @@ export interface ServeProcess {
   readonly consoleUrl: string;
   stderr(): string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
 }
 
 /** Starts `serve` in `dir` (its cwd, so no services.json is found) and waits for the console link. */

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
@@ -14,6 +13,7 @@ import { BIN, runBin } from "../cli/run.js";
 import { startFakeSlack, type FakeSlack, type FakeSlackCall } from "../fixtures/slack/fake-slack-api.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { cmdlineOf, descendsFrom, isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
+import { freePort } from "../support/ports.js";
 
 // The real server process (`slaude-connect serve`) killed with SIGKILL in the middle of load
 // (brief §10, §11: "broker killed with SIGKILL mid-write", "vendor child crashes, ignores
@@ -46,14 +46,6 @@ interface Server {
   readonly url: string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr: string;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
 }
 
 /** Starts the CLI's `serve` (run from the sources: BIN of test/cli/run.ts) on a free port and waits until /healthz answers. */

@@ -4,7 +4,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +16,7 @@ import { KeyRing } from "../../src/vault/keyring.js";
 import { BIN } from "../cli/run.js";
 import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
 import { cmdlineOf, descendsFrom, envOf, isAlive, processState, processesReferencing, waitDead, waitFor } from "../support/proc.js";
+import { freePort } from "../support/ports.js";
 
 const ALICE = "UALICE01";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -45,14 +45,6 @@ afterEach(async () => {
   for (const s of servers.splice(0)) if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 function setup(capture: Record<string, unknown>): Record<string, string> {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-loginproc-"));

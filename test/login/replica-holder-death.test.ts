@@ -6,7 +6,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -18,6 +17,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { PostgresStore } from "../../src/store/postgres/pg-store.js";
 import { BIN } from "../cli/run.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { freePort } from "../support/ports.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 const ALICE = "UALICE01";
@@ -44,14 +44,6 @@ afterAll(async () => {
   await cluster?.stop();
   rmSync(root, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 function env(databaseUrl: string, keyB64: string, name: string): Record<string, string> {
   const dataDir = path.join(root, name);

@@ -6,7 +6,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -18,6 +17,7 @@ import { blockActionPayload, postSlackInteraction, type SignedResponse } from ".
 import type { PgCluster } from "./postgres.js";
 import { processesReferencing } from "./proc.js";
 import { startRoundRobinProxy, type RoundRobinProxy } from "./rr-proxy.js";
+import { freePort } from "./ports.js";
 
 /** How a replica process ended. */
 export interface ReplicaExit {
@@ -89,14 +89,6 @@ export interface ReplicaOptions {
 
 const LOG_LIMIT = 200_000;
 const READY_TIMEOUT_MS = 90_000;
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /** Starts the proxy, then `count` replicas at once (so their migrations race), and waits until every one is ready. */
 export async function startReplicas(o: ReplicaOptions): Promise<ReplicaSet> {
