@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,6 +13,7 @@ import { StaticMembership } from "../../src/membership/membership.js";
 import { groupMembers } from "../../src/pool/child-ledger.js";
 import type { Connection } from "../../src/store/records.js";
 import { ALICE, BOB, CAROL, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
+import { rawRequest, type RawResponse } from "../support/raw-http.js";
 
 // The MCP endpoint and the host endpoint over real HTTP: the real app (SQLite, vault, pool, vendor
 // children), real SDK clients over Streamable HTTP, raw node:http where a header must be forged.
@@ -56,37 +56,9 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface RawResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
 /** A raw HTTP request, so Host, Origin and the other headers are exactly what the test says. */
 function raw(opts: { method?: string; path: string; headers?: Record<string, string>; body?: unknown }): Promise<RawResponse> {
-  const payload = opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: "127.0.0.1",
-        port: app.port,
-        method: opts.method ?? "POST",
-        path: opts.path,
-        headers: {
-          ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
-          ...opts.headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(payload);
-  });
+  return rawRequest(app.port, opts);
 }
 
 const MCP_ACCEPT = { accept: "application/json, text/event-stream" };

@@ -14,6 +14,7 @@ import { StaticMembership } from "../../src/membership/membership.js";
 import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { testAppConfig } from "./app-config.js";
 import { startPostgres, type PgCluster } from "./postgres.js";
+import { rawRequest, type RawResponse } from "./raw-http.js";
 
 // The harness of test/server/mcp-replicas.test.ts: real apps ("replicas", each with its own data
 // directory and port) on one real PostgreSQL, real SDK clients over Streamable HTTP, and raw requests
@@ -106,39 +107,13 @@ export async function continueOn(app: RunningApp, id: string): Promise<{ client:
   return { client, transport };
 }
 
-export interface RawResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
 /** A raw request to `app`'s /mcp naming session `id` (none when empty; headers exactly as given). */
 export function raw(app: RunningApp, id: string, opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
-  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: "127.0.0.1",
-        port: app.port,
-        method: opts.method ?? "POST",
-        path: "/mcp",
-        headers: {
-          accept: "application/json, text/event-stream",
-          authorization: `Bearer ${TOKEN}`,
-          ...(id ? { "mcp-session-id": id } : {}),
-          ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
-          ...opts.headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(payload);
+  return rawRequest(app.port, {
+    method: opts.method ?? "POST",
+    path: "/mcp",
+    headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${TOKEN}`, ...(id ? { "mcp-session-id": id } : {}), ...opts.headers },
+    ...(opts.body !== undefined ? { body: opts.body } : {}),
   });
 }
 
