@@ -8,13 +8,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
-import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { eventCallback, postSlackEvent } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { testAppConfig } from "../support/app-config.js";
 
 const ALICE = "UALICE01";
 const BOB = "UBOB0002";
@@ -42,18 +42,13 @@ afterAll(async () => {
 async function replica(url: string, key: string): Promise<RunningApp> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-slack-"));
   dirs.push(dir);
-  const config = loadConfig({
-    NODE_ENV: "test",
-    SLAUDE_DATA_DIR: dir,
-    PORT: "0",
+  const config = testAppConfig(dir, "host-token-" + "x".repeat(32), {
     SLAUDE_DATABASE_URL: url,
     SLAUDE_ENCRYPTION_KEY: key,
-    SLAUDE_HOST_TOKENS: "host-token-" + "x".repeat(32),
     SLACK_BOT_TOKEN: fake.botToken,
     SLACK_SIGNING_SECRET: SECRET,
     SLACK_API_URL: fake.apiUrl,
     SLAUDE_MEMBERSHIP_CACHE_SECONDS: "3600",
-    PATH: process.env.PATH ?? "",
   });
   const app = await startApp({ config, log: memoryLogger("debug"), registry: parseRegistry(fixtureRegistryDoc(), "test") });
   apps.push(app);

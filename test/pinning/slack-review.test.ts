@@ -10,13 +10,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
-import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { definitionHash, definitionOf, definitionText, type ToolDefinition } from "../../src/pinning/definition.js";
 import { observe } from "../../src/pinning/policy.js";
 import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { appHomeOpenedEvent, blockActionPayload, postSlackEvent, postSlackInteraction } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { testAppConfig } from "../support/app-config.js";
 
 const ADMIN = "UADMIN04";
 const BOB = "UBOB0002";
@@ -31,17 +31,11 @@ beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-slack-pins-"));
   fake = await startFakeSlack({ admins: [] });
   team = fake.teamId;
-  const config = loadConfig({
-    NODE_ENV: "test",
-    SLAUDE_DATA_DIR: dir,
-    PORT: "0",
-    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    SLAUDE_HOST_TOKENS: "host-token-" + "x".repeat(32),
+  const config = testAppConfig(dir, "host-token-" + "x".repeat(32), {
     SLAUDE_ADMINS: ADMIN,
     SLACK_BOT_TOKEN: fake.botToken,
     SLACK_SIGNING_SECRET: SECRET,
     SLACK_API_URL: fake.apiUrl,
-    PATH: process.env.PATH ?? "",
   });
   app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") });
 });
