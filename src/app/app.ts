@@ -11,8 +11,12 @@ import { buildBroker } from "./broker-factory.js";
 import { clusterSignalsFor, relayCancellations, startClusterSignals } from "./cluster.js";
 import { CachedMembership } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
-import { AdminDirectory } from "../slack/admins.js";
 import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
+import { processRefreshLock } from "../login/oauth/refresh-lock.js";
+import { TenantLifecycle } from "../installations/tenant-lifecycle.js";
+import { registerTenantHandlers } from "../slack/tenant-handlers.js";
+import { createInstallFlow, INSTALL_PATH, REDIRECT_PATH } from "../slack/install-flow.js";
+import { singleTokenInstall } from "../slack/installation-adapters.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -80,7 +84,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // The workspace (Slack, or the local one in development) is the membership source, the approval
   // channel, the consent port and the owner notices.
-  const workspace = buildWorkspace(workspaceChoice, { config, store, registry: registrySource.registry, clock, log });
+  const workspace = buildWorkspace(workspaceChoice, { config, store, vault, refreshLock: sharedDb?.locks ?? processRefreshLock, registry: registrySource.registry, clock, log });
   const slack: SlackRuntime | undefined = workspace.slack;
   const membership = opts.membership ?? workspace.adapters?.membership;
   const approvalChannel = opts.approvalChannel ?? workspace.adapters?.approvals;
@@ -157,14 +161,18 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   };
   const loginReaper = job("login reaper", 30_000, () => logins.reap(), true);
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
-  if (slack) {
+  const installations = workspace.installations;
+  if (slack && installations) {
+    registerTenantHandlers(slack.app, { tenants: new TenantLifecycle({ repo: store.installations, installations, store, lifecycle, clock, log, onEnded: () => membershipCache?.clear() }), log });
     registerSlackHandlers(slack.app, {
-      api: slack.api,
+      apis: slack.apis,
+      tenants: installations,
       store,
       registry: registrySource.registry,
       approvals: broker.approvals,
       turns: broker.turns,
-      grants: new GrantsAdmin({ store, lifecycle, clock, admins: new AdminDirectory(config.admins, slack.api, clock) }),
+      // The one admin directory of the workspace (SLAUDE_ADMINS per team, or Slack's admins of that team).
+      grants: new GrantsAdmin({ store, lifecycle, clock, ...(workspace.adapters ? { admins: workspace.adapters.admins } : {}) }),
       ...(cluster.membership ? { membership: cluster.membership } : {}),
       logins,
       pins: broker.deps.pins,
@@ -182,6 +190,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const turnReaper = job("turn reaper", opts.reapIntervalMs ?? 30_000, () => broker.turns.reap(clock.now()), true);
   // Pending approvals past their expiry whose caller is gone (a replica killed while a call waited).
   const approvalExpiry = job("approval expiry", opts.reapIntervalMs ?? 30_000, () => broker.approvals.expireDue(), true);
+  // Rotating Slack tokens are refreshed before they expire (each refresh token presented once: the refresh lock).
+  const tokenRotation = installations ? job("slack token rotation", 5 * 60_000, () => installations.refreshDue(), true) : undefined;
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = job("cache sweep", 60_000, async () => membershipCache?.sweep());
 
@@ -201,7 +211,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const auth = new HostTokenAuth(hostTokens.tokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
-  const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
+  // With SLACK_BOT_TOKEN: auth.test, and the token recorded as the one installation (again if Slack was down at start).
+  const configuredToken = config.slack.botToken;
+  const slackAuth = slack && installations ? new SlackAuthState(async () => (configuredToken ? installations.ensureConfigured(await singleTokenInstall(configuredToken, slack.clientOptions)) : undefined), log) : undefined;
   const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs: opts.slackAuthCheckIntervalMs ?? 60_000, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
   const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
   http.route({
@@ -216,6 +228,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
+  // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).
+  if (installations && config.slack.distribution) {
+    const flow = createInstallFlow({ distribution: config.slack.distribution, publicUrl: config.publicUrl, clientOptions: slack!.clientOptions, states: store.oauthStates, installations, audit: store.audit, clock, log });
+    http.route({ method: "GET", path: INSTALL_PATH, handler: flow.install });
+    http.route({ method: "GET", path: REDIRECT_PATH, handler: flow.callback });
+  }
   const liveView = mountLoginRoutes(http, logins, config, clock, log, loginReplica);
 
   const port = await http.listen(config.port, config.bindHost);
@@ -274,6 +292,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await turnReaper.stop();
         await approvalExpiry.stop();
         await slackAuthJob?.stop();
+        await tokenRotation?.stop();
         await cacheSweep.stop();
         await broker.shutdown();
         await leadership.close();

@@ -12,7 +12,11 @@ import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
 import { SlackOwnerNotices } from "../slack/login-notifier.js";
 import { SlackMembership } from "../slack/membership.js";
-import { createSlackRuntime, type SlackRuntime } from "../slack/slack-app.js";
+import { createSlackRuntime, slackClientOptions, type SlackRuntime } from "../slack/slack-app.js";
+import { singleTokenInstall, SlackOrgTeams, SlackTokenRotation } from "../slack/installation-adapters.js";
+import { Installations } from "../installations/installations.js";
+import type { RefreshLock } from "../login/oauth/refresh-lock.js";
+import type { Vault } from "../vault/vault.js";
 import type { Store } from "../store/store.js";
 import { chooseWorkspace, type WorkspaceChoice } from "../workspace/choice.js";
 import { endNotice, localAdapters } from "../workspace/local/adapters.js";
@@ -34,6 +38,8 @@ export interface BuiltWorkspace {
   readonly kind: "slack" | "local" | "none";
   readonly adapters: WorkspaceAdapters | undefined;
   readonly slack: SlackRuntime | undefined;
+  /** The tenants Slack serves (undefined without Slack: the local workspace is its one team). */
+  readonly installations: Installations | undefined;
   readonly local: LocalWorkspaceService | undefined;
   /** Binds what is built after the adapters (the broker's approvals, the login service) and seeds the local team. */
   start(late: { approvals: ApprovalService; logins: LoginService; lifecycle: ConnectionLifecycle }): Promise<void>;
@@ -42,29 +48,50 @@ export interface BuiltWorkspace {
 /** Builds the adapter set `choice` names. */
 export function buildWorkspace(
   choice: Exclude<WorkspaceChoice, { kind: "refused" }>,
-  deps: { config: Config; store: Store; registry: ServiceRegistry; clock: Clock; log: Logger; localLimits?: Partial<LocalWorkspaceLimits> },
+  deps: { config: Config; store: Store; vault: Vault; refreshLock: RefreshLock; registry: ServiceRegistry; clock: Clock; log: Logger; localLimits?: Partial<LocalWorkspaceLimits>; onInstallationRefresh?: (outcome: "ok" | "failed") => void },
 ): BuiltWorkspace {
-  const { config, store, registry, clock, log } = deps;
+  const { config, store, vault, registry, clock, log } = deps;
   if (choice.kind === "slack") {
-    const slack = createSlackRuntime(config.slack, log);
+    const clientOptions = slackClientOptions(config.slack, log);
+    const dist = config.slack.distribution;
+    const installations = new Installations({
+      repo: store.installations,
+      sealer: { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) },
+      clock,
+      log,
+      audit: store.audit,
+      lock: deps.refreshLock,
+      ...(dist ? { rotation: new SlackTokenRotation(dist, clientOptions) } : {}),
+      orgTeams: new SlackOrgTeams(clientOptions),
+      ...(deps.onInstallationRefresh ? { onRefresh: deps.onInstallationRefresh } : {}),
+    });
+    const slack = createSlackRuntime(config.slack, { installations, audit: store.audit, clock, log });
+    const tenants = { single: async () => (await store.installations.countLive()) <= 1 };
     const adapters: WorkspaceAdapters = {
       kind: "slack",
-      membership: new ChannelMembership(new SlackMembership(slack.api), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }),
-      approvals: new SlackApprovalChannel(slack.api, store, log, config.approvalTimeoutMs),
-      consent: new SlackConsent(slack.api, registry),
-      admins: new AdminDirectory(config.admins, slack.api, clock),
-      notices: new SlackOwnerNotices(slack.api),
+      membership: new ChannelMembership(new SlackMembership(slack.apis), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }),
+      approvals: new SlackApprovalChannel(slack.apis, store, log, config.approvalTimeoutMs),
+      consent: new SlackConsent(slack.apis, registry),
+      admins: new AdminDirectory(config.admins, slack.apis, tenants, clock),
+      notices: new SlackOwnerNotices(slack.apis),
     };
+    const botToken = config.slack.botToken;
     return {
       kind: "slack",
       adapters,
       slack,
+      installations,
       local: undefined,
-      start: async () => log.info("workspace: slack", { why: choice.why, mode: slack.mode }),
+      start: async () => {
+        // A single SLACK_BOT_TOKEN is simply the one installation (auth.test once); Slack down at
+        // start leaves it unrecorded, so its calls fail closed until the next try (the auth check job).
+        if (botToken) await recordConfiguredToken(installations, botToken, clientOptions, log);
+        log.info("workspace: slack", { why: choice.why, mode: slack.mode, installFlow: Boolean(dist) });
+      },
     };
   }
   if (choice.kind === "none") {
-    return { kind: "none", adapters: undefined, slack: undefined, local: undefined, start: async () => log.info("workspace: none", { why: choice.why }) };
+    return { kind: "none", adapters: undefined, slack: undefined, installations: undefined, local: undefined, start: async () => log.info("workspace: none", { why: choice.why }) };
   }
   const local = new LocalWorkspaceService({ store, clock, log, registry, admins: config.admins, ...(deps.localLimits ? { limits: deps.localLimits } : {}) });
   const adapters = localAdapters(local, { registry, log, store, approvalTimeoutMs: config.approvalTimeoutMs });
@@ -72,6 +99,7 @@ export function buildWorkspace(
     kind: "local",
     adapters,
     slack: undefined,
+    installations: undefined,
     local,
     start: async ({ approvals, logins, lifecycle }) => {
       local.bind({ approvals, logins });
@@ -86,4 +114,16 @@ export function buildWorkspace(
       log.info("workspace: local (development only; state in the database)", { why: choice.why, team: local.teamId, seeded });
     },
   };
+}
+
+/** Records SLACK_BOT_TOKEN as an installation; false (logged, never thrown) when Slack could not be asked. */
+export async function recordConfiguredToken(installations: Installations, botToken: string, clientOptions: ReturnType<typeof slackClientOptions>, log: Logger): Promise<boolean> {
+  try {
+    await installations.ensureConfigured(await singleTokenInstall(botToken, clientOptions));
+    return true;
+  } catch (err) {
+    const code = (err as { data?: { error?: unknown } }).data?.error ?? (err as { code?: unknown }).code ?? "error";
+    log.warn("SLACK_BOT_TOKEN could not be recorded as an installation (auth.test failed); retrying with the Slack auth check", { code: String(code).slice(0, 60) });
+    return false;
+  }
 }

@@ -140,14 +140,20 @@ export class ApprovalService {
 
   /**
    * Applies a click on an approval card. Only the owner's click on a pending, unexpired approval
-   * changes anything; every other click is audited and ignored.
+   * changes anything; every other click is audited and ignored. `sameTenant`, when given, says
+   * whether the click came through the installation serving the approval's team (a user id in
+   * another tenant is someone else): a click from elsewhere is refused as not the owner's.
    */
-  async decide(approvalId: string, nonce: string, clicker: string, decision: "allowed_thread" | "allowed_once" | "denied"): Promise<ClickResult> {
+  async decide(approvalId: string, nonce: string, clicker: string, decision: "allowed_thread" | "allowed_once" | "denied", sameTenant?: (teamId: string) => Promise<boolean>): Promise<ClickResult> {
     const now = this.deps.clock.now();
     const a = await this.deps.store.approvals.get(approvalId);
     if (!a || a.nonce !== nonce) {
       await this.deps.store.audit.append([{ at: now, event: "approval_rejected_click", approverUserId: clicker, decision: "unknown", actor: clicker }]);
       return "unknown";
+    }
+    if (sameTenant && !(await sameTenant(a.teamId))) {
+      await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "wrong_tenant", now, clicker)]);
+      return "not_owner";
     }
     const card = this.cards.get(a.id);
     if (card && decision !== "denied" && !card.decisions.includes(decision) && clicker === a.ownerUserId && a.status === "pending") {

@@ -23,7 +23,15 @@ export type AuditEventKind =
   | "result_read"
   | "admin_action"
   /** A tool definition seen, changed, accepted or rejected (src/pinning); `argsHash` holds the definition hash. */
-  | "tool_pin";
+  | "tool_pin"
+  /** Slack installations (src/installations): installed, reinstalled, refused, disabled, enabled, uninstalled, token refreshed. */
+  | "installation_installed"
+  | "installation_updated"
+  | "installation_refused"
+  | "installation_disabled"
+  | "installation_enabled"
+  | "installation_uninstalled"
+  | "installation_token_refreshed";
 
 /** An audit row as written: identifiers, decisions and sizes only, never values or secrets. */
 export interface AuditEvent {

@@ -10,6 +10,7 @@ import { auditCommand, AUDIT_HELP } from "./commands/audit.js";
 import { connectionsCommand, CONNECTIONS_HELP } from "./commands/connections.js";
 import { doctorCommand } from "./commands/doctor.js";
 import { grantsCommand, GRANTS_HELP } from "./commands/grants.js";
+import { installationsCommand, INSTALLATIONS_HELP } from "./commands/installations.js";
 import { keysCommand, KEYS_HELP } from "./commands/keys.js";
 import { migrateCommand } from "./commands/migrate.js";
 import { migrateStoreCommand, MIGRATE_STORE_HELP } from "./commands/migrate-store.js";
@@ -27,6 +28,7 @@ usage: slaude-connect <command> [options]
   connections   list | add | revoke | login
   approvals     list | decide
   grants        list | revoke
+  installations list | check | disable | enable (Slack workspaces and orgs)
   audit         Query or export (--jsonl) the audit log
   keys          rotate | generate
   registry      schema | check FILE | inspect SERVICE | changes | accept | reject
@@ -37,6 +39,8 @@ Configuration comes from environment variables (see .env.example).
 ${CONNECTIONS_HELP}
 
 ${GRANTS_HELP}
+
+${INSTALLATIONS_HELP}
 
 ${APPROVALS_HELP}
 
@@ -71,6 +75,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return await connectionsCommand(ctx, rest);
       case "grants":
         return await grantsCommand(ctx, rest);
+      case "installations":
+        return await installationsCommand(ctx, rest);
       case "approvals":
         return await approvalsCommand(ctx, rest);
       case "audit":

@@ -61,6 +61,13 @@ const envSchema = z.object({
   SLACK_SIGNING_SECRET: z.string().optional(),
   SLACK_APP_TOKEN: z.string().optional(),
   SLACK_API_URL: z.url().optional(),
+  // Distribution (many workspaces install the app through Slack's OAuth flow): all three together.
+  SLACK_CLIENT_ID: z.string().min(1).optional(),
+  SLACK_CLIENT_SECRET: z.string().min(1).optional(),
+  SLACK_STATE_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
+  SLACK_OAUTH_AUTHORIZE_URL: z.url().default("https://slack.com/oauth/v2/authorize"),
+  // Team (T…) or enterprise (E…) ids allowed to install; empty: anyone.
+  SLAUDE_SLACK_ALLOWED_TEAMS: csv,
   SLAUDE_WORKSPACE: z.enum(["auto", "slack", "local", "none"]).default("auto"),
   SLAUDE_APPROVAL_TIMEOUT_SECONDS: positiveInt.default(120),
   SLAUDE_LOGIN_LINK_TTL_SECONDS: positiveInt.default(600),
@@ -88,10 +95,25 @@ const envSchema = z.object({
   TZ: z.string().optional(),
 });
 
-/** Slack settings; `configured` is false when the bot token or the mode's secret is missing. */
+/** Slack's OAuth install flow (multi-workspace mode): on when the client id, client secret and state secret are all set. */
+export interface SlackDistribution {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly stateSecret: string;
+  /** Slack's authorize page (SLACK_OAUTH_AUTHORIZE_URL; tests point it at a fake). */
+  readonly authorizeUrl: string;
+  /** Team or enterprise ids allowed to install (SLAUDE_SLACK_ALLOWED_TEAMS); empty: anyone. */
+  readonly allowedTenants: readonly string[];
+}
+
+/**
+ * Slack settings; `configured` is false when neither a bot token nor the install flow is set up, or
+ * the mode's secret is missing. With a bot token alone, that workspace is the one installation.
+ */
 export interface SlackConfig {
   readonly mode: "http" | "socket";
   readonly botToken: string | undefined;
+  readonly distribution: SlackDistribution | undefined;
   readonly signingSecret: string | undefined;
   readonly appToken: string | undefined;
   readonly apiUrl: string | undefined;
@@ -121,7 +143,8 @@ export interface Config {
   readonly hostTokenTeams: ReadonlyMap<string, string>;
   /** Bearer token a Prometheus scraper presents on GET /metrics; unset: /metrics is refused. */
   readonly metricsToken: string | undefined;
-  readonly admins: readonly string[];
+  /** SLAUDE_ADMINS: `<team_id>:<user_id>` entries, or bare user ids (valid only with a single installation). */
+  readonly admins: readonly AdminEntry[];
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
@@ -153,6 +176,27 @@ export interface Config {
   readonly caches: { readonly membership: CacheLimits; readonly credentials: CacheLimits };
 }
 
+/** One SLAUDE_ADMINS entry: a user, in one team when `teamId` is set (bare ids apply to the single installation only). */
+export interface AdminEntry {
+  readonly teamId: string | undefined;
+  readonly userId: string;
+}
+
+const SLACK_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Parses SLAUDE_ADMINS entries (`<team_id>:<user_id>` or a bare user id); messages name the position, not the value. */
+export function parseAdmins(entries: readonly string[]): AdminEntry[] {
+  return entries.map((entry, i) => {
+    const at = entry.indexOf(":");
+    const teamId = at < 0 ? undefined : entry.slice(0, at);
+    const userId = at < 0 ? entry : entry.slice(at + 1);
+    if ((teamId !== undefined && !SLACK_ID.test(teamId)) || !SLACK_ID.test(userId)) {
+      throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_ADMINS: entry ${i + 1} is not <team_id>:<user_id> or a user id (letters, digits, '.', '_' or '-')`);
+    }
+    return { teamId, userId };
+  });
+}
+
 /** A bounded cache: at most `max` entries, each at most `ttlMs` old. */
 export interface CacheLimits {
   readonly max: number;
@@ -176,10 +220,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY (or SLAUDE_ENCRYPTION_KEY_FILE) is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
   }
   // Half a Slack setup is a mistake to report, not a reason to run silently without Slack.
-  const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN].some(Boolean);
+  const oauthVars = [e.SLACK_CLIENT_ID, e.SLACK_CLIENT_SECRET, e.SLACK_STATE_SECRET];
+  if (oauthVars.some(Boolean) && !oauthVars.every(Boolean)) {
+    const missing = [!e.SLACK_CLIENT_ID && "SLACK_CLIENT_ID", !e.SLACK_CLIENT_SECRET && "SLACK_CLIENT_SECRET", !e.SLACK_STATE_SECRET && "SLACK_STATE_SECRET"].filter(Boolean);
+    throw new ConfigError("invalid_env", `invalid environment\nthe Slack install flow needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET together: set ${missing.join(" and ")}, or unset the others`);
+  }
+  const distribution: SlackDistribution | undefined =
+    e.SLACK_CLIENT_ID && e.SLACK_CLIENT_SECRET && e.SLACK_STATE_SECRET
+      ? { clientId: e.SLACK_CLIENT_ID, clientSecret: e.SLACK_CLIENT_SECRET, stateSecret: e.SLACK_STATE_SECRET, authorizeUrl: e.SLACK_OAUTH_AUTHORIZE_URL, allowedTenants: e.SLAUDE_SLACK_ALLOWED_TEAMS }
+      : undefined;
+  if (e.SLAUDE_SLACK_ALLOWED_TEAMS.some((t) => !SLACK_ID.test(t))) throw new ConfigError("invalid_env", "invalid environment\nSLAUDE_SLACK_ALLOWED_TEAMS: each entry is a team (T…) or enterprise (E…) id");
+  const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN, distribution].some(Boolean);
   if (slackVars) {
     const missing = [
-      !e.SLACK_BOT_TOKEN && "SLACK_BOT_TOKEN",
+      !e.SLACK_BOT_TOKEN && !distribution && "SLACK_BOT_TOKEN (or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET for the install flow)",
       e.SLACK_MODE === "http" && !e.SLACK_SIGNING_SECRET && "SLACK_SIGNING_SECRET",
       e.SLACK_MODE === "socket" && !e.SLACK_APP_TOKEN && "SLACK_APP_TOKEN",
     ].filter(Boolean);
@@ -187,7 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const dataDir = path.resolve(e.SLAUDE_DATA_DIR);
   const hostTokens = parseHostTokens(e.SLAUDE_HOST_TOKENS);
-  const slackConfigured = Boolean(e.SLACK_BOT_TOKEN) && (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
+  const slackConfigured = (Boolean(e.SLACK_BOT_TOKEN) || Boolean(distribution)) && (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
   return {
     production,
     nodeEnv: e.NODE_ENV,
@@ -204,7 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     hostTokens: hostTokens.tokens,
     hostTokenTeams: hostTokens.teams,
     metricsToken: e.SLAUDE_METRICS_TOKEN,
-    admins: e.SLAUDE_ADMINS,
+    admins: parseAdmins(e.SLAUDE_ADMINS),
     allowedHosts: e.SLAUDE_ALLOWED_HOSTS,
     allowedOrigins: e.SLAUDE_ALLOWED_ORIGINS,
     logLevel: e.SLAUDE_LOG_LEVEL,
@@ -222,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     slack: {
       mode: e.SLACK_MODE,
       botToken: e.SLACK_BOT_TOKEN,
+      distribution,
       signingSecret: e.SLACK_SIGNING_SECRET,
       appToken: e.SLACK_APP_TOKEN,
       apiUrl: e.SLACK_API_URL,

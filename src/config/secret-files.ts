@@ -6,7 +6,7 @@ import { ConfigError } from "./errors.js";
 // process of the same uid could read it from /proc/<pid>/environ.
 
 /** Secret variables that may be given as `<NAME>_FILE` instead (exactly one of the two). */
-export const SECRET_VARIABLES = ["SLAUDE_ENCRYPTION_KEY", "SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS", "SLAUDE_METRICS_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLAUDE_DATABASE_URL"] as const;
+export const SECRET_VARIABLES = ["SLAUDE_ENCRYPTION_KEY", "SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS", "SLAUDE_METRICS_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_STATE_SECRET", "SLAUDE_DATABASE_URL"] as const;
 
 /** Comma-separated lists: in a file, one entry per line works too. */
 const LIST_VARIABLES: ReadonlySet<string> = new Set(["SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS"]);

@@ -3,9 +3,9 @@ import type { Connection, Grant } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import type { ConnectionLifecycle } from "./lifecycle.js";
 
-/** Who may act as a slaude-connect admin (Slack's AdminDirectory in production). */
+/** Who may act as a slaude-connect admin of one team (Slack's AdminDirectory in production); admins never cross teams. */
 export interface AdminCheck {
-  isAdmin(userId: string): Promise<boolean>;
+  isAdmin(teamId: string, userId: string): Promise<boolean>;
 }
 
 /** How a grant revoke went: `refused` when `may` said no (told apart from a missing grant only in logs). */
@@ -53,7 +53,7 @@ export class GrantsAdmin {
    * fail closed) is refused with an `admin_action` row; a done revoke writes one too.
    */
   async adminRevoke(teamId: string, connectionId: string | undefined, admin: string): Promise<AdminRevokeResult> {
-    if (!(await this.isAdmin(admin))) {
+    if (!(await this.isAdmin(teamId, admin))) {
       await this.deps.store.audit.append([{ at: this.deps.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: admin, ...(connectionId !== undefined ? { connectionId } : {}) }]);
       return { kind: "not_admin" };
     }
@@ -64,10 +64,10 @@ export class GrantsAdmin {
     return ended ? { kind: "revoked", connection: conn } : { kind: "not_live", connection: conn };
   }
 
-  /** Whether `userId` is an admin; unknown (no check, or the check failed) is no. */
-  async isAdmin(userId: string): Promise<boolean> {
+  /** Whether `userId` is an admin of `teamId`; unknown (no check, or the check failed) is no. */
+  async isAdmin(teamId: string, userId: string): Promise<boolean> {
     try {
-      return (await this.deps.admins?.isAdmin(userId)) ?? false;
+      return (await this.deps.admins?.isAdmin(teamId, userId)) ?? false;
     } catch {
       return false;
     }

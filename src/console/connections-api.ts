@@ -68,7 +68,7 @@ export class ConnectionsApi {
       this.d.store.connections.list({ teamId, ownerUserId: q.user, statuses: live }),
       this.d.store.grants.list({ teamId, ownerUserId: q.user, liveOnly: true }),
       this.d.store.grants.list({ teamId, borrowerUserId: q.user, liveOnly: true }),
-      this.d.admins.isAdmin(q.user),
+      this.d.admins.isAdmin(teamId, q.user),
     ]);
     const all = admin ? await this.d.store.connections.list({ teamId, statuses: live }) : undefined;
     sendJson(res, 200, {
@@ -100,7 +100,7 @@ export class ConnectionsApi {
       await this.d.lifecycle.revoke(conn.id, user, "revoked by owner");
       return sendJson(res, 200, { ok: true, message: `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.` });
     }
-    if (!(await this.d.admins.isAdmin(user))) {
+    if (!(await this.d.admins.isAdmin(teamId, user))) {
       await this.d.store.audit.append([{ at: this.d.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: user, connectionId: b.id }]);
       return refuse(res, 403, "not_admin", "Only slaude-connect admins can do that.");
     }

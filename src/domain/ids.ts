@@ -20,6 +20,6 @@ export function randomId(): string {
 }
 
 /** A new opaque identifier with a readable prefix, e.g. `conn_3f…`. */
-export function newId(prefix: "conn" | "grant" | "appr" | "login" | "call" | "card" | "res"): string {
+export function newId(prefix: "conn" | "grant" | "appr" | "login" | "call" | "card" | "res" | "inst"): string {
   return `${prefix}_${randomId()}`;
 }

@@ -73,7 +73,7 @@ export class PinReview {
 
   /** The team's undecided changes with their diffs, newest first; undefined for a non-admin. */
   async list(teamId: string, userId: string, limit = MAX_REVIEW_ITEMS): Promise<ReviewItem[] | undefined> {
-    if (!(await this.d.admins.isAdmin(userId))) return undefined;
+    if (!(await this.d.admins.isAdmin(teamId, userId))) return undefined;
     const rows = await this.d.pins.changes({ teamId, limit: Math.min(limit, MAX_REVIEW_ITEMS) });
     return rows.map((p) => ({
       teamId: p.teamId,
@@ -93,7 +93,7 @@ export class PinReview {
    * `not_admin` and a `tool_pin` audit row `refused_not_admin`, and nothing changes.
    */
   async decide(teamId: string, userId: string, d: ReviewDecision): Promise<ReviewOutcome> {
-    if (!(await this.d.admins.isAdmin(userId))) {
+    if (!(await this.d.admins.isAdmin(teamId, userId))) {
       await this.d.store.audit.append([{ at: this.d.clock.now(), event: "tool_pin", teamId, service: d.service, tool: d.tool, decision: "refused_not_admin", argsHash: d.hash, actor: userId }]);
       return { kind: "not_admin" };
     }

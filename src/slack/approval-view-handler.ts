@@ -5,11 +5,11 @@ import { approvalArgsView } from "./approval-blocks.js";
 import { ACTIONS } from "./blocks.js";
 import { parseClick } from "./clicks.js";
 import { approvalValue, parseJsonValue } from "./payloads.js";
-import type { SlackApi } from "./slack-api.js";
+import type { SlackApis } from "./tenant-api.js";
 
 /** What the View all arguments button needs. */
 export interface ApprovalViewDeps {
-  readonly api: SlackApi;
+  readonly apis: SlackApis;
   readonly approvals: Pick<ApprovalService, "viewCard">;
   readonly log: Logger;
 }
@@ -25,9 +25,9 @@ const REFUSALS = {
  * for the approval's owner only (its nonce must match); anyone else gets a private refusal.
  */
 export function registerApprovalViewHandler(app: App, d: ApprovalViewDeps): void {
-  app.action(ACTIONS.viewArgs, async ({ ack, body, action, respond }) => {
+  app.action(ACTIONS.viewArgs, async ({ ack, body, action, respond, context }) => {
     await ack();
-    const click = parseClick(body, action, d.log);
+    const click = parseClick(body, action, d.log, context);
     // Without a trigger id no modal can open: nothing to do.
     const triggerId = click?.body.trigger_id;
     if (!click || triggerId === undefined) return;
@@ -41,7 +41,7 @@ export function registerApprovalViewHandler(app: App, d: ApprovalViewDeps): void
     const { approval, card } = seen;
     try {
       // The trigger lives about 3 seconds: open the modal before anything slower.
-      await d.api.openView(triggerId, approvalArgsView(approval, card));
+      await (await d.apis.forTeam(click.teamId)).openView(triggerId, approvalArgsView(approval, card));
     } catch (err) {
       d.log.warn("could not open the arguments view", { approvalId: approval.id, error: (err as Error).message });
     }

@@ -1,19 +1,21 @@
 import type { RespondFn } from "@slack/bolt";
 import type { Logger } from "../log/logger.js";
-import { blockActionBody, buttonAction, type BlockActionBody } from "./payloads.js";
+import { blockActionBody, buttonAction, tenantContext, type BlockActionBody } from "./payloads.js";
 
-/** A parsed button click: who clicked where, and the button. */
+/** A parsed button click: who clicked where, the button, and the team whose installation Bolt authorized it for. */
 export interface Click {
   readonly body: BlockActionBody;
   readonly action: { readonly action_id: string; readonly value?: string | undefined };
+  readonly teamId: string;
 }
 
-/** The click's envelope and button, parsed; a payload that does not fit is logged and ignored (nothing acted on). */
-export function parseClick(body: unknown, action: unknown, log: Logger): Click | undefined {
+/** The click's envelope, button and tenant, parsed; a payload that does not fit is logged and ignored (nothing acted on). */
+export function parseClick(body: unknown, action: unknown, log: Logger, context: unknown): Click | undefined {
   const b = blockActionBody.safeParse(body);
   const a = buttonAction.safeParse(action);
-  if (b.success && a.success) return { body: b.data, action: a.data };
-  log.warn("ignored a malformed Slack click", { issues: [...(b.error?.issues ?? []), ...(a.error?.issues ?? [])].map((i) => i.path.join(".")).join(",").slice(0, 200) });
+  const t = tenantContext.safeParse(context);
+  if (b.success && a.success && t.success) return { body: b.data, action: a.data, teamId: t.data.teamId };
+  log.warn("ignored a malformed Slack click", { issues: [...(b.error?.issues ?? []), ...(a.error?.issues ?? []), ...(t.error?.issues ?? []).map((i) => ({ path: ["context", ...i.path] }))].map((i) => i.path.join(".")).join(",").slice(0, 200) });
   return undefined;
 }
 

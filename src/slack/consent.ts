@@ -4,7 +4,7 @@ import type { ThreadRef } from "../domain/thread.js";
 import { consentCard } from "../cards/notice-cards.js";
 import { consentCardBlocks, consentValue } from "./blocks.js";
 import { notificationText } from "./card-mrkdwn.js";
-import type { SlackApi } from "./slack-api.js";
+import type { SlackApis } from "./tenant-api.js";
 
 /**
  * Sends the consent card for `connect` to the user privately (a DM), never into the thread. Its
@@ -12,16 +12,17 @@ import type { SlackApi } from "./slack-api.js";
  */
 export class SlackConsent implements ConsentNotifier {
   constructor(
-    private readonly api: SlackApi,
+    private readonly apis: SlackApis,
     private readonly registry: ServiceRegistry,
   ) {}
 
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
     const service = this.registry.get(serviceName);
     if (!service) throw new Error(`unknown service ${serviceName}`);
-    const dm = await this.api.openDm(userId);
+    const api = await this.apis.forTeam(thread.teamId);
+    const dm = await api.openDm(userId);
     const card = consentCard(service, { kind: "continue" }, { thread });
-    await this.api.postMessage({
+    await api.postMessage({
       channel: dm,
       text: notificationText(card),
       blocks: consentCardBlocks(card, consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs })),

@@ -15,11 +15,16 @@ import { ACTIONS, connectionsBlocks, consentBlocks, consentValue } from "./block
 import { parseClick, reply } from "./clicks.js";
 import { connectionsModel, publishHome } from "./home.js";
 import { mintFailureReply } from "./mint-replies.js";
-import { approvalValue, consentAcceptValue, eventEnvelope, homeOpenedEvent, memberChangeEvent, messageEvent, parseJsonValue, slashCommand } from "./payloads.js";
+import { approvalValue, consentAcceptValue, eventEnvelope, homeOpenedEvent, memberChangeEvent, messageEvent, parseJsonValue, slashCommand, tenantContext } from "./payloads.js";
 import { registerPinHandlers } from "./pin-handlers.js";
 import { registerRevokeHandlers } from "./revoke-handlers.js";
 import { looksLikeSecret } from "./secret-detect.js";
-import type { SlackApi } from "./slack-api.js";
+import type { SlackApis } from "./tenant-api.js";
+
+/** Tells whether two teams are one tenant. */
+export interface TenantMatch {
+  sameInstallation(teamA: string, teamB: string): Promise<boolean>;
+}
 
 /** What the handlers invalidate when Slack reports a membership change (the channel membership cache). */
 export interface MembershipInvalidation {
@@ -28,7 +33,10 @@ export interface MembershipInvalidation {
 
 /** What the Slack listeners act on. */
 export interface SlackHandlerDeps {
-  readonly api: SlackApi;
+  /** Slack per tenant: every call goes out with the token of the team the request came from. */
+  readonly apis: SlackApis;
+  /** Whether two teams are served by one installation (an org-wide install serves all its workspaces). */
+  readonly tenants: TenantMatch;
   readonly store: Store;
   readonly registry: ServiceRegistry;
   /** Revokes (owner, grant, admin) with their audit rows; also says who is an admin. */
@@ -67,18 +75,19 @@ const CLICK_REPLIES = {
 /** Registers every Slack listener on `app`. */
 export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   // --- approval card clicks: verified by Bolt (signature), authorised here (owner only), applied once by the store.
-  app.action(new RegExp(`^(${ACTIONS.allowThread}|${ACTIONS.allowOnce}|${ACTIONS.deny})$`), async ({ ack, body: rawBody, action: rawAction, respond }) => {
+  app.action(new RegExp(`^(${ACTIONS.allowThread}|${ACTIONS.allowOnce}|${ACTIONS.deny})$`), async ({ ack, body: rawBody, action: rawAction, respond, context }) => {
     await ack();
-    const click = parseClick(rawBody, rawAction, d.log);
+    const click = parseClick(rawBody, rawAction, d.log, context);
     if (!click) return;
     const { body, action } = click;
     const decision = DECISIONS.get(action.action_id);
     const parsed = parseJsonValue(approvalValue, action.value);
     if (!parsed || !decision) {
       // A forged or corrupted button value: refused like an unknown request, and recorded.
-      await d.store.audit.append([{ at: d.clock.now(), event: "approval_rejected_click", teamId: body.team?.id ?? null, approverUserId: body.user.id, actor: body.user.id, decision: "click_invalid" }]);
+      await d.store.audit.append([{ at: d.clock.now(), event: "approval_rejected_click", teamId: click.teamId, approverUserId: body.user.id, actor: body.user.id, decision: "click_invalid" }]);
     }
-    const result = parsed && decision ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, decision) : "unknown";
+    // A card is answered only in the tenant it was sent in: the same user id in another workspace is someone else.
+    const result = parsed && decision ? await d.approvals.decide(parsed.a, parsed.n, body.user.id, decision, (team) => d.tenants.sameInstallation(team, click.teamId)) : "unknown";
     if (result !== "applied") await reply(respond, body, CLICK_REPLIES[result], d.log);
   });
   registerApprovalViewHandler(app, d);
@@ -88,10 +97,10 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
 
 
   // --- /connect <service>
-  app.command("/connect", async ({ ack, command: rawCommand, respond }) => {
+  app.command("/connect", async ({ ack, command: rawCommand, respond, context }) => {
     await ack();
     const parsedCommand = slashCommand.safeParse(rawCommand);
-    if (!parsedCommand.success) return void d.log.warn("ignored a malformed /connect payload");
+    if (!parsedCommand.success || !tenantContext.safeParse(context).success) return void d.log.warn("ignored a malformed /connect payload");
     const command = parsedCommand.data;
     const text = command.text.trim();
     if (looksLikeSecret(text)) {
@@ -111,13 +120,12 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- consent accepted: mint a one-time link for the clicker, shown only to them.
-  app.action(ACTIONS.consentAccept, async ({ ack, body: rawBody, action: rawAction, respond }) => {
+  app.action(ACTIONS.consentAccept, async ({ ack, body: rawBody, action: rawAction, respond, context }) => {
     await ack();
-    const click = parseClick(rawBody, rawAction, d.log);
+    const click = parseClick(rawBody, rawAction, d.log, context);
     if (!click) return;
-    const { body, action } = click;
+    const { body, action, teamId } = click;
     const v = parseJsonValue(consentAcceptValue, action.value);
-    const teamId = body.team?.id ?? "";
     if (!v || v.u !== body.user.id) {
       await d.store.audit.append([{ at: d.clock.now(), event: "login_refused", teamId, callerUserId: body.user.id, decision: "consent_not_yours", ...(v ? { service: v.s } : {}) }]);
       await reply(respond, body, "This card is for someone else.", d.log);
@@ -143,40 +151,43 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- /connections
-  app.command("/connections", async ({ ack, command: rawCommand, respond }) => {
+  app.command("/connections", async ({ ack, command: rawCommand, respond, context }) => {
     await ack();
     const command = slashCommand.safeParse(rawCommand);
-    if (!command.success) return void d.log.warn("ignored a malformed /connections payload");
-    const model = await connectionsModel(d, command.data.team_id, command.data.user_id);
+    const tenant = tenantContext.safeParse(context);
+    if (!command.success || !tenant.success) return void d.log.warn("ignored a malformed /connections payload");
+    const model = await connectionsModel(d, tenant.data.teamId, command.data.user_id);
     await respond({ response_type: "ephemeral", text: "Your connections", blocks: connectionsBlocks(model) });
   });
 
   // --- App Home
-  app.event("app_home_opened", async ({ event: rawEvent, body }) => {
+  app.event("app_home_opened", async ({ event: rawEvent, context }) => {
     const event = homeOpenedEvent.safeParse(rawEvent);
-    const envelope = eventEnvelope.safeParse(body);
-    if (!event.success || !envelope.success) return;
+    const tenant = tenantContext.safeParse(context);
+    if (!event.success || !tenant.success) return;
     if (event.data.tab && event.data.tab !== "home") return;
-    await publishHome(d, envelope.data.team_id ?? "", event.data.user);
+    await publishHome(d, tenant.data.teamId, event.data.user);
   });
 
   // --- messages: human messages in served threads are turns; a message carrying a secret is deleted.
   // Each event id is applied once (Slack retries and replays re-send it), and a message sets the
   // turn only when it is newer than the thread's current turn (the turn rules order by the message ts).
   const seen = d.seenEvents ?? new SeenEvents();
-  app.event("message", async ({ event, body }) => {
+  app.event("message", async ({ event, body, context }) => {
     const parsedEvent = messageEvent.safeParse(event);
     const envelope = eventEnvelope.safeParse(body);
-    if (!parsedEvent.success || !envelope.success) return;
+    const tenant = tenantContext.safeParse(context);
+    if (!parsedEvent.success || !envelope.success || !tenant.success) return;
     const m = parsedEvent.data;
     if (m.bot_id || !m.user || (m.subtype && m.subtype !== "thread_broadcast" && m.subtype !== "file_share")) return;
     const eventId = envelope.data.event_id;
     if (eventId !== undefined && !seen.firstTime(eventId)) return;
-    const teamId = envelope.data.team_id ?? "";
+    const teamId = tenant.data.teamId;
     if (m.text && looksLikeSecret(m.text)) {
       let deleted = false;
+      const api = await d.apis.forTeam(teamId);
       try {
-        await d.api.deleteMessage(m.channel, m.ts);
+        await api.deleteMessage(m.channel, m.ts);
         deleted = true;
       } catch (err) {
         // A bot token can only delete the bot's own messages; say so rather than claim it is gone.
@@ -185,7 +196,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       const text = deleted
         ? ":warning: Your message looked like it contained a password or token, so I removed it. Please rotate that secret, and use /connect to connect accounts."
         : ":warning: Your message looked like it contained a password or token. I could not remove it: please delete it yourself and rotate that secret. Use /connect to connect accounts.";
-      await d.api.postEphemeral({ channel: m.channel, user: m.user, text, ...(m.thread_ts ? { threadTs: m.thread_ts } : {}) }).catch(() => {});
+      await api.postEphemeral({ channel: m.channel, user: m.user, text, ...(m.thread_ts ? { threadTs: m.thread_ts } : {}) }).catch(() => {});
     }
     if (!m.thread_ts) return;
     const thread = { teamId, channelId: m.channel, threadTs: m.thread_ts };
@@ -193,10 +204,10 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
   });
 
   // --- membership changes invalidate the cached answers at once.
-  const invalidate = async ({ event, body }: { event: unknown; body: unknown }) => {
+  const invalidate = async ({ event, context }: { event: unknown; context: unknown }) => {
     const e = memberChangeEvent.safeParse(event);
-    const envelope = eventEnvelope.safeParse(body);
-    if (e.success && envelope.success) d.membership?.invalidate(envelope.data.team_id ?? "", e.data.channel);
+    const tenant = tenantContext.safeParse(context);
+    if (e.success && tenant.success) d.membership?.invalidate(tenant.data.teamId, e.data.channel);
   };
   app.event("member_left_channel", invalidate);
   app.event("member_joined_channel", invalidate);

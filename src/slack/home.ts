@@ -2,11 +2,11 @@ import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Store } from "../store/store.js";
 import { connectionsBlocks, type ConnectionsModel } from "./blocks.js";
 import { MAX_HOME_CHANGES } from "./pin-blocks.js";
-import type { SlackApi } from "./slack-api.js";
+import type { SlackApis } from "./tenant-api.js";
 
 /** What the connections view needs: the store, who is an admin, and Slack to publish to. */
 export interface HomeDeps {
-  readonly api: SlackApi;
+  readonly apis: SlackApis;
   readonly store: Store;
   readonly grants: Pick<GrantsAdmin, "isAdmin">;
 }
@@ -18,7 +18,7 @@ export async function connectionsModel(d: Pick<HomeDeps, "store" | "grants">, te
     d.store.grants.list({ teamId, ownerUserId: userId, liveOnly: true }),
     d.store.grants.list({ teamId, borrowerUserId: userId, liveOnly: true }),
   ]);
-  if (!(await d.grants.isAdmin(userId))) return { mine, grantsGiven, grantsReceived };
+  if (!(await d.grants.isAdmin(teamId, userId))) return { mine, grantsGiven, grantsReceived };
   const [all, recentAudit, toolChanges] = await Promise.all([
     d.store.connections.list({ teamId, statuses: ["active", "needs_login"] }),
     d.store.audit.query({ teamId, limit: 15, take: "latest" }),
@@ -29,5 +29,5 @@ export async function connectionsModel(d: Pick<HomeDeps, "store" | "grants">, te
 
 /** Publishes the App Home tab for a user. */
 export async function publishHome(d: HomeDeps, teamId: string, userId: string): Promise<void> {
-  await d.api.publishHome(userId, { type: "home", blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)) });
+  await (await d.apis.forTeam(teamId)).publishHome(userId, { type: "home", blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)) });
 }

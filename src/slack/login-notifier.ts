@@ -5,30 +5,31 @@ import type { LoginNotifier } from "../login/login-service.js";
 import type { Connection, LoginSession } from "../store/records.js";
 import type { ConnectionEnd, OwnerNotices } from "../workspace/workspace.js";
 import { noticeText } from "./card-mrkdwn.js";
-import type { SlackApi } from "./slack-api.js";
+import type { SlackApis } from "./tenant-api.js";
 
 /** Sends a text-only notice card to a user in a DM. */
-async function dmNotice(api: SlackApi, userId: string, card: Card): Promise<void> {
+async function dmNotice(apis: SlackApis, teamId: string, userId: string, card: Card): Promise<void> {
+  const api = await apis.forTeam(teamId);
   const dm = await api.openDm(userId);
   await api.postMessage({ channel: dm, text: noticeText(card) });
 }
 
 /** Tells a user in a DM that their new connection is ready (brief §6: the owner is told). */
 export class SlackLoginNotifier implements LoginNotifier {
-  constructor(private readonly api: SlackApi) {}
+  constructor(private readonly apis: SlackApis) {}
 
   async connectionReady(session: LoginSession, connection: Connection, service: Service): Promise<void> {
-    await dmNotice(this.api, session.userId, connectionReadyCard(connection, service));
+    await dmNotice(this.apis, session.teamId, session.userId, connectionReadyCard(connection, service));
   }
 }
 
 /** Tells an owner their connection needs a new login (a refused OAuth refresh). */
 export class SlackNeedsLoginNotifier {
-  constructor(private readonly api: SlackApi) {}
+  constructor(private readonly apis: SlackApis) {}
 
   async needsLogin(connection: Connection): Promise<void> {
     if (!connection.ownerUserId) return;
-    await dmNotice(this.api, connection.ownerUserId, needsLoginCard(connection));
+    await dmNotice(this.apis, connection.teamId, connection.ownerUserId, needsLoginCard(connection));
   }
 }
 
@@ -39,9 +40,9 @@ export class SlackNeedsLoginNotifier {
 export class SlackOwnerNotices implements OwnerNotices {
   private readonly ready: SlackLoginNotifier;
   private readonly login: SlackNeedsLoginNotifier;
-  constructor(private readonly api: SlackApi) {
-    this.ready = new SlackLoginNotifier(api);
-    this.login = new SlackNeedsLoginNotifier(api);
+  constructor(private readonly apis: SlackApis) {
+    this.ready = new SlackLoginNotifier(apis);
+    this.login = new SlackNeedsLoginNotifier(apis);
   }
   connectionReady(session: LoginSession, connection: Connection, service: Service): Promise<void> {
     return this.ready.connectionReady(session, connection, service);
@@ -51,6 +52,6 @@ export class SlackOwnerNotices implements OwnerNotices {
   }
   async connectionEnded(connection: Connection, end: ConnectionEnd): Promise<void> {
     if (!connection.ownerUserId) return;
-    await dmNotice(this.api, connection.ownerUserId, end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by));
+    await dmNotice(this.apis, connection.teamId, connection.ownerUserId, end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by));
   }
 }

@@ -22,6 +22,14 @@ export const blockActionBody = z.object({
 /** The parsed click envelope. */
 export type BlockActionBody = z.infer<typeof blockActionBody>;
 
+/**
+ * The tenant Bolt authorized a request for (our `authorize` resolved its installation): the team the
+ * request came from and its enterprise. Handlers take the team from here, never from the payload.
+ */
+export const tenantContext = z.object({ teamId: slackId, enterpriseId: slackId.nullish(), installationId: z.string().min(1).max(64) });
+/** The parsed tenant of a request. */
+export type TenantContext = z.infer<typeof tenantContext>;
+
 /** The clicked button: its action id and the value we put on it (absent on link buttons). */
 export const buttonAction = z.object({ action_id: z.string().min(1).max(255), value: z.string().max(2000).optional() });
 

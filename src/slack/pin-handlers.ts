@@ -17,10 +17,11 @@ export interface PinHandlerDeps extends HomeDeps {
 }
 
 /** Answers the clicker: in place when the click came from a message, else (the Home tab has no response_url) by DM. */
-async function tell(d: PinHandlerDeps, respond: RespondFn, body: BlockActionBody, text: string): Promise<void> {
+async function tell(d: PinHandlerDeps, respond: RespondFn, body: BlockActionBody, teamId: string, text: string): Promise<void> {
   if (body.response_url) return reply(respond, body, text, d.log);
   try {
-    await d.api.postMessage({ channel: await d.api.openDm(body.user.id), text });
+    const api = await d.apis.forTeam(teamId);
+    await api.postMessage({ channel: await api.openDm(body.user.id), text });
   } catch (err) {
     d.log.warn("could not tell an admin how a tool decision went", { error: (err as Error).message });
   }
@@ -32,21 +33,21 @@ async function tell(d: PinHandlerDeps, respond: RespondFn, body: BlockActionBody
  * the decision is bound to the hash on the button, so only the definition shown can be accepted.
  */
 export function registerPinHandlers(app: App, d: PinHandlerDeps): void {
-  app.action(new RegExp(`^(${PIN_ACTIONS.accept}|${PIN_ACTIONS.reject})$`), async ({ ack, body: rawBody, action: rawAction, respond }) => {
+  app.action(new RegExp(`^(${PIN_ACTIONS.accept}|${PIN_ACTIONS.reject})$`), async ({ ack, body: rawBody, action: rawAction, respond, context }) => {
     await ack();
-    const click = parseClick(rawBody, rawAction, d.log);
+    const click = parseClick(rawBody, rawAction, d.log, context);
     if (!click) return;
-    const { body, action } = click;
+    const { body, action, teamId } = click;
     const v = parseJsonValue(pinValue, action.value);
     // A button minted for one workspace is never applied in another.
-    if (!v || (body.team && body.team.id !== v.t)) {
-      await d.store.audit.append([{ at: d.clock.now(), event: "tool_pin", teamId: body.team?.id ?? null, decision: "click_invalid", actor: body.user.id }]);
-      await tell(d, respond, body, "This button is not valid.");
+    if (!v || teamId !== v.t) {
+      await d.store.audit.append([{ at: d.clock.now(), event: "tool_pin", teamId, decision: "click_invalid", actor: body.user.id }]);
+      await tell(d, respond, body, teamId, "This button is not valid.");
       return;
     }
     const decision = { kind: action.action_id === PIN_ACTIONS.accept ? ("accept" as const) : ("reject" as const), service: v.s, tool: v.n, hash: v.h };
     const r = await d.review.decide(v.t, body.user.id, decision);
-    await tell(d, respond, body, r.kind === "done" ? doneSentence(decision) : refusalSentence(r.kind === "not_admin" ? "not_admin" : r.reason));
+    await tell(d, respond, body, teamId, r.kind === "done" ? doneSentence(decision) : refusalSentence(r.kind === "not_admin" ? "not_admin" : r.reason));
     // The Home tab has no response_url: redrawing it is how the clicker sees the outcome.
     await publishHome(d, v.t, body.user.id).catch((err: unknown) => d.log.warn("could not republish the App Home", { error: (err as Error).message }));
   });

@@ -17,13 +17,12 @@ export interface RevokeDeps extends HomeDeps {
 /** Registers the revoke buttons of /connections and App Home: own connection, a grant, an admin revoke. */
 export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
   // --- revoke buttons (/connections and App Home)
-  app.action(ACTIONS.revokeConnection, async ({ ack, body: rawBody, action: rawAction, respond }) => {
+  app.action(ACTIONS.revokeConnection, async ({ ack, body: rawBody, action: rawAction, respond, context }) => {
     await ack();
-    const click = parseClick(rawBody, rawAction, d.log);
+    const click = parseClick(rawBody, rawAction, d.log, context);
     if (!click) return;
-    const { body, action } = click;
+    const { body, action, teamId } = click;
     const id = idValue.safeParse(action.value);
-    const teamId = body.team?.id ?? "";
     const r = await d.grants.revokeOwn(teamId, id.success ? id.data : undefined, body.user.id);
     if (r.kind === "not_yours") {
       await reply(respond, body, "That is not one of your connections.", d.log);
@@ -33,15 +32,15 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
     await publishHome(d, teamId, body.user.id).catch(() => {});
   });
 
-  app.action(ACTIONS.revokeGrant, async ({ ack, body: rawBody, action: rawAction, respond }) => {
+  app.action(ACTIONS.revokeGrant, async ({ ack, body: rawBody, action: rawAction, respond, context }) => {
     await ack();
-    const click = parseClick(rawBody, rawAction, d.log);
+    const click = parseClick(rawBody, rawAction, d.log, context);
     if (!click) return;
-    const { body, action } = click;
+    const { body, action, teamId } = click;
     const id = idValue.safeParse(action.value);
     const user = body.user.id;
     // Only the owner or the borrower, and only in the workspace the click came from.
-    const r = id.success ? await d.grants.revokeGrant(id.data, user, (g) => (g.ownerUserId === user || g.borrowerUserId === user) && g.teamId === body.team?.id) : ({ kind: "not_found" } as const);
+    const r = id.success ? await d.grants.revokeGrant(id.data, user, (g) => (g.ownerUserId === user || g.borrowerUserId === user) && g.teamId === teamId) : ({ kind: "not_found" } as const);
     if (r.kind === "not_found" || r.kind === "refused") {
       await reply(respond, body, "That is not a grant you gave or got.", d.log);
       return;
@@ -50,13 +49,12 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
     await publishHome(d, r.grant.teamId, user).catch(() => {});
   });
 
-  app.action(ACTIONS.adminRevoke, async ({ ack, body: rawBody, action: rawAction, respond }) => {
+  app.action(ACTIONS.adminRevoke, async ({ ack, body: rawBody, action: rawAction, respond, context }) => {
     await ack();
-    const click = parseClick(rawBody, rawAction, d.log);
+    const click = parseClick(rawBody, rawAction, d.log, context);
     if (!click) return;
-    const { body, action } = click;
+    const { body, action, teamId } = click;
     const admin = body.user.id;
-    const teamId = body.team?.id ?? "";
     const id = idValue.safeParse(action.value);
     const r = await d.grants.adminRevoke(teamId, id.success ? id.data : undefined, admin);
     if (r.kind === "not_admin") {
@@ -71,8 +69,9 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
     const ended = r.kind === "revoked";
     if (ended && conn.ownerUserId) {
       try {
-        const dm = await d.api.openDm(conn.ownerUserId);
-        await d.api.postMessage({ channel: dm, text: noticeText(revokedCard(conn, admin)) });
+        const api = await d.apis.forTeam(conn.teamId);
+        const dm = await api.openDm(conn.ownerUserId);
+        await api.postMessage({ channel: dm, text: noticeText(revokedCard(conn, admin)) });
       } catch (err) {
         d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
       }

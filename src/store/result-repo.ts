@@ -41,6 +41,8 @@ export interface ResultRepo {
   get(id: string): Promise<StoredResult | undefined>;
   /** Deletes every row with expires_at <= now (the ciphertext is overwritten on disk); returns how many. */
   deleteExpired(now: number): Promise<number>;
+  /** Deletes every row of a team (its installation was uninstalled), with its audit rows; returns how many. */
+  deleteTeam(teamId: string, audit: readonly AuditEvent[]): Promise<number>;
   /** Bytes the team's unexpired rows hold at `now`. */
   teamBytes(teamId: string, now: number): Promise<number>;
 }

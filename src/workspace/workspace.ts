@@ -11,9 +11,9 @@ import type { Connection, LoginSession } from "../store/records.js";
 /** Which workspace serves people: Slack, or the local one kept in the store (development only). */
 export type WorkspaceKind = "slack" | "local";
 
-/** Who may act as an admin (revoke anyone's connection, see the team's audit). Unknown is not admin. */
+/** Who may act as an admin of one team (revoke anyone's connection there, see its audit). Unknown is not admin. */
 export interface AdminDirectoryPort {
-  isAdmin(userId: string): Promise<boolean>;
+  isAdmin(teamId: string, userId: string): Promise<boolean>;
 }
 
 /** How a connection ended, for the owner's notice; `by` is the actor when it was revoked. */

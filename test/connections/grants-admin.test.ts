@@ -46,7 +46,7 @@ describe("GrantsAdmin", () => {
     expect((await noCheck.adminRevoke("T1", conn.id, "UADMIN")).kind).toBe("not_admin");
     const failing = new GrantsAdmin({ store: h.store, lifecycle: h.lifecycle, clock: h.clock, admins: { isAdmin: async () => Promise.reject(new Error("slack down")) } });
     expect((await failing.adminRevoke("T1", conn.id, "UADMIN")).kind).toBe("not_admin");
-    const admin = new GrantsAdmin({ store: h.store, lifecycle: h.lifecycle, clock: h.clock, admins: { isAdmin: async (u) => u === "UADMIN" } });
+    const admin = new GrantsAdmin({ store: h.store, lifecycle: h.lifecycle, clock: h.clock, admins: { isAdmin: async (_team, u) => u === "UADMIN" } });
     expect((await admin.adminRevoke("T1", conn.id, "UOTHER")).kind).toBe("not_admin");
     expect((await h.store.connections.get(conn.id))?.status).toBe("active");
     expect((await admin.adminRevoke("T2", conn.id, "UADMIN")).kind).toBe("not_found");

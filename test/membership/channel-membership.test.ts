@@ -4,6 +4,7 @@ import { ManualClock } from "../../src/clock/clock.js";
 import { ChannelMembership, type ChannelRoster } from "../../src/membership/channel-membership.js";
 import { SlackMembership } from "../../src/slack/membership.js";
 import { WebClientSlackApi } from "../../src/slack/slack-api.js";
+import { singleSlackApi } from "../../src/slack/tenant-api.js";
 import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 
 // Membership is read per channel (issue 13 item 8): one paginated conversations.members per channel
@@ -51,7 +52,7 @@ describe("ChannelMembership against the fake Slack Web API", () => {
     fake.setMembers("C2", ["U01"]);
     const api = new WebClientSlackApi(new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }));
     const clock = new ManualClock();
-    const m = new ChannelMembership(new SlackMembership(api), clock, { ttlMs: 60_000 });
+    const m = new ChannelMembership(new SlackMembership(singleSlackApi(api)), clock, { ttlMs: 60_000 });
     const answers = [];
     for (const u of ["U01", "U02", "U03", "U04", "U05", "U06", "U07", "U08"]) answers.push(await m.isMember("T1", "C1", u));
     expect(answers).toEqual([true, true, true, true, true, true, false, false]);
@@ -67,7 +68,7 @@ describe("ChannelMembership against the fake Slack Web API", () => {
   it("fails closed when Slack fails, and asks again next time", async () => {
     fake.setMembers("C1", ["U01"]);
     const api = new WebClientSlackApi(new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }));
-    const m = new ChannelMembership(new SlackMembership(api), new ManualClock());
+    const m = new ChannelMembership(new SlackMembership(singleSlackApi(api)), new ManualClock());
     fake.setFailing("conversations.members", "ratelimited");
     await expect(m.isMember("T1", "C1", "U01")).rejects.toThrow();
     fake.clearFailing();

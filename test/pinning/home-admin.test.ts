@@ -23,7 +23,7 @@ afterEach(async () => {
 
 const seen = (tool: string, hash: string) => ({ tool, hash, definition: "{}" });
 const admins = new Set(["UADMIN01"]);
-const grants = { isAdmin: async (u: string) => admins.has(u) };
+const grants = { isAdmin: async (_team: string, u: string) => admins.has(u) };
 
 describe("App Home: tool definition changes", () => {
   it("an admin sees this team's quarantined and new tools with how to decide; others see nothing of them", async () => {

@@ -42,6 +42,14 @@ export class PgResultRepo implements ResultRepo {
     return (await this.db.query("DELETE FROM stored_results WHERE expires_at <= $1", [now])).rowCount ?? 0;
   }
 
+  async deleteTeam(teamId: string, audit: readonly AuditEvent[]): Promise<number> {
+    return this.db.tx(async (q) => {
+      const n = (await q.query("DELETE FROM stored_results WHERE team_id = $1", [teamId])).rowCount ?? 0;
+      await writeAudit(q, audit);
+      return n;
+    });
+  }
+
   async teamBytes(teamId: string, now: number): Promise<number> {
     return (await this.db.query<{ n: number }>("SELECT COALESCE(SUM(size_bytes), 0)::bigint AS n FROM stored_results WHERE team_id = $1 AND expires_at > $2", [teamId, now])).rows[0]!.n;
   }

@@ -56,6 +56,15 @@ export class SqliteResultRepo implements ResultRepo {
     return writeTx(this.db, () => del.run(now).changes, this.wait);
   }
 
+  async deleteTeam(teamId: string, audit: readonly AuditEvent[]): Promise<number> {
+    const del = this.db.prepare("DELETE FROM stored_results WHERE team_id = ?");
+    return writeTx(this.db, () => {
+      const n = del.run(teamId).changes;
+      this.audit(audit);
+      return n;
+    }, this.wait);
+  }
+
   async teamBytes(teamId: string, now: number): Promise<number> {
     return (this.db.prepare("SELECT COALESCE(SUM(size_bytes), 0) AS n FROM stored_results WHERE team_id = ? AND expires_at > ?").get(teamId, now) as { n: number }).n;
   }

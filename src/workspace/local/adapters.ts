@@ -86,7 +86,7 @@ export class LocalOwnerNotices implements OwnerNotices {
 
 /** The local adapter set over one LocalWorkspaceService. */
 export function localAdapters(ws: LocalWorkspaceService, deps: { registry: ServiceRegistry; log: Logger; store: Store; approvalTimeoutMs: number }): WorkspaceAdapters & { readonly local: LocalWorkspaceService } {
-  const admins: AdminDirectoryPort = { isAdmin: (userId) => ws.isAdmin(userId) };
+  const admins: AdminDirectoryPort = { isAdmin: (teamId, userId) => ws.isAdmin(teamId, userId) };
   return {
     kind: "local",
     local: ws,

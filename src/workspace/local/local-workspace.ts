@@ -1,3 +1,5 @@
+import type { AdminEntry } from "../../config/env.js";
+import { listedAdmin } from "../../installations/admin-entries.js";
 import type { ApprovalService, ClickResult } from "../../approvals/approval-service.js";
 import { plainLine, type Card, type CardLine } from "../../cards/card.js";
 import { consentCard } from "../../cards/notice-cards.js";
@@ -41,7 +43,7 @@ export class LocalWorkspaceService implements LocalWorkspace {
   private logins: LinkMinter | undefined;
   private lastTs = 0;
 
-  constructor(private readonly deps: { store: Store; clock: Clock; log: Logger; registry: ServiceRegistry; admins: readonly string[]; limits?: Partial<LocalWorkspaceLimits> }) {
+  constructor(private readonly deps: { store: Store; clock: Clock; log: Logger; registry: ServiceRegistry; admins: readonly AdminEntry[]; limits?: Partial<LocalWorkspaceLimits> }) {
     this.limits = { ...LOCAL_LIMITS, ...deps.limits };
   }
 
@@ -69,9 +71,10 @@ export class LocalWorkspaceService implements LocalWorkspace {
     return this.deps.store.workspace.channels(this.teamId);
   }
 
-  /** Whether the user is an admin: in SLAUDE_ADMINS or marked admin in the workspace. */
-  async isAdmin(userId: string): Promise<boolean> {
-    if (this.deps.admins.includes(userId)) return true;
+  /** Whether the user is an admin of the local team: in SLAUDE_ADMINS (bare or `T_LOCAL:` entries) or marked admin in the workspace. */
+  async isAdmin(teamId: string, userId: string): Promise<boolean> {
+    if (teamId !== this.teamId) return false;
+    if (listedAdmin(this.deps.admins, teamId, userId, true)) return true;
     return (await this.users()).some((u) => u.id === userId && u.admin);
   }
 

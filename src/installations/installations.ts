@@ -1,0 +1,322 @@
+import { LRUCache } from "lru-cache";
+import type { AuditEvent } from "../audit/event.js";
+import type { Clock } from "../clock/clock.js";
+import type { Logger } from "../log/logger.js";
+import type { RefreshLock } from "../login/oauth/refresh-lock.js";
+import type { SealedSecret } from "../vault/aead.js";
+import { newId } from "../domain/ids.js";
+import { InstallationError } from "./errors.js";
+import type { Installation, InstallationBinding, InstallationRepo, InstallationTokens, TenantQuery } from "./installation.js";
+
+// The tenants of a deployment: which installation serves a team or an org, its tokens opened from
+// the vault, refreshed before expiry exactly once across replicas. Unknown, disabled and
+// uninstalled tenants are refused (fail closed); nothing here ever logs or returns a token in text.
+
+/** Seals and opens an installation's tokens (the vault's installation purpose). */
+export interface InstallationSealer {
+  seal(tokens: InstallationTokens, binding: InstallationBinding): SealedSecret;
+  /** Throws VaultError on a moved row, edited ids, an unknown key or a wiped row. */
+  open(sealed: SealedSecret | null, binding: InstallationBinding): InstallationTokens;
+}
+
+/** Slack's token rotation (oauth.v2.access with grant_type=refresh_token): a new pair for a single-use refresh token. */
+export interface TokenRotation {
+  refresh(refreshToken: string): Promise<{ botToken: string; refreshToken: string; expiresInSeconds: number }>;
+}
+
+/** The teams an org-wide install serves (auth.teams.list with its token); throws when Slack cannot say. */
+export interface OrgTeams {
+  teamsOf(botToken: string): Promise<readonly string[]>;
+}
+
+/** A completed install (from Slack's OAuth flow, or the single configured bot token), tokens in plaintext. */
+export interface InstallInput {
+  readonly enterpriseId: string | null;
+  readonly enterpriseName: string | null;
+  /** Null for an org-wide install. */
+  readonly teamId: string | null;
+  readonly teamName: string | null;
+  readonly isEnterpriseInstall: boolean;
+  readonly appId: string;
+  readonly botId: string;
+  readonly botUserId: string;
+  readonly scopes: readonly string[];
+  readonly tokens: InstallationTokens;
+  readonly tokenExpiresAt: number | null;
+  readonly installedBy: string | null;
+}
+
+/** A bot token ready to use, with the installation it belongs to. */
+export interface TenantToken {
+  readonly installation: Installation;
+  readonly botToken: string;
+}
+
+/** How far ahead of expiry a rotating token is refreshed (Slack's tokens live 12 hours). */
+export const REFRESH_MARGIN_MS = 2 * 60 * 60_000;
+
+/** Bounds: opened tokens held in memory, teams remembered as served by an org install. */
+const MAX_OPEN_TOKENS = 10_000;
+const MAX_ORG_TEAMS = 100_000;
+const TOKEN_HOLD_MS = 5 * 60_000;
+
+/** What the service needs. */
+export interface InstallationsDeps {
+  readonly repo: InstallationRepo;
+  readonly sealer: InstallationSealer;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly audit: { append(events: readonly AuditEvent[]): Promise<void> };
+  /** Absent: installations without rotation only (a refresh due fails closed). */
+  readonly rotation?: TokenRotation;
+  readonly orgTeams?: OrgTeams;
+  /** Shared by replicas on PostgreSQL, so each refresh token is presented to Slack once. */
+  readonly lock: RefreshLock;
+  /** Told of each refresh's outcome (the metric). */
+  readonly onRefresh?: (outcome: "ok" | "failed") => void;
+}
+
+/** Resolves tenants and hands out their current bot tokens. */
+export class Installations {
+  private readonly tokens: LRUCache<string, { botToken: string; updatedAt: number }>;
+  // team id → org-wide installation id, learned from events and auth.teams.list.
+  private readonly orgTeams = new LRUCache<string, string>({ max: MAX_ORG_TEAMS });
+  private readonly refreshing = new Map<string, Promise<Installation>>();
+  // installation id → when its last refresh failed transiently (bounded by the installations held).
+  private readonly failedAt = new LRUCache<string, number>({ max: MAX_OPEN_TOKENS });
+
+  constructor(private readonly d: InstallationsDeps) {
+    this.tokens = new LRUCache({ max: MAX_OPEN_TOKENS, ttl: TOKEN_HOLD_MS, ttlResolution: 0, perf: { now: () => d.clock.now() } });
+  }
+
+  /** The installation serving an event's ids (org install first, then the team's own), active or refused. */
+  async resolve(q: TenantQuery): Promise<Installation> {
+    const found = await this.d.repo.find(q);
+    if (found && q.teamId && found.isEnterpriseInstall) this.orgTeams.set(q.teamId, found.id);
+    return this.usable(found, q.teamId ?? q.enterpriseId ?? "");
+  }
+
+  /** The installation serving `teamId` (a team install, else the org install that serves that team). */
+  async forTeam(teamId: string): Promise<Installation> {
+    const own = await this.d.repo.find({ enterpriseId: null, teamId });
+    if (own && !own.isEnterpriseInstall) return this.usable(own, teamId);
+    const orgId = this.orgTeams.get(teamId) ?? (await this.findOrgServing(teamId));
+    return this.usable(orgId ? await this.d.repo.get(orgId) : undefined, teamId);
+  }
+
+  /**
+   * Stores an install: a new installation, or the tokens and scopes of the live one with the same key
+   * (a reinstall, e.g. after the scopes changed) under its id. Audited as installed or updated; an
+   * installation disabled by Slack's tokens_revoked or a failed refresh is active again.
+   */
+  async record(input: InstallInput, actor: string): Promise<Installation> {
+    const now = this.d.clock.now();
+    const key: TenantQuery = input.isEnterpriseInstall ? { enterpriseId: input.enterpriseId, teamId: null } : { enterpriseId: null, teamId: input.teamId };
+    const existing = await this.d.repo.find(key);
+    const prior = existing && existing.status !== "uninstalled" && existing.isEnterpriseInstall === input.isEnterpriseInstall ? existing : undefined;
+    const id = prior?.id ?? newId("inst");
+    const binding: InstallationBinding = { id, enterpriseId: input.enterpriseId, teamId: input.teamId, isEnterpriseInstall: input.isEnterpriseInstall, appId: input.appId };
+    const scopesChanged = prior !== undefined && [...prior.scopes].sort().join(",") !== [...input.scopes].sort().join(",");
+    const row: Installation = {
+      ...binding,
+      teamName: input.teamName,
+      enterpriseName: input.enterpriseName,
+      botId: input.botId,
+      botUserId: input.botUserId,
+      scopes: [...input.scopes],
+      status: "active",
+      statusReason: null,
+      sealed: this.d.sealer.seal(input.tokens, binding),
+      tokenExpiresAt: input.tokenExpiresAt,
+      installedBy: input.installedBy,
+      installedAt: prior?.installedAt ?? now,
+      updatedAt: now,
+    };
+    const audit: AuditEvent = { at: now, event: prior ? "installation_updated" : "installation_installed", teamId: input.teamId ?? input.enterpriseId ?? "", actor, decision: prior ? (scopesChanged ? "scopes_changed" : "reinstalled") : input.isEnterpriseInstall ? "org_install" : "team_install" };
+    const stored = await this.d.repo.upsert(row, [audit]);
+    this.forget(stored.id);
+    this.failedAt.delete(stored.id);
+    return stored;
+  }
+
+  /**
+   * The configured SLACK_BOT_TOKEN as the one installation: recorded when new or changed, left as it
+   * is when the stored row already holds this token with these scopes (no audit row per restart).
+   */
+  async ensureConfigured(input: InstallInput): Promise<Installation> {
+    const existing = await this.d.repo.find(input.isEnterpriseInstall ? { enterpriseId: input.enterpriseId, teamId: null } : { enterpriseId: null, teamId: input.teamId });
+    if (existing && existing.status !== "uninstalled" && existing.botUserId === input.botUserId) {
+      let same = false;
+      try {
+        same = this.d.sealer.open(existing.sealed, existing).botToken === input.tokens.botToken;
+      } catch {
+        // Undecryptable (a rotated-away key): written again below under the current key.
+      }
+      // A disabled installation stays disabled (an operator or Slack said so) until enabled or reinstalled.
+      const sameScopes = [...existing.scopes].sort().join(",") === [...input.scopes].sort().join(",");
+      if (same && (existing.status === "disabled" || sameScopes)) return existing;
+    }
+    return this.record(input, "config:SLACK_BOT_TOKEN");
+  }
+
+  /** Whether one installation serves both teams (the same team, or two workspaces of one org-wide install); unknown is no. */
+  async sameInstallation(teamA: string, teamB: string): Promise<boolean> {
+    if (teamA === teamB) return true;
+    try {
+      return (await this.forTeam(teamA)).id === (await this.forTeam(teamB)).id;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The current bot token of the installation serving `teamId`, refreshed first when it is due. */
+  async tokenForTeam(teamId: string): Promise<TenantToken> {
+    return this.token(await this.forTeam(teamId));
+  }
+
+  /** The current bot token of `installation` (refreshed first when due). */
+  async token(installation: Installation): Promise<TenantToken> {
+    let inst = installation;
+    if (this.due(inst)) inst = await this.refresh(inst);
+    const held = this.tokens.get(inst.id);
+    if (held && held.updatedAt === inst.updatedAt) return { installation: inst, botToken: held.botToken };
+    const opened = this.d.sealer.open(inst.sealed, inst);
+    this.tokens.set(inst.id, { botToken: opened.botToken, updatedAt: inst.updatedAt });
+    return { installation: inst, botToken: opened.botToken };
+  }
+
+  /** Refreshes every active rotating installation due within the margin (the rotation job); returns how many were refreshed. */
+  async refreshDue(limit = 1_000): Promise<number> {
+    let n = 0;
+    for (const meta of await this.d.repo.list(limit)) {
+      if (meta.status !== "active" || meta.tokenExpiresAt === null || !this.due(meta)) continue;
+      const inst = await this.d.repo.get(meta.id);
+      if (!inst) continue;
+      try {
+        await this.refresh(inst);
+        n++;
+      } catch (err) {
+        this.d.log.warn("slack installation token refresh failed", { installationId: inst.id, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    return n;
+  }
+
+  /** The teams this process has seen an org-wide installation serve (events, auth.teams.list). */
+  teamsServedBy(installationId: string): string[] {
+    return [...this.orgTeams.entries()].filter(([, id]) => id === installationId).map(([team]) => team);
+  }
+
+  /** Forgets what is held for an installation (uninstalled, disabled, or changed by another replica). */
+  forget(installationId: string): void {
+    this.tokens.delete(installationId);
+    for (const [team, id] of this.orgTeams.entries()) if (id === installationId) this.orgTeams.delete(team);
+  }
+
+  private usable(found: Installation | undefined, who: string): Installation {
+    if (!found || found.status === "uninstalled") throw new InstallationError("unknown_installation", `no installation serves ${who}`);
+    if (found.status === "disabled") throw new InstallationError("installation_disabled", `the installation serving ${who} is disabled (${found.statusReason ?? "operator"})`);
+    return found;
+  }
+
+  private due(i: { tokenExpiresAt: number | null }): boolean {
+    return i.tokenExpiresAt !== null && i.tokenExpiresAt - this.d.clock.now() <= REFRESH_MARGIN_MS;
+  }
+
+  private async findOrgServing(teamId: string): Promise<string | undefined> {
+    if (!this.d.orgTeams) return undefined;
+    for (const meta of await this.d.repo.list(1_000)) {
+      if (!meta.isEnterpriseInstall || meta.status !== "active") continue;
+      const inst = await this.d.repo.get(meta.id);
+      if (!inst) continue;
+      try {
+        const teams = await this.d.orgTeams.teamsOf((await this.token(inst)).botToken);
+        for (const t of teams) this.orgTeams.set(t, inst.id);
+        if (teams.includes(teamId)) return inst.id;
+      } catch (err) {
+        this.d.log.warn("could not list the teams of an org-wide installation", { installationId: inst.id, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    return undefined;
+  }
+
+  /** One refresh per installation: in this process by the in-flight map, across replicas by the lock and a re-read. */
+  private refresh(inst: Installation): Promise<Installation> {
+    const running = this.refreshing.get(inst.id);
+    if (running) return running;
+    const p = this.d.lock
+      .withLock(`slack-installation:${inst.id}`, async () => {
+        const current = await this.d.repo.get(inst.id);
+        const live = this.usable(current, inst.teamId ?? inst.enterpriseId ?? inst.id);
+        // Another replica refreshed it while this one waited: its new token is in the row.
+        if (!this.due(live)) return live;
+        return this.rotate(live);
+      })
+      .finally(() => this.refreshing.delete(inst.id));
+    this.refreshing.set(inst.id, p);
+    return p;
+  }
+
+  private async rotate(inst: Installation): Promise<Installation> {
+    const now = this.d.clock.now();
+    const base: AuditEvent = { at: now, event: "installation_token_refreshed", teamId: inst.teamId ?? inst.enterpriseId ?? "", actor: "system" };
+    const failedAt = this.failedAt.get(inst.id);
+    // A failing refresh is retried once a minute, not on every Slack call.
+    if (failedAt !== undefined && now - failedAt < REFRESH_RETRY_MS) return this.stillValid(inst, now);
+    const opened = this.d.sealer.open(inst.sealed, inst);
+    if (!this.d.rotation || !opened.refreshToken) return this.refreshFailed(inst, base, "no_refresh_token", true);
+    let r: Awaited<ReturnType<TokenRotation["refresh"]>>;
+    try {
+      r = await this.d.rotation.refresh(opened.refreshToken);
+    } catch (err) {
+      const code = slackErrorCode(err);
+      return this.refreshFailed(inst, base, code, PERMANENT_REFRESH_ERRORS.has(code));
+    }
+    const sealed = this.d.sealer.seal({ botToken: r.botToken, refreshToken: r.refreshToken }, inst);
+    if (!(await this.d.repo.updateTokens(inst.id, sealed, now + r.expiresInSeconds * 1000, now, [base]))) {
+      throw new InstallationError("unknown_installation", "the installation was removed during its refresh");
+    }
+    this.failedAt.delete(inst.id);
+    this.tokens.delete(inst.id);
+    this.d.onRefresh?.("ok");
+    return this.usable(await this.d.repo.get(inst.id), inst.id);
+  }
+
+  /**
+   * A refresh that failed is surfaced (audit row, metric, log) and never hidden behind a stale token:
+   * a permanent refusal (the refresh token is spent or revoked) disables the installation; a transient
+   * one keeps the current token only while it is still valid.
+   */
+  private async refreshFailed(inst: Installation, base: AuditEvent, code: string, permanent: boolean): Promise<Installation> {
+    const now = this.d.clock.now();
+    this.d.onRefresh?.("failed");
+    this.d.log.warn("slack installation token refresh failed", { installationId: inst.id, error: code, permanent });
+    if (permanent) {
+      await this.d.repo.setStatus(inst.id, "disabled", "refresh_failed", now, [{ ...base, event: "installation_disabled", decision: "refresh_failed", errorCode: code }]);
+      this.forget(inst.id);
+      throw new InstallationError("refresh_failed", "the installation's bot token could not be refreshed; it is disabled until the app is reinstalled");
+    }
+    this.failedAt.set(inst.id, now);
+    await this.d.audit.append([{ ...base, decision: "failed", errorCode: code }]);
+    return this.stillValid(inst, now);
+  }
+
+  private stillValid(inst: Installation, now: number): Installation {
+    if (inst.tokenExpiresAt !== null && inst.tokenExpiresAt <= now) throw new InstallationError("refresh_failed", "the installation's bot token expired and could not be refreshed yet");
+    return inst;
+  }
+}
+
+/** Refresh answers that no retry can fix. */
+const PERMANENT_REFRESH_ERRORS: ReadonlySet<string> = new Set(["invalid_refresh_token", "invalid_grant_type", "invalid_client_id", "bad_client_secret", "token_revoked", "app_uninstalled", "no_refresh_token"]);
+
+/** How long a transiently failed refresh waits before it is tried again. */
+const REFRESH_RETRY_MS = 60_000;
+
+/** Slack's error code of a WebClient failure (`data.error`), else a network code; never a message that could carry a token. */
+export function slackErrorCode(err: unknown): string {
+  const data = (err as { data?: { error?: unknown } } | undefined)?.data;
+  if (typeof data?.error === "string") return data.error.slice(0, 64);
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" ? code.slice(0, 64) : "request_failed";
+}
