@@ -112,9 +112,9 @@ describe("a stored token endpoint is held to the registry at every refresh", () 
   async function setup(allow: boolean) {
     const mcp = await idp({ clients: [{ clientId: "c", redirectUris: ["x:"] }] });
     const foreign = await idp({ clients: [{ clientId: "c", redirectUris: ["x:"] }] });
-    const allowedOrigins = allow ? [new URL(foreign.url).origin] : [];
+    const allowed = allow ? { allowedOrigins: [new URL(foreign.url).origin] } : {};
     const h = harness(tmp);
-    const registry = parseRegistry({ services: { svc: { transport: { type: "http", url: mcp.mcpUrl }, capture: { strategy: "oauth", discovery: true, allowedOrigins }, scopes: ["user"] } } }, "t");
+    const registry = parseRegistry({ services: { svc: { transport: { type: "http", url: mcp.mcpUrl }, capture: { strategy: "oauth", discovery: true, ...allowed }, scopes: ["user"] } } }, "t");
     const lifecycle = new ConnectionLifecycle({ store: h.store, vault: h.vault, registry, clock: h.clock, log: h.log });
     const refresher = new OAuthRefresher({ store: h.store, vault: h.vault, registry, clock: h.clock, log: h.log, notifier: { needsLogin: async () => {} } });
     const t = foreign.issueTokens("alice", "c");
