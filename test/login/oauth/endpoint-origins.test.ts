@@ -59,6 +59,11 @@ describe("discovered authorization-code endpoints", () => {
     const err = await oauthError(discoverOAuth(mcp.mcpUrl, tls));
     expect(err).toMatchObject({ code: "insecure_endpoint" });
     expect(err.message).toContain("authorization server");
+    // The 401's resource_metadata hint is a discovered URL too.
+    const hinting = await tlsIdp({ resourceMetadataHint: () => `${internal.url}/internal/admin/metadata` });
+    const hinted = await oauthError(discoverOAuth(hinting.mcpUrl, tls));
+    expect(hinted.code).toBe("insecure_endpoint");
+    expect(hinted.message).toContain("resource_metadata URL");
     expect(internal.requests).toEqual([]);
   });
 
