@@ -141,19 +141,41 @@ describe("the links the user is shown (finding 2)", () => {
   });
 });
 
+/** Starts the real app with one device service on `as`'s configured endpoints; `env` adds variables. */
+async function deviceApp(as: FakeIdp, env: Record<string, string> = {}): Promise<{ app: RunningApp; log: ReturnType<typeof memoryLogger> }> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-device-origins-"));
+  const log = memoryLogger("debug");
+  const device = { deviceAuthorizationEndpoint: as.deviceAuthorizationEndpoint, tokenEndpoint: as.tokenEndpoint, clientId: CLIENT };
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const app: RunningApp = await startApp({
+    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), PATH: process.env.PATH ?? "", ...env }),
+    registry: parseRegistry({ services: { devsvc: { transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{access_token}}" } }, capture: { strategy: "device", device } } } }, "test"),
+    log,
+    clock: new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0)),
+  });
+  cleanups.push(() => app.close());
+  return { app, log };
+}
+
 describe("in the running app", () => {
+  it("with NODE_ENV=production a loopback http device server is never contacted", async () => {
+    const as = await idp();
+    const { app, log } = await deviceApp(as, { NODE_ENV: "production", SLAUDE_WORKSPACE: "none", SLAUDE_CHILD_UID_BASE: "200000" });
+    const m = await app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: "1700000000.000100", userId: "UALICE01", service: "devsvc" });
+    const res = await fetch(`${app.url}${new URL(m.url).pathname}`, { redirect: "manual" });
+    await res.text();
+    const ws = new WebSocket(`${app.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(m.sessionId)}`, { headers: { origin: app.url, cookie: res.headers.get("set-cookie")?.split(";")[0] ?? "" } });
+    cleanups.push(() => ws.close());
+    await new Promise((resolve) => ws.once("open", resolve));
+    ws.send(JSON.stringify({ type: "viewport", width: 1024, height: 768 }));
+    await vi.waitFor(async () => expect((await app.store.loginSessions.get(m.sessionId))?.status).toBe("failed"), { timeout: 20_000 });
+    expect(log.lines.join("\n")).toContain("NODE_ENV=production");
+    expect(as.requests).toEqual([]);
+  });
+
   it("a device server whose links disagree fails the login on the private page, and no link is ever shown", async () => {
     const as = await idp({ deviceResponse: (_b, code) => ({ verification_uri_complete: `https://phish.invalid/activate?user_code=${code}` }) });
-    const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-device-origins-"));
-    const log = memoryLogger("debug");
-    const device = { deviceAuthorizationEndpoint: as.deviceAuthorizationEndpoint, tokenEndpoint: as.tokenEndpoint, clientId: CLIENT };
-    const app: RunningApp = await startApp({
-      config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), PATH: process.env.PATH ?? "" }),
-      registry: parseRegistry({ services: { devsvc: { transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{access_token}}" } }, capture: { strategy: "device", device } } } }, "test"),
-      log,
-      clock: new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0)),
-    });
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => app.close());
+    const { app, log } = await deviceApp(as);
     const m = await app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: "1700000000.000100", userId: "UALICE01", service: "devsvc" });
     const res = await fetch(`${app.url}${new URL(m.url).pathname}`, { redirect: "manual" });
     await res.text();
