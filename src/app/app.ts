@@ -99,7 +99,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     registry: registrySource.registry,
     clock,
     log,
-    clients: new OAuthClientResolver({ secretOf, http: { clock } }),
+    // NODE_ENV=production: no OAuth request travels over plain http, loopback included.
+    http: { production: config.production },
+    clients: new OAuthClientResolver({ secretOf, http: { clock, production: config.production } }),
     notifier: workspace.adapters?.notices ?? { needsLogin: async () => {} },
     ...(sharedDb ? { lock: sharedDb.locks } : {}),
   });
@@ -145,8 +147,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     log,
     browsers: loginBrowsers.browsers,
     ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
-    oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf }),
-    device: deviceGrants({ clock }),
+    oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf, http: { production: config.production } }),
+    device: deviceGrants({ clock, production: config.production }),
     settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });

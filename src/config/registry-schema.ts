@@ -88,6 +88,22 @@ const cookieCapture = z
   })
   .strict();
 
+/**
+ * Origins beyond the issuer's (or MCP server's) own that discovered OAuth endpoints and device
+ * verification links may use: bare https origins ("https://auth.example.com"), or loopback http
+ * ones for development. Anything discovered elsewhere is refused (src/login/oauth/endpoint-policy.ts).
+ */
+const allowedOrigins = z
+  .array(
+    z
+      .string()
+      .regex(/^(https:\/\/[^/?#@\s]+|http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?)$/, 'a bare origin such as "https://auth.example.com" (no path; http only for loopback)')
+      .refine((o) => URL.canParse(o) && new URL(o).origin === o, "an origin, exactly as a browser writes it (lowercase host, no default port)"),
+  )
+  .max(16)
+  .default([])
+  .describe("Extra origins discovered OAuth endpoints and device verification links may be on (the issuer's own origin always may).");
+
 const oauthCapture = z
   .object({
     strategy: z.literal("oauth"),
@@ -98,6 +114,7 @@ const oauthCapture = z
     clientSecretEnv: envVarName.optional().describe("Name of the broker's env var holding the client secret (never the secret itself)."),
     scopes: z.array(z.string()).default([]),
     extraAuthorizeParams: z.record(z.string(), z.string()).default({}),
+    allowedOrigins,
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -116,6 +133,7 @@ const deviceCapture = z
         tokenEndpoint: z.url().optional().describe("Token endpoint (configured instead of issuer)."),
         clientId: z.string().min(1),
         scopes: z.array(z.string()).default([]),
+        allowedOrigins,
       })
       .strict()
       .superRefine((d, ctx) => {

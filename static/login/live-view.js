@@ -18,8 +18,13 @@
     else if (m.type === "status") setStatus(m.state, m.message);
     else if (m.type === "strategy") { $("done").hidden = m.strategy !== "cookie"; }
     else if (m.type === "device_code") {
-      // Text nodes only; the URL (https, checked by the broker) is a plain link that opens in a new tab.
-      const a = $("device-url"); a.textContent = m.verificationUri; a.href = m.verificationUriComplete || m.verificationUri;
+      // Text nodes only; the URLs (https, one origin, checked by the broker) make a plain link that opens
+      // in a new tab. The text is the address to type elsewhere only if it is on the host the link opens
+      // (else the link's own address), and the host shown is read back from the link itself.
+      const a = $("device-url"); a.href = m.verificationUriComplete || m.verificationUri;
+      const opens = new URL(a.href);
+      a.textContent = new URL(m.verificationUri).host === opens.host ? m.verificationUri : opens.href;
+      $("device-host").textContent = opens.host;
       $("device-code").textContent = m.userCode; $("device").hidden = false;
     }
     else if (m.type === "paste_form") {

@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 const clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
-const start = (issuer: string) => startDeviceGrant({ issuer, clientId: CLIENT, scopes: ["read"] }, { clock });
+const start = (issuer: string) => startDeviceGrant({ issuer, clientId: CLIENT, scopes: ["read"], allowedOrigins: [] }, { clock });
 
 describe("device endpoints from the issuer's metadata", () => {
   it("discovers the device authorization and token endpoints and logs in through them", async () => {

@@ -219,7 +219,11 @@ describe("device-code login", () => {
       expect(await page.locator("#device-code img").count()).toBe(0);
       const url = page.locator("#device-url");
       expect(await url.textContent()).toBe(`${as!.url}/device`);
-      expect(new URL((await url.getAttribute("href"))!).searchParams.get("user_code")).toBe(hostile);
+      const href = new URL((await url.getAttribute("href"))!);
+      expect(href.searchParams.get("user_code")).toBe(hostile);
+      // The page names the host the link really opens (issue 21, finding 2), read from the link itself.
+      expect(await page.locator("#device-host").textContent()).toBe(href.host);
+      expect(href.host).toBe(new URL(as!.url).host);
       expect(await url.getAttribute("rel")).toBe("noopener noreferrer");
       expect(await page.title()).not.toBe("pwned");
       // The user declines on their device: the page hides the code and says so.

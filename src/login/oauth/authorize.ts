@@ -24,6 +24,8 @@ export interface AuthorizationParams {
   readonly extra?: Readonly<Record<string, string>>;
   /** RFC 8707 resource indicator (remote MCP servers). */
   readonly resource?: string;
+  /** NODE_ENV=production: a plain http endpoint is refused, loopback included. */
+  readonly production?: boolean;
 }
 
 /** The URL that starts the login, and the PKCE verifier that must redeem its code (kept server-side). */
@@ -40,7 +42,7 @@ const RESERVED = new Set(["response_type", "client_id", "redirect_uri", "scope",
  * the endpoint's own query and adding registry extras. Throws `insecure_endpoint` for a non-https endpoint.
  */
 export async function beginAuthorization(p: AuthorizationParams): Promise<AuthorizationStart> {
-  const endpoint = checkEndpoint(p.authorizationEndpoint, "authorization endpoint");
+  const endpoint = checkEndpoint(p.authorizationEndpoint, "authorization endpoint", p);
   let started: { authorizationUrl: URL; codeVerifier: string };
   try {
     started = await startAuthorization(endpoint.origin, {

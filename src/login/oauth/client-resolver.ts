@@ -1,5 +1,6 @@
 import type { Service } from "../../config/registry.js";
 import { discoverOAuth, type DiscoveredOAuth } from "./discovery.js";
+import { registryOrigins } from "./endpoint-policy.js";
 import { OAuthError } from "./errors.js";
 import type { HttpOptions } from "./http.js";
 
@@ -33,9 +34,19 @@ export class OAuthClientResolver {
     private readonly deps: { secretOf?: ClientSecretSource; http?: HttpOptions; discover?: typeof discoverOAuth } = {},
   ) {}
 
-  /** The client for `service`; throws OAuthError `client_unknown` (or a discovery error) if there is none. */
+  /**
+   * The client for `service`; throws OAuthError `client_unknown` (or a discovery error) if there is
+   * none, and `insecure_endpoint` for an explicit (stored) client whose token endpoint is on no origin
+   * the service's registry entry vouches for: a refresh token is never sent anywhere else.
+   */
   async resolve(service: Service, explicit?: OAuthClientConfig): Promise<OAuthClientConfig> {
-    if (explicit) return explicit;
+    if (explicit) {
+      const origin = URL.canParse(explicit.tokenEndpoint) ? new URL(explicit.tokenEndpoint).origin : "";
+      if (!registryOrigins(service.entry).has(origin)) {
+        throw new OAuthError("insecure_endpoint", `the token endpoint stored for service "${service.name}" (${origin || "not a URL"}) is on no origin its registry entry names or allows`);
+      }
+      return explicit;
+    }
     const capture = service.entry.capture;
     if (capture.strategy !== "oauth") throw new OAuthError("client_unknown", `service "${service.name}" does not capture OAuth credentials`);
     if (!capture.clientId) {
@@ -54,7 +65,7 @@ export class OAuthClientResolver {
       if (transport.type !== "http") throw new OAuthError("client_unknown", `service "${service.name}" uses discovery but has no remote MCP URL`);
       resource = transport.url;
       if (!tokenEndpoint) {
-        const found = await this.discover(service.name, transport.url);
+        const found = await this.discover(service.name, transport.url, capture.allowedOrigins);
         tokenEndpoint = found.tokenEndpoint;
         resource = found.resource;
       }
@@ -68,10 +79,10 @@ export class OAuthClientResolver {
     };
   }
 
-  private discover(name: string, url: string): Promise<DiscoveredOAuth> {
+  private discover(name: string, url: string, allowedOrigins: readonly string[]): Promise<DiscoveredOAuth> {
     let p = this.discovered.get(name);
     if (!p) {
-      p = (this.deps.discover ?? discoverOAuth)(url, this.deps.http ?? {});
+      p = (this.deps.discover ?? discoverOAuth)(url, { ...this.deps.http, allowedOrigins });
       // A failed discovery is not cached: the next refresh tries again.
       p.catch(() => this.discovered.delete(name));
       this.discovered.set(name, p);

@@ -1,14 +1,15 @@
 // The OAuth 2.0 device authorization grant (RFC 8628): ask the device authorization endpoint for a
 // user code, then poll the token endpoint. Every request goes through our guarded fetch (https or
-// loopback, timeout on the clock, capped body); failures name the step, a status and the standard
-// error token, never the device code, a token or a body.
+// loopback outside production, timeout on the clock, capped body); failures name the step, a
+// status and the standard error token, never the device code, a token or a body. The links the
+// user is shown are held to the issuer's origin (or an allowed one), both to the same origin.
 import { z } from "zod";
 import type { Clock } from "../../clock/clock.js";
 import type { Service } from "../../config/registry.js";
 import type { DeviceGrant, DeviceGrantFactory, DevicePoll } from "../ports.js";
 import { DEVICE_GRANT_TYPE, fetchDeviceEndpoints, type DeviceEndpoints } from "./discovery.js";
 import { OAuthError } from "./errors.js";
-import { checkEndpoint, guardedFetch, vendorErrorOf, type HttpOptions } from "./http.js";
+import { checkDiscovered, checkEndpoint, guardedFetch, vendorErrorOf, type HttpOptions } from "./http.js";
 import type { OAuthTokens } from "./token-client.js";
 /** RFC 8628 §3.2: poll every 5 s unless the server says otherwise; never faster than 1 s. */
 const DEFAULT_INTERVAL_S = 5;
@@ -43,7 +44,7 @@ type DeviceCapture = Extract<Service["entry"]["capture"], { strategy: "device" }
 
 /** POSTs a form to `endpoint` through the guarded fetch; the status, the vendor error and the JSON body. */
 async function postForm(endpoint: string, form: Record<string, string>, step: string, opts: DeviceGrantSettings): Promise<{ status: number; vendorError: string | undefined; json: unknown }> {
-  const url = checkEndpoint(endpoint, `${step} endpoint`);
+  const url = checkEndpoint(endpoint, `${step} endpoint`, opts);
   const http = guardedFetch(opts, step);
   const res = await http.fetchFn(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" }, body: new URLSearchParams(form).toString() });
   const text = await res.text();
@@ -56,21 +57,32 @@ async function postForm(endpoint: string, form: Record<string, string>, step: st
   return { status: res.status, vendorError: vendorErrorOf(json), json };
 }
 
-/** A verification URL shown to the user must be https (or loopback http): never a javascript: or data: link. */
-function verificationUrl(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  return checkEndpoint(raw, "verification URL").href;
+/**
+ * The links the user is shown (RFC 8628 §3.2): `verification_uri` is the text, `verification_uri_complete`
+ * the link it opens. Each is a discovered URL of `from` (the issuer, or the configured device endpoint
+ * that answered): https when it is, on its origin or an allowed one, never javascript: or data:. Both
+ * must be on the same origin, so the host the page shows is the host the link opens.
+ */
+export function verificationLinks(a: { verification_uri: string; verification_uri_complete?: string | undefined }, from: URL, opts: HttpOptions & { allowedOrigins?: readonly string[] }): { verificationUri: string; verificationUriComplete?: string } {
+  const shown = checkDiscovered(a.verification_uri, "verification_uri", from, opts);
+  if (a.verification_uri_complete === undefined) return { verificationUri: shown.href };
+  const opened = checkDiscovered(a.verification_uri_complete, "verification_uri_complete", from, opts);
+  if (opened.origin !== shown.origin) {
+    throw new OAuthError("insecure_endpoint", `verification_uri_complete opens ${opened.origin} while verification_uri shows ${shown.origin}: both must be on one origin`);
+  }
+  return { verificationUri: shown.href, verificationUriComplete: opened.href };
 }
 
 /**
  * The registry's endpoints when it configures them, else the ones the issuer's metadata names
- * (RFC 8414), read afresh at each login. Either way each is checked by `checkEndpoint` before use.
+ * (RFC 8414), read afresh at each login and held to the issuer's origin (or an allowed one).
+ * Either way each is checked by `checkEndpoint` again before every request.
  */
 export async function deviceEndpoints(c: DeviceCapture, opts: HttpOptions): Promise<DeviceEndpoints> {
   if (c.deviceAuthorizationEndpoint !== undefined && c.tokenEndpoint !== undefined) return { deviceAuthorizationEndpoint: c.deviceAuthorizationEndpoint, tokenEndpoint: c.tokenEndpoint };
   // The registry schema requires one or the other; a document that slipped past it fails closed.
   if (c.issuer === undefined) throw new OAuthError("client_unknown", "device login names neither its endpoints nor an issuer");
-  return fetchDeviceEndpoints(c.issuer, opts);
+  return fetchDeviceEndpoints(c.issuer, { ...opts, allowedOrigins: c.allowedOrigins });
 }
 
 /** Starts one device login (RFC 8628 §3.1-3.2) and returns how to poll it (§3.4-3.5). Throws OAuthError. */
@@ -85,12 +97,12 @@ export async function startDeviceGrant(c: DeviceCapture, opts: DeviceGrantSettin
   const parsed = authorizationResponse.safeParse(r.json);
   if (!parsed.success) throw new OAuthError("invalid_response", `${step}: ${host} returned an unexpected response`, { status: r.status });
   const a = parsed.data;
-  const complete = verificationUrl(a.verification_uri_complete);
+  // The links are the issuer's (configured device endpoints: the endpoint that answered).
+  const links = verificationLinks(a, new URL(c.issuer ?? e.deviceAuthorizationEndpoint), { ...opts, allowedOrigins: c.allowedOrigins });
   const deviceCode = a.device_code;
   const tokenHost = new URL(e.tokenEndpoint).host;
   return {
-    verificationUri: verificationUrl(a.verification_uri)!,
-    ...(complete ? { verificationUriComplete: complete } : {}),
+    ...links,
     userCode: a.user_code,
     intervalMs: (a.interval ?? DEFAULT_INTERVAL_S) * 1000,
     expiresAt: opts.clock.now() + a.expires_in * 1000,

@@ -8,17 +8,26 @@ import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from
 import { checkResourceAllowed } from "@modelcontextprotocol/sdk/shared/auth-utils.js";
 import { z } from "zod";
 import { OAuthError } from "./errors.js";
-import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
+import { checkDiscovered, checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
 import { rethrowOwn } from "./sdk.js";
 
 // Discovery for remote MCP vendors (MCP authorization spec) on the SDK's client/auth.js: the MCP
 // server's protected-resource metadata (RFC 9728) names its authorization server, whose metadata
 // (RFC 8414 / OpenID Connect Discovery) names the endpoints. The SDK fetches and parses; we choose
-// the candidates (the 401 hint first), check the resource and issuer, and require https endpoints.
+// the candidates (the 401 hint first), check the resource and issuer, and hold every URL a document
+// names to the origin rule of endpoint-policy.ts: https when the document came over https, and on
+// the origin of whatever named it (the MCP server, the issuer) unless the registry entry allows another.
+
+/** How discovery sends requests, and the extra origins the service's registry entry trusts. */
+export interface DiscoveryOptions extends HttpOptions {
+  /** `allowedOrigins` of the registry entry: origins beyond the anchor's own a discovered URL may be on. */
+  readonly allowedOrigins?: readonly string[];
+}
 
 /** What a resource's protected-resource metadata says, and where it was found. */
 export interface ProtectedResource {
   readonly resource: string;
+  /** The first has passed the origin rule (the one discovery uses); the rest are as published. */
   readonly authorizationServers: readonly string[];
   readonly scopesSupported?: readonly string[];
   readonly metadataUrl: string;
@@ -65,7 +74,7 @@ function sameIssuer(a: string, b: string): boolean {
 }
 
 /** Asks the MCP server without credentials; a 401 may point at its metadata. */
-async function probeForHint(mcpUrl: URL, opts: HttpOptions): Promise<string | undefined> {
+async function probeForHint(mcpUrl: URL, opts: DiscoveryOptions): Promise<string | undefined> {
   const res = await guardedFetch(opts, "MCP server probe")
     .fetchFn(mcpUrl, {
       method: "POST",
@@ -77,7 +86,7 @@ async function probeForHint(mcpUrl: URL, opts: HttpOptions): Promise<string | un
 }
 
 /** One candidate URL: the SDK's parsed document, undefined when nothing is published there. */
-async function readProtectedResource(url: URL, requested: URL, opts: HttpOptions): Promise<OAuthProtectedResourceMetadata | undefined> {
+async function readProtectedResource(url: URL, requested: URL, opts: DiscoveryOptions): Promise<OAuthProtectedResourceMetadata | undefined> {
   const http = guardedFetch(opts, "protected-resource metadata");
   try {
     return await discoverOAuthProtectedResourceMetadata(requested, { resourceMetadataUrl: url }, http.fetchFn);
@@ -92,13 +101,14 @@ async function readProtectedResource(url: URL, requested: URL, opts: HttpOptions
 /**
  * Finds the MCP server's protected-resource metadata: the `resource_metadata` hint of an
  * unauthenticated request's 401 first (as the MCP spec asks), then the RFC 9728 well-known URLs.
- * Undefined if the server publishes none.
+ * Undefined if the server publishes none. The hint and the authorization servers it names are
+ * discovered URLs: held to the MCP server's origin unless the registry entry allows another.
  */
-export async function fetchProtectedResource(mcpUrl: string, opts: HttpOptions = {}): Promise<ProtectedResource | undefined> {
-  const requested = checkEndpoint(mcpUrl, "MCP server URL");
+export async function fetchProtectedResource(mcpUrl: string, opts: DiscoveryOptions = {}): Promise<ProtectedResource | undefined> {
+  const requested = checkEndpoint(mcpUrl, "MCP server URL", opts);
   const hint = await probeForHint(requested, opts);
   const candidates = protectedResourceMetadataUrls(requested);
-  if (hint) candidates.unshift(checkEndpoint(hint, "resource_metadata URL"));
+  if (hint) candidates.unshift(checkDiscovered(hint, "resource_metadata URL", requested, opts));
   for (const url of candidates) {
     const doc = await readProtectedResource(url, requested, opts);
     if (!doc) continue;
@@ -110,7 +120,8 @@ export async function fetchProtectedResource(mcpUrl: string, opts: HttpOptions =
     }
     return {
       resource: doc.resource,
-      authorizationServers: servers,
+      // Only the first is used, so only it is held to the origin rule here.
+      authorizationServers: [checkDiscovered(servers[0]!, "authorization server", requested, opts).href, ...servers.slice(1)],
       ...(doc.scopes_supported ? { scopesSupported: doc.scopes_supported } : {}),
       metadataUrl: url.href,
     };
@@ -120,11 +131,11 @@ export async function fetchProtectedResource(mcpUrl: string, opts: HttpOptions =
 
 /**
  * Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) through the SDK and
- * checks that it names that issuer. The endpoints in it are not checked yet: each caller checks the
- * ones it uses. Throws OAuthError.
+ * checks that it names that issuer. `issuerUrl` has been checked by the caller (configured, or
+ * discovered from the MCP server). The endpoints in it are not checked yet: each caller checks the
+ * ones it uses with `checkDiscovered` from the issuer. Throws OAuthError.
  */
-async function fetchIssuerMetadata(issuer: string, opts: HttpOptions): Promise<{ issuerUrl: URL; m: AuthorizationServerMetadata }> {
-  const issuerUrl = checkEndpoint(issuer, "authorization server");
+async function fetchIssuerMetadata(issuerUrl: URL, opts: DiscoveryOptions): Promise<AuthorizationServerMetadata> {
   const http = guardedFetch(opts, "authorization server metadata");
   let m: AuthorizationServerMetadata | undefined;
   try {
@@ -139,20 +150,26 @@ async function fetchIssuerMetadata(issuer: string, opts: HttpOptions): Promise<{
   if (!m) throw new OAuthError("discovery_failed", `no authorization server metadata found for ${issuerUrl.host}`);
   // RFC 8414 §3.3: a document naming another issuer may be an impersonation attempt.
   if (!sameIssuer(m.issuer, issuerUrl.href)) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names a different issuer`);
-  return { issuerUrl, m };
+  return m;
 }
 
-/** Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) and checks it. */
-export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions = {}): Promise<AuthorizationServer> {
-  const { issuerUrl, m } = await fetchIssuerMetadata(issuer, opts);
+/**
+ * Fetches an issuer's metadata (RFC 8414, falling back to OpenID configuration) and checks it:
+ * every endpoint it names must be https (when the issuer is) and on the issuer's origin or an
+ * allowed one. `issuer` is taken as configured; discovery passes the one it already checked.
+ */
+export async function fetchAuthorizationServer(issuer: string | URL, opts: DiscoveryOptions = {}): Promise<AuthorizationServer> {
+  const issuerUrl = typeof issuer === "string" ? checkEndpoint(issuer, "authorization server", opts) : issuer;
+  const m = await fetchIssuerMetadata(issuerUrl, opts);
+  const endpoint = (raw: string, what: string) => checkDiscovered(raw, what, issuerUrl, opts).href;
   if (m.code_challenge_methods_supported && !m.code_challenge_methods_supported.includes("S256")) {
     throw new OAuthError("pkce_unsupported", `authorization server ${issuerUrl.host} does not support PKCE S256`);
   }
   return {
     issuer: m.issuer,
-    authorizationEndpoint: checkEndpoint(m.authorization_endpoint, "authorization_endpoint").href,
-    tokenEndpoint: checkEndpoint(m.token_endpoint, "token_endpoint").href,
-    ...(m.registration_endpoint ? { registrationEndpoint: checkEndpoint(m.registration_endpoint, "registration_endpoint").href } : {}),
+    authorizationEndpoint: endpoint(m.authorization_endpoint, "authorization_endpoint"),
+    tokenEndpoint: endpoint(m.token_endpoint, "token_endpoint"),
+    ...(m.registration_endpoint ? { registrationEndpoint: endpoint(m.registration_endpoint, "registration_endpoint") } : {}),
     ...(m.scopes_supported ? { scopesSupported: m.scopes_supported } : {}),
   };
 }
@@ -160,7 +177,7 @@ export async function fetchAuthorizationServer(issuer: string, opts: HttpOptions
 /** The RFC 8628 grant type an authorization server lists when it offers device login. */
 export const DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code";
 
-/** The two endpoints of a device login (RFC 8628), checked like configured ones. */
+/** The two endpoints of a device login (RFC 8628), checked (configured, or discovered from the issuer). */
 export interface DeviceEndpoints {
   readonly deviceAuthorizationEndpoint: string;
   readonly tokenEndpoint: string;
@@ -171,35 +188,39 @@ const deviceMetadata = z.object({ device_authorization_endpoint: z.string().min(
 
 /**
  * Discovers a device login's endpoints from the issuer's metadata (RFC 8414 `device_authorization_endpoint`
- * and `token_endpoint`). Both must pass `checkEndpoint` (https, or http to loopback), as configured
- * ones do; an issuer that lists its grant types without the device grant is refused. Throws OAuthError.
+ * and `token_endpoint`). Both are discovered URLs: https when the issuer is, on the issuer's origin
+ * or an allowed one; nothing is sent to either before both pass. An issuer that lists its grant
+ * types without the device grant is refused. Throws OAuthError.
  */
-export async function fetchDeviceEndpoints(issuer: string, opts: HttpOptions = {}): Promise<DeviceEndpoints> {
-  const { issuerUrl, m } = await fetchIssuerMetadata(issuer, opts);
+export async function fetchDeviceEndpoints(issuer: string, opts: DiscoveryOptions = {}): Promise<DeviceEndpoints> {
+  const issuerUrl = checkEndpoint(issuer, "authorization server", opts);
+  const m = await fetchIssuerMetadata(issuerUrl, opts);
   if (m.grant_types_supported && !m.grant_types_supported.includes(DEVICE_GRANT_TYPE)) {
     throw new OAuthError("discovery_failed", `authorization server ${issuerUrl.host} does not offer the device authorization grant`);
   }
   const d = deviceMetadata.safeParse(m);
   if (!d.success) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names no device_authorization_endpoint`);
   return {
-    deviceAuthorizationEndpoint: checkEndpoint(d.data.device_authorization_endpoint, "device_authorization_endpoint").href,
-    tokenEndpoint: checkEndpoint(m.token_endpoint, "token_endpoint").href,
+    deviceAuthorizationEndpoint: checkDiscovered(d.data.device_authorization_endpoint, "device_authorization_endpoint", issuerUrl, opts).href,
+    tokenEndpoint: checkDiscovered(m.token_endpoint, "token_endpoint", issuerUrl, opts).href,
   };
 }
 
 /**
  * Discovers how to log in to a remote MCP server: its protected-resource metadata, then the
  * first authorization server's metadata. Servers without protected-resource metadata are treated
- * as their own authorization server (the MCP 2025-03-26 fallback). Throws OAuthError.
+ * as their own authorization server (the MCP 2025-03-26 fallback). The authorization server must
+ * be on the MCP server's origin or an allowed one, and its endpoints on its own. Throws OAuthError.
  */
-export async function discoverOAuth(mcpUrl: string, opts: HttpOptions = {}): Promise<DiscoveredOAuth> {
-  const requested = checkEndpoint(mcpUrl, "MCP server URL");
+export async function discoverOAuth(mcpUrl: string, opts: DiscoveryOptions = {}): Promise<DiscoveredOAuth> {
+  const requested = checkEndpoint(mcpUrl, "MCP server URL", opts);
   const pr = await fetchProtectedResource(mcpUrl, opts);
   if (!pr) {
     const server = await fetchAuthorizationServer(requested.origin, opts);
     return { ...server, resource: requested.href };
   }
-  const server = await fetchAuthorizationServer(pr.authorizationServers[0]!, opts);
+  // Already held to the MCP server's origin (or an allowed one) by fetchProtectedResource.
+  const server = await fetchAuthorizationServer(new URL(pr.authorizationServers[0]!), opts);
   return {
     ...server,
     // The resource's own scopes are the ones to ask for; the AS may list scopes of other resources.

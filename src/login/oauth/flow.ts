@@ -51,7 +51,7 @@ async function flowClient(service: Service, c: OAuthCapture, redirectUri: string
   const http = { ...settings.http, clock: settings.clock };
   const t = service.entry.transport;
   if (t.type !== "http") throw new OAuthError("discovery_failed", `service "${service.name}" has discovery on but is not a remote MCP server`);
-  const d = await discoverOAuth(t.url, http);
+  const d = await discoverOAuth(t.url, { ...http, allowedOrigins: c.allowedOrigins });
   const endpoints = { authorizationEndpoint: d.authorizationEndpoint, tokenEndpoint: d.tokenEndpoint, resource: d.resource };
   if (c.clientId) return { ...endpoints, clientId: c.clientId, ...secret(), dynamic: false };
   if (!d.registrationEndpoint) throw new OAuthError("client_unknown", `service "${service.name}" offers no dynamic registration and has no clientId`);
@@ -74,7 +74,7 @@ export function oauthFlows(settings: OAuthFlowSettings): OAuthFlowFactory {
     const { tokenEndpoint, clientId, clientSecret, resource } = client;
     const secret = clientSecret ? { clientSecret } : {};
     const res = resource ? { resource } : {};
-    const start = await beginAuthorization({ authorizationEndpoint: client.authorizationEndpoint, clientId, redirectUri, scopes: c.scopes, state, extra: c.extraAuthorizeParams, ...res });
+    const start = await beginAuthorization({ authorizationEndpoint: client.authorizationEndpoint, clientId, redirectUri, scopes: c.scopes, state, extra: c.extraAuthorizeParams, ...res, production: http.production ?? false });
     return {
       authorizeUrl: start.url,
       redirectPrefix: redirectUri,

@@ -1,6 +1,7 @@
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { z } from "zod";
 import { systemClock, type Clock } from "../../clock/clock.js";
+import { judgeEndpoint, refusalText, type EndpointSource } from "./endpoint-policy.js";
 import { OAuthError } from "./errors.js";
 
 // The HTTP edge under the MCP SDK's OAuth client: every request the SDK sends goes through the
@@ -14,28 +15,28 @@ export interface HttpOptions {
   /** Per-request timeout in ms (default 15 s), armed on `clock`. */
   readonly timeoutMs?: number;
   readonly clock?: Clock;
+  /** NODE_ENV=production: plain http is refused everywhere, loopback included (default false). */
+  readonly production?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 /** OAuth metadata and token responses are small; anything larger is refused. */
 const MAX_BODY_BYTES = 256 * 1024;
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
 /**
- * Parses an endpoint URL and refuses anything that would carry a code, token or secret in the
- * clear: only https, or http to a loopback host (local fixtures and development).
+ * Parses a URL the broker is about to use and refuses it with OAuthError `insecure_endpoint`
+ * unless `judgeEndpoint` accepts it: https (plain http only to loopback, never in production),
+ * no embedded credentials and, for a `discovered` one, no downgrade and no foreign origin.
  */
-export function checkEndpoint(raw: string, what: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new OAuthError("insecure_endpoint", `${what} is not a valid URL`);
-  }
-  const ok = url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK.has(url.hostname));
-  if (!ok) throw new OAuthError("insecure_endpoint", `${what} must use https (http only for loopback hosts)`);
-  if (url.username || url.password) throw new OAuthError("insecure_endpoint", `${what} must not embed credentials`);
-  return url;
+export function checkEndpoint(raw: string, what: string, opts: Pick<HttpOptions, "production">, source: EndpointSource = { kind: "configured" }): URL {
+  const v = judgeEndpoint(raw, source, { production: opts.production ?? false });
+  if (!v.ok) throw new OAuthError("insecure_endpoint", refusalText(what, v.reason, raw, source));
+  return v.url;
+}
+
+/** `checkEndpoint` for a URL named by a document fetched from `from`, which the registry entry may widen by `allowedOrigins`. */
+export function checkDiscovered(raw: string, what: string, from: URL, opts: Pick<HttpOptions, "production"> & { readonly allowedOrigins?: readonly string[] }): URL {
+  return checkEndpoint(raw, what, opts, { kind: "discovered", from, allowedOrigins: opts.allowedOrigins ?? [] });
 }
 
 /** The RFC 6749 §5.2 error body; only `error` is ever surfaced, and only if it is a plain token. */
@@ -94,14 +95,14 @@ function parse(text: string, contentType: string | null): unknown {
 }
 
 /**
- * Builds the fetch one SDK operation (`step`, named in errors) sends through: https-only endpoints
- * (redirect targets included), no automatic redirects, a timeout on the clock, a capped body, and
+ * Builds the fetch one SDK operation (`step`, named in errors) sends through: every URL passes
+ * `checkEndpoint` (the floor: https, loopback http outside production), no automatic redirects, a timeout on the clock, a capped body, and
  * I/O failures as OAuthError `network`. `reshape` may adjust a parsed 2xx JSON body for the SDK.
  */
 export function guardedFetch(opts: HttpOptions, step: string, reshape: (json: unknown) => unknown = (j) => j): GuardedFetch {
   let last: Observed | undefined;
   const fetchFn: FetchLike = async (input, init) => {
-    const url = checkEndpoint(String(input), `${step} URL`);
+    const url = checkEndpoint(String(input), `${step} URL`, opts);
     const abort = new AbortController();
     const timer = (opts.clock ?? systemClock).setTimeout(() => abort.abort(), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, { unref: true });
     try {

@@ -29,7 +29,7 @@ export interface RegistrationRequest {
  * `registration_failed` (with the HTTP status and the vendor's error token only), `network` or `insecure_endpoint`.
  */
 export async function registerClient(req: RegistrationRequest, opts: HttpOptions = {}): Promise<RegisteredClient> {
-  const endpoint = checkEndpoint(req.registrationEndpoint, "registration_endpoint");
+  const endpoint = checkEndpoint(req.registrationEndpoint, "registration_endpoint", opts);
   if (req.redirectUris.length === 0) throw new OAuthError("registration_failed", "registration needs at least one redirect URI");
   const http = guardedFetch(opts, "client registration");
   let r: OAuthClientInformationFull;

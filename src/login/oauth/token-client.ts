@@ -70,7 +70,7 @@ type TokenCall = Pick<Parameters<typeof refreshAuthorization>[1], "metadata" | "
 
 /** Runs one SDK token request through our guarded fetch; any failure becomes an OAuthError without vendor text. */
 async function tokenRequest(client: Client, opts: TokenClientOptions, step: string, call: (c: TokenCall) => Promise<SdkTokens>): Promise<SdkTokens> {
-  const endpoint = checkEndpoint(client.tokenEndpoint, "token endpoint");
+  const endpoint = checkEndpoint(client.tokenEndpoint, "token endpoint", opts);
   const http = guardedFetch(opts, step, defaultTokenType);
   let r: SdkTokens;
   try {
