@@ -50,8 +50,8 @@ describe("rotateKeys", () => {
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
     h.clock.advance(1000);
-    const n = await rotateKeys({ rows: h.store.connections, vault: rotating, clock: h.clock }, "cli:test");
-    expect(n).toBe(tokens.size);
+    const n = await rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test");
+    expect(n).toEqual({ connections: tokens.size, installations: 0 });
 
     const onlyB = new Vault(KeyRing.fromBase64(keyB));
     const onlyA = new Vault(KeyRing.fromBase64(keyA));
@@ -84,7 +84,7 @@ describe("rotateKeys", () => {
     const auditBefore = await h.store.audit.count();
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
-    await expect(rotateKeys({ rows: h.store.connections, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
+    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
 
     expect(secretCols(h)).toEqual(before);
     expect(await h.store.audit.count()).toBe(auditBefore);
@@ -104,7 +104,7 @@ describe("rotateKeys", () => {
     const before = secretCols(h);
     // The operator forgot SLAUDE_ENCRYPTION_KEY_PREVIOUS: only B is known.
     const onlyB = new Vault(KeyRing.fromBase64(newKeyB64()));
-    await expect(rotateKeys({ rows: h.store.connections, vault: onlyB, clock: h.clock }, "cli:test")).rejects.toMatchObject({ code: "unknown_key" });
+    await expect(rotateKeys({ rows: h.store, vault: onlyB, clock: h.clock }, "cli:test")).rejects.toMatchObject({ code: "unknown_key" });
     expect(secretCols(h)).toEqual(before);
   });
 });
