@@ -40,7 +40,8 @@ export async function rotateKeys(deps: { rows: SealedRows; vault: Vault; clock: 
   return deps.rows.reencryptAll(
     {
       connection: (c) => deps.vault.reseal(c.sealed, bindingOf(c)),
-      installation: (i) => deps.vault.resealInstallation(i.sealed, { id: i.id, enterpriseId: i.enterpriseId, teamId: i.teamId, isEnterpriseInstall: i.isEnterpriseInstall, appId: i.appId }),
+      // The row is its own binding: the AAD reads only the binding's fields.
+      installation: (i) => deps.vault.resealInstallation(i.sealed, i),
     },
     { at: deps.clock.now(), event: "keys_rotated", decision: deps.vault.primaryKeyId, actor },
   );
