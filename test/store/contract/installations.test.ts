@@ -3,6 +3,9 @@ import type { AuditEvent } from "../../../src/audit/event.js";
 import type { InstallationMeta } from "../../../src/installations/installation.js";
 import { StoreError } from "../../../src/store/errors.js";
 import { VaultError } from "../../../src/vault/errors.js";
+import { bindingOf } from "../../../src/vault/binding.js";
+import type { Resealers } from "../../../src/vault/rotate.js";
+import { threadInput } from "../../support/foundation.js";
 import { backends, type StoreHarness } from "./backends.js";
 import { canaryTokens, installation, orgInstallation } from "./installation-fixtures.js";
 
@@ -243,5 +246,38 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     expect(previous.filter((p) => p === undefined)).toHaveLength(1);
     expect(new Set(previous.filter(Boolean)).size).toBe(5);
     expect(previous).not.toContain(live[0]!.id);
+  });
+
+  it("Store.reencryptAll re-seals connections and installations in one transaction, or changes nothing", async () => {
+    const h = await be.harness();
+    const c = await h.lifecycle.create(threadInput("U1", "tok-1"));
+    const i = installation(h.vault);
+    const gone = installation(h.vault, { teamId: "T2" });
+    for (const x of [i, gone]) await h.store.installations.upsert(x, []);
+    await h.store.installations.uninstall(gone.id, 5, []);
+    const nonces = async () => ({
+      c: (await h.store.connections.get(c.id))!.sealed!.nonce.toString("hex"),
+      i: (await h.store.installations.get(i.id))!.sealed!.nonce.toString("hex"),
+    });
+    const before = await nonces();
+    const audit = { at: 7, event: "keys_rotated" as const, decision: h.vault.primaryKeyId, actor: "cli:test" };
+    // The installation's reseal fails after the connection's succeeded: both stay as they were.
+    const failing: Resealers = {
+      connection: (row) => h.vault.reseal(row.sealed, bindingOf(row)),
+      installation: () => {
+        throw new VaultError("undecryptable", "tampered");
+      },
+    };
+    await expect(h.store.reencryptAll(failing, audit)).rejects.toMatchObject({ code: "undecryptable" });
+    expect(await nonces()).toEqual(before);
+    expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(0);
+    const counts = await h.store.reencryptAll({ connection: failing.connection, installation: (row) => h.vault.resealInstallation(row.sealed, row) }, audit);
+    expect(counts).toEqual({ connections: 1, installations: 1 });
+    const after = await nonces();
+    expect(after.c).not.toBe(before.c);
+    expect(after.i).not.toBe(before.i);
+    const back = (await h.store.installations.get(i.id))!;
+    expect(h.vault.openInstallation(back.sealed, back)).toEqual(h.vault.openInstallation(i.sealed, i));
+    expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(1);
   });
 });
