@@ -280,4 +280,19 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     expect(h.vault.openInstallation(back.sealed, back)).toEqual(h.vault.openInstallation(i.sealed, i));
     expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(1);
   });
+
+  it("two stores handling the same uninstall or tokens_revoked at once apply it once, audited once", async () => {
+    const h = await be.harness();
+    const other = await h.reopen();
+    const a = installation(h.vault, { teamId: "T1" });
+    const b = installation(h.vault, { teamId: "T2" });
+    for (const i of [a, b]) await h.store.installations.upsert(i, []);
+    const disable = (s: typeof h.store) => s.installations.setStatus(a.id, "disabled", "tokens_revoked", 5, [{ at: 5, event: "installation_disabled", teamId: "T1" }]);
+    const uninstall = (s: typeof h.store) => s.installations.uninstall(b.id, 6, [{ at: 6, event: "installation_uninstalled", teamId: "T2" }]);
+    const results = await Promise.all([disable(h.store), disable(other), uninstall(h.store), uninstall(other)]);
+    expect([results[0], results[1]].sort()).toEqual([false, true]);
+    expect([results[2], results[3]].sort()).toEqual([false, true]);
+    expect(await h.store.audit.count({ event: "installation_disabled" })).toBe(1);
+    expect(await h.store.audit.count({ event: "installation_uninstalled" })).toBe(1);
+  });
 });
