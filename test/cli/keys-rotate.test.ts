@@ -8,8 +8,10 @@ import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { canaryTokens, installation } from "../store/contract/installation-fixtures.js";
+import { postgresStores } from "../support/postgres-stores.js";
 import { runInProcess } from "./run.js";
 
+const pg = postgresStores();
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
 
@@ -46,5 +48,34 @@ describe("keys rotate", () => {
     } finally {
       await reopened.close();
     }
+  });
+
+  it("doctor (and so serve, through the same count) sees an installation sealed under a key that is not configured", async () => {
+    const dir = tmp.make();
+    const dataDir = path.join(dir, "data");
+    const keyA = newKeyB64();
+    const env = { SLAUDE_DATA_DIR: dataDir, SLAUDE_REGISTRY_PATH: writeRegistryFile(dir), USER: "tester" };
+    const { store } = openSqliteStore(path.join(dataDir, "slaude.db"));
+    await store.installations.upsert(installation(new Vault(KeyRing.fromBase64(keyA))), []);
+    await store.close();
+    const idA = KeyRing.fromBase64(keyA).primaryId;
+    const lost = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: newKeyB64() });
+    expect(lost.stdout).toContain(`ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key ${idA}; serve refuses to start`);
+    const ok = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: keyA });
+    expect(ok.stdout).toMatch(/^ok {4}stored credentials: every stored credential is sealed under a configured key$/m);
+  });
+
+  it("doctor on PostgreSQL sees an installation sealed under a key that is not configured", async () => {
+    const dir = tmp.make();
+    const url = await pg.cluster.createDatabase();
+    const keyA = newKeyB64();
+    const store = await pg.store(url);
+    await store.installations.upsert(installation(new Vault(KeyRing.fromBase64(keyA))), []);
+    const env = { SLAUDE_DATA_DIR: path.join(dir, "data"), SLAUDE_REGISTRY_PATH: writeRegistryFile(dir), SLAUDE_DATABASE_URL: url, SLAUDE_CHROMIUM_PATH: path.join(dir, "none"), USER: "tester" };
+    const lost = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: newKeyB64() });
+    expect(lost.code).toBe(1);
+    expect(lost.stdout).toContain(`ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key ${KeyRing.fromBase64(keyA).primaryId}; serve refuses to start`);
+    const ok = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: keyA });
+    expect(ok.stdout).toMatch(/^ok {4}stored credentials: every stored credential is sealed under a configured key$/m);
   });
 });
