@@ -60,7 +60,9 @@ export interface InstallationRepo {
    * org-wide: the enterprise) is replaced: deleted with its ciphertext, so its tokens and scopes are
    * gone, and `i` (sealed for `i.id`) takes its place; tombstones of that key are dropped. `audit`
    * may be a function of the replaced row (undefined for a first install), to tell an install from
-   * a reinstall. Refuses (StoreError `invalid_record`) an uninstalled or unsealed `i` and bad ids.
+   * a reinstall. An operator's disable (`disabled` / `operator`) survives a reinstall: the new row
+   * is written disabled with that reason, whatever `i` says (a tenant cannot undo the operator).
+   * Refuses (StoreError `invalid_record`) an uninstalled or unsealed `i` and bad ids.
    */
   upsert(i: Installation, audit: readonly AuditEvent[] | ((previous: InstallationMeta | undefined) => readonly AuditEvent[])): Promise<Installation>;
   get(id: string): Promise<Installation | undefined>;

@@ -79,6 +79,14 @@ export function toInstallation(r: InstallationRow): Installation {
   return { ...toInstallationMeta(r), sealed };
 }
 
+/** The reason code of an operator's disable: a reinstall keeps it (see InstallationRepo.upsert). */
+export const OPERATOR_DISABLE = "operator";
+
+/** What a reinstall writes: `i`, still disabled when the row it replaces was disabled by the operator. */
+export function reinstalled(i: Installation, previous: Pick<InstallationMeta, "status" | "statusReason"> | undefined): Installation {
+  return previous?.status === "disabled" && previous.statusReason === OPERATOR_DISABLE ? { ...i, status: "disabled", statusReason: OPERATOR_DISABLE } : i;
+}
+
 /** The values of every column of `i`, in INSTALLATION_COLUMNS order (positional, for both dialects). */
 export function installationValues(i: Installation): unknown[] {
   const s = i.sealed;

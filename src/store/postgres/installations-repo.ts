@@ -8,6 +8,7 @@ import {
   INSTALLATION_META_COLUMNS,
   installationValues,
   LIVE_INSTALLATION,
+  reinstalled,
   sameKeyValue,
   sameKeyWhere,
   toInstallation,
@@ -37,9 +38,9 @@ export class PgInstallationRepo implements InstallationRepo {
       await q.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY_SQL})`, [`installation:${i.isEnterpriseInstall ? "enterprise" : "team"}:${key}`]);
       const prev = (await q.query<InstallationRow>(`SELECT ${INSTALLATION_META_COLUMNS} FROM installations WHERE ${dollars(sameKeyWhere(i))}`, [key])).rows[0];
       await q.query(`DELETE FROM installations WHERE ${i.isEnterpriseInstall ? "is_enterprise_install = 1 AND enterprise_id = $1" : "is_enterprise_install = 0 AND team_id = $1"}`, [key]);
-      const values = installationValues(i);
-      await q.query(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES (${values.map((_, k) => `$${k + 1}`).join(", ")})`, values);
       const previous = prev ? toInstallationMeta(prev) : undefined;
+      const values = installationValues(reinstalled(i, previous));
+      await q.query(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES (${values.map((_, k) => `$${k + 1}`).join(", ")})`, values);
       await writeAudit(q, typeof audit === "function" ? audit(previous) : audit);
       return toInstallation((await q.query<InstallationRow>("SELECT * FROM installations WHERE id = $1", [i.id])).rows[0]!);
     });

@@ -8,6 +8,7 @@ import {
   INSTALLATION_META_COLUMNS,
   installationValues,
   LIVE_INSTALLATION,
+  reinstalled,
   sameKeyValue,
   sameKeyWhere,
   toInstallation,
@@ -44,8 +45,8 @@ export class SqliteInstallationRepo implements InstallationRepo {
         const prev = this.db.prepare(`SELECT ${INSTALLATION_META_COLUMNS} FROM installations WHERE ${sameKeyWhere(i)}`).get(key) as InstallationRow | undefined;
         // The replaced row goes with its ciphertext (secure_delete overwrites it); so do the key's tombstones.
         this.db.prepare(`DELETE FROM installations WHERE ${i.isEnterpriseInstall ? "is_enterprise_install = 1 AND enterprise_id = ?" : "is_enterprise_install = 0 AND team_id = ?"}`).run(key);
-        this.db.prepare(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES (${INSTALLATION_COLUMNS.split(",").map(() => "?").join(", ")})`).run(...installationValues(i));
         const previous = prev ? toInstallationMeta(prev) : undefined;
+        this.db.prepare(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES (${INSTALLATION_COLUMNS.split(",").map(() => "?").join(", ")})`).run(...installationValues(reinstalled(i, previous)));
         this.audit(typeof audit === "function" ? audit(previous) : audit);
         return this.row(i.id)!;
       },

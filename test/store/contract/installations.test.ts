@@ -295,4 +295,20 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     expect(await h.store.audit.count({ event: "installation_disabled" })).toBe(1);
     expect(await h.store.audit.count({ event: "installation_uninstalled" })).toBe(1);
   });
+
+  it("a reinstall re-enables a row disabled by tokens_revoked, but an operator's disable survives it", async () => {
+    const h = await be.harness();
+    const revoked = installation(h.vault, { teamId: "T1" });
+    const barred = installation(h.vault, { teamId: "T2" });
+    for (const i of [revoked, barred]) await h.store.installations.upsert(i, []);
+    await h.store.installations.setStatus(revoked.id, "disabled", "tokens_revoked", 5, []);
+    await h.store.installations.setStatus(barred.id, "disabled", "operator", 5, []);
+    const again1 = await h.store.installations.upsert(installation(h.vault, { teamId: "T1" }), []);
+    const again2 = await h.store.installations.upsert(installation(h.vault, { teamId: "T2" }), []);
+    expect(again1).toMatchObject({ status: "active", statusReason: null });
+    expect(again2).toMatchObject({ status: "disabled", statusReason: "operator" });
+    expect(await h.store.installations.find({ enterpriseId: null, teamId: "T2" })).toMatchObject({ id: again2.id, status: "disabled" });
+    // Its new tokens are stored all the same, for when the operator enables it.
+    expect(h.vault.openInstallation(again2.sealed, again2).botToken).toMatch(/^xoxb-/);
+  });
 });
