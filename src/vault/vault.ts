@@ -6,7 +6,7 @@ import { resultAssociatedData, type ResultBinding } from "./result-binding.js";
 import type { InstallationBinding, InstallationTokens } from "../installations/installation.js";
 import { installationAssociatedData, installationTokensSchema } from "./installation-binding.js";
 
-/** Encrypts credentials for a connection row and decrypts them back, failing closed on any doubt. */
+/** Encrypts credentials (connection rows), stored results and Slack installations' tokens, and decrypts them back, failing closed on any doubt. */
 export class Vault {
   constructor(private readonly keys: KeyRing) {}
 
