@@ -24,14 +24,14 @@ export type AuditEventKind =
   | "admin_action"
   /** A tool definition seen, changed, accepted or rejected (src/pinning); `argsHash` holds the definition hash. */
   | "tool_pin"
-  /** Slack installations (src/installations): installed, reinstalled, refused, disabled, enabled, uninstalled, token refreshed. */
+  /** Slack installations (tenants): `teamId` is the team, or the enterprise of an org-wide install; never a token. */
   | "installation_installed"
   | "installation_updated"
-  | "installation_refused"
   | "installation_disabled"
   | "installation_enabled"
   | "installation_uninstalled"
-  | "installation_token_refreshed";
+  | "installation_token_refreshed"
+  | "installation_refused";
 
 /** An audit row as written: identifiers, decisions and sizes only, never values or secrets. */
 export interface AuditEvent {

@@ -55,31 +55,48 @@ export interface TenantQuery {
 /** The stored installations: one live row per team install, one per org-wide install (by enterprise). */
 export interface InstallationRepo {
   /**
-   * Writes an installation (a first install or a reinstall of the same team / enterprise install),
-   * replacing the tokens and scopes of a live row with the same key, with its audit rows.
+   * Writes an installation (a first install or a reinstall of the same team / enterprise install)
+   * with its audit rows, in one transaction. A live row with the same key (team install: the team;
+   * org-wide: the enterprise) is replaced: deleted with its ciphertext, so its tokens and scopes are
+   * gone, and `i` (sealed for `i.id`) takes its place; tombstones of that key are dropped. `audit`
+   * may be a function of the replaced row (undefined for a first install), to tell an install from
+   * a reinstall. An operator's disable (`disabled` / `operator`) survives a reinstall: the new row
+   * is written disabled with that reason, whatever `i` says (a tenant cannot undo the operator).
+   * Refuses (StoreError `invalid_record`) an uninstalled or unsealed `i` and bad ids.
    */
-  upsert(i: Installation, audit: readonly AuditEvent[]): Promise<Installation>;
+  upsert(i: Installation, audit: readonly AuditEvent[] | ((previous: InstallationMeta | undefined) => readonly AuditEvent[])): Promise<Installation>;
   get(id: string): Promise<Installation | undefined>;
-  /** The installation serving `q`: the org-wide install of the enterprise first, then the team's own; any status. */
+  /**
+   * The installation serving `q`: the live (active or disabled) org-wide install of the enterprise
+   * first, whatever its status, then the team's own; never a tombstone. The caller refuses a disabled one.
+   */
   find(q: TenantQuery): Promise<Installation | undefined>;
   /** Every installation not uninstalled, newest first (at most `limit`). */
   list(limit: number): Promise<InstallationMeta[]>;
   /** How many installations are not uninstalled (a host token must be bound when there are several). */
   countLive(): Promise<number>;
-  setStatus(id: string, status: InstallationStatus, reason: string | null, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  /**
+   * Disables (with a reason code) or re-enables a live installation, with its audit rows; false, and
+   * nothing written, when the row is gone, uninstalled, or already in that status with that reason.
+   */
+  setStatus(id: string, status: Exclude<InstallationStatus, "uninstalled">, reason: string | null, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
   /** Replaces the sealed tokens after a refresh; false when the row is gone or not active. */
   updateTokens(id: string, sealed: SealedSecret, tokenExpiresAt: number | null, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
   /** Marks uninstalled and wipes the ciphertext; false when it already was. */
   uninstall(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
-  /** Re-encrypts every sealed row in one transaction (keys rotate); returns the count. */
+  /** Re-encrypts every sealed row with its audit row in one transaction, or changes nothing (keys rotate, which uses Store.reencryptAll to cover connections in the same one); returns the count. */
   reencryptAll(reseal: (i: Installation & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number>;
 }
 
 /** Slack OAuth install states: single use, shared by every replica (any replica finishes a flow another started). */
 export interface OAuthStateRepo {
-  /** Stores a state (kept as a hash) until `expiresAt`; the state store caps how many are live. */
-  put(stateHash: string, payload: string, expiresAt: number, at: number): Promise<void>;
-  /** Deletes and returns the payload of a live state; undefined when unknown, used or expired. */
+  /**
+   * Stores a state under its hash (`oauthStateHash`) until `expiresAt`. Expired states are dropped
+   * first; then, past `maxLive` (default DEFAULT_MAX_LIVE_OAUTH_STATES), the oldest live ones, so a
+   * flood of started installs cannot lock out a new one. Returns how many live states it evicted.
+   */
+  put(stateHash: string, payload: string, expiresAt: number, at: number, maxLive?: number): Promise<number>;
+  /** Deletes and returns the payload of a live state in one atomic statement; undefined when unknown, used or expired (an expired one is deleted too). */
   take(stateHash: string, at: number): Promise<string | undefined>;
   /** Drops expired states; returns how many. */
   expireDue(now: number): Promise<number>;

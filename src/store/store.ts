@@ -17,6 +17,8 @@ import type {
 } from "./records.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { ResultRepo } from "./result-repo.js";
+import type { InstallationRepo, OAuthStateRepo } from "../installations/installation.js";
+import type { SealedRows } from "../vault/rotate.js";
 
 // The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
 // and a PostgreSQL adapter can implement the same contract. Every method that changes state takes
@@ -242,8 +244,8 @@ export interface ToolPinRepo {
   update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T>;
 }
 
-/** The whole store. */
-export interface Store {
+/** The whole store; as SealedRows, `reencryptAll` re-seals connections and installations in one transaction (keys rotate). */
+export interface Store extends SealedRows {
   readonly connections: ConnectionRepo;
   readonly grants: GrantRepo;
   readonly approvals: ApprovalRepo;
@@ -255,6 +257,10 @@ export interface Store {
   readonly workspace: WorkspaceRepo;
   /** Full results of truncated calls, sealed, for resources/read (src/results). */
   readonly results: ResultRepo;
+  /** The tenants: one row per Slack installation (team or org-wide), tokens sealed (src/installations). */
+  readonly installations: InstallationRepo;
+  /** Single-use Slack OAuth install states, shared by every replica. */
+  readonly oauthStates: OAuthStateRepo;
   /** A cheap liveness probe for /healthz. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

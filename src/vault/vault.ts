@@ -3,8 +3,10 @@ import { credentialSchema, type Credential, type CredentialInput } from "./crede
 import { VaultError } from "./errors.js";
 import type { KeyRing } from "./keyring.js";
 import { resultAssociatedData, type ResultBinding } from "./result-binding.js";
+import type { InstallationBinding, InstallationTokens } from "../installations/installation.js";
+import { installationAssociatedData, installationTokensSchema } from "./installation-binding.js";
 
-/** Encrypts credentials for a connection row and decrypts them back, failing closed on any doubt. */
+/** Encrypts credentials (connection rows), stored results and Slack installations' tokens, and decrypts them back, failing closed on any doubt. */
 export class Vault {
   constructor(private readonly keys: KeyRing) {}
 
@@ -46,6 +48,49 @@ export class Vault {
   /** Opens a stored result; an unknown (rotated-away) key, tampering or a moved row throw VaultError. */
   openResult(sealed: SealedSecret, binding: ResultBinding): Buffer {
     return openWithAad(this.keys.subkey("result-encryption", sealed.keyId), sealed, resultAssociatedData(binding, sealed.keyId));
+  }
+
+  /** Seals an installation's Slack tokens under the primary key's installation subkey, bound to `binding`. */
+  sealInstallation(tokens: InstallationTokens, binding: InstallationBinding): SealedSecret {
+    const parsed = installationTokensSchema.safeParse(tokens);
+    // Never the zod message: it could quote the token.
+    if (!parsed.success) throw new VaultError("malformed_credential", "installation tokens have an unexpected shape (a bot token is required)");
+    const keyId = this.keys.primaryId;
+    const plain = Buffer.from(JSON.stringify(parsed.data));
+    try {
+      return sealWithAad(this.keys.subkey("installation-encryption", keyId), keyId, plain, installationAssociatedData(binding, keyId));
+    } finally {
+      plain.fill(0);
+    }
+  }
+
+  /** Opens an installation's tokens; a wiped row, unknown key, tampering, a moved row or a bad document throw VaultError. */
+  openInstallation(sealed: SealedSecret | null, binding: InstallationBinding): InstallationTokens {
+    if (!sealed) throw new VaultError("wiped", "installation has no tokens (uninstalled)");
+    const key = this.keys.subkey("installation-encryption", sealed.keyId);
+    let plain: Buffer;
+    try {
+      plain = openWithAad(key, sealed, installationAssociatedData(binding, sealed.keyId));
+    } catch (cause) {
+      throw new VaultError("undecryptable", "installation tokens cannot be decrypted for this installation (tampered, moved, or wrong key)", { cause });
+    }
+    let doc: unknown;
+    try {
+      doc = JSON.parse(plain.toString("utf8"));
+    } catch (cause) {
+      throw new VaultError("malformed_credential", "decrypted installation tokens are not valid JSON", { cause });
+    } finally {
+      plain.fill(0);
+    }
+    const parsed = installationTokensSchema.safeParse(doc);
+    if (!parsed.success) throw new VaultError("malformed_credential", "decrypted installation tokens have an unexpected shape");
+    const { botToken, refreshToken } = parsed.data;
+    return refreshToken === undefined ? { botToken } : { botToken, refreshToken };
+  }
+
+  /** Re-encrypts an installation's tokens under the primary key (for rotation); the binding must still match. */
+  resealInstallation(sealed: SealedSecret, binding: InstallationBinding): SealedSecret {
+    return this.sealInstallation(this.openInstallation(sealed, binding), binding);
   }
 
   /** Re-encrypts `sealed` under the primary key (for rotation); the binding must still match. */

@@ -235,7 +235,7 @@ describe("keys", () => {
 
     const r = await cli(["keys", "rotate"], { env: { SLAUDE_ENCRYPTION_KEY: keyB, SLAUDE_ENCRYPTION_KEY_PREVIOUS: keyA } });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toBe(`re-encrypted 2 credential(s) under key ${idB}\n`);
+    expect(r.stdout).toBe(`re-encrypted 2 credential(s) and 0 installation(s) under key ${idB}\n`);
 
     const onlyB = new Vault(KeyRing.fromBase64(keyB));
     await withStore(dbPath, async (s) => {

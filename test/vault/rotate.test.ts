@@ -5,6 +5,8 @@ import { KeyRing } from "../../src/vault/keyring.js";
 import { rotateKeys } from "../../src/vault/rotate.js";
 import { Vault } from "../../src/vault/vault.js";
 import { harness, newKeyB64, rows, TempDirs, threadInput, type Harness } from "../support/foundation.js";
+import { canaryTokens, installation, orgInstallation } from "../store/contract/installation-fixtures.js";
+import type { InstallationTokens } from "../../src/installations/installation.js";
 
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
@@ -50,8 +52,8 @@ describe("rotateKeys", () => {
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
     h.clock.advance(1000);
-    const n = await rotateKeys({ rows: h.store.connections, vault: rotating, clock: h.clock }, "cli:test");
-    expect(n).toBe(tokens.size);
+    const n = await rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test");
+    expect(n).toEqual({ connections: tokens.size, installations: 0 });
 
     const onlyB = new Vault(KeyRing.fromBase64(keyB));
     const onlyA = new Vault(KeyRing.fromBase64(keyA));
@@ -84,7 +86,7 @@ describe("rotateKeys", () => {
     const auditBefore = await h.store.audit.count();
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
-    await expect(rotateKeys({ rows: h.store.connections, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
+    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
 
     expect(secretCols(h)).toEqual(before);
     expect(await h.store.audit.count()).toBe(auditBefore);
@@ -104,7 +106,55 @@ describe("rotateKeys", () => {
     const before = secretCols(h);
     // The operator forgot SLAUDE_ENCRYPTION_KEY_PREVIOUS: only B is known.
     const onlyB = new Vault(KeyRing.fromBase64(newKeyB64()));
-    await expect(rotateKeys({ rows: h.store.connections, vault: onlyB, clock: h.clock }, "cli:test")).rejects.toMatchObject({ code: "unknown_key" });
+    await expect(rotateKeys({ rows: h.store, vault: onlyB, clock: h.clock }, "cli:test")).rejects.toMatchObject({ code: "unknown_key" });
     expect(secretCols(h)).toEqual(before);
+  });
+
+  it("re-encrypts the installations' Slack tokens in the same run and transaction; a tombstone stays wiped", async () => {
+    const keyA = newKeyB64();
+    const keyB = newKeyB64();
+    const h = harness(tmp, keyA);
+    const tokens = await seed(h);
+    const sealedTokens = new Map<string, InstallationTokens>();
+    for (const i of [installation(h.vault, { teamId: "T1" }), installation(h.vault, { teamId: "T2", enterpriseId: "E1" }), orgInstallation(h.vault, "E1")]) {
+      const t = h.vault.openInstallation(i.sealed, i);
+      sealedTokens.set(i.id, t);
+      await h.store.installations.upsert(i, []);
+    }
+    const gone = installation(h.vault, { teamId: "T3" });
+    await h.store.installations.upsert(gone, []);
+    await h.store.installations.uninstall(gone.id, 5, []);
+
+    const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
+    expect(await rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).toEqual({ connections: tokens.size, installations: 3 });
+    const onlyB = new Vault(KeyRing.fromBase64(keyB));
+    const onlyA = new Vault(KeyRing.fromBase64(keyA));
+    for (const [id, t] of sealedTokens) {
+      const i = (await h.store.installations.get(id))!;
+      expect(i.sealed!.keyId).toBe(onlyB.primaryKeyId);
+      expect(onlyB.openInstallation(i.sealed, i)).toEqual(t);
+      expect(() => onlyA.openInstallation(i.sealed, i)).toThrow(VaultError);
+    }
+    expect((await h.store.installations.get(gone.id))!.sealed).toBeNull();
+    expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(1);
+  });
+
+  it("one installation that cannot be opened aborts the whole rotation: connections keep their old ciphertexts too", async () => {
+    const keyA = newKeyB64();
+    const h = harness(tmp, keyA);
+    await seed(h);
+    const ok = installation(h.vault, { teamId: "T1", tokens: canaryTokens() });
+    const victim = installation(h.vault, { teamId: "T2" });
+    await h.store.installations.upsert(ok, []);
+    await h.store.installations.upsert(victim, []);
+    // Someone with the file points the installation at another team: its AAD no longer matches.
+    h.store.db.prepare("UPDATE installations SET team_id = 'T9' WHERE id = ?").run(victim.id);
+    const connectionsBefore = secretCols(h);
+    const installationsBefore = rows(h.store, "SELECT id, key_id, token_nonce, token_ct, token_tag FROM installations ORDER BY id");
+    const rotating = new Vault(KeyRing.fromBase64(newKeyB64(), [keyA]));
+    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
+    expect(secretCols(h)).toEqual(connectionsBefore);
+    expect(rows(h.store, "SELECT id, key_id, token_nonce, token_ct, token_tag FROM installations ORDER BY id")).toEqual(installationsBefore);
+    expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(0);
   });
 });

@@ -10,8 +10,8 @@ const EVENT_KINDS = Object.keys({
   connection_created: 1, connection_replaced: 1, connection_revoked: 1, connection_expired: 1, connection_needs_login: 1,
   connection_refreshed: 1, tool_pin: 1, call_started: 1, login_started: 1, login_completed: 1, login_refused: 1, keys_rotated: 1, admin_action: 1,
   result_stored: 1, result_evicted: 1, result_read: 1,
-  installation_installed: 1, installation_updated: 1, installation_refused: 1, installation_disabled: 1, installation_enabled: 1,
-  installation_uninstalled: 1, installation_token_refreshed: 1,
+  installation_installed: 1, installation_updated: 1, installation_disabled: 1, installation_enabled: 1, installation_uninstalled: 1,
+  installation_token_refreshed: 1, installation_refused: 1,
 } satisfies Record<AuditEventKind, 1>) as AuditEventKind[];
 
 export const AUDIT_HELP = `slaude-connect audit [--since T] [--until T] [--user U] [--team T] [--service S]

@@ -78,7 +78,10 @@ async function checkStoredKeys(client: pg.Client, config: Config): Promise<Findi
   } catch {
     return undefined; // the key findings already say what is wrong with the keys
   }
-  const sealed = (await client.query<{ k: string; n: number }>("SELECT key_id AS k, count(*)::int AS n FROM connections WHERE key_id IS NOT NULL GROUP BY key_id ORDER BY key_id")).rows;
+  // Slack installations' tokens too, once their table exists (migration 0008).
+  const withInstallations = (await client.query<{ t: string | null }>("SELECT to_regclass('installations')::text AS t")).rows[0]?.t;
+  const keyIds = withInstallations ? "SELECT key_id FROM connections UNION ALL SELECT key_id FROM installations" : "SELECT key_id FROM connections";
+  const sealed = (await client.query<{ k: string; n: number }>(`SELECT key_id AS k, count(*)::int AS n FROM (${keyIds}) AS s WHERE key_id IS NOT NULL GROUP BY key_id ORDER BY key_id`)).rows;
   const lost = sealed.filter((r) => !have.has(r.k)).map((r) => `${r.n} under key ${r.k}`);
   return storedKeysFinding(lost);
 }

@@ -12,14 +12,16 @@ import { devKeyPath, resolveKeyRing } from "../../vault/key-source.js";
 import { decodeMasterKey, keyIdOf } from "../../vault/keyring.js";
 import type { Finding } from "./doctor.js";
 
-/** How many stored credentials are sealed under each key id (read-only; empty without a database). */
+/** How many stored credentials and Slack installations are sealed under each key id (read-only; empty without a database). */
 export function sealedKeyIds(dbPath: string): Map<string, number> {
   const out = new Map<string, number>();
   if (!existsSync(dbPath)) return out;
   const db = openDatabase(dbPath, { readonly: true });
   try {
-    if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'connections'").get()) return out;
-    for (const r of db.prepare("SELECT key_id AS k, count(*) AS n FROM connections WHERE key_id IS NOT NULL GROUP BY key_id").all() as { k: string; n: number }[]) out.set(r.k, r.n);
+    for (const table of ["connections", "installations"]) {
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)) continue;
+      for (const r of db.prepare(`SELECT key_id AS k, count(*) AS n FROM ${table} WHERE key_id IS NOT NULL GROUP BY key_id`).all() as { k: string; n: number }[]) out.set(r.k, (out.get(r.k) ?? 0) + r.n);
+    }
     return out;
   } finally {
     db.close();

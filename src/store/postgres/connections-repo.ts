@@ -193,15 +193,21 @@ export class PgConnectionRepo implements ConnectionRepo {
 
   async reencryptAll(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number> {
     return this.db.tx(async (q) => {
-      // FOR UPDATE: a replica refreshing a token meanwhile waits, so no row keeps a ciphertext under the old key.
-      const rows = (await q.query<ConnectionRow>("SELECT * FROM connections WHERE secret_ct IS NOT NULL ORDER BY id FOR UPDATE")).rows.map(toConnection);
-      for (const c of rows) {
-        // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
-        const next = reseal(c as Connection & { sealed: SealedSecret });
-        await q.query("UPDATE connections SET key_id = $2, secret_nonce = $3, secret_ct = $4, secret_tag = $5 WHERE id = $1", [c.id, next.keyId, next.nonce, next.ciphertext, next.tag]);
-      }
+      const n = await reencryptConnections(q, reseal);
       await writeAudit(q, [audit]);
-      return rows.length;
+      return n;
     });
   }
+}
+
+/** Re-seals every connection holding a ciphertext with `q`, the client of an open transaction (Store.reencryptAll shares it). */
+export async function reencryptConnections(q: Sql, reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret): Promise<number> {
+  // FOR UPDATE: a replica refreshing a token meanwhile waits, so no row keeps a ciphertext under the old key.
+  const rows = (await q.query<ConnectionRow>("SELECT * FROM connections WHERE secret_ct IS NOT NULL ORDER BY id FOR UPDATE")).rows.map(toConnection);
+  for (const c of rows) {
+    // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
+    const next = reseal(c as Connection & { sealed: SealedSecret });
+    await q.query("UPDATE connections SET key_id = $2, secret_nonce = $3, secret_ct = $4, secret_tag = $5 WHERE id = $1", [c.id, next.keyId, next.nonce, next.ciphertext, next.tag]);
+  }
+  return rows.length;
 }

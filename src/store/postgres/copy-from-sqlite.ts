@@ -24,6 +24,8 @@ export const COPIED_TABLES: readonly { readonly name: string; readonly identity?
   { name: "workspace_inbox", orderOnly: "seq" },
   { name: "stored_results" },
   { name: "tool_pins" },
+  { name: "installations" },
+  { name: "oauth_states" },
 ];
 
 /** SQLite's own bookkeeping, not data. */

@@ -1,8 +1,12 @@
 import type { MigrationReport } from "../sqlite/migrator.js";
+import type { AuditEvent } from "../../audit/event.js";
+import type { Resealers, RotatedCounts } from "../../vault/rotate.js";
 import type { Store } from "../store.js";
 import { PgApprovalRepo } from "./approvals-repo.js";
-import { PgAuditRepo } from "./audit-repo.js";
-import { PgConnectionRepo } from "./connections-repo.js";
+import { PgAuditRepo, writeAudit } from "./audit-repo.js";
+import { PgConnectionRepo, reencryptConnections } from "./connections-repo.js";
+import { PgInstallationRepo, reencryptInstallations } from "./installations-repo.js";
+import { PgOAuthStateRepo } from "./oauth-states-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
 import { PgLocks } from "./locks-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
@@ -27,6 +31,8 @@ export class PostgresStore implements Store {
   readonly workspace: PgWorkspaceRepo;
   readonly results: PgResultRepo;
   readonly toolPins: PgToolPinRepo;
+  readonly installations: PgInstallationRepo;
+  readonly oauthStates: PgOAuthStateRepo;
   /** The turns of every thread, shared by the replicas (src/turns TurnStore port; not part of Store: SQLite keeps turns in memory). */
   readonly turns: PgTurnStore;
   /** MCP session records (PostgreSQL only): any replica serves a session opened on another. */
@@ -46,10 +52,21 @@ export class PostgresStore implements Store {
     this.workspace = new PgWorkspaceRepo(db);
     this.results = new PgResultRepo(db);
     this.toolPins = new PgToolPinRepo(db);
+    this.installations = new PgInstallationRepo(db);
+    this.oauthStates = new PgOAuthStateRepo(db);
     this.turns = new PgTurnStore(db);
     this.mcpSessions = new PgMcpSessionRepo(db);
     this.locks = new PgLocks(db);
     this.loginHolders = new PgLoginHolders(db);
+  }
+
+  async reencryptAll(reseal: Resealers, audit: AuditEvent): Promise<RotatedCounts> {
+    return this.db.tx(async (q) => {
+      const connections = await reencryptConnections(q, reseal.connection);
+      const installations = await reencryptInstallations(q, reseal.installation);
+      await writeAudit(q, [audit]);
+      return { connections, installations };
+    });
   }
 
   async ping(): Promise<boolean> {

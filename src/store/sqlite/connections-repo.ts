@@ -233,15 +233,22 @@ export class SqliteConnectionRepo implements ConnectionRepo {
 
   async reencryptAll(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number> {
     return this.write(() => {
-      const rows = (this.db.prepare("SELECT * FROM connections WHERE secret_ct IS NOT NULL").all() as ConnectionRow[]).map(toConnection);
-      const update = this.db.prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ? WHERE id = ?");
-      for (const c of rows) {
-        // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
-        const next = reseal(c as Connection & { sealed: SealedSecret });
-        update.run(next.keyId, next.nonce, next.ciphertext, next.tag, c.id);
-      }
+      const n = this.reencryptInTx(reseal);
       this.audit([audit]);
-      return rows.length;
+      return n;
     });
+  }
+
+  /** Re-seals every row holding a ciphertext; must run inside a write transaction (Store.reencryptAll shares it). */
+  reencryptInTx(reseal: (c: Connection & { sealed: SealedSecret }) => SealedSecret): number {
+    this.memo.clear();
+    const rows = (this.db.prepare("SELECT * FROM connections WHERE secret_ct IS NOT NULL").all() as ConnectionRow[]).map(toConnection);
+    const update = this.db.prepare("UPDATE connections SET key_id = ?, secret_nonce = ?, secret_ct = ?, secret_tag = ? WHERE id = ?");
+    for (const c of rows) {
+      // A row that cannot be opened aborts the whole rotation: nothing is half re-encrypted.
+      const next = reseal(c as Connection & { sealed: SealedSecret });
+      update.run(next.keyId, next.nonce, next.ciphertext, next.tag, c.id);
+    }
+    return rows.length;
   }
 }

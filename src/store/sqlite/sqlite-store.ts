@@ -1,9 +1,13 @@
+import type { AuditEvent } from "../../audit/event.js";
+import type { Resealers, RotatedCounts } from "../../vault/rotate.js";
 import type { Store } from "../store.js";
 import { SqliteApprovalRepo } from "./approvals-repo.js";
-import { SqliteAuditRepo } from "./audit-repo.js";
+import { makeAuditWriter, SqliteAuditRepo } from "./audit-repo.js";
 import { SqliteConnectionRepo } from "./connections-repo.js";
-import { DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, type Db, type LockWait } from "./db.js";
+import { DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, writeTx, type Db, type LockWait } from "./db.js";
 import { SqliteGrantRepo } from "./grants-repo.js";
+import { SqliteInstallationRepo } from "./installations-repo.js";
+import { SqliteOAuthStateRepo } from "./oauth-states-repo.js";
 import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
 import { migrate, type MigrationReport } from "./migrator.js";
 import { SqliteResultRepo } from "./results-repo.js";
@@ -22,11 +26,13 @@ export class SqliteStore implements Store {
   readonly loginSessions: SqliteLoginSessionRepo;
   readonly workspace: SqliteWorkspaceRepo;
   readonly results: SqliteResultRepo;
+  readonly installations: SqliteInstallationRepo;
+  readonly oauthStates: SqliteOAuthStateRepo;
 
   /** Every write waits for another process's lock asynchronously, up to `wait` (the event loop stays free). */
   constructor(
     readonly db: Db,
-    wait: LockWait = DEFAULT_LOCK_WAIT,
+    private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {
     this.connections = new SqliteConnectionRepo(db, wait);
     this.grants = new SqliteGrantRepo(db, wait);
@@ -37,6 +43,22 @@ export class SqliteStore implements Store {
     this.loginSessions = new SqliteLoginSessionRepo(db, wait);
     this.workspace = new SqliteWorkspaceRepo(db, wait);
     this.results = new SqliteResultRepo(db, wait);
+    this.installations = new SqliteInstallationRepo(db, wait);
+    this.oauthStates = new SqliteOAuthStateRepo(db, wait);
+  }
+
+  async reencryptAll(reseal: Resealers, audit: AuditEvent): Promise<RotatedCounts> {
+    const write = makeAuditWriter(this.db);
+    return writeTx(
+      this.db,
+      () => {
+        const connections = this.connections.reencryptInTx(reseal.connection);
+        const installations = this.installations.reencryptInTx(reseal.installation);
+        write([audit]);
+        return { connections, installations };
+      },
+      this.wait,
+    );
   }
 
   async ping(): Promise<boolean> {
