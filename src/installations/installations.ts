@@ -6,7 +6,7 @@ import type { RefreshLock } from "../login/oauth/refresh-lock.js";
 import type { SealedSecret } from "../vault/aead.js";
 import { newId } from "../domain/ids.js";
 import { InstallationError } from "./errors.js";
-import type { Installation, InstallationBinding, InstallationRepo, InstallationTokens, TenantQuery } from "./installation.js";
+import type { Installation, InstallationBinding, InstallationMeta, InstallationRepo, InstallationTokens, TenantQuery } from "./installation.js";
 
 // The tenants of a deployment: which installation serves a team or an org, its tokens opened from
 // the vault, refreshed before expiry exactly once across replicas. Unknown, disabled and
@@ -116,7 +116,6 @@ export class Installations {
     const prior = existing && existing.status !== "uninstalled" && existing.isEnterpriseInstall === input.isEnterpriseInstall ? existing : undefined;
     const id = prior?.id ?? newId("inst");
     const binding: InstallationBinding = { id, enterpriseId: input.enterpriseId, teamId: input.teamId, isEnterpriseInstall: input.isEnterpriseInstall, appId: input.appId };
-    const scopesChanged = prior !== undefined && [...prior.scopes].sort().join(",") !== [...input.scopes].sort().join(",");
     const row: Installation = {
       ...binding,
       teamName: input.teamName,
@@ -132,8 +131,17 @@ export class Installations {
       installedAt: prior?.installedAt ?? now,
       updatedAt: now,
     };
-    const audit: AuditEvent = { at: now, event: prior ? "installation_updated" : "installation_installed", teamId: input.teamId ?? input.enterpriseId ?? "", actor, decision: prior ? (scopesChanged ? "scopes_changed" : "reinstalled") : input.isEnterpriseInstall ? "org_install" : "team_install" };
-    const stored = await this.d.repo.upsert(row, [audit]);
+    // Installed or updated is decided by the row the store replaces, in the same transaction.
+    const audit = (previous: InstallationMeta | undefined): AuditEvent[] => [
+      {
+        at: now,
+        event: previous ? "installation_updated" : "installation_installed",
+        teamId: input.teamId ?? input.enterpriseId ?? "",
+        actor,
+        decision: previous ? (sameScopes(previous.scopes, input.scopes) ? "reinstalled" : "scopes_changed") : input.isEnterpriseInstall ? "org_install" : "team_install",
+      },
+    ];
+    const stored = await this.d.repo.upsert(row, audit);
     this.forget(stored.id);
     this.failedAt.delete(stored.id);
     return stored;
@@ -153,8 +161,7 @@ export class Installations {
         // Undecryptable (a rotated-away key): written again below under the current key.
       }
       // A disabled installation stays disabled (an operator or Slack said so) until enabled or reinstalled.
-      const sameScopes = [...existing.scopes].sort().join(",") === [...input.scopes].sort().join(",");
-      if (same && (existing.status === "disabled" || sameScopes)) return existing;
+      if (same && (existing.status === "disabled" || sameScopes(existing.scopes, input.scopes))) return existing;
     }
     return this.record(input, "config:SLACK_BOT_TOKEN");
   }
@@ -305,6 +312,10 @@ export class Installations {
     if (inst.tokenExpiresAt !== null && inst.tokenExpiresAt <= now) throw new InstallationError("refresh_failed", "the installation's bot token expired and could not be refreshed yet");
     return inst;
   }
+}
+
+function sameScopes(a: readonly string[], b: readonly string[]): boolean {
+  return [...a].sort().join(",") === [...b].sort().join(",");
 }
 
 /** Refresh answers that no retry can fix. */
