@@ -131,7 +131,10 @@ export function createInstallFlow(d: InstallFlowDeps): InstallFlow {
       if (!allowed) {
         await d.audit.append([{ at: d.clock.now(), event: "installation_refused", teamId: teamId ?? enterpriseId ?? "", actor: `slack:${i.user.id}`, decision: input ? "not_allowed" : "no_bot_token" }]);
         // The token Slack just issued is given back, so a refused tenant holds nothing of ours.
-        if (i.bot?.token) await new WebClient(i.bot.token, d.clientOptions).auth.revoke().catch(() => {});
+        if (i.bot?.token) {
+          const client = new WebClient(i.bot.token, d.clientOptions);
+          await client.auth.revoke().catch(() => {});
+        }
         d.log.warn("slack install refused: tenant not in SLAUDE_SLACK_ALLOWED_TEAMS", { team: teamId, enterprise: enterpriseId });
         page(res, 403, "Installation refused", "This slaude-connect deployment does not serve your workspace. Ask its operator to allow it.");
         return false;

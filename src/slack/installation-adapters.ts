@@ -35,7 +35,7 @@ export class SlackTokenRotation implements TokenRotation {
   }
 
   async refresh(refreshToken: string): Promise<{ botToken: string; refreshToken: string; expiresInSeconds: number }> {
-    const r = refreshAnswer.parse(await this.client.oauth.v2.access({ client_id: this.dist.clientId, client_secret: this.dist.clientSecret, grant_type: "refresh_token", refresh_token: refreshToken }));
+    const r = refreshAnswer.parse(await this.client.apiCall("oauth.v2.access", { client_id: this.dist.clientId, client_secret: this.dist.clientSecret, grant_type: "refresh_token", refresh_token: refreshToken }));
     return { botToken: r.access_token, refreshToken: r.refresh_token, expiresInSeconds: r.expires_in };
   }
 }
@@ -58,7 +58,8 @@ export class SlackOrgTeams implements OrgTeams {
 
 /** The single SLACK_BOT_TOKEN read as an installation (auth.test once), so it runs through the same per-installation path. */
 export async function singleTokenInstall(botToken: string, options: WebClientOptions): Promise<InstallInput> {
-  const r = authTestAnswer.parse(await new WebClient(botToken, options).auth.test());
+  const client = new WebClient(botToken, options);
+  const r = authTestAnswer.parse(await client.auth.test());
   const org = r.is_enterprise_install === true;
   return {
     enterpriseId: r.enterprise_id ?? null,

@@ -12,7 +12,12 @@ export interface ScopeUse {
 
 /** Web API methods called through WebClient (src/slack/slack-api.ts), and Bolt's own start-up call. */
 export const SLACK_METHOD_SCOPES = {
-  "auth.test": { scopes: [], why: "Bolt checks the bot token at start" },
+  "auth.test": { scopes: [], why: "SLACK_BOT_TOKEN is read as the one installation; doctor and installations check test each token" },
+  // The install flow (src/slack/install-flow.ts): a refused tenant's fresh token is given back.
+  "auth.revoke": { scopes: [], why: "an install refused by SLAUDE_SLACK_ALLOWED_TEAMS gives its token back" },
+  "auth.teams.list": { scopes: [], why: "the workspaces an org-wide (Enterprise Grid) install serves" },
+  // Token rotation: a single-use refresh token for a new 12-hour bot token.
+  "oauth.v2.access": { scopes: [], why: "rotating bot tokens are refreshed before they expire" },
   "chat.postMessage": { scopes: ["chat:write"], why: "approval and consent cards, thread notes, admin-revoke notices" },
   "chat.update": { scopes: ["chat:write"], why: "an approval card shows its outcome" },
   "chat.postEphemeral": { scopes: ["chat:write"], why: "the warning after a message that carried a secret" },
@@ -30,6 +35,9 @@ export const SLACK_METHOD_SCOPES = {
 /** Bot events the manifests subscribe to (src/slack/handlers.ts). */
 export const SLACK_EVENT_SCOPES = {
   app_home_opened: { scopes: [], why: "the App Home tab" },
+  // Sent to every app with no subscription needed in the UI; listed so the manifests and the code agree.
+  app_uninstalled: { scopes: [], why: "an uninstall wipes that tenant (connections revoked, results deleted)" },
+  tokens_revoked: { scopes: [], why: "a revoked bot token disables its installation until a reinstall" },
   // Without these the broker never sees human replies in served threads (turns) nor pasted secrets.
   "message.channels": { scopes: ["channels:history"], why: "replies in served threads of public channels are turns; pasted secrets are caught" },
   "message.groups": { scopes: ["groups:history"], why: "replies in served threads of private channels are turns; pasted secrets are caught" },

@@ -86,6 +86,16 @@ describe("the Slack manifests match the code", () => {
   });
 
   it("there are manifests to check", () => {
-    expect(MANIFESTS.sort()).toEqual(["manifest.socket-mode.yaml", "manifest.yaml"]);
+    expect(MANIFESTS.sort()).toEqual(["manifest.distribution.yaml", "manifest.socket-mode.yaml", "manifest.yaml"]);
+  });
+});
+
+describe("the distribution manifest", () => {
+  const text = readFileSync(path.join(ROOT, "slack", "manifest.distribution.yaml"), "utf8");
+  it("redirects to /slack/oauth_redirect, deploys org-wide and rotates tokens; the single-workspace ones do not rotate", () => {
+    expect(yamlList(text.slice(text.indexOf("\noauth_config:")), "redirect_urls")).toEqual(["https://YOUR-HOST/slack/oauth_redirect"]);
+    expect(text).toMatch(/^\s+org_deploy_enabled: true$/m);
+    expect(text).toMatch(/^\s+token_rotation_enabled: true$/m);
+    for (const f of ["manifest.yaml", "manifest.socket-mode.yaml"]) expect(readFileSync(path.join(ROOT, "slack", f), "utf8")).toMatch(/^\s+token_rotation_enabled: false$/m);
   });
 });
