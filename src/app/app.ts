@@ -84,7 +84,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // The workspace (Slack, or the local one in development) is the membership source, the approval
   // channel, the consent port and the owner notices.
-  const workspace = buildWorkspace(workspaceChoice, { config, store, vault, refreshLock: sharedDb?.locks ?? processRefreshLock, registry: registrySource.registry, clock, log });
+  const workspace = buildWorkspace(workspaceChoice, { config, store, vault, refreshLock: sharedDb?.locks ?? processRefreshLock, registry: registrySource.registry, clock, log, onInstallationRefresh: (o) => metrics.slackTokenRefreshed(o) });
   const slack: SlackRuntime | undefined = workspace.slack;
   const membership = opts.membership ?? workspace.adapters?.membership;
   const approvalChannel = opts.approvalChannel ?? workspace.adapters?.approvals;

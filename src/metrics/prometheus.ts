@@ -44,6 +44,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly auditFailures: Counter<"event">;
   private readonly jobs: Counter<"job" | "outcome">;
   private readonly jobTime: Histogram<"job">;
+  private readonly tokenRefreshes: Counter<"outcome">;
   private sources: MetricSources = {};
 
   constructor(private readonly services: ServiceRegistry) {
@@ -55,6 +56,7 @@ export class PrometheusMetrics implements Metrics {
     this.poolWaitTime = new Histogram({ name: "slaude_pool_wait_seconds", help: "How long calls waited for a free vendor slot", buckets: SECONDS, registers });
     this.decisions = new Histogram({ name: "slaude_approval_decision_seconds", help: "Time from asking an owner to the decision (or expiry), by decision", labelNames: ["decision"], buckets: HUMAN_SECONDS, registers });
     this.auditFailures = new Counter({ name: "slaude_audit_write_failures_total", help: "Best-effort audit rows that could not be written, by event kind", labelNames: ["event"], registers });
+    this.tokenRefreshes = new Counter({ name: "slaude_slack_token_refreshes_total", help: "Slack installation token refreshes (rotation), by outcome", labelNames: ["outcome"], registers });
     this.jobs = new Counter({ name: "slaude_job_runs_total", help: "Passes of the periodic jobs (reapers), by outcome", labelNames: ["job", "outcome"], registers });
     this.jobTime = new Histogram({ name: "slaude_job_seconds", help: "Duration of one pass of a periodic job", labelNames: ["job"], buckets: SECONDS, registers });
     const self = this;
@@ -165,6 +167,11 @@ export class PrometheusMetrics implements Metrics {
 
   approvalDecided(decision: string, seconds: number): void {
     this.decisions.observe({ decision: DECISIONS.has(decision) ? decision : "other" }, Math.max(0, seconds));
+  }
+
+  /** A Slack installation's rotating token was refreshed, or the refresh failed (no team label: bounded). */
+  slackTokenRefreshed(outcome: "ok" | "failed"): void {
+    this.tokenRefreshes.inc({ outcome });
   }
 
   auditWriteFailed(event: string): void {
