@@ -27,7 +27,7 @@ import { singleProcessHolders } from "../login/replica/holders.js";
 import { LoginReplica } from "../login/replica/replica.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
-import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
+import { OriginGuard } from "../server/host-auth.js";
 import { mountHostRoutes, mountLoginRoutes } from "./host-routes.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
@@ -198,7 +198,6 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   // Development without SLAUDE_HOST_TOKENS: a generated token in the data dir; otherwise exactly the configured ones.
   const hostTokens = resolveHostTokens(config);
   if (hostTokens.file) log.info(hostTokens.origin === "dev-generated" ? "development host token generated" : "development host token in use", { file: hostTokens.file });
-  const auth = new HostTokenAuth(hostTokens.tokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   const slackAuth = slack ? new SlackAuthState(() => slack.app.client.auth.test(), log) : undefined;
@@ -213,7 +212,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
-  const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
+  const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(opts.tenants ? { tenants: opts.tenants } : {}), origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   const liveView = mountLoginRoutes(http, logins, config, clock, log, loginReplica);

@@ -36,7 +36,7 @@ const INIT = { protocolVersion: "2025-06-18", capabilities: { roots: { listChang
 const ROOM = { max: 1_000, idleBefore: 0 };
 
 function opened(id: string, at: number) {
-  return { id, teamId: "T1", threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: INIT, createdAt: at };
+  return { id, teamId: "T1", tokenDigest: `k_0123456789abcdef:${"ab".repeat(32)}`, threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: INIT, createdAt: at };
 }
 
 describe.each([memory, postgres])("session records ($name)", (adapter) => {
