@@ -134,10 +134,10 @@ describe("session records (postgres only)", () => {
     expect(Number((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]!.n)).toBe(5);
   });
 
-  it("the store keeps no secret: the columns are the session's identity, thread and initialize only", async () => {
+  it("the store keeps no secret: the columns are the session's identity, thread, initialize and a keyed digest of its host token only", async () => {
     await postgres.make();
     const db = pg.opened.at(-1)!.db;
     const cols = (await db.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_name = 'mcp_sessions' AND table_schema = current_schema() ORDER BY ordinal_position")).rows.map((r) => r.column_name);
-    expect(cols).toEqual(["id", "team_id", "thread_header", "protocol_version", "initialize", "created_at", "last_seen_at", "ended_at"]);
+    expect(cols).toEqual(["id", "team_id", "thread_header", "protocol_version", "initialize", "created_at", "last_seen_at", "ended_at", "token_digest"]);
   });
 });
