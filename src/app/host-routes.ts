@@ -70,7 +70,7 @@ export async function mountHostRoutes(d: HostRouteDeps): Promise<{ mcp: McpEndpo
   const auth = new HostTeamAuth(d.tokens, config.hostTokenTeams, new SessionTokenDigests(d.keys));
   await checkUnboundHostTokens(auth, directory, config, log);
   const tenants = new TenantGuard(directory, log);
-  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock, sessionRecords(d.store, config), tenants);
+  const mcp = new McpEndpoint({ broker, auth, origin, log, limits: config.mcpSessions, clock, records: sessionRecords(d.store, config), tenants });
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   const turnDeps = { auth, origin, tenants, now: () => clock.now() };
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, turnDeps) });

@@ -65,25 +65,44 @@ function cancelledIds(body: unknown): (string | number)[] {
   return ids;
 }
 
+/** What the MCP endpoint is built from; the optional parts default to one process and one installation. */
+export interface McpEndpointDeps {
+  readonly broker: Broker;
+  readonly auth: HostTeamAuth;
+  readonly origin: OriginGuard;
+  readonly log: Logger;
+  readonly limits?: SessionLimits;
+  readonly clock?: Clock;
+  /** Session records: shared on PostgreSQL (any replica serves any session), this process's otherwise. */
+  readonly records?: SessionRecords;
+  /** Whether a host token may act in a thread's tenant: at initialize and on every request of a session. */
+  readonly tenants?: TenantGuard;
+}
+
 /**
- * The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens.
- * With shared session records (PostgreSQL) any replica serves any live session (McpSessionHost).
+ * The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread and to the host
+ * token that opened it. With shared session records (PostgreSQL) any replica serves any live
+ * session (McpSessionHost).
  */
 export class McpEndpoint {
   private readonly host: McpSessionHost;
   private readonly sweeper: PeriodicJob;
+  private readonly auth: HostTeamAuth;
+  private readonly origin: OriginGuard;
+  private readonly log: Logger;
+  private readonly limits: SessionLimits;
+  private readonly tenants: TenantGuard;
 
-  constructor(
-    broker: Broker,
-    private readonly auth: HostTeamAuth,
-    private readonly origin: OriginGuard,
-    private readonly log: Logger,
-    private readonly limits: SessionLimits = DEFAULT_SESSION_LIMITS,
-    clock: Clock = systemClock,
-    records: SessionRecords = new MemorySessionRecords(limits.maxSessions),
-    /** Whether a host token may act in a thread's tenant: at initialize and on every request of a session. */
-    private readonly tenants: TenantGuard = new TenantGuard(singleInstallation(), log),
-  ) {
+  constructor(d: McpEndpointDeps) {
+    const { broker, log } = d;
+    const limits = d.limits ?? DEFAULT_SESSION_LIMITS;
+    const clock = d.clock ?? systemClock;
+    const records = d.records ?? new MemorySessionRecords(limits.maxSessions);
+    this.auth = d.auth;
+    this.origin = d.origin;
+    this.log = log;
+    this.limits = limits;
+    this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
     this.sharedRecords = records.shared;
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
