@@ -92,7 +92,7 @@ export class EventsEndpoint {
       return {
         known: (t) => seen.get(t),
         resolve: async (t) => {
-          const v = await this.tenants.check(scope, t);
+          const v = await this.tenants.check(scope, t, true);
           // A directory that did not answer hides this event only: the next one asks again.
           if (v.ok || v.reason !== "directory_unavailable") seen.set(t, v.ok);
           return v.ok;

@@ -20,8 +20,11 @@ export class TenantGuard {
     private readonly log: Logger,
   ) {}
 
-  /** The verdict for a host token with `binding` acting in a thread of `teamId`; a directory failure refuses. */
-  async check(binding: HostBinding, teamId: string): Promise<GuardVerdict> {
+  /**
+   * The verdict for a host token with `binding` acting in a thread of `teamId`; a directory failure
+   * refuses. A refused request is logged, unless `quiet` (an org's event stream sorting events).
+   */
+  async check(binding: HostBinding, teamId: string, quiet = false): Promise<GuardVerdict> {
     const need = factsNeeded(binding);
     let verdict: TenantVerdict;
     try {
@@ -34,7 +37,7 @@ export class TenantGuard {
       this.log.error("host request refused: the tenant directory did not answer", { teamId, err: String(err) });
       return { ok: false, reason: "directory_unavailable" };
     }
-    if (!verdict.ok) this.log.warn("host request refused: the host token may not act in this tenant", { teamId, reason: verdict.reason, binding: binding.kind });
+    if (!verdict.ok && !quiet) this.log.warn("host request refused: the host token may not act in this tenant", { teamId, reason: verdict.reason, binding: binding.kind });
     return verdict;
   }
 }
