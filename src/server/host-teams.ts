@@ -48,6 +48,7 @@ export class HostTeamAuth {
     return this.entries.filter((e) => e.caller.binding.kind === "unbound").length;
   }
 
+  /** The caller of a request by its bearer token (every entry compared in constant time), or "unauthorized". */
   verify(req: http.IncomingMessage): HostTeamVerdict {
     const header = req.headers.authorization;
     if (!header || !header.startsWith("Bearer ")) return { kind: "unauthorized" };
