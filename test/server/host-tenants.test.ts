@@ -13,6 +13,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
 import { checkUnboundHostTokens } from "../../src/app/host-routes.js";
+import { demoRegistryDoc } from "../../src/config/demo-registry.js";
+import { loadConfig } from "../../src/config/env.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
@@ -272,4 +274,30 @@ describe("an unbound host token with two installations", () => {
     // One installation (today's deployments): the same tokens start.
     await expect(checkUnboundHostTokens(auth, new StaticTenantDirectory(1), prod, memoryLogger())).resolves.toBeUndefined();
   });
+});
+
+describe("today's single-workspace deployments", () => {
+  it("the local workspace (T_LOCAL, one installation) keeps serving the unbound development token on /mcp and /v1/turns", async () => {
+    const devDir = mkdtempSync(path.join(os.tmpdir(), "slaude-tenants-dev-"));
+    // NODE_ENV unset: development, the local workspace, a generated host token bound to no team.
+    const dev = await startApp({ config: loadConfig({ SLAUDE_DATA_DIR: devDir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), PATH: process.env.PATH ?? "/usr/bin:/bin" }), log: memoryLogger(), registry: parseRegistry(demoRegistryDoc(), "demo") });
+    try {
+      expect(dev.workspace.kind).toBe("local");
+      const token = dev.hostToken!;
+      const local: ThreadRef = { teamId: "T_LOCAL", channelId: "C_GENERAL", threadTs: "1700000000.000100" };
+      const transport = new StreamableHTTPClientTransport(new URL(`${dev.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}`, "X-Slaude-Thread": header(local) } } });
+      const client = new Client({ name: "local-host", version: "1" });
+      await client.connect(transport);
+      try {
+        expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+        const r = await rawRequest(dev.port, { path: "/v1/turns", headers: { authorization: `Bearer ${token}` }, body: { team_id: local.teamId, channel_id: local.channelId, thread_ts: local.threadTs, user_id: "UALICE" } });
+        expect(r.status).toBe(204);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await dev.close();
+      rmSync(devDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
