@@ -31,7 +31,7 @@ import { singleProcessHolders } from "../login/replica/holders.js";
 import { LoginReplica } from "../login/replica/replica.js";
 import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
-import { HostTokenAuth, OriginGuard } from "../server/host-auth.js";
+import { OriginGuard } from "../server/host-auth.js";
 import { mountHostRoutes, mountLoginRoutes } from "./host-routes.js";
 import { HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
@@ -210,7 +210,6 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   // Development without SLAUDE_HOST_TOKENS: a generated token in the data dir; otherwise exactly the configured ones.
   const hostTokens = resolveHostTokens(config);
   if (hostTokens.file) log.info(hostTokens.origin === "dev-generated" ? "development host token generated" : "development host token in use", { file: hostTokens.file });
-  const auth = new HostTokenAuth(hostTokens.tokens);
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   // With SLACK_BOT_TOKEN: auth.test, and the token recorded as the one installation (again if Slack was down at start).
@@ -227,7 +226,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
-  const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
+  const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(opts.tenants ? { tenants: opts.tenants } : {}), origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).

@@ -13,6 +13,7 @@ import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { EventsEndpoint } from "../server/events-endpoint.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
 import type { Store } from "../store/store.js";
+import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {
@@ -38,6 +39,8 @@ export interface AppOptions {
   readonly approvalPollIntervalMs?: number;
   /** How often the broker re-reads the connections of its live children (default 15 s; signals end them sooner). */
   readonly idleReapIntervalMs?: number;
+  /** Tenant facts for the host-token guard (default: one installation, no org; src/tenancy/tenant-directory.ts). */
+  readonly tenants?: TenantDirectory;
 }
 
 /** A running broker process. */

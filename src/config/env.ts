@@ -139,7 +139,7 @@ export interface Config {
   /** This replica's internal base URL (an origin) for login forwarding; undefined: http://<bind host>:<bound port>. */
   readonly replicaUrl: string | undefined;
   readonly hostTokens: readonly string[];
-  /** Host token → the Slack team it is bound to (`<team_id>:<token>` entries); decides GET /v1/events. */
+  /** Host token → the Slack team (`T…`) or Enterprise Grid org (`E…`) it is bound to; confines the token to that tenant (src/tenancy/host-binding.ts). */
   readonly hostTokenTeams: ReadonlyMap<string, string>;
   /** Bearer token a Prometheus scraper presents on GET /metrics; unset: /metrics is refused. */
   readonly metricsToken: string | undefined;

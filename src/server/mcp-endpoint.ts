@@ -5,11 +5,14 @@ import { systemClock, type Clock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { Logger } from "../log/logger.js";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
-import { BodyTooLargeError, readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
+import { singleInstallation } from "../tenancy/tenant-directory.js";
+import { BodyTooLargeError, readBody, type OriginGuard } from "./host-auth.js";
+import type { HostCaller, HostTeamAuth } from "./host-teams.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
 import { McpSessionHost } from "./mcp-session-host.js";
 import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, sweepEveryMs, type SessionLimits } from "./mcp-sessions.js";
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, MemorySessionRecords, type SessionRecords } from "./session-records.js";
+import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { sendWebResponse, toWebRequest } from "./web-bridge.js";
 
@@ -19,18 +22,22 @@ const MAX_MCP_BODY = 4 << 20;
 // Re-exported where the host endpoints have always imported them from.
 export { idPart, parseThreadHeader } from "./thread-header.js";
 
-/** Shared guard of every host-facing route: Host/Origin, then the bearer host token. */
-export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResponse, auth: HostTokenAuth, origin: OriginGuard): boolean {
+/**
+ * Shared guard of every host-facing route: Host/Origin, then the bearer host token. Answers the
+ * refusal itself and returns undefined; otherwise the caller, whose tenant each route then checks.
+ */
+export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResponse, auth: HostTeamAuth, origin: OriginGuard): HostCaller | undefined {
   const o = origin.check(req);
   if (o !== "ok") {
     sendJson(res, 403, { error: o });
-    return false;
+    return undefined;
   }
-  if (!auth.verify(req)) {
+  const who = auth.verify(req);
+  if (who.kind === "unauthorized") {
     sendJson(res, 401, { error: "unauthorized" }, { "www-authenticate": 'Bearer realm="slaude-connect"' });
-    return false;
+    return undefined;
   }
-  return true;
+  return who.caller;
 }
 
 /**
@@ -45,6 +52,7 @@ function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerRespons
 }
 
 const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
+const TOKEN_MISMATCH = "This session was opened with another host token: send every request of a session with the token that opened it.";
 const tooMany = (max: number) => ({ jsonrpc: "2.0", error: { code: -32000, message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later` }, id: null });
 
 /** The request ids of the `notifications/cancelled` messages in a POST body (one message or a batch). */
@@ -57,23 +65,44 @@ function cancelledIds(body: unknown): (string | number)[] {
   return ids;
 }
 
+/** What the MCP endpoint is built from; the optional parts default to one process and one installation. */
+export interface McpEndpointDeps {
+  readonly broker: Broker;
+  readonly auth: HostTeamAuth;
+  readonly origin: OriginGuard;
+  readonly log: Logger;
+  readonly limits?: SessionLimits;
+  readonly clock?: Clock;
+  /** Session records: shared on PostgreSQL (any replica serves any session), this process's otherwise. */
+  readonly records?: SessionRecords;
+  /** Whether a host token may act in a thread's tenant: at initialize and on every request of a session. */
+  readonly tenants?: TenantGuard;
+}
+
 /**
- * The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread when it opens.
- * With shared session records (PostgreSQL) any replica serves any live session (McpSessionHost).
+ * The MCP endpoint: Streamable HTTP with stateful sessions, each bound to one thread and to the host
+ * token that opened it. With shared session records (PostgreSQL) any replica serves any live
+ * session (McpSessionHost).
  */
 export class McpEndpoint {
   private readonly host: McpSessionHost;
   private readonly sweeper: PeriodicJob;
+  private readonly auth: HostTeamAuth;
+  private readonly origin: OriginGuard;
+  private readonly log: Logger;
+  private readonly limits: SessionLimits;
+  private readonly tenants: TenantGuard;
 
-  constructor(
-    broker: Broker,
-    private readonly auth: HostTokenAuth,
-    private readonly origin: OriginGuard,
-    private readonly log: Logger,
-    private readonly limits: SessionLimits = DEFAULT_SESSION_LIMITS,
-    clock: Clock = systemClock,
-    records: SessionRecords = new MemorySessionRecords(limits.maxSessions),
-  ) {
+  constructor(d: McpEndpointDeps) {
+    const { broker, log } = d;
+    const limits = d.limits ?? DEFAULT_SESSION_LIMITS;
+    const clock = d.clock ?? systemClock;
+    const records = d.records ?? new MemorySessionRecords(limits.maxSessions);
+    this.auth = d.auth;
+    this.origin = d.origin;
+    this.log = log;
+    this.limits = limits;
+    this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
     this.sharedRecords = records.shared;
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
@@ -131,7 +160,8 @@ export class McpEndpoint {
   }
 
   readonly handler: RouteHandler = async (req, res) => {
-    if (!guardHostRequest(req, res, this.auth, this.origin) || !turnHeaderWellFormed(req, res)) return;
+    const caller = guardHostRequest(req, res, this.auth, this.origin);
+    if (!caller || !turnHeaderWellFormed(req, res)) return;
     const sessionId = req.headers["mcp-session-id"];
     const headerThread = req.headers["x-slaude-thread"];
     let body: unknown;
@@ -147,10 +177,13 @@ export class McpEndpoint {
       }
     }
     if (typeof sessionId === "string") {
-      const found = await this.host.lookup(sessionId, headerThread);
+      const found = await this.host.lookup(sessionId, headerThread, caller);
       switch (found.kind) {
         case "not_found":
           return sendJson(res, 404, notFound);
+        case "token_mismatch":
+          this.log.warn("mcp request refused: the session was opened with another host token");
+          return sendMcpRefusal(res, 403, "session_token_mismatch", TOKEN_MISMATCH);
         case "thread_mismatch":
           return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
         case "full":
@@ -160,6 +193,12 @@ export class McpEndpoint {
           break;
       }
       const s = found.session;
+      // Every request, not only initialize: a binding changed since (a restart) confines the session too.
+      const verdict = await this.tenants.check(caller.binding, s.thread.teamId);
+      if (!verdict.ok) {
+        const r = refusalOf(verdict.reason, s.thread.teamId);
+        return sendMcpRefusal(res, r.status, r.code, r.message);
+      }
       await this.host.noteUse(found.record);
       if (this.sharedRecords && this.onCancelled) for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
@@ -171,6 +210,11 @@ export class McpEndpoint {
     }
     const thread = parseThreadHeader(headerThread);
     if (!thread || typeof headerThread !== "string") return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session" }, id: null });
+    const verdict = await this.tenants.check(caller.binding, thread.teamId);
+    if (!verdict.ok) {
+      const r = refusalOf(verdict.reason, thread.teamId);
+      return sendMcpRefusal(res, r.status, r.code, r.message);
+    }
     const init = InitializeParamsSchema.safeParse(body.params);
     if (!init.success || JSON.stringify(init.data).length > MAX_INITIALIZE_JSON) {
       return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB` }, id: null });
@@ -181,7 +225,7 @@ export class McpEndpoint {
       return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
     }
     try {
-      const s = await this.host.open(thread, headerThread, init.data);
+      const s = await this.host.open(thread, headerThread, init.data, caller.sessionDigest());
       if (s === "full") return sendJson(res, 503, tooMany(this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS), { "retry-after": "5" });
       const answer = await s.transport.handleRequest(toWebRequest(req), { parsedBody: body });
       // Refused before it initialized (e.g. a wrong Accept): no client has the id; its record ends now.

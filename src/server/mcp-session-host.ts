@@ -5,6 +5,7 @@ import type { Broker } from "../broker/broker.js";
 import type { Clock } from "../clock/clock.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
+import type { HostCaller } from "./host-teams.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { DEFAULT_MAX_LIVE_SESSIONS, SessionTable, sweepEveryMs, touchEveryMs, type McpSession, type SessionLimits } from "./mcp-sessions.js";
 import { isLive, type InitializeParams, type SessionRecord, type SessionRecords } from "./session-records.js";
@@ -17,6 +18,8 @@ import { isLive, type InitializeParams, type SessionRecord, type SessionRecords 
 export type SessionLookup =
   | { readonly kind: "ok"; readonly session: McpSession; readonly record: SessionRecord | undefined }
   | { readonly kind: "not_found" }
+  /** Another host token than the one that opened the session (even a valid one): refused, the session untouched. */
+  | { readonly kind: "token_mismatch" }
   | { readonly kind: "thread_mismatch" }
   | { readonly kind: "full" };
 
@@ -48,7 +51,7 @@ export class McpSessionHost {
    * Records and connects a new session for `thread`, whose initialize the caller then hands to the
    * returned transport. The session joins the table when the transport accepts the initialize.
    */
-  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams): Promise<McpSession | "full"> {
+  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams, tokenDigest: string): Promise<McpSession | "full"> {
     const id = randomUUID();
     const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(init.protocolVersion) ? init.protocolVersion : LATEST_PROTOCOL_VERSION;
     const now = this.clock.now();
@@ -56,13 +59,13 @@ export class McpSessionHost {
     // recorded use: uses are written a touch interval apart, and busy sessions at every sweep.
     const room = { max: this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS, idleBefore: now - touchEveryMs(this.limits) - sweepEveryMs(this.limits) };
     // Recorded before the client learns the id: any replica can serve its very next request.
-    const recorded = await this.records.open({ id, teamId: thread.teamId, threadHeader, protocolVersion, initialize: init, createdAt: now }, room);
+    const recorded = await this.records.open({ id, teamId: thread.teamId, tokenDigest, threadHeader, protocolVersion, initialize: init, createdAt: now }, room);
     if (!recorded.opened) {
       this.log.warn("mcp session refused: the deployment's live session cap is reached and no session is idle", { maxLiveSessions: room.max });
       return "full";
     }
     if (recorded.ended) this.log.info("mcp sessions ended to make room: the deployment's live session cap is reached", { count: recorded.ended, maxLiveSessions: room.max });
-    return this.connect(id, thread, threadHeader, true);
+    return this.connect(id, thread, threadHeader, tokenDigest, true);
   }
 
   /** Drops a session whose initialize the transport refused (it never joined the table). */
@@ -72,13 +75,17 @@ export class McpSessionHost {
   }
 
   /**
-   * The session a request names. Shared records are read on every request (one primary-key read):
-   * an ended session is refused on every replica at once, and a live one held elsewhere is rebuilt.
+   * The session a request names, for `caller` (the host token of this request). Shared records are
+   * read on every request (one primary-key read): an ended session is refused on every replica at
+   * once, and a live one held elsewhere is rebuilt. The token is checked first and nothing changes on
+   * a mismatch: another host's request neither uses, rebuilds nor ends the session.
    */
-  async lookup(id: string, headerThread: string | string[] | undefined): Promise<SessionLookup> {
+  async lookup(id: string, headerThread: string | string[] | undefined, caller: HostCaller): Promise<SessionLookup> {
     if (!this.records.shared) {
       const s = this.table.get(id);
       if (!s || s.closed) return { kind: "not_found" };
+      const owner = caller.owns(s.tokenDigest);
+      if (owner !== "match") return owner === "mismatch" ? { kind: "token_mismatch" } : { kind: "not_found" };
       return headerThread !== undefined && headerThread !== s.threadHeader ? { kind: "thread_mismatch" } : { kind: "ok", session: s, record: undefined };
     }
     const record = await this.records.get(id);
@@ -88,6 +95,10 @@ export class McpSessionHost {
       if (local) void local.server.close().catch(() => {});
       return { kind: "not_found" };
     }
+    // A record without a verifiable digest (written before it existed, or under a key no longer
+    // configured) is served to nobody: to the client it is gone, and it re-initializes.
+    const owner = caller.owns(record.tokenDigest);
+    if (owner !== "match") return owner === "mismatch" ? { kind: "token_mismatch" } : { kind: "not_found" };
     // Compared with the value the session was opened with, never re-parsed: only the same bytes name the same thread.
     if (headerThread !== undefined && headerThread !== record.threadHeader) return { kind: "thread_mismatch" };
     if (local && !local.closed) return { kind: "ok", session: local, record };
@@ -135,7 +146,8 @@ export class McpSessionHost {
       // A stored header that does not parse is a bug or tampering: fail closed.
       const thread = parseThreadHeader(record.threadHeader);
       if (!thread) throw new Error("an mcp session record holds an unparsable thread");
-      const s = await this.connect(record.id, thread, record.threadHeader, false);
+      // The owner was checked against this digest before the rebuild (lookup): it is defined here.
+      const s = await this.connect(record.id, thread, record.threadHeader, record.tokenDigest ?? "", false);
       try {
         const init = await s.transport.handleRequest(new Request(INTERNAL_URL, { method: "POST", headers: INTERNAL_POST }), {
           parsedBody: { jsonrpc: "2.0", id: REPLAY_ID, method: "initialize", params: record.initialize },
@@ -159,7 +171,7 @@ export class McpSessionHost {
   }
 
   /** A transport whose session id is `id` and the broker's server for `thread`, connected. */
-  private async connect(id: string, thread: ThreadRef, threadHeader: string, joinOnInitialize: boolean): Promise<McpSession> {
+  private async connect(id: string, thread: ThreadRef, threadHeader: string, tokenDigest: string, joinOnInitialize: boolean): Promise<McpSession> {
     const server = this.broker.serverForThread(thread);
     let session: McpSession | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -170,7 +182,7 @@ export class McpSessionHost {
       // A client DELETE ends the session everywhere (answered only once the record says so).
       onsessionclosed: () => this.records.end(id, this.clock.now()),
     });
-    session = { id, transport, server, thread, threadHeader, busy: 0, closed: false };
+    session = { id, transport, server, thread, threadHeader, tokenDigest, busy: 0, closed: false };
     const s = session;
     transport.onclose = () => {
       this.table.remove(id, s);

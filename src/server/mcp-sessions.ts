@@ -39,6 +39,8 @@ export interface McpSession {
   readonly thread: ThreadRef;
   /** The X-Slaude-Thread value the session was opened with: later requests compare it, never re-parse it. */
   readonly threadHeader: string;
+  /** The digest of the host token that opened the session (see SessionRecord.tokenDigest). */
+  readonly tokenDigest: string;
   /** Requests (and SSE streams) of this session still being answered: a busy session is never evicted or expired. */
   busy: number;
   closed: boolean;

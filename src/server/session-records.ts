@@ -24,10 +24,15 @@ export const MAX_INITIALIZE_JSON = 64 * 1024;
 /** The initialize parameters as stored (validated when read back, never trusted as typed). */
 export type InitializeParams = z.infer<typeof InitializeParamsSchema>;
 
-/** One MCP session as every replica sees it. No secrets: the host token is checked per request, never stored. */
+/**
+ * One MCP session as every replica sees it. No secrets: the host token is checked per request, and
+ * only a keyed digest of the token that opened the session is kept (src/server/session-token.ts).
+ */
 export interface SessionRecord {
   readonly id: string;
   readonly teamId: string;
+  /** `<key id>:<HMAC>` of the host token that opened the session: every later request must present the same token. Undefined only on records written before the digest existed (refused). */
+  readonly tokenDigest: string | undefined;
   /** The X-Slaude-Thread value exactly as the session was opened with: later requests must send the very same. */
   readonly threadHeader: string;
   /** The protocol version negotiated at initialize. */

@@ -1,12 +1,23 @@
 import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
-import { readBody, type HostTokenAuth, type OriginGuard } from "./host-auth.js";
+import { readBody, type OriginGuard } from "./host-auth.js";
+import type { HostTeamAuth } from "./host-teams.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
 import { guardHostRequest, idPart } from "./mcp-endpoint.js";
+import { sendRefusal, type TenantGuard } from "./tenant-guard.js";
 
 // The host's turn reports: POST /v1/turns starts a turn and answers its id in the X-Slaude-Turn
-// header; POST /v1/turns/end ends an explicit one. The rules are in docs/host-integration.md.
+// header; POST /v1/turns/end ends an explicit one. A host token reports only in its own tenant's
+// threads (403 otherwise, nothing recorded). The rules are in docs/host-integration.md.
+
+/** What both turn routes check a request with: the host token, its tenant, and the clock. */
+export interface TurnRouteDeps {
+  readonly auth: HostTeamAuth;
+  readonly origin: OriginGuard;
+  readonly tenants: TenantGuard;
+  readonly now: () => number;
+}
 
 const turnBody = z
   .object({
@@ -37,23 +48,32 @@ async function parseBody<T>(req: Parameters<RouteHandler>[0], res: Parameters<Ro
 }
 
 /** POST /v1/turns: the host reports whose turn it is in a thread; 204 with the turn id in `X-Slaude-Turn`. */
-export function turnsHandler(broker: Broker, auth: HostTokenAuth, origin: OriginGuard, now: () => number): RouteHandler {
+export function turnsHandler(broker: Broker, d: TurnRouteDeps): RouteHandler {
   return async (req, res) => {
-    if (!guardHostRequest(req, res, auth, origin)) return;
+    const caller = guardHostRequest(req, res, d.auth, d.origin);
+    if (!caller) return;
     const t = await parseBody(req, res, turnBody);
     if (!t) return;
-    const turn = await broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, now(), { explicit: t.explicit_end === true });
+    const verdict = await d.tenants.check(caller.binding, t.team_id);
+    if (!verdict.ok) return sendRefusal(res, verdict.reason, t.team_id);
+    const turn = await broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, d.now(), { explicit: t.explicit_end === true });
     res.writeHead(204, { "x-slaude-turn": turn.id, "cache-control": "no-store" }).end();
   };
 }
 
 /** POST /v1/turns/end: ends a turn; 204 when it was live, 404 when unknown, ended or superseded. */
-export function turnEndHandler(broker: Broker, auth: HostTokenAuth, origin: OriginGuard, now: () => number): RouteHandler {
+export function turnEndHandler(broker: Broker, d: TurnRouteDeps): RouteHandler {
   return async (req, res) => {
-    if (!guardHostRequest(req, res, auth, origin)) return;
+    const caller = guardHostRequest(req, res, d.auth, d.origin);
+    if (!caller) return;
     const b = await parseBody(req, res, endBody);
     if (!b) return;
-    if (!(await broker.turns.end(b.turn_id, now()))) return sendJson(res, 404, { error: "unknown_turn" });
+    // A turn id belongs to one thread for good, so checking its tenant before ending it is not racy.
+    const thread = await broker.turns.threadOf(b.turn_id);
+    if (!thread) return sendJson(res, 404, { error: "unknown_turn" });
+    const verdict = await d.tenants.check(caller.binding, thread.teamId);
+    if (!verdict.ok) return sendRefusal(res, verdict.reason, thread.teamId);
+    if (!(await broker.turns.end(b.turn_id, d.now()))) return sendJson(res, 404, { error: "unknown_turn" });
     res.writeHead(204).end();
   };
 }

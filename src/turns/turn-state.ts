@@ -119,6 +119,12 @@ export class TurnState {
     return true;
   }
 
+  /** The thread of the indexed turn `id`, or undefined when unknown (or its thread was forgotten). */
+  threadOf(id: string): ThreadRef | undefined {
+    const key = this.byId.get(id);
+    return key === undefined ? undefined : this.threads.peek(key)?.thread;
+  }
+
   /**
    * Whose call this is in `thread`: the named turn when `turnId` is given (it must be live in this
    * thread), otherwise the one user all live turns agree on; two users live at once is ambiguous.

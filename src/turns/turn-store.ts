@@ -17,6 +17,8 @@ export interface TurnStore {
   fromSlack(thread: ThreadRef, userId: string, ts: string, at: number): Promise<Turn | undefined>;
   /** Ends turn `id`; false when it is unknown, ended, superseded or expired at `now`. */
   end(id: string, now: number): Promise<boolean>;
+  /** The thread turn `id` was reported in, while it is indexed (live or not yet pruned); undefined when unknown. */
+  threadOf(id: string): Promise<ThreadRef | undefined>;
   /** Whose call this is in `thread` at `now` (the named turn, or the one user all live turns agree on). */
   resolve(thread: ThreadRef, turnId: string | undefined, now: number): Promise<TurnResolution>;
   /** Marks `thread` served (a session is bound to it), so Slack messages there count as turns. */
@@ -53,6 +55,10 @@ export class MemoryTurnStore implements TurnStore {
 
   async end(id: string, now: number): Promise<boolean> {
     return this.state.end(id, now);
+  }
+
+  async threadOf(id: string): Promise<ThreadRef | undefined> {
+    return this.state.threadOf(id);
   }
 
   async resolve(thread: ThreadRef, turnId: string | undefined, now: number): Promise<TurnResolution> {

@@ -3,7 +3,8 @@ import { loadConfig } from "../../src/config/env.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseHostTokens } from "../../src/config/host-token-teams.js";
 
-// SLAUDE_HOST_TOKENS entries written <team_id>:<token> bind a token to its team (GET /v1/events).
+// SLAUDE_HOST_TOKENS entries written <team_id>:<token> (T…) or <enterprise_id>:<token> (E…) bind a
+// token to its tenant; anything else before the ':' is refused.
 
 describe("host token team bindings", () => {
   it("splits bound entries, keeps unbound ones, and gives the auth check the bare tokens", () => {
@@ -18,7 +19,7 @@ describe("host token team bindings", () => {
 
   it("refuses a malformed entry and a token bound to two teams (or bound and unbound), never echoing the token", () => {
     const secret = "sekrit-token-value-1234567890";
-    for (const entries of [[`bad team:${secret}`], ["T1:"], [`T1:${secret}`, `T2:${secret}`], [secret, `T1:${secret}`], [`T1:${secret}`, secret]]) {
+    for (const entries of [[`bad team:${secret}`], [`team-a:${secret}`], [`U0USER:${secret}`], [`t1:${secret}`], ["T1:"], [`T1:${secret}`, `T2:${secret}`], [secret, `T1:${secret}`], [`T1:${secret}`, secret]]) {
       let err: unknown;
       try {
         parseHostTokens(entries);

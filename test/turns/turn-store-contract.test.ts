@@ -48,6 +48,15 @@ const adapters: { name: string; make(limits?: Partial<TurnLimits>): Promise<Turn
 ];
 
 describe.each(adapters)("turn rules on the $name adapter", ({ make }) => {
+  it("names the thread of a turn id (POST /v1/turns/end checks its tenant first); an unknown id has none", async () => {
+    const s = await make();
+    const t = await s.set(T, A, NOW, { explicit: true });
+    const o = await s.set(OTHER, B, NOW);
+    expect(await s.threadOf(t.id)).toEqual(T);
+    expect(await s.threadOf(o.id)).toEqual(OTHER);
+    expect(await s.threadOf("turn_AAAAAAAAAAAAAAAAAAAAAAAA")).toBeUndefined();
+  });
+
   it("a Slack message not newer than the watermark does not move the turn back; unserved threads and bad ts set nothing", async () => {
     const s = await make();
     expect(await s.fromSlack(T, A, "1700000100.000001", NOW)).toBeUndefined();

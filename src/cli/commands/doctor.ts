@@ -12,6 +12,8 @@ import { chooseWorkspace } from "../../workspace/choice.js";
 import { checkChildUid, checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
 import { checkPostgres } from "./doctor-postgres.js";
 import { devHostTokenPath } from "../../config/dev-host-token.js";
+import { singleInstallation } from "../../tenancy/tenant-directory.js";
+import { checkHostTokenTenancy } from "./doctor-tenancy.js";
 
 /** One finding of `doctor`: what was checked, how it went and, if not ok, how to fix it. */
 export interface Finding {
@@ -182,7 +184,9 @@ export async function runRemoteChecks(env: NodeJS.ProcessEnv): Promise<Finding[]
   }
   const store = config.databaseUrl ? await checkPostgres(config, config.databaseUrl) : [];
   const slack = await checkSlackScopes(config);
-  return [...store, ...(slack ? [slack] : [])];
+  // Until the installations store answers it, a deployment serves one installation (the local workspace, one SLACK_BOT_TOKEN).
+  const tenancy = await checkHostTokenTenancy(config, singleInstallation());
+  return [...store, ...(slack ? [slack] : []), tenancy];
 }
 
 /** `doctor`: prints each check; exit 1 if any is an error, 0 with warnings. */

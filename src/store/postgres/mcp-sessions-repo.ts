@@ -1,7 +1,8 @@
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
 import type { PgDb } from "./pg-db.js";
 
-// The MCP session records every replica shares (migrations/postgres/0005). One primary-key read per
+// The MCP session records every replica shares (migrations/postgres/0005, and 0009 for the digest of
+// the host token that opened each session). One primary-key read per
 // MCP request (is the session still live?), a throttled last-seen write, and the idle sweep.
 
 function toRecord(r: Record<string, unknown>): SessionRecord {
@@ -16,6 +17,8 @@ function toRecord(r: Record<string, unknown>): SessionRecord {
   return {
     id: String(r.id),
     teamId: String(r.team_id),
+    // NULL on a row from before 0009: no token can be verified against it (the session is refused).
+    tokenDigest: typeof r.token_digest === "string" ? r.token_digest : undefined,
     threadHeader: String(r.thread_header),
     protocolVersion: String(r.protocol_version),
     initialize: parsed.data,
@@ -56,8 +59,8 @@ export class PgMcpSessionRepo implements SessionRecords {
         if (ended < over) throw new RoomRefused();
       }
       await q.query(
-        "INSERT INTO mcp_sessions (id, team_id, thread_header, protocol_version, initialize, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
-        [r.id, r.teamId, r.threadHeader, r.protocolVersion, init, r.createdAt],
+        "INSERT INTO mcp_sessions (id, team_id, token_digest, thread_header, protocol_version, initialize, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+        [r.id, r.teamId, r.tokenDigest ?? null, r.threadHeader, r.protocolVersion, init, r.createdAt],
       );
       return { opened: true, ended };
     }).catch((err: unknown) => {

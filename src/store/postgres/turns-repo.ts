@@ -91,6 +91,13 @@ export class PgTurnStore implements TurnStore {
     return done === true;
   }
 
+  async threadOf(id: string): Promise<ThreadRef | undefined> {
+    const key = (await this.db.query<{ thread_key: string }>("SELECT thread_key FROM turn_ids WHERE turn_id = $1", [id])).rows[0]?.thread_key;
+    // The key is threadKey(): team/channel/ts, none of which holds a '/'.
+    const [teamId, channelId, threadTs, ...rest] = key?.split("/") ?? [];
+    return teamId && channelId && threadTs && rest.length === 0 ? { teamId, channelId, threadTs } : undefined;
+  }
+
   async resolve(thread: ThreadRef, turnId: string | undefined, now: number): Promise<TurnResolution> {
     const key = threadKey(thread);
     const row = (await this.db.query<{ state: unknown; seen_at: number }>("SELECT state, seen_at FROM turn_threads WHERE thread_key = $1", [key])).rows[0];

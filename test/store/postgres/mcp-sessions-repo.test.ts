@@ -36,7 +36,7 @@ const INIT = { protocolVersion: "2025-06-18", capabilities: { roots: { listChang
 const ROOM = { max: 1_000, idleBefore: 0 };
 
 function opened(id: string, at: number) {
-  return { id, teamId: "T1", threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: INIT, createdAt: at };
+  return { id, teamId: "T1", tokenDigest: `k_0123456789abcdef:${"ab".repeat(32)}`, threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: INIT, createdAt: at };
 }
 
 describe.each([memory, postgres])("session records ($name)", (adapter) => {
@@ -134,10 +134,10 @@ describe("session records (postgres only)", () => {
     expect(Number((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]!.n)).toBe(5);
   });
 
-  it("the store keeps no secret: the columns are the session's identity, thread and initialize only", async () => {
+  it("the store keeps no secret: the columns are the session's identity, thread, initialize and a keyed digest of its host token only", async () => {
     await postgres.make();
     const db = pg.opened.at(-1)!.db;
     const cols = (await db.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_name = 'mcp_sessions' AND table_schema = current_schema() ORDER BY ordinal_position")).rows.map((r) => r.column_name);
-    expect(cols).toEqual(["id", "team_id", "thread_header", "protocol_version", "initialize", "created_at", "last_seen_at", "ended_at"]);
+    expect(cols).toEqual(["id", "team_id", "thread_header", "protocol_version", "initialize", "created_at", "last_seen_at", "ended_at", "token_digest"]);
   });
 });
