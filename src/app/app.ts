@@ -17,6 +17,7 @@ import { TenantLifecycle } from "../installations/tenant-lifecycle.js";
 import { registerTenantHandlers } from "../slack/tenant-handlers.js";
 import { createInstallFlow, INSTALL_PATH, REDIRECT_PATH } from "../slack/install-flow.js";
 import { singleTokenInstall } from "../slack/installation-adapters.js";
+import { InstallationTenantDirectory } from "../installations/tenant-directory.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -226,7 +227,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     },
   });
   http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
-  const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(opts.tenants ? { tenants: opts.tenants } : {}), origin, config, clock, log, store });
+  // Slack's tenants are its installations: a host request for a team none serves is refused, whatever the token.
+  const tenantDirectory = opts.tenants ?? (installations ? new InstallationTenantDirectory(store.installations, installations, clock) : undefined);
+  const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(tenantDirectory ? { tenants: tenantDirectory } : {}), origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).

@@ -30,6 +30,7 @@ export class TenantGuard {
     try {
       verdict = hostMayAct(binding, {
         teamId,
+        ...(this.directory.serves ? { installed: await this.directory.serves(teamId) } : {}),
         ...(need.enterprise ? { enterpriseId: await this.directory.enterpriseOf(teamId) } : {}),
         ...(need.installations ? { liveInstallations: await this.directory.liveInstallations() } : {}),
       });

@@ -27,12 +27,14 @@ export function bindingOfId(id: string | undefined): HostBinding | undefined {
  */
 export interface TenantFacts {
   readonly teamId: string;
+  /** False when no active installation serves the team (never installed, disabled, uninstalled): refused whatever the binding. */
+  readonly installed?: boolean;
   readonly enterpriseId?: string | null;
   readonly liveInstallations?: number;
 }
 
 /** Why a host token may not act in a thread (each maps to one sentence in tenantRefusalMessage). */
-export type TenantRefusal = "other_team" | "other_enterprise" | "enterprise_unknown" | "unbound_multi_tenant" | "installations_unknown";
+export type TenantRefusal = "not_installed" | "other_team" | "other_enterprise" | "enterprise_unknown" | "unbound_multi_tenant" | "installations_unknown";
 
 /** The verdict on one request: act, or refused with a reason. */
 export type TenantVerdict = { readonly ok: true } | { readonly ok: false; readonly reason: TenantRefusal };
@@ -40,6 +42,7 @@ export type TenantVerdict = { readonly ok: true } | { readonly ok: false; readon
 /** May a host token with `binding` act in a thread of `tenant.teamId`? Pure; see the file comment. */
 export function hostMayAct(binding: HostBinding, tenant: TenantFacts): TenantVerdict {
   const no = (reason: TenantRefusal): TenantVerdict => ({ ok: false, reason });
+  if (tenant.installed === false) return no("not_installed");
   switch (binding.kind) {
     case "team":
       return binding.teamId === tenant.teamId ? { ok: true } : no("other_team");
@@ -58,13 +61,16 @@ export function factsNeeded(binding: HostBinding): { readonly enterprise: boolea
 }
 
 /** The HTTP error code of a refusal: `token_not_bound_to_team` when the token must be bound first, else `tenant_forbidden`. */
-export function tenantRefusalCode(reason: TenantRefusal): "tenant_forbidden" | "token_not_bound_to_team" {
+export function tenantRefusalCode(reason: TenantRefusal): "tenant_forbidden" | "token_not_bound_to_team" | "tenant_not_installed" {
+  if (reason === "not_installed") return "tenant_not_installed";
   return reason === "unbound_multi_tenant" ? "token_not_bound_to_team" : "tenant_forbidden";
 }
 
 /** One sentence for a refusal, naming the thread's team (not a secret) and never the token. */
 export function tenantRefusalMessage(reason: TenantRefusal, teamId: string): string {
   switch (reason) {
+    case "not_installed":
+      return `Slack team ${teamId} has no active installation of slaude-connect (never installed, disabled or uninstalled): nothing is served there.`;
     case "other_team":
       return `This host token is bound to another Slack team than ${teamId}: use the token bound to ${teamId} in SLAUDE_HOST_TOKENS.`;
     case "other_enterprise":

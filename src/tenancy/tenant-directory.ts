@@ -9,6 +9,8 @@ export interface TenantDirectory {
   enterpriseOf(teamId: string): Promise<string | null>;
   /** How many installations are live (not uninstalled): an unbound host token may act only when at most one is. */
   liveInstallations(): Promise<number>;
+  /** Whether an active installation serves `teamId`; absent: every team is served (one fixed workspace). */
+  serves?(teamId: string): Promise<boolean>;
 }
 
 /** A fixed directory: `installations` live installations, and the teams of each org in `enterprises` (team id → enterprise id). */
