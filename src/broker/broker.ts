@@ -157,7 +157,7 @@ export class Broker {
     // For vendors that change their tools without saying so (no list_changed): each live vendor is
     // read again, one at a time, so a change is quarantined within one interval.
     const relist = new PeriodicJob({
-      name: "tool re-list",
+      name: "tool relist",
       intervalMs: opts.toolRelistIntervalMs ?? TOOL_RELIST_INTERVAL_MS,
       run: () => this.deps.pins.relistAll(this.pool.liveClients()),
       log: this.o.log,

@@ -86,4 +86,21 @@ describe("a vendor that changes its tools while it runs", () => {
     expect((await mcpCall(client, { tool: "export_all", on_behalf_of: ALICE })).structured.code).toBe("tool_unreviewed");
     expect(ran(files)).toEqual(["write_item:before"]);
   });
+
+  it("a vendor whose re-read goes over the tool-list limits is stopped, as at its start; the next call starts a fresh one", async () => {
+    const { h, files, connection, client } = await start();
+    expect((await mcpCall(client, { tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    const pid = h.broker.pool.pidOf(connection.id);
+    // From now on every tools/list names another page: the bounded reader stops at its page limit.
+    expect((await mcpCall(client, { tool: "change_tools", args: { notify: true, page_forever: true }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    const refused = await mcpCall(client, { tool: "write_item", args: { id: "during-bomb", value: "v" }, on_behalf_of: ALICE });
+    expect(refused.structured).toMatchObject({ status: "refused", code: "tool_unverified" });
+    expect(h.broker.pool.pidOf(connection.id)).not.toBe(pid);
+    expect(h.log.lines.some((l) => l.includes("went over the limits on a re-read"))).toBe(true);
+    expect(ran(files)).toEqual([]);
+    // A fresh child (it starts changed: write_item quarantined, echo still pinned).
+    expect((await mcpCall(client, { tool: "echo", args: { text: "again" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    expect(h.broker.pool.pidOf(connection.id)).not.toBe(pid);
+    expect((await h.store.toolPins.get(THREAD.teamId, "vendor", "write_item"))?.status).toBe("quarantined");
+  });
 });
