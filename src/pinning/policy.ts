@@ -176,7 +176,7 @@ export function runVerdict(f: { planned: PlannedPin; ownConnection: boolean; obs
 export function staleReading(f: { observation: VendorObservation; pin: ToolPin | undefined; tool: string }): boolean {
   if (f.observation.kind === "unread") return true;
   const served = f.observation.hashes.get(f.tool);
-  // A pinned definition this vendor served otherwise, or a tool it did not list at that reading (it may list it now).
-  if (f.pin?.status === "pinned" && served !== undefined) return served !== f.pin.pinnedHash;
-  return f.pin !== undefined && served === undefined;
+  // A pinned tool this vendor served otherwise at that reading: it may serve the pinned one now
+  // (an accept since, or a change back). A quarantine or rejection stands whatever it serves.
+  return f.pin?.status === "pinned" && served !== undefined && served !== f.pin.pinnedHash;
 }

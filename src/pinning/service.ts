@@ -32,7 +32,7 @@ export interface PinServiceOptions {
 /** Pins tool definitions and checks calls against them. */
 export class PinService {
   /** Each live vendor's latest reading of its tool list, and the re-reads that keep it current. */
-  readonly readings: VendorReadings;
+  private readonly readings: VendorReadings;
 
   constructor(private readonly d: { readonly store: Pick<Store, "toolPins">; readonly clock: Clock; readonly log: Logger }, opts: PinServiceOptions = {}) {
     this.readings = new VendorReadings({ clock: d.clock, log: d.log, record: (scope, defs) => this.record(scope, defs), minGapMs: opts.minRelistGapMs ?? 1_000 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { definitionHash, definitionOf, definitionText, MAX_DEFINITION_CHARS } from "../../src/pinning/definition.js";
 import { diffDefinitions, MAX_DIFF_LINES } from "../../src/pinning/diff.js";
-import { decide, gate, observe, runVerdict, type ObservedTool, type PlannedPin, type VendorObservation } from "../../src/pinning/policy.js";
+import { decide, gate, observe, runVerdict, staleReading, type ObservedTool, type PlannedPin, type VendorObservation } from "../../src/pinning/policy.js";
 import type { PinStatus, ToolPin } from "../../src/store/records.js";
 
 // The pure pin rules: what a tool list does to the pins, what an admin's decision does, and the two
@@ -178,5 +178,17 @@ describe("the call checks", () => {
         }
       }
     }
+  });
+
+  it("staleReading: the refusals a fresh reading of the vendor may clear (unread, a pinned tool served otherwise)", () => {
+    const read = (h?: string): VendorObservation => ({ kind: "read", hashes: new Map(h ? [["t", h]] : []) });
+    expect(staleReading({ observation: { kind: "unread" }, pin: undefined, tool: "t" })).toBe(true);
+    expect(staleReading({ observation: read("h0"), pin: pin("t", "pinned", "h1"), tool: "t" })).toBe(true);
+    expect(staleReading({ observation: read("h1"), pin: pin("t", "pinned", "h1"), tool: "t" })).toBe(false);
+    expect(staleReading({ observation: read("h2"), pin: pin("t", "new", null, "h2"), tool: "t" })).toBe(false);
+    // A quarantine or rejection stands whatever the vendor serves now: nothing to read again for.
+    expect(staleReading({ observation: read("h2"), pin: pin("t", "quarantined", "h1", "h2"), tool: "t" })).toBe(false);
+    expect(staleReading({ observation: read("h2"), pin: pin("t", "rejected", "h1", "h2"), tool: "t" })).toBe(false);
+    expect(staleReading({ observation: read(), pin: undefined, tool: "t" })).toBe(false);
   });
 });
