@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { TOOL_RELIST_INTERVAL_MS } from "../../src/broker/broker.js";
-import { ALICE, THREAD, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { ALICE, BOB, THREAD, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
 import { POISON, lists, mutatingRegistryDoc, ran, vendorFiles } from "./mutating.js";
 
 // Issue 21 finding 4: a vendor that changes its tools while it runs. The broker compared vendors
@@ -30,7 +30,7 @@ async function start(o: { trustNewTools?: boolean } = {}) {
   h = await makeHarness({ registryDoc: mutatingRegistryDoc(files, o) });
   const { connection } = await h.connect(ALICE);
   const s = await h.session();
-  return { h, files, connection, client: s.client };
+  return { h, files, connection, client: s.client, turn: s.turn };
 }
 
 describe("a vendor that changes its tools while it runs", () => {
@@ -102,5 +102,28 @@ describe("a vendor that changes its tools while it runs", () => {
     expect((await mcpCall(client, { tool: "echo", args: { text: "again" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
     expect(h.broker.pool.pidOf(connection.id)).not.toBe(pid);
     expect((await h.store.toolPins.get(THREAD.teamId, "vendor", "write_item"))?.status).toBe("quarantined");
+  });
+
+  it("after an accept, a child started before the change that never said so runs the accepted tool (its reading is taken again, not its start's)", async () => {
+    const { h, files, connection, client, turn } = await start();
+    expect((await mcpCall(client, { tool: "write_item", args: { id: "alice-before", value: "v" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    const alicePid = h.broker.pool.pidOf(connection.id);
+    // Alice's child changes silently; Bob's own child, started after the change, reveals it.
+    expect((await mcpCall(client, { tool: "change_tools", args: { notify: false }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    const bob = await h.connect(BOB);
+    turn.user = BOB;
+    expect((await mcpCall(client, { tool: "write_item", args: { id: "bob-changed", value: "v" }, on_behalf_of: BOB })).structured.code).toBe("tool_quarantined");
+    const pin = await h.store.toolPins.get(THREAD.teamId, "vendor", "write_item");
+    expect(pin).toMatchObject({ status: "quarantined" });
+    await h.broker.deps.pins.decide(scope, { kind: "accept", tool: "write_item", by: "cli:op", expectedHash: pin!.pendingHash! });
+
+    // Alice's child, read last at its start (before the change), serves the accepted definition now.
+    turn.user = ALICE;
+    expect((await mcpCall(client, { tool: "write_item", args: { id: "alice-after-accept", value: "v" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    expect(h.broker.pool.pidOf(connection.id)).toBe(alicePid);
+    turn.user = BOB;
+    expect((await mcpCall(client, { tool: "write_item", args: { id: "bob-after-accept", value: "v" }, on_behalf_of: BOB })).structured.status).toBe("ok");
+    expect(h.broker.pool.has(bob.connection.id)).toBe(true);
+    expect(ran(files)).toEqual(["write_item:alice-before", "write_item:alice-after-accept", "write_item:bob-after-accept"]);
   });
 });
