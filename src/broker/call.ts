@@ -73,7 +73,7 @@ export class CallService {
   private async decide(asked: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     const facts = await gatherCallFacts(this.d, asked);
     const pin = await this.pinStage(asked);
-    // A new (unpinned) tool runs under the fail-closed class, whatever the registry says of it.
+    // A new tool of a service that trusts new tools runs under the fail-closed class, whatever the registry says of it.
     const plan = pin.kind === "run" && pin.planned === "new" ? Object.freeze({ ...asked, toolClass: FAIL_CLOSED_CLASS }) : asked;
     const planned: PlannedPin = pin.kind === "run" ? pin.planned : "pinned";
     const decision: CallDecision = resolveCall({ caller: plan.caller, onBehalfOf: plan.onBehalfOf, serviceKnown: plan.service !== undefined, toolClass: plan.toolClass, ...facts });
