@@ -62,6 +62,9 @@ export interface BrokerParts {
   readonly credentialCache?: CacheLimits;
 }
 
+/** How often every live vendor's tool list is read again when it never says it changed (60 s). */
+export const TOOL_RELIST_INTERVAL_MS = 60_000;
+
 /** The caller as an embedding host reports it, on every tool call. */
 export interface EmbeddedCaller {
   readonly teamId: string;
@@ -110,10 +113,15 @@ export class Broker {
     };
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
-    // it; the vendor gets its first call once the (bounded) tool list is in and checked against the pins.
-    this.pool.onVendorStarted(async (client, lease) => {
-      const definitions = await refreshMetadata(this.deps, lease.service, client, { teamId: lease.connection.teamId, redactor: lease.redactor });
-      await this.deps.pins.observeVendor(client, { teamId: lease.connection.teamId, service: lease.service.name }, definitions);
+    // it; the vendor gets its first call once the (bounded) tool list is in and checked against the
+    // pins, and is read the same way again whenever it says its list changed (and periodically).
+    this.pool.onVendorStarted((client, lease) => {
+      const origin = { teamId: lease.connection.teamId, redactor: lease.redactor };
+      return this.deps.pins.watchVendor(client, {
+        scope: { teamId: lease.connection.teamId, service: lease.service.name },
+        read: () => refreshMetadata(this.deps, lease.service, client, origin),
+        stop: () => this.pool.dropClient(client),
+      });
     });
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
     o.lifecycle.onEnded((c) => {
@@ -127,7 +135,7 @@ export class Broker {
    * `expireAbandoned: false` (replicas on one database): other live replicas' pending approvals are not
    * abandoned; a dead replica's expire at their own expiry (the leader's approval-expiry job).
    */
-  async start(opts: { idleReapIntervalMs?: number; expireAbandoned?: boolean } = {}): Promise<void> {
+  async start(opts: { idleReapIntervalMs?: number; expireAbandoned?: boolean; toolRelistIntervalMs?: number } = {}): Promise<void> {
     const killed = this.o.ledger.sweep();
     if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
     const abandoned = opts.expireAbandoned === false ? 0 : await this.approvals.expireAbandoned();
@@ -146,6 +154,18 @@ export class Broker {
     });
     idle.start();
     this.jobs.push(idle);
+    // For vendors that change their tools without saying so (no list_changed): each live vendor is
+    // read again, one at a time, so a change is quarantined within one interval.
+    const relist = new PeriodicJob({
+      name: "tool relist",
+      intervalMs: opts.toolRelistIntervalMs ?? TOOL_RELIST_INTERVAL_MS,
+      run: () => this.deps.pins.relistAll(this.pool.liveClients()),
+      log: this.o.log,
+      clock: this.o.clock,
+      metrics: this.deps.metrics,
+    });
+    relist.start();
+    this.jobs.push(relist);
   }
 
   /**

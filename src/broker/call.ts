@@ -73,12 +73,13 @@ export class CallService {
   private async decide(asked: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     const facts = await gatherCallFacts(this.d, asked);
     const pin = await this.pinStage(asked);
-    // A new (unpinned) tool runs under the fail-closed class, whatever the registry says of it.
+    // A new tool of a service that trusts new tools runs under the fail-closed class, whatever the registry says of it.
     const plan = pin.kind === "run" && pin.planned === "new" ? Object.freeze({ ...asked, toolClass: FAIL_CLOSED_CLASS }) : asked;
     const planned: PlannedPin = pin.kind === "run" ? pin.planned : "pinned";
     const decision: CallDecision = resolveCall({ caller: plan.caller, onBehalfOf: plan.onBehalfOf, serviceKnown: plan.service !== undefined, toolClass: plan.toolClass, ...facts });
     // Past the identity checks, a quarantined tool is refused before any approval, grant or vendor.
-    if (pin.kind === "refuse" && decision.kind !== "refuse") return this.deny(plan, extra.trace, "tool_quarantined", {}, { decision: `pin_${pin.status}` });
+    // A new tool not yet reviewed is refused the same way (unless the service trusts new tools).
+    if (pin.kind === "refuse" && decision.kind !== "refuse") return this.deny(plan, extra.trace, pin.status === "new" ? "tool_unreviewed" : "tool_quarantined", {}, { decision: `pin_${pin.status}` });
     switch (decision.kind) {
       case "refuse": {
         const known = decision.code === "unknown_service" ? { detail: this.d.registry.list().map((s) => s.name).join(", ") } : {};
@@ -97,7 +98,7 @@ export class CallService {
   /** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */
   private async pinStage(plan: CallPlan): Promise<PinGate> {
     if (!plan.service || !plan.caller) return { kind: "run", planned: "unseen" };
-    return this.d.pins.gate({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
+    return this.d.pins.gate({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool, { trustNewTools: plan.service.entry.trustNewTools });
   }
 
   /** A call that did not run: its `call_denied` row, then the refusal (which stands even if the row cannot be written). */
@@ -157,7 +158,7 @@ export class CallService {
       plan,
       lease: this.sessions.lease(session, plan.service),
       extra,
-      verify: (client: Client) => this.d.pins.verify(client, pinScope, { tool: plan.tool, planned: order.planned, ownConnection: order.via === "own" }),
+      verify: (client: Client) => this.d.pins.verify(client, pinScope, { tool: plan.tool, planned: order.planned, ownConnection: order.via === "own", trustNewTools: plan.service.entry.trustNewTools }),
     };
     try {
       const raw = await runOnVendor(this.d, vendorRun);

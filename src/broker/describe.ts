@@ -5,13 +5,13 @@ import { FAIL_CLOSED_CLASS, type Service, type ToolClass } from "../config/regis
 import type { Redactor } from "../hygiene/redact.js";
 import type { PinStatus, ToolPin } from "../store/records.js";
 import { canonicalJson } from "../domain/canonical-json.js";
-import { definitionOf, type ToolDefinition } from "../pinning/definition.js";
+import { definitionHash, definitionOf, type ToolDefinition } from "../pinning/definition.js";
 import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
 import { listAllTools } from "./tool-paging.js";
 import { stems } from "./word-forms.js";
 
-/** A vendor tool as cached: the parts of tools/list the broker keeps. */
+/** A vendor tool as cached: its pinned parts (src/pinning/definition.ts), redacted, so its hash can be checked against the pin. */
 const cachedTool = z
   .object({
     name: z.string(),
@@ -30,6 +30,8 @@ export interface DescribedTool {
   readonly inputSchema?: Record<string, unknown>;
   /** The definition against its pin (absent before the service's vendor was first seen). */
   readonly pin?: PinStatus;
+  /** No admin reviewed this definition (a new tool): unless the service trusts new tools, only its name is shown. */
+  readonly unreviewed?: true;
 }
 
 /** mcp_describe's answer. */
@@ -55,14 +57,12 @@ export interface MetadataOrigin {
  */
 export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<ToolDefinition[] | undefined> {
   try {
-    const tools: CachedTool[] = [];
     // Paged within fixed limits (src/broker/tool-paging.ts): an endless pager is stopped, not cached.
     const listed = await listAllTools(client);
-    // Redacted like the cache: a pinned definition is shown to admins and stored.
+    // Redacted before it is hashed, pinned or cached: a vendor may put its credential in any metadata
+    // text. The cache keeps exactly what is pinned, so mcp_describe can check each tool's hash.
     const definitions = listed.map((t) => origin.redactor.deep(definitionOf(t)));
-    for (const t of listed) tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown>, ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}) });
-    // Redacted before it is hashed or stored: a vendor may put its credential in any metadata text.
-    const clean = tools.map((t) => origin.redactor.deep(t)).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const clean = [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1));
     const contentHash = createHash("sha256").update(canonicalJson(clean)).digest("hex");
     const prev = await deps.store.toolMetadata.get(origin.teamId, service.name);
     if (prev?.contentHash !== contentHash) await deps.store.toolMetadata.put({ teamId: origin.teamId, service: service.name, contentHash, tools: clean, fetchedAt: deps.clock.now() });
@@ -116,7 +116,7 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, 
     tools = meta.tools.flatMap((raw) => {
       const p = cachedTool.safeParse(raw);
       if (!p.success) return [];
-      return [pinned({ name: p.data.name, description: p.data.description ?? "", class: classOf(p.data.name), ...(p.data.inputSchema ? { inputSchema: p.data.inputSchema } : {}) }, pins.get(p.data.name))];
+      return [shown(p.data, classOf(p.data.name), pins.get(p.data.name), service.entry.trustNewTools)];
     });
   } else {
     source = "registry";
@@ -135,8 +135,14 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, 
   const quarantine = changed.length
     ? `Quarantined (calls are refused): ${changed.join(", ")}. Their vendor now serves a different definition than the one accepted; shown here is the accepted one, until an admin reviews the change.`
     : undefined;
+  const fresh = tools.filter((t) => t.unreviewed).map((t) => t.name);
+  const unreviewed = fresh.length
+    ? service.entry.trustNewTools
+      ? `New, not reviewed by an admin: ${fresh.join(", ")}. This service trusts new tools: they run only on the caller's own account until an admin accepts them.`
+      : `Not reviewed (calls are refused until an admin accepts them): ${fresh.join(", ")}. Their vendor started listing them after this service's tools were pinned; only their names are shown.`
+    : undefined;
   const fetchNote = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
-  const note = [quarantine, fetchNote].filter((x) => x !== undefined).join(" ") || undefined;
+  const note = [quarantine, unreviewed, fetchNote].filter((x) => x !== undefined).join(" ") || undefined;
   if (opts.tool) {
     const t = tools.find((x) => x.name === opts.tool);
     if (!t) return { notFound: opts.tool };
@@ -147,18 +153,25 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, 
 }
 
 /**
- * A described tool as its pin says: a quarantined or rejected tool is shown with its accepted
- * definition (the changed text, possibly a poisoned description, never reaches the model before an
- * admin accepts it); a new one with the fail-closed class the broker applies to it.
+ * A cached tool as its pin says. Its own text is shown only when its hash is the pinned one (or,
+ * for a new tool of a service that trusts new tools, the one waiting). A quarantined or rejected
+ * tool, and one whose pin moved on since it was cached, is shown with its accepted definition; a new
+ * (or never recorded) one by name only: changed or unreviewed text, possibly a poisoned
+ * description, never reaches the model before an admin accepts it.
  */
-function pinned(t: DescribedTool, pin: ToolPin | undefined): DescribedTool {
-  if (!pin) return t;
+function shown(t: CachedTool, cls: DescribedTool["class"], pin: ToolPin | undefined, trustNewTools: boolean): DescribedTool {
+  const hash = definitionHash(definitionOf(t));
+  const own: DescribedTool = { name: t.name, description: t.description ?? "", class: cls, ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}) };
+  const failClosed = { access: FAIL_CLOSED_CLASS.access, write: FAIL_CLOSED_CLASS.write, classified: false };
+  if (!pin) return { name: t.name, description: "", class: failClosed, unreviewed: true };
   const status = pin.status;
-  if (status === "new") return { ...t, class: { access: FAIL_CLOSED_CLASS.access, write: FAIL_CLOSED_CLASS.write, classified: false }, pin: status };
-  if (status === "pinned") return { ...t, pin: status };
+  if (status === "new") {
+    if (trustNewTools && hash === pin.pendingHash) return { ...own, class: failClosed, pin: status, unreviewed: true };
+    return { name: t.name, description: "", class: failClosed, pin: status, unreviewed: true };
+  }
+  if (status === "pinned" && hash === pin.pinnedHash) return { ...own, pin: status };
   const accepted = acceptedDefinition(pin.pinnedDefinition);
-  const { inputSchema: _changed, ...rest } = t;
-  return { ...rest, description: accepted.description, ...(accepted.inputSchema ? { inputSchema: accepted.inputSchema } : {}), pin: status };
+  return { name: t.name, description: accepted.description, class: cls, ...(accepted.inputSchema ? { inputSchema: accepted.inputSchema } : {}), pin: status };
 }
 
 const acceptedShape = z.object({ description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()).optional() }).loose();

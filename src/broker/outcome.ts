@@ -38,6 +38,7 @@ export type FailureCode =
   | "not_available"
   | "consent_unavailable"
   | "tool_quarantined"
+  | "tool_unreviewed"
   | "tool_unverified"
   | "tool_changed"
   | "internal_error";
@@ -125,6 +126,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `The private card to connect ${svc} could not be delivered in Slack right now, so nothing was started. Try again in a moment, or use /connect ${f.service ?? "<service>"} in Slack.`;
     case "tool_quarantined":
       return `${f.tool ? `"${f.tool}"` : "This tool"} on ${svc} is quarantined: its vendor now serves a different definition (description or schema) than the one accepted, so calls to it are refused until an admin reviews the change (slaude-connect registry changes). Nothing ran; existing approvals and thread grants do not cover it.`;
+    case "tool_unreviewed":
+      return `${f.tool ? `"${f.tool}"` : "This tool"} on ${svc} is new: its vendor started listing it after the service's tools were pinned, and an admin has not reviewed it yet (slaude-connect registry changes), so calls to it are refused. Nothing ran; existing approvals and thread grants do not cover it.`;
     case "tool_unverified":
       return `slaude-connect could not check the definition of ${f.tool ? `"${f.tool}"` : "this tool"} on ${svc} against its pin (the vendor's tool list could not be read or recorded), so nothing ran. Try again in a moment; the operator can find details in the logs.`;
     case "tool_changed":

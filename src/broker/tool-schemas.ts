@@ -58,7 +58,8 @@ const describedTool = z
     pin: z
       .enum(["pinned", "quarantined", "new", "rejected"])
       .optional()
-      .describe("The tool's definition against its pin: quarantined and rejected tools are refused (their vendor changed them; an admin decides), new ones run only on the caller's own account"),
+      .describe("The tool's definition against its pin: quarantined and rejected tools are refused (their vendor changed them; an admin decides); new ones are refused until an admin accepts them, unless the service trusts new tools (then they run only on the caller's own account)"),
+    unreviewed: z.literal(true).optional().describe("Set when no admin has reviewed this tool's definition: only its name is shown"),
   })
   .loose();
 

@@ -163,6 +163,10 @@ export const serviceSchema = z
     scopes: z.array(z.enum(["thread", "user", "shared"])).min(1).default(["thread"]).describe("Scopes a connection to this service may have."),
     tools: z.record(z.string().min(1), toolClassSchema).default({}).describe("Class of each vendor tool."),
     defaultToolClass: toolClassSchema.default(["personal", "write"]).describe("Class of tools not listed (fail closed)."),
+    trustNewTools: z
+      .boolean()
+      .default(false)
+      .describe("Let tools the vendor adds after its first listing run (under the fail-closed class) and show their text before an admin accepts them. Default: shown by name only and refused until accepted."),
   })
   .strict();
 

@@ -6,7 +6,7 @@ import type { PinWrite } from "../store/store.js";
 // reject does, and whether a call may go ahead. Orchestration (store, vendors, audit) is in
 // service.ts; this file decides, and is table-tested in test/pinning/policy.test.ts.
 
-/** One tool as a vendor served it at start: its definition hash and its (bounded) text. */
+/** One tool as a vendor served it (at start, or at a later reading): its definition hash and its (bounded) text. */
 export interface ObservedTool {
   readonly tool: string;
   readonly hash: string;
@@ -117,34 +117,45 @@ export function decide(current: readonly ToolPin[], d: PinDecision, teamId: stri
 /** How the policy stage planned a call against the pins: which class rule it applied. */
 export type PlannedPin = "pinned" | "new" | "unseen";
 
-/** The policy-stage verdict: refuse a quarantined or rejected tool, else run under `planned`. */
-export type PinGate = { readonly kind: "refuse"; readonly status: "quarantined" | "rejected" } | { readonly kind: "run"; readonly planned: PlannedPin };
+/** The policy-stage verdict: refuse a quarantined, rejected or (untrusted) new tool, else run under `planned`. */
+export type PinGate = { readonly kind: "refuse"; readonly status: "quarantined" | "rejected" | "new" } | { readonly kind: "run"; readonly planned: PlannedPin };
+
+/** What a service's registry entry says of tools its vendor adds after the first listing. */
+export interface NewToolTrust {
+  /** `trustNewTools`: a new tool runs (under the fail-closed class) before an admin accepts it. */
+  readonly trustNewTools: boolean;
+}
 
 /**
  * Before any approval: a quarantined or rejected tool is refused (thread grants do not cover it); a
- * new tool runs under the fail-closed class; a pinned one, or one no vendor of the team ever listed
- * (nothing to pin: the registry's word is all there is), under the registry's class.
+ * new tool is refused until an admin accepts it, unless the service trusts new tools, when it runs
+ * under the fail-closed class; a pinned one, or one no vendor of the team ever listed (nothing to
+ * pin: the registry's word is all there is), under the registry's class.
  */
-export function gate(pin: ToolPin | undefined): PinGate {
+export function gate(pin: ToolPin | undefined, trust: NewToolTrust = { trustNewTools: false }): PinGate {
   if (pin?.status === "quarantined" || pin?.status === "rejected") return { kind: "refuse", status: pin.status };
   if (pin?.status === "pinned") return { kind: "run", planned: "pinned" };
-  if (pin?.status === "new") return { kind: "run", planned: "new" };
+  if (pin?.status === "new") return trust.trustNewTools ? { kind: "run", planned: "new" } : { kind: "refuse", status: "new" };
   return { kind: "run", planned: "unseen" };
 }
 
-/** What the leased vendor served at its start: each tool's hash, or nothing if its list could not be read and pinned. */
+/** What the leased vendor served at its last reading: each tool's hash, or nothing if its list could not be read and pinned. */
 export type VendorObservation = { readonly kind: "read"; readonly hashes: ReadonlyMap<string, string> } | { readonly kind: "unread" };
 
-/** Why the run stage refuses: the tool is quarantined, the vendor's list is unknown, or the tool changed since the policy stage. */
-export type RunRefusal = "tool_quarantined" | "tool_unverified" | "tool_changed";
+/**
+ * Why the run stage refuses: the tool is quarantined, new and not reviewed, the vendor's list is
+ * unknown, or the tool turned new since the policy stage.
+ */
+export type RunRefusal = "tool_quarantined" | "tool_unreviewed" | "tool_unverified" | "tool_changed";
 
 /**
  * The last check, on the leased vendor, before its tool runs: a definition this vendor served must
- * be the pinned one. A new tool runs only if the policy already applied the fail-closed class (or ran
- * it on the caller's own connection, where class does not matter). A tool this vendor does not list
- * has no definition to check and runs as the policy planned. An unreadable list proves nothing.
+ * be the pinned one. A new tool runs only when the service trusts new tools and the policy already
+ * applied the fail-closed class (or ran it on the caller's own connection, where class does not
+ * matter). A tool this vendor does not list has no definition to check and runs as the policy
+ * planned. An unreadable list proves nothing.
  */
-export function runVerdict(f: { planned: PlannedPin; ownConnection: boolean; observation: VendorObservation; pin: ToolPin | undefined; tool: string }): { kind: "ok" } | { kind: "refuse"; code: RunRefusal } {
+export function runVerdict(f: { planned: PlannedPin; ownConnection: boolean; observation: VendorObservation; pin: ToolPin | undefined; tool: string; trustNewTools: boolean }): { kind: "ok" } | { kind: "refuse"; code: RunRefusal } {
   if (f.observation.kind === "unread") return { kind: "refuse", code: "tool_unverified" };
   const { pin } = f;
   if (pin?.status === "quarantined" || pin?.status === "rejected") return { kind: "refuse", code: "tool_quarantined" };
@@ -154,6 +165,18 @@ export function runVerdict(f: { planned: PlannedPin; ownConnection: boolean; obs
     if (pin === undefined) return { kind: "refuse", code: "tool_unverified" };
     if (pin.status === "pinned") return served === pin.pinnedHash ? { kind: "ok" } : { kind: "refuse", code: "tool_quarantined" };
   }
-  if (pin?.status === "new") return f.planned === "new" || f.ownConnection ? { kind: "ok" } : { kind: "refuse", code: "tool_changed" };
+  if (pin?.status === "new") {
+    if (!f.trustNewTools) return { kind: "refuse", code: "tool_unreviewed" };
+    return f.planned === "new" || f.ownConnection ? { kind: "ok" } : { kind: "refuse", code: "tool_changed" };
+  }
   return { kind: "ok" };
+}
+
+/** Whether a refusal says only that this vendor's reading is out of date with the pin (a fresh reading may clear it). */
+export function staleReading(f: { observation: VendorObservation; pin: ToolPin | undefined; tool: string }): boolean {
+  if (f.observation.kind === "unread") return true;
+  const served = f.observation.hashes.get(f.tool);
+  // A pinned tool this vendor served otherwise at that reading: it may serve the pinned one now
+  // (an accept since, or a change back). A quarantine or rejection stands whatever it serves.
+  return f.pin?.status === "pinned" && served !== undefined && served !== f.pin.pinnedHash;
 }

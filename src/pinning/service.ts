@@ -5,11 +5,14 @@ import type { ToolPin } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import { definitionHash, definitionText, type ToolDefinition } from "./definition.js";
 import { PinRefusedError } from "./errors.js";
-import { decide, gate, observe, runVerdict, type DecisionResult, type PinDecision, type PinGate, type PlannedPin, type VendorObservation } from "./policy.js";
+import { decide, gate, observe, runVerdict, staleReading, type DecisionResult, type NewToolTrust, type PinDecision, type PinGate, type PlannedPin } from "./policy.js";
+import { VendorReadings, type VendorWatch } from "./readings.js";
 
-// The pin service: records what each vendor served when it started (in the store, per team and
-// service, and in memory per vendor client), answers the call path's two checks, and applies an
-// admin's decisions. The rules themselves are pure, in policy.ts.
+// The pin service: records what each vendor serves (in the store, per team and service, and in
+// memory per vendor client, kept current by readings.ts), answers the call path's two checks, and
+// applies an admin's decisions. The rules themselves are pure, in policy.ts.
+
+export type { VendorWatch } from "./readings.js";
 
 /** Most undecided pins one admin listing returns. */
 export const MAX_LISTED_CHANGES = 500;
@@ -20,47 +23,73 @@ export interface PinScope {
   readonly service: string;
 }
 
+/** Settings of the pin service. */
+export interface PinServiceOptions {
+  /** Least time between two re-reads of one vendor prompted by its `list_changed` notifications. */
+  readonly minRelistGapMs?: number;
+}
+
 /** Pins tool definitions and checks calls against them. */
 export class PinService {
-  // Per vendor client, so the check reads what the very vendor about to run the tool served; a
-  // client that was never observed (or is gone) has no entry, and a WeakMap lets it be collected.
-  private readonly served = new WeakMap<Client, VendorObservation>();
+  /** Each live vendor's latest reading of its tool list, and the re-reads that keep it current. */
+  private readonly readings: VendorReadings;
 
-  constructor(private readonly d: { readonly store: Pick<Store, "toolPins">; readonly clock: Clock; readonly log: Logger }) {}
+  constructor(private readonly d: { readonly store: Pick<Store, "toolPins">; readonly clock: Clock; readonly log: Logger }, opts: PinServiceOptions = {}) {
+    this.readings = new VendorReadings({ clock: d.clock, log: d.log, record: (scope, defs) => this.record(scope, defs), minGapMs: opts.minRelistGapMs ?? 1_000 });
+  }
 
   /**
-   * Records a started vendor's tool list (undefined: it could not be read). Never throws: a list
-   * that cannot be read or stored leaves the vendor unverified, and its calls are refused.
+   * Reads a started vendor's tool list and records it, then keeps it current: the vendor's
+   * `notifications/tools/list_changed` and `relistAll` read it again. Rejects only with what
+   * `watch.read` rejects with (a vendor over the limits, which the pool then stops); any other
+   * failure leaves the vendor unverified, and its calls are refused.
    */
-  async observeVendor(client: Client, scope: PinScope, definitions: readonly ToolDefinition[] | undefined): Promise<void> {
-    if (definitions === undefined) {
-      this.served.set(client, { kind: "unread" });
-      return;
-    }
+  watchVendor(client: Client, watch: VendorWatch): Promise<void> {
+    return this.readings.watch(client, watch);
+  }
+
+  /** Reads every given vendor's tool list again, one at a time (the periodic re-list). */
+  relistAll(clients: readonly Client[]): Promise<void> {
+    return this.readings.relistAll(clients);
+  }
+
+  /** Records one reading in the store; the hashes served, or undefined when the pins could not be written. */
+  private async record(scope: PinScope, definitions: readonly ToolDefinition[]): Promise<ReadonlyMap<string, string> | undefined> {
     try {
       const observed = definitions.map((def) => ({ tool: def.name, hash: definitionHash(def), definition: definitionText(def) }));
       const changes = await this.d.store.toolPins.update(scope.teamId, scope.service, (current) => observe(current, observed, { ...scope, at: this.d.clock.now() }));
       for (const c of changes) {
         if (c.change === "quarantined") this.d.log.warn("tool definition changed; quarantined until an admin decides", { ...scope, tool: c.tool });
-        else if (c.change === "new") this.d.log.info("new vendor tool; unpinned until an admin accepts it", { ...scope, tool: c.tool });
+        else if (c.change === "new") this.d.log.info("new vendor tool; unreviewed until an admin accepts it", { ...scope, tool: c.tool });
       }
-      this.served.set(client, { kind: "read", hashes: new Map(observed.map((o) => [o.tool, o.hash])) });
+      return new Map(observed.map((o) => [o.tool, o.hash]));
     } catch (err) {
       this.d.log.error("tool pins could not be recorded; the vendor's calls are refused", { ...scope, error: err instanceof Error ? err.name : "unknown" });
-      this.served.set(client, { kind: "unread" });
+      return undefined;
     }
   }
 
-  /** The policy-stage check (before any approval): refuse a quarantined tool, or say which class rule applies. */
-  async gate(scope: PinScope, tool: string): Promise<PinGate> {
-    return gate(await this.d.store.toolPins.get(scope.teamId, scope.service, tool));
+  /** The policy-stage check (before any approval): refuse a quarantined or unreviewed tool, or say which class rule applies. */
+  async gate(scope: PinScope, tool: string, trust?: NewToolTrust): Promise<PinGate> {
+    return gate(await this.d.store.toolPins.get(scope.teamId, scope.service, tool), trust);
   }
 
-  /** The run-stage check on the leased vendor, just before its tool runs; throws PinRefusedError to refuse. */
-  async verify(client: Client, scope: PinScope, call: { tool: string; planned: PlannedPin; ownConnection: boolean }): Promise<void> {
-    const pin = await this.d.store.toolPins.get(scope.teamId, scope.service, call.tool);
-    const v = runVerdict({ ...call, observation: this.served.get(client) ?? { kind: "unread" }, pin });
-    if (v.kind === "refuse") throw new PinRefusedError(v.code, `${scope.service}/${call.tool}: ${v.code}`);
+  /**
+   * The run-stage check on the leased vendor, just before its tool runs, against the pin as it
+   * stands now and the vendor's latest reading: one still being re-read (a `list_changed`) is
+   * waited for, and one out of date with the pin is read again once before deciding. Throws
+   * PinRefusedError to refuse.
+   */
+  async verify(client: Client, scope: PinScope, call: { tool: string; planned: PlannedPin; ownConnection: boolean; trustNewTools: boolean }): Promise<void> {
+    await this.readings.current(client);
+    const verdict = async () => {
+      const pin = await this.d.store.toolPins.get(scope.teamId, scope.service, call.tool);
+      const observation = this.readings.observation(client);
+      return { pin, observation, v: runVerdict({ ...call, observation, pin }) };
+    };
+    let r = await verdict();
+    if (r.v.kind === "refuse" && staleReading({ observation: r.observation, pin: r.pin, tool: call.tool }) && (await this.readings.reread(client))) r = await verdict();
+    if (r.v.kind === "refuse") throw new PinRefusedError(r.v.code, `${scope.service}/${call.tool}: ${r.v.code}`);
   }
 
   /** The service's pins in the team, by tool (for mcp_describe). */

@@ -101,6 +101,16 @@ export class VendorPool {
     return [...this.entries.keys()];
   }
 
+  /** The clients of vendors that are started and not going away (the periodic tool re-list reads them). */
+  liveClients(): Client[] {
+    return [...this.entries.values()].flatMap((e) => (e.handle && !e.dead ? [e.handle.client] : []));
+  }
+
+  /** Kills the vendor whose client is `client`, if it is still live (one whose re-read tool list went over the limits). */
+  async dropClient(client: Client): Promise<void> {
+    for (const e of this.entries.values()) if (e.handle?.client === client) await this.remove(e, "kill");
+  }
+
   /** Whether a vendor is currently live for `connectionId`. */
   has(connectionId: string): boolean {
     return this.entries.has(connectionId);

@@ -151,7 +151,7 @@ export interface InboxRecord {
 /**
  * Where a tool's definition stands against its pin: `pinned` (served as accepted), `quarantined`
  * (served differently since; refused until an admin decides), `new` (appeared after the service was
- * first seen; unpinned, run under the fail-closed class), `rejected` (an admin refused the change).
+ * first seen; unreviewed: refused, or with `trustNewTools` run under the fail-closed class), `rejected` (an admin refused the change).
  */
 export type PinStatus = "pinned" | "quarantined" | "new" | "rejected";
 

@@ -8,7 +8,7 @@ import { $, el, state, toast, when } from "./ui.js";
 
 const STATUS = {
   quarantined: "quarantined: calls refused until an admin decides",
-  new: "new: unpinned, runs only under the fail-closed class",
+  new: "new: unreviewed, refused until accepted (unless the service trusts new tools)",
   rejected: "change rejected: calls refused while the vendor serves it",
 };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { definitionHash, definitionOf, definitionText, MAX_DEFINITION_CHARS } from "../../src/pinning/definition.js";
 import { diffDefinitions, MAX_DIFF_LINES } from "../../src/pinning/diff.js";
-import { decide, gate, observe, runVerdict, type ObservedTool, type PlannedPin, type VendorObservation } from "../../src/pinning/policy.js";
+import { decide, gate, observe, runVerdict, staleReading, type ObservedTool, type PlannedPin, type VendorObservation } from "../../src/pinning/policy.js";
 import type { PinStatus, ToolPin } from "../../src/store/records.js";
 
 // The pure pin rules: what a tool list does to the pins, what an admin's decision does, and the two
@@ -118,10 +118,13 @@ describe("decide", () => {
 });
 
 describe("the call checks", () => {
-  it("gate: quarantined and rejected refused; new fails closed; pinned or never listed: the registry", () => {
+  it("gate: quarantined and rejected refused; new refused unless the service trusts new tools (then fail closed); pinned or never listed: the registry", () => {
     expect(gate(pin("t", "quarantined", "h1", "h2"))).toEqual({ kind: "refuse", status: "quarantined" });
     expect(gate(pin("t", "rejected", "h1", "h2"))).toEqual({ kind: "refuse", status: "rejected" });
-    expect(gate(pin("t", "new", null, "h2"))).toEqual({ kind: "run", planned: "new" });
+    expect(gate(pin("t", "new", null, "h2"))).toEqual({ kind: "refuse", status: "new" });
+    expect(gate(pin("t", "new", null, "h2"), { trustNewTools: false })).toEqual({ kind: "refuse", status: "new" });
+    expect(gate(pin("t", "new", null, "h2"), { trustNewTools: true })).toEqual({ kind: "run", planned: "new" });
+    expect(gate(pin("t", "quarantined", "h1", "h2"), { trustNewTools: true })).toEqual({ kind: "refuse", status: "quarantined" });
     expect(gate(pin("t", "pinned", "h1"))).toEqual({ kind: "run", planned: "pinned" });
     expect(gate(undefined)).toEqual({ kind: "run", planned: "unseen" });
   });
@@ -144,8 +147,8 @@ describe("the call checks", () => {
     for (const [pn, p] of Object.entries(pins)) {
       for (const [on, observation] of Object.entries(observations)) {
         for (const planned of ["pinned", "new", "unseen"] as PlannedPin[]) {
-          for (const ownConnection of [true, false]) {
-            const got = runVerdict({ planned, ownConnection, observation, pin: p, tool: "t" });
+          for (const [ownConnection, trustNewTools] of [[true, false], [false, false], [true, true], [false, true]] as const) {
+            const got = runVerdict({ planned, ownConnection, observation, pin: p, tool: "t", trustNewTools });
             // The oracle: the vendor's list must be known; a pin waiting for an admin never runs; a
             // definition served runs only as pinned; a new tool only where its class cannot matter
             // or the fail-closed class was applied; an unlisted tool has nothing to check.
@@ -155,20 +158,37 @@ describe("the call checks", () => {
             else if (p?.status === "quarantined" || p?.status === "rejected") want = "tool_quarantined";
             else if (served !== undefined && p === undefined) want = "tool_unverified";
             else if (served !== undefined && p?.status === "pinned") want = served === p.pinnedHash ? "ok" : "tool_quarantined";
+            else if (p?.status === "new" && !trustNewTools) want = "tool_unreviewed";
             else if (p?.status === "new") want = planned === "new" || ownConnection ? "ok" : "tool_changed";
             else want = "ok";
-            expect(got.kind === "ok" ? "ok" : got.code, `${pn}/${on}/${planned}/${ownConnection}`).toBe(want);
+            expect(got.kind === "ok" ? "ok" : got.code, `${pn}/${on}/${planned}/${ownConnection}/${trustNewTools}`).toBe(want);
             n++;
           }
         }
       }
     }
-    expect(n).toBe(5 * 4 * 3 * 2);
+    expect(n).toBe(5 * 4 * 3 * 4);
     // The property the whole feature exists for: a served definition other than the pinned one never runs.
     for (const planned of ["pinned", "new", "unseen"] as PlannedPin[]) {
       for (const ownConnection of [true, false]) {
-        expect(runVerdict({ planned, ownConnection, observation: observations.serves_h2!, pin: pins.pinned_h1, tool: "t" }).kind).toBe("refuse");
+        for (const trustNewTools of [true, false]) {
+          expect(runVerdict({ planned, ownConnection, observation: observations.serves_h2!, pin: pins.pinned_h1, tool: "t", trustNewTools }).kind).toBe("refuse");
+          // And an unreviewed new tool never runs unless the service trusts new tools.
+          if (!trustNewTools) expect(runVerdict({ planned, ownConnection, observation: observations.serves_h2!, pin: pins.new_h2, tool: "t", trustNewTools }).kind).toBe("refuse");
+        }
       }
     }
+  });
+
+  it("staleReading: the refusals a fresh reading of the vendor may clear (unread, a pinned tool served otherwise)", () => {
+    const read = (h?: string): VendorObservation => ({ kind: "read", hashes: new Map(h ? [["t", h]] : []) });
+    expect(staleReading({ observation: { kind: "unread" }, pin: undefined, tool: "t" })).toBe(true);
+    expect(staleReading({ observation: read("h0"), pin: pin("t", "pinned", "h1"), tool: "t" })).toBe(true);
+    expect(staleReading({ observation: read("h1"), pin: pin("t", "pinned", "h1"), tool: "t" })).toBe(false);
+    expect(staleReading({ observation: read("h2"), pin: pin("t", "new", null, "h2"), tool: "t" })).toBe(false);
+    // A quarantine or rejection stands whatever the vendor serves now: nothing to read again for.
+    expect(staleReading({ observation: read("h2"), pin: pin("t", "quarantined", "h1", "h2"), tool: "t" })).toBe(false);
+    expect(staleReading({ observation: read("h2"), pin: pin("t", "rejected", "h1", "h2"), tool: "t" })).toBe(false);
+    expect(staleReading({ observation: read(), pin: undefined, tool: "t" })).toBe(false);
   });
 });

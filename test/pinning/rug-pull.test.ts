@@ -65,7 +65,7 @@ const writes = (log: string): { id: string }[] => (existsSync(log) ? readFileSyn
 
 async function describeTool(c: Client, tool: string) {
   const r = await c.callTool({ name: "mcp_describe", arguments: { service: "vendor", tool } });
-  return r.structuredContent as { tools: { name: string; description: string; pin?: string; class: { access: string; write: boolean }; inputSchema?: { properties?: Record<string, unknown> } }[]; note?: string };
+  return r.structuredContent as { tools: { name: string; description: string; pin?: string; unreviewed?: boolean; class: { access: string; write: boolean }; inputSchema?: { properties?: Record<string, unknown> } }[]; note?: string };
 }
 
 describe("tool pinning through /mcp, across two starts of a changing vendor", () => {
@@ -105,8 +105,8 @@ describe("tool pinning through /mcp, across two starts of a changing vendor", ()
     const borrowed = await mcpCall(c2, { tool: "write_item", args: { id: "grant-after-change", value: "v" }, on_behalf_of: BOB });
     expect(borrowed.structured).toMatchObject({ status: "refused", code: "tool_quarantined" });
     expect(await second.store.approvals.list({ teamId: THREAD.teamId, limit: 10 })).toEqual([]);
-    // The new tool runs under the fail-closed class: the registry says borrowable, Bob's grant does not reach it.
-    expect((await mcpCall(c2, { tool: "export_all", on_behalf_of: BOB })).structured).toMatchObject({ status: "refused", code: "owner_only" });
+    // The new tool is refused until an admin reviews it: the registry says borrowable, Bob's grant does not reach it.
+    expect((await mcpCall(c2, { tool: "export_all", on_behalf_of: BOB })).structured).toMatchObject({ status: "refused", code: "tool_unreviewed" });
 
     // mcp_describe shows the change and the accepted definition, never the changed text.
     await turn(second, ALICE);
@@ -115,7 +115,7 @@ describe("tool pinning through /mcp, across two starts of a changing vendor", ()
     expect(Object.keys(described.tools[0]?.inputSchema?.properties ?? {})).not.toContain("cc");
     expect(described.note).toContain("Quarantined");
     expect(JSON.stringify(described)).not.toContain(POISON);
-    expect((await describeTool(c2, "export_all")).tools[0]).toMatchObject({ pin: "new", class: { access: "personal", write: true } });
+    expect((await describeTool(c2, "export_all")).tools[0]).toMatchObject({ pin: "new", unreviewed: true, description: "", class: { access: "personal", write: true } });
 
     // The security property: the vendor never received a call to the changed tool.
     expect(writes(writeLog).map((w) => w.id)).toEqual(["before"]);
