@@ -111,6 +111,10 @@ describe("fake Slack with several tenants and the real WebClient", () => {
     expect(fake.callsForTeam(TEAM_C)).toEqual([]);
     await slackError(a.conversations.members({ channel: "C0CCCCCC" }));
     expect(fake.callsForTeam(TEAM_C).map((c) => c.method)).toEqual(["conversations.members"]);
+    // Bolt adds the event's team as team_id; a made-up team's id is recorded even though no such team exists.
+    await client(fake.botToken, "T0MADEUP1").auth.test();
+    expect(fake.callsForTeam("T0MADEUP1").map((c) => [c.method, c.tenant?.teamId])).toEqual([["auth.test", fake.teamId]]);
+    expect(fake.tenantIds({ teamId: "T0MADEUP1" })).toMatchObject({ teamId: "T0MADEUP1", enterpriseId: null, botUserId: "U0NOTINSTALLED" });
   });
 
   it("an org token acts in the workspace team_id names, and nowhere outside the org", async () => {
