@@ -193,5 +193,18 @@ describe("fake Slack OAuth with the real InstallProvider", () => {
     const badClient = await fetch(`${fake.authorizeUrl}?${new URLSearchParams({ client_id: "nope", scope: "chat:write", redirect_uri: "http://127.0.0.1:9/cb" })}`, { redirect: "manual" });
     expect(badClient.status).toBe(400);
     expect(fake.oauth.visits.slice(-2).map((v) => v.error)).toEqual(["not_an_org_admin", "invalid_client_id"]);
+
+    // Without a test choice Slack's `team` param picks the workspace (or the org); a fixture setting beats it.
+    const authorize = (extra: Record<string, string>) =>
+      fetch(`${fake.authorizeUrl}?${new URLSearchParams({ client_id: CLIENT_ID, scope: "chat:write", redirect_uri: "http://127.0.0.1:9/cb", ...extra })}`, { redirect: "manual" });
+    const exchange = async (extra: Record<string, string>) => {
+      const code = new URL((await authorize(extra)).headers.get("location")!).searchParams.get("code")!;
+      return noToken.oauth.v2.access({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, code, redirect_uri: "http://127.0.0.1:9/cb" });
+    };
+    expect(await exchange({ team: GRID_2 })).toMatchObject({ team: { id: GRID_2 }, enterprise: { id: ORG }, is_enterprise_install: false });
+    expect(await exchange({ team: ORG })).toMatchObject({ team: null, is_enterprise_install: true, authed_user: { id: ORG_ADMIN } });
+    fake.oauth.setInstaller({ teamId: TEAM_B, userId: BOB });
+    expect(await exchange({ team: GRID_2 })).toMatchObject({ team: { id: TEAM_B }, authed_user: { id: BOB } });
+    fake.oauth.setInstaller(undefined);
   });
 });
