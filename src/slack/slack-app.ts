@@ -1,5 +1,5 @@
 import type http from "node:http";
-import { App, HTTPReceiver, LogLevel, type App as BoltApp, type AuthorizeResult, type AuthorizeSourceData } from "@slack/bolt";
+import { App, ErrorCode, HTTPReceiver, LogLevel, type App as BoltApp, type AuthorizeResult, type AuthorizeSourceData } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
@@ -83,6 +83,18 @@ export function tenantAuthorize(d: SlackRuntimeDeps): (source: AuthorizeSourceDa
 }
 
 /**
+ * A refused tenant is acked like any request Slack sent in good faith (no retries, no listener):
+ * Bolt's default error handler would rethrow the authorization failure and its HTTP receiver answer
+ * 401. Every other error keeps Bolt's handling.
+ */
+function ackRefusedTenants(app: BoltApp): void {
+  app.error(async (err) => {
+    if ((err as { code?: unknown }).code === ErrorCode.AuthorizationError) return;
+    throw err;
+  });
+}
+
+/**
  * Builds the Bolt app: HTTP mode (signature-verified requests on the broker's own server at
  * /slack/events) or Socket Mode (app token), always with the product's own `authorize`, so every
  * listener runs with the token of the tenant the request came from.
@@ -96,6 +108,7 @@ export function createSlackRuntime(cfg: SlackConfig, d: SlackRuntimeDeps): Slack
   if (cfg.mode === "socket") {
     if (!cfg.appToken) throw new ConfigError("invalid_env", "SLACK_APP_TOKEN is required in Socket Mode");
     const app = new App({ authorize, appToken: cfg.appToken, socketMode: true, clientOptions, installerOptions: { clientOptions }, logger });
+    ackRefusedTenants(app);
     return {
       app,
       apis,
@@ -113,6 +126,7 @@ export function createSlackRuntime(cfg: SlackConfig, d: SlackRuntimeDeps): Slack
   if (!cfg.signingSecret) throw new ConfigError("invalid_env", "SLACK_SIGNING_SECRET is required in HTTP mode");
   const receiver = new HTTPReceiver({ signingSecret: cfg.signingSecret, endpoints: "/slack/events", logger, processBeforeResponse: false });
   const app = new App({ authorize, receiver, clientOptions, logger });
+  ackRefusedTenants(app);
   const listener = receiver.requestListener as (req: http.IncomingMessage, res: http.ServerResponse) => void;
   return {
     app,
