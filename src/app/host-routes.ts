@@ -42,7 +42,7 @@ function sessionRecords(store: Store, config: Config): SessionRecords {
 export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: EventsEndpoint } {
   const { http, broker, auth, origin, config, clock, log } = d;
   const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock, sessionRecords(d.store, config));
-  http.route({ method: "*", path: "/mcp", handler: mcp.handler });
+  http.route({ method: "*", path: "/mcp", jsonRpc: true, handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin, () => clock.now()) });
   const events = new EventsEndpoint(broker.events, new HostTeamAuth(d.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });

@@ -244,5 +244,7 @@ export class Broker {
     await this.approvals.shutdown();
     for (const j of this.jobs) await j.stop();
     await this.pool.shutdown();
+    // Completion rows still waiting for the database are logged by call id (they keep their call_started row).
+    this.calls.completions.close();
   }
 }
