@@ -1,38 +1,14 @@
 import { describe, expect, it } from "vitest";
-import type { AuditEvent, AuditQuery, AuditRecord } from "../../src/audit/event.js";
+import type { AuditEvent } from "../../src/audit/event.js";
 import { CompletionBacklog, type CompletionWrite } from "../../src/broker/completion-backlog.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StoreError } from "../../src/store/errors.js";
-import type { AuditRepo } from "../../src/store/store.js";
+import { FakeAudit } from "../support/fake-audit.js";
 
 // The completion backlog (issue 21, item 9): while the database is away a completion row waits in
 // memory and is written once it is back, never twice; the backlog is bounded, and what happens past
 // its cap fails closed. Time is a ManualClock; the audit is an in-memory fake whose outage is a switch.
-
-/** An in-memory audit: `down` makes every statement fail as the PostgreSQL store does while the server is away; `lostAck` commits the next append and then fails it. */
-class FakeAudit implements AuditRepo {
-  readonly rows: AuditEvent[] = [];
-  down = false;
-  lostAck = false;
-  failWith: Error | undefined;
-  async append(events: readonly AuditEvent[]): Promise<void> {
-    if (this.failWith) throw this.failWith;
-    if (this.down) throw new StoreError("unavailable", "the database is unavailable (ECONNREFUSED)");
-    this.rows.push(...events);
-    if (this.lostAck) {
-      this.lostAck = false;
-      throw new StoreError("unavailable", "the database is unavailable (Connection terminated unexpectedly)");
-    }
-  }
-  async query(_q: AuditQuery): Promise<AuditRecord[]> {
-    throw new Error("not used");
-  }
-  async count(q: AuditQuery = {}): Promise<number> {
-    if (this.down) throw new StoreError("unavailable", "the database is unavailable (ECONNREFUSED)");
-    return this.rows.filter((r) => (!q.callId || r.callId === q.callId) && (!q.event || r.event === q.event)).length;
-  }
-}
 
 const row = (n: number): AuditEvent => ({ at: 1, event: "call", callId: `call_${n}`, service: "vendor", tool: "echo", argsHash: "secret-free" });
 
