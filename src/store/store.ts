@@ -255,7 +255,7 @@ export interface Store {
   readonly workspace: WorkspaceRepo;
   /** Full results of truncated calls, sealed, for resources/read (src/results). */
   readonly results: ResultRepo;
-  /** A cheap liveness probe for /healthz. */
+  /** Whether the database answers a query now: the database condition of /readyz (never /healthz, the liveness probe). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
