@@ -209,6 +209,8 @@ export class CallService {
         this.d.log.warn("oauth refresh failed", { connectionId: conn.id, code: err.code });
         return { code: "vendor_unreachable" };
       }
+      // The refresh's own reads and writes found the database away: nothing ran.
+      if (isStoreUnavailable(err)) return { code: "store_unavailable" };
       if (!(err instanceof VaultError)) {
         // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
         this.d.log.error("credential refresh failed unexpectedly", { connectionId: conn.id, error: err instanceof Error ? err.name : "unknown" });
