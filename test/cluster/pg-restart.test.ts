@@ -5,8 +5,9 @@
 // uncaught 'error' event); while the server is down /healthz (liveness) answers 200 and /readyz
 // 503, and every refused request or call says store_unavailable (503 with Retry-After, or a tool
 // refusal), never internal_error; the call whose vendor finished during the outage answers ok only
-// after its completion row is written; after the restart every call succeeds again, and every call
-// a client saw answered ok has its completion row in the shared audit.
+// after its completion row is written; every replica gets its LISTEN connection back by itself;
+// after the restart every call succeeds again, and every call a client saw answered ok has its
+// completion row in the shared audit.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -107,10 +108,15 @@ describe("a PostgreSQL restart under load", () => {
       // Every session has been refused at least once while the server is away.
       const refusedAll = await waitFor(() => seen.filter((s) => s.phase === "outage" && !s.ok).length >= loaders.length * 5, 30_000, 20);
       expect(refusedAll, "calls refused during the outage").toBe(true);
+      // Every replica has lost its LISTEN connection and is trying to get it back.
+      const retrying = await waitFor(() => c.set.replicas.every((r) => r.log().includes("cluster signals: cannot LISTEN, retrying")), 30_000, 20);
+      expect(retrying, "every replica retries its LISTEN connection").toBe(true);
     });
 
     // Back: every replica reconnects by itself and is ready again; only then are calls counted as "after".
     for (const r of c.set.replicas) await vi.waitFor(async () => expect((await probe(r.url, "/readyz")).status).toBe(200), { timeout: 60_000, interval: 100 });
+    const relistened = await waitFor(() => c.set.replicas.every((r) => r.log().includes("cluster signals: listening again")), 60_000, 50);
+    expect(relistened, "every replica LISTENs again").toBe(true);
     phase = "after";
     const heldAnswer = await held;
     await Promise.all(loads);
