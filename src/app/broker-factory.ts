@@ -8,6 +8,7 @@ import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { Broker } from "../broker/broker.js";
+import type { CompletionBacklog } from "../broker/completion-backlog.js";
 import type { ConsentNotifier, CredentialRefresher } from "../broker/ports.js";
 import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
 import { CallEventBus } from "../events/event-bus.js";
@@ -56,6 +57,8 @@ export interface BrokerOptions {
   readonly launcher?: VendorLauncher & Partial<BackoffSource>;
   /** Bounds the decrypted-credential cache (count and age). */
   readonly credentialCache?: CacheLimits;
+  /** Replaces the completion backlog (its bounds): tests of what happens when it is full. */
+  readonly completions?: CompletionBacklog;
   /** Where approval decisions are announced to the other replicas (src/cluster). */
   readonly signals?: ClusterSignals;
 }
@@ -107,6 +110,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     ...(o.refresher ? { refresher: o.refresher } : {}),
     ...(o.consent ? { consent: o.consent } : {}),
     ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
+    ...(o.completions ? { completions: o.completions } : {}),
   });
 }
 

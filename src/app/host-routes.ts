@@ -71,7 +71,7 @@ export async function mountHostRoutes(d: HostRouteDeps): Promise<{ mcp: McpEndpo
   await checkUnboundHostTokens(auth, directory, config, log);
   const tenants = new TenantGuard(directory, log);
   const mcp = new McpEndpoint({ broker, auth, origin, log, limits: config.mcpSessions, clock, records: sessionRecords(d.store, config), tenants });
-  http.route({ method: "*", path: "/mcp", handler: mcp.handler });
+  http.route({ method: "*", path: "/mcp", jsonRpc: true, handler: mcp.handler });
   const turnDeps = { auth, origin, tenants, now: () => clock.now() };
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, turnDeps) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, turnDeps) });

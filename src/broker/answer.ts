@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { failureMessage, type FailureCode, type MessageFacts } from "./outcome.js";
+import { failureMessage, retryAfterSeconds, type FailureCode, type MessageFacts } from "./outcome.js";
 import type { FullResultLink } from "./result-keep.js";
 
 // The one place a broker tool's answer takes its MCP shape: refusals (text + structured code and
@@ -16,7 +16,12 @@ export type CallOutcome =
 /** A refusal: the code's one sentence (outcome.ts) as text and in structuredContent. */
 export function refusal(code: FailureCode, facts: MessageFacts = {}): CallToolResult {
   const message = failureMessage(code, facts);
-  return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message }, isError: true };
+  const retry = retryAfterSeconds(code);
+  return {
+    content: [{ type: "text", text: message }],
+    structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message, ...(retry !== undefined ? { retryAfterSeconds: retry } : {}) },
+    isError: true,
+  };
 }
 
 /** A plain answer with its structured twin. */

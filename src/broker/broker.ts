@@ -23,6 +23,7 @@ import type { TurnStore } from "../turns/turn-store.js";
 import type { Vault } from "../vault/vault.js";
 import { answer, refusal } from "./answer.js";
 import { CallService } from "./call.js";
+import type { CompletionBacklog } from "./completion-backlog.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { refreshMetadata } from "./describe.js";
 import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
@@ -60,6 +61,8 @@ export interface BrokerParts {
   readonly consent?: ConsentNotifier;
   /** Bounds the decrypted-credential cache (count and age). */
   readonly credentialCache?: CacheLimits;
+  /** Where completion rows wait while the database is away (default: one with DEFAULT_COMPLETION_BACKLOG). */
+  readonly completions?: CompletionBacklog;
 }
 
 /** How often every live vendor's tool list is read again when it never says it changed (60 s). */
@@ -110,6 +113,7 @@ export class Broker {
       pins: new PinService({ store: o.store, clock: o.clock, log: o.log }),
       ...(o.refresher ? { refresher: o.refresher } : {}),
       ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
+      ...(o.completions ? { completions: o.completions } : {}),
     };
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
@@ -264,5 +268,7 @@ export class Broker {
     await this.approvals.shutdown();
     for (const j of this.jobs) await j.stop();
     await this.pool.shutdown();
+    // Completion rows still waiting for the database are logged by call id (they keep their call_started row).
+    this.calls.completions.close();
   }
 }

@@ -2,12 +2,16 @@ import type { AuditEvent } from "../audit/event.js";
 import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import type { AuditRepo } from "../store/store.js";
+import type { CompletionBacklog, CompletionWrite } from "./completion-backlog.js";
 
 // Write-ahead audit of one vendor call (issue 9, item 9). The `call_started` row is committed
 // before anything reaches the vendor: if it cannot be written the call does not run, so a model
-// that retries never causes an unrecorded second write. Once the vendor has run, its outcome is
-// returned even if the completion row cannot be written; the log then records that failure.
+// that retries never causes an unrecorded second write. Once the vendor has run, the completion
+// row goes through the completion backlog: when the database is away (issue 21, item 9) it is
+// retried until written and the call answers ok only once it is; any other failure to write it
+// (a held SQLite lock, a full disk) is logged and the outcome still returned.
 
 /** Appends audit rows, logging (ids and codes only) and counting instead of throwing; true if written. */
 export async function appendOrLog(repo: AuditRepo, log: Logger, events: readonly AuditEvent[], metrics?: Pick<Metrics, "auditWriteFailed">): Promise<boolean> {
@@ -39,6 +43,7 @@ export class CallAudit {
     private readonly repo: AuditRepo,
     private readonly log: Logger,
     private readonly row: (e: Partial<AuditEvent>) => AuditEvent,
+    private readonly completions: CompletionBacklog,
     opts: { callId?: string | undefined; metrics?: Pick<Metrics, "auditWriteFailed"> | undefined } = {},
   ) {
     this.callId = opts.callId ?? newId("call");
@@ -47,11 +52,14 @@ export class CallAudit {
 
   private readonly metrics: Pick<Metrics, "auditWriteFailed"> | undefined;
 
-  /** Commits the `call_started` row; false (and logged) if it could not be written: the call must not run. */
-  async started(): Promise<boolean> {
+  /**
+   * Commits the `call_started` row; otherwise (logged) the call must not run: `store_unavailable`
+   * when the database is away, `audit_unavailable` for any other failure (a held lock, a full disk).
+   */
+  async started(): Promise<"ok" | "store_unavailable" | "audit_unavailable"> {
     try {
       await this.repo.append([{ ...this.row({ durationMs: null }), event: "call_started", callId: this.callId }]);
-      return true;
+      return "ok";
     } catch (err) {
       this.metrics?.auditWriteFailed("call_started");
       const r = this.row({});
@@ -63,12 +71,12 @@ export class CallAudit {
         code: (err as { code?: string }).code ?? "error",
         error: (err as Error).message,
       });
-      return false;
+      return isStoreUnavailable(err) ? "store_unavailable" : "audit_unavailable";
     }
   }
 
-  /** Writes the completion (`call`) row; a failure is logged, never thrown: the outcome already happened. */
-  async completed(e: Partial<AuditEvent>): Promise<void> {
-    await appendOrLog(this.repo, this.log, [{ ...this.row(e), event: "call", callId: this.callId }], this.metrics);
+  /** Writes the completion (`call`) row through the backlog (see CompletionWrite); never throws: the outcome already happened. */
+  completed(e: Partial<AuditEvent>, signal?: AbortSignal): Promise<CompletionWrite> {
+    return this.completions.write({ ...this.row(e), event: "call", callId: this.callId }, signal);
   }
 }

@@ -7,11 +7,13 @@ import { withLogContext } from "../log/context.js";
 import { OAuthError } from "../login/oauth/errors.js";
 import type { PinGate, PlannedPin } from "../pinning/policy.js";
 import { resolveCall, type CallDecision } from "../policy/resolve.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import type { Connection } from "../store/records.js";
 import { VaultError } from "../vault/errors.js";
 import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
+import { CompletionBacklog } from "./completion-backlog.js";
 import { candidateQuery, gatherCallFacts, isMember, ownFirst } from "./call-facts.js";
 import { auditBase, eventBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
@@ -47,9 +49,12 @@ const failed = (code: FailureCode, facts: MessageFacts = {}): CallOutcome => ({ 
 export class CallService {
   /** The credential stage's sessions and their bounded plaintext cache. */
   readonly sessions: CredentialSessions;
+  /** Completion rows waiting for an unavailable database (bounded); full, it refuses new calls. */
+  readonly completions: CompletionBacklog;
 
   constructor(private readonly d: BrokerDeps) {
     this.sessions = new CredentialSessions(d);
+    this.completions = d.completions ?? new CompletionBacklog({ repo: d.store.audit, log: d.log, clock: d.clock, metrics: d.metrics });
   }
 
   /** Runs one call under its call id: its audit rows and every log line it writes carry that id. */
@@ -61,6 +66,12 @@ export class CallService {
       let outcome: CallOutcome | undefined;
       try {
         outcome = await this.decide(plan, { ...extra, trace });
+        return outcome;
+      } catch (err) {
+        // The database went away before the vendor ran (every stage after it names its own outcome).
+        if (!isStoreUnavailable(err)) throw err;
+        this.d.log.warn("call refused: the database is unavailable", { error: err.message });
+        outcome = failed("store_unavailable");
         return outcome;
       } finally {
         // A stage that threw is answered internal_error by the MCP server: its call ends so too.
@@ -136,12 +147,18 @@ export class CallService {
   /** Credential session → write-ahead audit → pool lease → result hygiene → completion audit. */
   private async run(plan: Runnable, order: RunOrder, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     extra.trace.via = order.via;
+    // Fail closed: with the backlog full, the completion of this call could not be kept.
+    if (this.completions.full) {
+      this.d.log.error("call refused: the completion backlog is full (the database has been unavailable)", { backlog: this.completions.size });
+      return failed("store_unavailable");
+    }
     // The chosen row, with its sealed secret: read now, so a revoke since the decision wins.
     const conn = await this.d.store.connections.get(order.connectionId);
     const audit = new CallAudit(
       this.d.store.audit,
       this.d.log,
       (e) => ({ at: this.d.clock.now(), event: "call", ...auditBase(plan), ownerUserId: conn?.ownerUserId ?? null, connectionId: order.connectionId, decision: order.via, approverUserId: order.approver ?? null, durationMs: Math.round(extra.trace.elapsedMs()), ...e }),
+      this.completions,
       { callId: plan.callId, metrics: this.d.metrics },
     );
     const fail = async (f: NamedFailure): Promise<CallOutcome> => {
@@ -152,7 +169,8 @@ export class CallService {
     const session = await this.credentialStage(conn, plan.service);
     if ("code" in session) return fail(session);
     // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
-    if (!(await audit.started())) return failed("audit_unavailable");
+    const started = await audit.started();
+    if (started !== "ok") return failed(started);
     const pinScope = { teamId: conn.teamId, service: plan.service.name };
     const vendorRun = {
       plan,
@@ -166,9 +184,15 @@ export class CallService {
       const { result, truncated, bytes } = clean;
       // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
       if (!CallToolResultSchema.safeParse(result).success) return fail({ code: "vendor_error", facts: { detail: "its result could not be delivered intact" } });
-      await audit.completed({ resultBytes: bytes, ...(result.isError ? { errorCode: "vendor_tool_error" } : {}) });
+      const recorded = await audit.completed({ resultBytes: bytes, ...(result.isError ? { errorCode: "vendor_tool_error" } : {}) }, extra.signal);
+      // No result without its completion row while the database is away: it is written once the database is back.
+      if (recorded === "pending" || recorded === "dropped") return failed("store_unavailable", { ran: true });
       // A truncated result's full text is kept for this caller and thread; the answer links to it.
-      const kept = await keepFullResult(this.d.results, plan, clean);
+      const kept: Awaited<ReturnType<typeof keepFullResult>> = await keepFullResult(this.d.results, plan, clean).catch((err: unknown) => {
+        if (!isStoreUnavailable(err)) throw err;
+        this.d.log.warn("full result not kept: the database is unavailable", { error: err.message });
+        return { result: clean.result };
+      });
       return { kind: "ok", via: order.via, connectionId: conn.id, ownerUserId: conn.ownerUserId, result: kept.result, truncated, ...(kept.link ? { fullResult: kept.link } : {}) };
     } catch (err) {
       return fail(await vendorFailure(this.d, vendorRun, err));
@@ -186,6 +210,8 @@ export class CallService {
         this.d.log.warn("oauth refresh failed", { connectionId: conn.id, code: err.code });
         return { code: "vendor_unreachable" };
       }
+      // The refresh's own reads and writes found the database away: nothing ran.
+      if (isStoreUnavailable(err)) return { code: "store_unavailable" };
       if (!(err instanceof VaultError)) {
         // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
         this.d.log.error("credential refresh failed unexpectedly", { connectionId: conn.id, error: err instanceof Error ? err.name : "unknown" });

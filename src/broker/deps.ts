@@ -12,6 +12,7 @@ import type { BackoffSource } from "../pool/launcher.js";
 import type { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { CallTrace } from "./call-trace.js";
+import type { CompletionBacklog } from "./completion-backlog.js";
 import type { CredentialRefresher } from "./ports.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
@@ -47,6 +48,8 @@ export interface BrokerDeps {
   readonly pins: PinService;
   /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
   readonly credentialCache?: CacheLimits;
+  /** Where completion rows wait while the database is away; default one per call service with DEFAULT_COMPLETION_BACKLOG. */
+  readonly completions?: CompletionBacklog;
 }
 
 /** Who is calling, read live for each call: the session's thread and the user whose turn it is. */

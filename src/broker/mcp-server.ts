@@ -10,6 +10,7 @@ import { describeService } from "./describe.js";
 import { serveStoredResults } from "./result-resources.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 import type { ServiceRegistry } from "../config/registry.js";
+import { isStoreUnavailable } from "../store/errors.js";
 
 /** The fixed tool list: it never changes during a session. */
 export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
@@ -57,12 +58,17 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
   // The one place a tool call's caller is resolved: every tool but mcp_call needs one (mcp_call
   // lets the policy refuse a missing turn, so that refusal is audited like every other).
   const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>, needsCaller = true): Promise<CallToolResult> => {
-    const ctx = await resolveCaller(callerRequest(extra));
-    if (typeof ctx === "string") return refusal(ctx);
-    if (needsCaller && !ctx.userId) return refusal("no_turn");
     try {
+      const ctx = await resolveCaller(callerRequest(extra));
+      if (typeof ctx === "string") return refusal(ctx);
+      if (needsCaller && !ctx.userId) return refusal("no_turn");
       return await fn(ctx, ctx.userId ?? "");
     } catch (err) {
+      // The database away (restarting) is a refusal with a retry hint, not a bug.
+      if (isStoreUnavailable(err)) {
+        deps.log.warn("broker tool refused: the database is unavailable", { error: err.message });
+        return refusal("store_unavailable");
+      }
       deps.log.error("broker tool failed", { error: (err as Error).message });
       return refusal("internal_error");
     }

@@ -29,6 +29,7 @@ export type FailureCode =
   | "credential_rejected"
   | "pool_busy"
   | "audit_unavailable"
+  | "store_unavailable"
   | "cancelled"
   | "thread_mismatch"
   | "turn_ambiguous"
@@ -51,7 +52,17 @@ export interface MessageFacts {
   readonly ownerUserId?: string;
   readonly retryAt?: number;
   readonly detail?: string;
+  /** store_unavailable: the vendor ran before the database went away (its result is withheld, not lost from the audit). */
+  readonly ran?: boolean;
 }
+
+/** How long a refusal says to wait before retrying, in seconds (store_unavailable: a restart or failover takes seconds). */
+export function retryAfterSeconds(code: FailureCode): number | undefined {
+  return code === "store_unavailable" ? STORE_RETRY_SECONDS : undefined;
+}
+
+/** The retry hint of store_unavailable, on /mcp refusals and in the Retry-After of HTTP 503 answers. */
+export const STORE_RETRY_SECONDS = 5;
 
 /** The human-readable message for a failure code. */
 export function failureMessage(code: FailureCode, f: MessageFacts = {}): string {
@@ -108,6 +119,10 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return "Every vendor slot is busy with calls in progress; try again in a moment.";
     case "audit_unavailable":
       return `slaude-connect could not record this call in its audit log (the database is busy or out of space), so it was not sent to ${svc}: nothing ran. Try again in a moment; the operator can find details in the logs.`;
+    case "store_unavailable":
+      return f.ran
+        ? `The call ran on ${svc}, but slaude-connect's database became unavailable before the call's completion could be recorded, so its result is withheld (the record is written once the database is back). Check before repeating anything that writes; try again in about ${STORE_RETRY_SECONDS} seconds.`
+        : `slaude-connect's database is unavailable right now (it may be restarting), so nothing ran. Try again in about ${STORE_RETRY_SECONDS} seconds.`;
     case "cancelled":
       return "The call was cancelled.";
     case "thread_mismatch":

@@ -47,6 +47,7 @@ const refusal = {
   status,
   code: z.string().optional().describe("Why the call was refused (present unless status is ok)"),
   message: z.string().optional().describe("A sentence for the user or the model saying what to do next"),
+  retryAfterSeconds: z.number().optional().describe("store_unavailable: the broker's database is away (restarting); retrying after this many seconds may succeed"),
 };
 
 const describedTool = z

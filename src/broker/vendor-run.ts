@@ -2,6 +2,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { PinRefusedError } from "../pinning/errors.js";
 import { PoolError } from "../pool/errors.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import type { VendorHandle } from "../pool/launcher.js";
 import type { PoolLease } from "../pool/pool.js";
 import { progressMessage } from "../events/call-event.js";
@@ -91,6 +92,8 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
   const redactor = r.lease.redactor;
   let err = thrown;
   if (err instanceof PinRefusedError) return { code: err.code };
+  // The database went away while the vendor started (its tool list is recorded before any tool runs).
+  if (isStoreUnavailable(err)) return { code: "store_unavailable" };
   if (err instanceof PoolError) {
     switch (err.code) {
       case "pool_busy":

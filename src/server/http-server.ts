@@ -1,8 +1,10 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { STORE_RETRY_SECONDS } from "../broker/outcome.js";
 import { randomId } from "../domain/ids.js";
 import { safeRequestId, withLogContext } from "../log/context.js";
 import type { Logger } from "../log/logger.js";
+import { isStoreUnavailable } from "../store/errors.js";
 
 /** A route handler; returns false to fall through to the next route. */
 export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<boolean | void> | boolean | void;
@@ -12,7 +14,23 @@ export interface Route {
   readonly method: string;
   readonly path: string;
   readonly prefix?: boolean;
+  /** Errors the handler throws are answered as JSON-RPC errors (the MCP endpoint), not `{ error }`. */
+  readonly jsonRpc?: boolean;
   readonly handler: RouteHandler;
+}
+
+/** What a request refused because the database is away is told (HTTP 503, error `store_unavailable`). */
+export const STORE_UNAVAILABLE_MESSAGE = `slaude-connect's database is unavailable right now (it may be restarting), so this request was not served; retry in about ${STORE_RETRY_SECONDS} seconds.`;
+
+/** The answer to a request whose handler threw: 503 store_unavailable when the database is away, else 500 internal_error. */
+function failureAnswer(err: unknown, jsonRpc: boolean): { status: number; body: unknown; headers: Record<string, string> } {
+  if (isStoreUnavailable(err)) {
+    const headers = { "retry-after": String(STORE_RETRY_SECONDS) };
+    if (jsonRpc) return { status: 503, headers, body: { jsonrpc: "2.0", error: { code: -32000, message: STORE_UNAVAILABLE_MESSAGE, data: { code: "store_unavailable", retryAfterSeconds: STORE_RETRY_SECONDS } }, id: null } };
+    return { status: 503, headers, body: { error: "store_unavailable", message: STORE_UNAVAILABLE_MESSAGE } };
+  }
+  if (jsonRpc) return { status: 500, headers: {}, body: { jsonrpc: "2.0", error: { code: -32603, message: "Internal error (details are in the broker's log)", data: { code: "internal_error" } }, id: null } };
+  return { status: 500, headers: {}, body: { error: "internal_error" } };
 }
 
 /** Writes a JSON response. */
@@ -60,10 +78,12 @@ export class HttpServer {
     } catch {
       return sendJson(res, 400, { error: "bad_request" });
     }
+    let route: Route | undefined;
     try {
       for (const r of this.routes) {
         const pathMatch = r.prefix ? url.pathname === r.path || url.pathname.startsWith(r.path.endsWith("/") ? r.path : r.path + "/") : url.pathname === r.path;
         if (!pathMatch || (r.method !== "*" && r.method !== req.method)) continue;
+        route = r;
         const handled = await r.handler(req, res, url);
         if (handled !== false) return;
       }
@@ -71,8 +91,10 @@ export class HttpServer {
     } catch (err) {
       // Login link paths are bearer secrets: never logged.
       const path = url.pathname.startsWith("/login/l/") ? "/login/l/[link]" : url.pathname;
-      this.log.error("http handler failed", { path, error: (err as Error).message });
-      if (!res.headersSent) sendJson(res, 500, { error: "internal_error" });
+      if (isStoreUnavailable(err)) this.log.warn("request refused: the database is unavailable", { path, error: err.message });
+      else this.log.error("http handler failed", { path, error: (err as Error).message });
+      const answer = failureAnswer(err, route?.jsonRpc === true);
+      if (!res.headersSent) sendJson(res, answer.status, answer.body, answer.headers);
       else res.end();
     }
   }

@@ -261,7 +261,7 @@ export interface Store extends SealedRows {
   readonly installations: InstallationRepo;
   /** Single-use Slack OAuth install states, shared by every replica. */
   readonly oauthStates: OAuthStateRepo;
-  /** A cheap liveness probe for /healthz. */
+  /** Whether the database answers a query now: the database condition of /readyz (never /healthz, the liveness probe). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -43,7 +43,7 @@ describe("startApp", () => {
     const res = await fetch(`${app.url}/healthz`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/json");
-    expect(await res.json()).toEqual({ status: "ok", version: VERSION, db: "ok" });
+    expect(await res.json()).toEqual({ status: "ok", version: VERSION });
     expect(VERSION).toMatch(/^\d+\.\d+\.\d+/);
 
     const keyFile = devKeyPath(config.dataDir);
@@ -78,17 +78,21 @@ describe("startApp", () => {
     const again = await startApp({ config: { ...config, port: app.port }, log: memoryLogger() });
     running.push(again);
     expect(again.port).toBe(app.port);
-    expect(await (await fetch(`${again.url}/healthz`)).json()).toMatchObject({ status: "ok", db: "ok" });
+    expect(await (await fetch(`${again.url}/healthz`)).json()).toMatchObject({ status: "ok" });
+    expect(await (await fetch(`${again.url}/readyz`)).json()).toMatchObject({ database: "ok" });
   });
 
-  it("reports a dead database as degraded (503), not ok", async () => {
+  it("a dead database makes it not ready (/readyz 503), while /healthz, the liveness probe, stays 200", async () => {
     const dir = tmp.make();
     const app = await startApp({ config: loadConfig({ ...devEnv(dir), SLAUDE_ENCRYPTION_KEY: newKeyB64() }), log: memoryLogger() });
     running.push(app);
     await app.store.close();
     const res = await fetch(`${app.url}/healthz`);
-    expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ status: "degraded", version: VERSION, db: "error" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok", version: VERSION });
+    const ready = await fetch(`${app.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ status: "not_ready", database: "unavailable" });
   });
 
   it("reuses the development key on the next start", async () => {

@@ -71,6 +71,11 @@ export interface PgCluster {
   createSchema(databaseUrl: string): Promise<string>;
   /** Runs SQL as the cluster's superuser (test set-up only: the broker never gets this). */
   superQuery(sql: string, database?: string): Promise<pg.QueryResult>;
+  /**
+   * Restarts the server as an operator would: fast shutdown (open sessions are cut), then `whileDown`
+   * runs against the stopped server, then the same data directory starts again on the same port.
+   */
+  restart(whileDown?: () => Promise<void>): Promise<void>;
   /** Stops the server (fast shutdown) and deletes its directory. */
   stop(): Promise<void>;
 }
@@ -123,11 +128,12 @@ export async function startPostgres(): Promise<PgCluster> {
     throw new Error(`cannot copy the initdb template: ${copy.stderr}`);
   }
   let port = 0;
+  // Durability is irrelevant to a throwaway cluster: fsync off keeps the tests fast on a loaded disk.
+  const opts = (): string => `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
+  const startServer = (): SpawnSyncReturns<string> => run("pg_ctl", ["-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "90", "-o", opts(), "start"]);
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
-    // Durability is irrelevant to a throwaway cluster: fsync off keeps the tests fast on a loaded disk.
-    const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
-    const start = run("pg_ctl", ["-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "90", "-o", opts, "start"]);
+    const start = startServer();
     if (start.status === 0) break;
     if (attempt >= 2) {
       const log = existsSync(path.join(dir, "server.log")) ? readFileSync(path.join(dir, "server.log"), "utf8") : "";
@@ -180,6 +186,17 @@ export async function startPostgres(): Promise<PgCluster> {
       return `${databaseUrl}?options=${encodeURIComponent(`-c search_path=${name}`)}`;
     },
     superQuery,
+    async restart(whileDown?: () => Promise<void>): Promise<void> {
+      if (stopped) throw new Error("the test PostgreSQL is stopped");
+      const down = run("pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"]);
+      if (down.status !== 0) throw new Error(`PostgreSQL did not stop: ${down.stderr || down.stdout}`);
+      try {
+        await whileDown?.();
+      } finally {
+        const up = startServer();
+        if (up.status !== 0) throw new Error(`PostgreSQL did not start again on port ${port}: ${up.stderr || up.stdout}\n${readFileSync(path.join(dir, "server.log"), "utf8").slice(-4_000)}`);
+      }
+    },
     async stop(): Promise<void> {
       process.removeListener("exit", onExit);
       stopSync("fast");

@@ -23,6 +23,8 @@ export interface PgDbOptions {
 }
 
 const INT8_OID = 20;
+/** How long opening a pooled connection may take before the statement fails as `unavailable`. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** bigint columns (times in ms, counts, seq) come back as numbers; a value past 2^53 is a bug, not data to round. */
 function parseInt8(text: string): number {
@@ -51,9 +53,38 @@ export class PgDb implements Sql {
   private readonly locks = new LockSession(() => this.clientConfig());
 
   constructor(private readonly opts: PgDbOptions) {
-    this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000 });
+    // A server that does not answer must not hold a request for the kernel's connect timeout: it is `unavailable`.
+    this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // An idle client losing its connection (a restarted server) must not crash the process; the pool drops it.
     this.pool.on("error", () => {});
+  }
+
+  /**
+   * A client of the pool for the caller's own statements, with an 'error' listener for as long as it
+   * is checked out: the pool listens only to idle clients, and a socket error on a client with no
+   * listener (a restarted server cutting an open transaction) is an uncaught exception that ends the
+   * process. The error (if any) is kept so `release` drops that connection instead of reusing it.
+   */
+  private async checkout(): Promise<{ client: pg.PoolClient; failed: () => Error | undefined; release: (err?: Error) => void }> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw mapPgError(err);
+    }
+    let failed: Error | undefined;
+    const onError = (err: Error): void => {
+      failed ??= err;
+    };
+    client.on("error", onError);
+    return {
+      client,
+      failed: () => failed,
+      release: (err) => {
+        client.removeListener("error", onError);
+        client.release(err ?? failed);
+      },
+    };
   }
 
   /** The config of one connection: the URL, bigint parsing, the lock wait, a name in pg_stat_activity. */
@@ -90,7 +121,7 @@ export class PgDb implements Sql {
   /** Runs `fn` in one READ COMMITTED transaction on one client; rolls back on any error and rethrows it. */
   async tx<T>(fn: (q: Sql) => Promise<T>): Promise<T> {
     await this.usable();
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
     let broken: Error | undefined;
     try {
       await client.query("BEGIN");
@@ -112,7 +143,7 @@ export class PgDb implements Sql {
       }
       throw mapPgError(err);
     } finally {
-      client.release(broken);
+      release(broken);
     }
   }
 
@@ -122,7 +153,7 @@ export class PgDb implements Sql {
    */
   async withSessionLock<T>(name: string, fn: (q: Sql) => Promise<T>): Promise<T> {
     if (this.closed) throw new StoreError("open_failed", "database is not open (the PostgreSQL store was closed)");
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
     let broken: Error | undefined;
     try {
       // Migrations may wait long behind another replica's; the statement lock wait does not apply here.
@@ -134,8 +165,10 @@ export class PgDb implements Sql {
         await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY_SQL})`, [name]).catch((e: Error) => (broken = e));
         await client.query("RESET lock_timeout").catch((e: Error) => (broken = e));
       }
+    } catch (err) {
+      throw mapPgError(err);
     } finally {
-      client.release(broken);
+      release(broken);
     }
   }
 
