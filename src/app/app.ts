@@ -13,6 +13,7 @@ import { CachedMembership } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
+import { AuditTail } from "../events/audit-tail.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -175,6 +176,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
   const approvalPoll = job("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions());
+  // Lifecycle events of committed audit rows, whoever wrote them (this replica, another, the CLI).
+  const auditTail = new AuditTail(store.audit, broker.events, clock);
+  await auditTail.start();
+  const eventTail = job("event tail", opts.eventTailIntervalMs ?? 1_000, () => auditTail.poll());
   const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), true);
   // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
   const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap(), true);
@@ -257,6 +262,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
+        await eventTail.stop();
         await signals.close();
         await broker.approvals.shutdown();
         await consoleRun?.close();

@@ -1,18 +1,18 @@
 import type { Logger } from "../log/logger.js";
-import type { CallEvent } from "./call-event.js";
+import type { BrokerEvent } from "./broker-event.js";
 
-// The one internal stream of call events. The call path emits synchronously and never waits:
+// The one internal stream of events (a call's, and the lifecycle events of src/events/lifecycle-event.ts). The call path emits synchronously and never waits:
 // every subscriber must be cheap and must not throw (one that does is logged and skipped). A
 // subscriber that does I/O (an SSE client) keeps its own bounded backlog (bounded-subscriber.ts)
 // and is dropped when it falls behind, so a slow reader can never hold up a call.
 
 /** What the call path sees: emit one event; cheap, synchronous, never throws. */
 export interface CallEventSink {
-  emit(e: CallEvent): void;
+  emit(e: BrokerEvent): void;
 }
 
 /** A subscriber: gets each event with its sequence number (increasing for the process's life). */
-export type CallEventListener = (e: CallEvent, seq: number) => void;
+export type CallEventListener = (e: BrokerEvent, seq: number) => void;
 
 /** A live subscription; `unsubscribe` is idempotent. */
 export interface Subscription {
@@ -46,7 +46,7 @@ export class CallEventBus implements CallEventSink {
     return { unsubscribe: () => void this.listeners.delete(own) };
   }
 
-  emit(e: CallEvent): void {
+  emit(e: BrokerEvent): void {
     const seq = ++this.seq;
     for (const l of this.listeners) {
       try {
