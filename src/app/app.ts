@@ -14,6 +14,7 @@ import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
 import { AuditTail } from "../events/audit-tail.js";
+import { EventRelay } from "../events/relay.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -180,6 +181,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const auditTail = new AuditTail(store.audit, broker.events, clock);
   await auditTail.start();
   const eventTail = job("event tail", opts.eventTailIntervalMs ?? 1_000, () => auditTail.poll());
+  // Replicas hand each other the events that exist only where they happen (calls, vendor children).
+  const eventRelay = sharedDb ? new EventRelay(broker.events, sharedDb.db, keys.ring.subkey("event-relay"), { log, clock }) : undefined;
+  await eventRelay?.start();
   const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), true);
   // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
   const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap(), true);
@@ -263,6 +267,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
         await eventTail.stop();
+        await eventRelay?.close();
         await signals.close();
         await broker.approvals.shutdown();
         await consoleRun?.close();

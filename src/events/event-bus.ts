@@ -29,6 +29,7 @@ export const DEFAULT_MAX_SUBSCRIBERS = 256;
 export class CallEventBus implements CallEventSink {
   private seq = 0;
   private readonly listeners = new Set<CallEventListener>();
+  private readonly remote = new WeakSet<BrokerEvent>();
 
   constructor(private readonly o: { readonly log: Logger; readonly maxSubscribers?: number }) {}
 
@@ -44,6 +45,20 @@ export class CallEventBus implements CallEventSink {
     const own: CallEventListener = (e, seq) => listener(e, seq);
     this.listeners.add(own);
     return { unsubscribe: () => void this.listeners.delete(own) };
+  }
+
+  /**
+   * Emits an event another replica relayed (src/events/relay.ts): streams get it; this replica's
+   * metrics and log line skip it (`isRemote`), since the replica where it happened counted it.
+   */
+  emitRemote(e: BrokerEvent): void {
+    this.remote.add(e);
+    this.emit(e);
+  }
+
+  /** Whether `e` was relayed from another replica. */
+  isRemote(e: BrokerEvent): boolean {
+    return this.remote.has(e);
   }
 
   emit(e: BrokerEvent): void {
