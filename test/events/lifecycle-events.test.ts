@@ -97,6 +97,22 @@ describe("lifecycle events on GET /v1/events", () => {
     expect(idle.data.reason).toBe("idle");
   }, 60_000);
 
+  it("a connection past its TTL is expired by the reaper, and its event says so", async () => {
+    const { app } = await boot(opened);
+    const s = await subscribe(opened, app);
+    const conn = await app.lifecycle.create({ teamId: "T1", ownerUserId: ALICE, service: "vendor", scope: "user", credential: { kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: ALICE } }, createdBy: ALICE, ttlMs: 300 });
+    const expired = await vi.waitFor(
+      async () => {
+        await app.lifecycle.reapExpired();
+        const e = s.events.find((x) => x.event === "connection.expired");
+        if (!e) throw new Error("not expired yet");
+        return e;
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    expect(expired.data).toMatchObject({ teamId: "T1", connectionId: conn.id, ownerUserId: ALICE, actor: "reaper", audit: "connection_expired" });
+  }, 60_000);
+
   it("login started, then failed when its link expires, without the link", async () => {
     const { app } = await boot(opened, { SLAUDE_LOGIN_LINK_TTL_SECONDS: "1" });
     const s = await subscribe(opened, app);
