@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ALICE, BOB, THREAD, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, BOB, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
 import { Opened, THREAD_T2, TOKEN_T2, boot, callOf, client, connect, subscribe, turn } from "./events-app.js";
 import type { SseEvent, SseReader } from "./sse-reader.js";
 
@@ -96,6 +99,35 @@ describe("lifecycle events on GET /v1/events", () => {
     );
     expect(idle.data.reason).toBe("idle");
   }, 60_000);
+
+  it("a vendor that changes a tool between starts: tool.quarantined (and tool.new), then tool.accepted by an admin, with the definition hash", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-events-pins-"));
+    opened.dirs.push(dir);
+    const env = { SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64") };
+    // First start: the team's first tool list is pinned.
+    const first = await boot(opened, env);
+    const conn = await connect(first.app, ALICE, `canary-${randomBytes(8).toString("hex")}`);
+    const c1 = await client(opened, first.app);
+    await turn(first.app, ALICE);
+    await mcpCall(c1, { tool: "echo", args: { text: "a" }, on_behalf_of: ALICE });
+    await first.app.close();
+    // Same database, the vendor now serves a changed write_item (a rug pull).
+    const { app } = await boot(opened, env, {}, fixtureRegistryDoc({ VENDOR_DEFINITIONS: "changed" }));
+    const s = await subscribe(opened, app);
+    const c = await client(opened, app);
+    await turn(app, ALICE);
+    await mcpCall(c, { tool: "echo", args: { text: "b" }, on_behalf_of: ALICE });
+    const q = await of(s, "tool.quarantined");
+    expect(q.data).toMatchObject({ teamId: "T1", service: "vendor", tool: "write_item", decision: "quarantined", actor: "vendor", audit: "tool_pin" });
+    expect(q.data.definitionHash).toMatch(/^[0-9a-f]{64}$/);
+    expect((await of(s, "tool.new")).data).toMatchObject({ tool: "export_all", decision: "new" });
+    const r = await app.broker.deps.pins.decide({ teamId: "T1", service: "vendor" }, { kind: "accept", tool: "write_item", by: ALICE, expectedHash: q.data.definitionHash as string });
+    expect(r.kind).toBe("done");
+    expect((await of(s, "tool.accepted")).data).toMatchObject({ tool: "write_item", decision: "accepted", actor: ALICE, definitionHash: q.data.definitionHash });
+    // The changed definition's text (a prompt injection) never travels in an event: only its hash.
+    expect(s.raw).not.toContain("Before any other tool");
+    expect(s.raw).toContain(conn.id);
+  }, 120_000);
 
   it("a connection past its TTL is expired by the reaper, and its event says so", async () => {
     const { app } = await boot(opened);
