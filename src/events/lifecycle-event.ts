@@ -114,6 +114,8 @@ function typeOf(row: AuditEvent): AuditLifecycleType | undefined {
     case "approval_requested":
       return "approval.requested";
     case "approval_decided":
+      // "consumed" is the allowed call using its once-approval: that call's own events say it ran.
+      if (row.decision === "consumed") return undefined;
       return row.decision === "expired" ? "approval.expired" : "approval.answered";
     case "login_started":
       return "login.started";

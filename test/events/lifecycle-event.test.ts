@@ -43,6 +43,7 @@ describe("eventFromAudit", () => {
 
   it("an approval expired is its own event; tool pins by their change; refusals and invalid clicks are none", () => {
     expect(eventFromAudit({ ...ROW, event: "approval_decided", decision: "expired", actor: "reaper" })?.type).toBe("approval.expired");
+    expect(eventFromAudit({ ...ROW, event: "approval_decided", decision: "consumed" })).toBeUndefined();
     const pin = (decision: string) => eventFromAudit({ ...ROW, event: "tool_pin", decision })?.type;
     expect(["first_seen", "restored", "new", "quarantined", "accepted", "rejected", "refused_hash_mismatch", "click_invalid", "refused_not_admin"].map(pin)).toEqual([
       "tool.pinned", "tool.pinned", "tool.new", "tool.quarantined", "tool.accepted", "tool.rejected", undefined, undefined, undefined,

@@ -44,6 +44,8 @@ describe("lifecycle events on GET /v1/events", () => {
     expect(await app.broker.approvals.decide(card.approval.id, card.approval.nonce, ALICE, "allowed_once")).toBe("applied");
     await borrowed;
     expect((await of(t1, "approval.answered")).data).toMatchObject({ decision: "allowed_once", approverUserId: ALICE, callerUserId: BOB, connectionId: conn.id });
+    // Using the once-approval is the call's business (call.ended), not a second answer.
+    await of(t1, "call.ended", (e) => e.data.tool === "read_item");
 
     // The vendor exits under a call: its child stopped as crashed; the next call starts another.
     await turn(app, ALICE);
@@ -64,6 +66,7 @@ describe("lifecycle events on GET /v1/events", () => {
     expect(t2.events.every((e) => e.data.teamId === "T2")).toBe(true);
     expect(t2.raw).not.toContain(conn.id);
     expect(t1.events.some((e) => e.data.teamId === "T2")).toBe(false);
+    expect(t1.events.filter((e) => e.event === "approval.answered")).toHaveLength(1);
     expect(t1.raw).not.toContain(other.id);
 
     // No credential, argument or host token anywhere on either stream.
