@@ -18,6 +18,8 @@ import { registerTenantHandlers } from "../slack/tenant-handlers.js";
 import { createInstallFlow, INSTALL_PATH, REDIRECT_PATH } from "../slack/install-flow.js";
 import { singleTokenInstall } from "../slack/installation-adapters.js";
 import { InstallationTenantDirectory } from "../installations/tenant-directory.js";
+import { AuditTail } from "../events/audit-tail.js";
+import { EventRelay } from "../events/relay.js";
 import { envSecretSource } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import { rootVerdict } from "../config/root-rule.js";
@@ -186,6 +188,13 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
 
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
   const approvalPoll = job("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions());
+  // Lifecycle events of committed audit rows, whoever wrote them (this replica, another, the CLI).
+  const auditTail = new AuditTail(store.audit, broker.events, clock);
+  await auditTail.start();
+  const eventTail = job("event tail", opts.eventTailIntervalMs ?? 1_000, () => auditTail.poll());
+  // Replicas hand each other the events that exist only where they happen (calls, vendor children).
+  const eventRelay = sharedDb ? new EventRelay(broker.events, sharedDb.db, keys.ring.subkey("event-relay"), { log, clock }) : undefined;
+  await eventRelay?.start();
   const reaper = job("ttl reaper", opts.reapIntervalMs ?? 30_000, () => lifecycle.reapExpired(), true);
   // Stored results past their TTL are deleted (secure_delete overwrites them on disk).
   const resultReaper = job("result reaper", opts.reapIntervalMs ?? 30_000, () => broker.deps.results.reap(), true);
@@ -278,6 +287,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
       (closing ??= (async () => {
         // Waiting approvals are settled (cards marked expired) while Slack and the store are still up.
         await approvalPoll.stop();
+        await eventTail.stop();
+        await eventRelay?.close();
         await signals.close();
         await broker.approvals.shutdown();
         await consoleRun?.close();

@@ -11,7 +11,7 @@ import { Broker } from "../broker/broker.js";
 import type { CompletionBacklog } from "../broker/completion-backlog.js";
 import type { ConsentNotifier, CredentialRefresher } from "../broker/ports.js";
 import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
-import { CallEventBus } from "../events/event-bus.js";
+import { CallEventBus, type CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import { noMembership, type MembershipSource } from "../membership/membership.js";
@@ -70,7 +70,10 @@ export const POOL_DEFAULTS = { maxChildren: 32, idleMs: 600_000, acquireTimeoutM
 export function buildBroker(o: BrokerOptions): Broker {
   const ledger = new ChildLedger(path.join(o.runDir, "children"), path.join(o.runDir, "vendors"));
   const maxChildren = o.pool?.maxChildren ?? POOL_DEFAULTS.maxChildren;
-  const launcher: VendorLauncher & Partial<BackoffSource> = o.launcher ?? productionLauncher(o, ledger, maxChildren);
+  // One event stream: the call path, the pool and the launcher emit on it; the metrics, the
+  // per-call log line and GET /v1/events consume it.
+  const events = new CallEventBus({ log: o.log });
+  const launcher: VendorLauncher & Partial<BackoffSource> = o.launcher ?? productionLauncher(o, ledger, maxChildren, events);
   const metrics = o.metrics ?? noMetrics;
   const pool = new VendorPool(
     launcher,
@@ -78,14 +81,13 @@ export function buildBroker(o: BrokerOptions): Broker {
     o.clock,
     o.log,
     metrics,
+    events,
   );
   const limits = o.limits ?? { maxBytes: 50_000, maxLines: 2_000 };
   const results = new ResultStore(
     { results: o.store.results, audit: o.store.audit, vault: o.vault, clock: o.clock, log: o.log },
     { ttlMs: o.resultStore?.ttlMs ?? RESULT_STORE_DEFAULTS.ttlMs, maxBytesPerTeam: o.resultStore?.maxBytesPerTeam ?? RESULT_STORE_DEFAULTS.maxBytesPerTeam, pageLimits: limits },
   );
-  // One call event stream: the metrics and the per-call log line consume it (GET /v1/events too).
-  const events = new CallEventBus({ log: o.log });
   metricsFromEvents(events, metrics);
   logFromEvents(events, o.log);
   const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics, ...(o.signals ? { signals: o.signals } : {}) });
@@ -115,7 +117,7 @@ export function buildBroker(o: BrokerOptions): Broker {
 }
 
 /** The launcher of real children: allowlisted env, private HOME/TMPDIR, process groups, child uids when root. */
-function productionLauncher(o: BrokerOptions, ledger: ChildLedger, maxChildren: number): ProductionLauncher {
+function productionLauncher(o: BrokerOptions, ledger: ChildLedger, maxChildren: number, events: CallEventSink): ProductionLauncher {
   const uidBase = o.pool?.childUidBase;
   const perChildUid = uidBase !== undefined && process.geteuid?.() === 0;
   if (perChildUid) {
@@ -129,6 +131,7 @@ function productionLauncher(o: BrokerOptions, ledger: ChildLedger, maxChildren: 
     baseEnv: o.childBaseEnv,
     runDir: path.join(o.runDir, "vendors"),
     ledger,
+    events,
     uids: perChildUid ? new UidAllocator(uidBase, maxChildren) : undefined,
     ...(o.pool?.stopGraceMs !== undefined ? { stopGraceMs: o.pool.stopGraceMs } : {}),
     clock: o.clock,

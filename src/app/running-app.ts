@@ -37,6 +37,8 @@ export interface AppOptions {
   readonly euid?: number;
   /** How often waiting calls look for decisions made by another process, e.g. the CLI (default 1 s). */
   readonly approvalPollIntervalMs?: number;
+  /** How often the lifecycle events of committed audit rows are read for GET /v1/events (default 1 s). */
+  readonly eventTailIntervalMs?: number;
   /** How often the broker re-reads the connections of its live children (default 15 s; signals end them sooner). */
   readonly idleReapIntervalMs?: number;
   /** Tenant facts for the host-token guard (default: one installation, no org; src/tenancy/tenant-directory.ts). */

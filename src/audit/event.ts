@@ -72,6 +72,10 @@ export interface AuditQuery {
   readonly event?: AuditEventKind;
   /** The rows of one call (its `call_started` and `call` rows). */
   readonly callId?: string;
+  /** Only rows with a sequence number above this one (the event stream's tail). */
+  readonly afterSeq?: number;
+  /** Only rows with one of these sequence numbers (the tail's re-check of gaps); at most 1,000. */
+  readonly seqs?: readonly number[];
   readonly limit?: number;
   /** "latest": the newest `limit` rows (still returned oldest first). Default "earliest". */
   readonly take?: "earliest" | "latest";

@@ -218,7 +218,7 @@ export class CallService {
         return { code: "internal_error" };
       }
       this.d.log.error("credential refused by the vault", { connectionId: conn.id, code: err.code });
-      await this.d.pool.drop(conn.id);
+      await this.d.pool.drop(conn.id, "kill", "credential_unusable");
       return { code: "credential_unusable" };
     }
   }

@@ -146,7 +146,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
           return refusal("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") });
         }
         if (opts.connectAvailable) return opts.connectAvailable(ctx, caller, input.service);
-        const message = `Connecting an account from a conversation is not available yet on this slaude-connect: the login flow has not been enabled. An operator can add a connection with \`slaude-connect connections add\`.`;
+        const message = `Connecting an account from a conversation needs a workspace to deliver the private login card, and this slaude-connect runs without one (SLAUDE_WORKSPACE=none, or no Slack configured). An operator turns it on by configuring Slack (the SLACK_* variables, docs/slack-setup.md), or adds a connection with \`slaude-connect connections add\`.`;
         return answer(message, { code: "not_available", service: input.service, message }, "not_available");
       }),
   );

@@ -136,7 +136,7 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
     case "invalid_request":
       return `The request is invalid${f.detail ? `: ${f.detail}` : "."}`;
     case "not_available":
-      return f.detail ?? "Not available yet.";
+      return f.detail ?? "Not available on this slaude-connect: it needs a workspace (Slack, configured with the SLACK_* variables), and this one runs without.";
     case "consent_unavailable":
       return `The private card to connect ${svc} could not be delivered in Slack right now, so nothing was started. Try again in a moment, or use /connect ${f.service ?? "<service>"} in Slack.`;
     case "tool_quarantined":

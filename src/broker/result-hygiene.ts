@@ -25,15 +25,16 @@ export function cleanResult(result: CallToolResult, redactor: Redactor, limits: 
   const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
   const bytes = framed ?? jsonBytes(redacted);
   const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
-  const fits = framed === undefined && bytes <= limits.maxBytes && texts.reduce((n, t) => n + Buffer.byteLength(t), 0) <= limits.maxBytes && countLines(texts, limits.maxLines + 1) <= limits.maxLines;
-  if (fits) {
+  const overBytes = framed !== undefined || bytes > limits.maxBytes || texts.reduce((n, t) => n + Buffer.byteLength(t), 0) > limits.maxBytes;
+  const overLines = countLines(texts, limits.maxLines + 1) > limits.maxLines;
+  if (!overBytes && !overLines) {
     return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
   }
   const fallback = () => JSON.stringify(redacted.structuredContent ?? redacted.content);
   // The cut reads only the head it can reach; the whole text is joined only when the result store asks for it.
   const cut = truncateText(joinHead(texts, limits.maxBytes) || fallback(), limits);
   return {
-    result: { content: [{ type: "text", text: cut.text + truncationNotice(bytes, limits) }], ...(result.isError ? { isError: true } : {}) },
+    result: { content: [{ type: "text", text: cut.text + truncationNotice(bytes, limits, { bytes: overBytes, lines: overLines ? countLines(texts) : null }) }], ...(result.isError ? { isError: true } : {}) },
     truncated: true,
     bytes,
     full: () => texts.join("\n") || fallback(),

@@ -127,7 +127,7 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
       case "cancelled":
         return { code: "cancelled" };
       case "timeout":
-        await d.pool.drop(connectionId, "kill");
+        await d.pool.drop(connectionId, "kill", "timeout");
         return { code: "vendor_timeout" };
       case "closed":
         return { code: "vendor_crashed" };

@@ -1,4 +1,4 @@
-import type { CallEvent } from "./call-event.js";
+import type { BrokerEvent } from "./broker-event.js";
 import type { CallEventBus, Subscription } from "./event-bus.js";
 
 // A subscriber that does I/O at its own pace: the bus pushes into a bounded backlog and returns at
@@ -10,9 +10,9 @@ export interface BoundedSubscriberOptions<T> {
   /** Most items held for the consumer; one more and the subscriber is dropped. */
   readonly max: number;
   /** Which events this subscriber sees (e.g. one team's). */
-  readonly filter: (e: CallEvent) => boolean;
+  readonly filter: (e: BrokerEvent) => boolean;
   /** Shapes an accepted event into what the consumer takes (e.g. one SSE frame). */
-  readonly map: (e: CallEvent, seq: number) => T;
+  readonly map: (e: BrokerEvent, seq: number) => T;
   /** The backlog went from empty to non-empty: the consumer should start taking. */
   readonly onReady: () => void;
   /** The subscriber was dropped because its backlog overflowed. */
@@ -68,7 +68,7 @@ export class BoundedSubscriber<T> {
     this.head = 0;
   }
 
-  private push(e: CallEvent, seq: number): void {
+  private push(e: BrokerEvent, seq: number): void {
     if (this.sub === undefined || !this.o.filter(e)) return;
     if (this.backlog >= this.o.max) {
       const backlog = this.backlog + 1;

@@ -3,7 +3,8 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { CallEventBus, Subscription } from "./event-bus.js";
 
 // The internal consumers of the call event stream: the metrics and the one log line per call learn
-// of a finished call from its `call.ended` event, not from a hook of their own in the call path.
+// of a finished call from its `call.ended` event, not from a hook of their own in the call path;
+// a call relayed from another replica is that replica's to count and log.
 // (The audit's rows are not a consumer: the `call_started` row must be committed before the vendor
 // runs and the completion row before the result is returned, which a fire-and-forget stream cannot
 // promise; docs/host-integration.md says so.)
@@ -11,7 +12,7 @@ import type { CallEventBus, Subscription } from "./event-bus.js";
 /** Reports every `call.ended` to the metrics port; undefined when the bus is full. */
 export function metricsFromEvents(bus: CallEventBus, metrics: Pick<Metrics, "callFinished">): Subscription | undefined {
   return bus.subscribe((e) => {
-    if (e.type !== "call.ended") return;
+    if (e.type !== "call.ended" || bus.isRemote(e)) return;
     metrics.callFinished({
       service: e.service,
       tool: e.tool,
@@ -26,7 +27,7 @@ export function metricsFromEvents(bus: CallEventBus, metrics: Pick<Metrics, "cal
 /** Writes the one `mcp_call done` log line per `call.ended`: ids, codes and timings only. */
 export function logFromEvents(bus: CallEventBus, log: Logger): Subscription | undefined {
   return bus.subscribe((e) => {
-    if (e.type !== "call.ended") return;
+    if (e.type !== "call.ended" || bus.isRemote(e)) return;
     // Emitted inside the call's log context, so the line carries its call id.
     log.info("mcp_call done", {
       service: e.service.slice(0, 100),

@@ -1,18 +1,18 @@
 import type { Logger } from "../log/logger.js";
-import type { CallEvent } from "./call-event.js";
+import type { BrokerEvent } from "./broker-event.js";
 
-// The one internal stream of call events. The call path emits synchronously and never waits:
+// The one internal stream of events (a call's, and the lifecycle events of src/events/lifecycle-event.ts). The call path emits synchronously and never waits:
 // every subscriber must be cheap and must not throw (one that does is logged and skipped). A
 // subscriber that does I/O (an SSE client) keeps its own bounded backlog (bounded-subscriber.ts)
 // and is dropped when it falls behind, so a slow reader can never hold up a call.
 
 /** What the call path sees: emit one event; cheap, synchronous, never throws. */
 export interface CallEventSink {
-  emit(e: CallEvent): void;
+  emit(e: BrokerEvent): void;
 }
 
 /** A subscriber: gets each event with its sequence number (increasing for the process's life). */
-export type CallEventListener = (e: CallEvent, seq: number) => void;
+export type CallEventListener = (e: BrokerEvent, seq: number) => void;
 
 /** A live subscription; `unsubscribe` is idempotent. */
 export interface Subscription {
@@ -29,6 +29,7 @@ export const DEFAULT_MAX_SUBSCRIBERS = 256;
 export class CallEventBus implements CallEventSink {
   private seq = 0;
   private readonly listeners = new Set<CallEventListener>();
+  private readonly remote = new WeakSet<BrokerEvent>();
 
   constructor(private readonly o: { readonly log: Logger; readonly maxSubscribers?: number }) {}
 
@@ -46,7 +47,21 @@ export class CallEventBus implements CallEventSink {
     return { unsubscribe: () => void this.listeners.delete(own) };
   }
 
-  emit(e: CallEvent): void {
+  /**
+   * Emits an event another replica relayed (src/events/relay.ts): streams get it; this replica's
+   * metrics and log line skip it (`isRemote`), since the replica where it happened counted it.
+   */
+  emitRemote(e: BrokerEvent): void {
+    this.remote.add(e);
+    this.emit(e);
+  }
+
+  /** Whether `e` was relayed from another replica. */
+  isRemote(e: BrokerEvent): boolean {
+    return this.remote.has(e);
+  }
+
+  emit(e: BrokerEvent): void {
     const seq = ++this.seq;
     for (const l of this.listeners) {
       try {

@@ -31,7 +31,20 @@ export function truncateText(text: string, limits: ResultLimits): { text: string
   return { text: out, truncated };
 }
 
-/** The notice appended to a truncated result. */
-export function truncationNotice(originalBytes: number, limits: ResultLimits): string {
-  return `\n[slaude-connect: result truncated: ${originalBytes} bytes exceeded the limit of ${limits.maxBytes} bytes / ${limits.maxLines} lines. Ask for less (filters, pagination).]`;
+/** Which of the limits a result went past (both may). */
+export interface LimitsExceeded {
+  readonly bytes: boolean;
+  /** The result's line count when it went past `maxLines`, else null. */
+  readonly lines: number | null;
+}
+
+/**
+ * The notice appended to a truncated result: it names the limit the result actually went past
+ * (bytes, lines or both), so a result cut for its line count does not claim a byte limit it kept.
+ */
+export function truncationNotice(originalBytes: number, limits: ResultLimits, over: LimitsExceeded): string {
+  const bytes = `${originalBytes} bytes exceeded the limit of ${limits.maxBytes} bytes`;
+  const lines = over.lines === null ? undefined : `${over.lines} lines exceeded the limit of ${limits.maxLines} lines`;
+  const what = lines === undefined ? bytes : over.bytes ? `${bytes}, and ${lines}` : `${lines} (its ${originalBytes} bytes were within the limit of ${limits.maxBytes})`;
+  return `\n[slaude-connect: result truncated: ${what}. Ask for less (filters, pagination).]`;
 }

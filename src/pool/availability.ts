@@ -66,9 +66,9 @@ export class AvailabilityBook {
     this.put(connectionId, { reason: "start_failed", since: this.clock.now(), lastError });
   }
 
-  /** The vendor started: whatever was recorded is over. */
-  started(connectionId: string): void {
-    this.records.delete(connectionId);
+  /** The vendor started: whatever was recorded is over; true when something was. */
+  started(connectionId: string): boolean {
+    return this.records.delete(connectionId);
   }
 
   private put(connectionId: string, r: Unavailability): void {

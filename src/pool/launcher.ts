@@ -13,6 +13,8 @@ import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import { GroupStdioTransport } from "./group-stdio-transport.js";
 import { connectRemote, failureClass, httpStatusOf, type RemoteSession } from "./remote.js";
+import type { CallEventSink } from "../events/event-bus.js";
+import { remoteRecovered, remoteUnavailable, vendorTag } from "../events/vendor-events.js";
 
 export type { BackoffState, Unavailability } from "./availability.js";
 
@@ -60,6 +62,8 @@ export interface LauncherOptions {
   /** Bounds the stop sequence of real processes (default: wall time, whatever `clock` is). */
   readonly processClock?: Clock;
   readonly log: Logger;
+  /** Where remote.unavailable / remote.recovered go (default nowhere). */
+  readonly events?: CallEventSink;
 }
 
 /** Hands out distinct unprivileged uids to live children, so they cannot read each other's /proc/<pid>/environ. */
@@ -213,11 +217,13 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       const lastError = failureClass(cause);
       if (status === 401 || status === 403) {
         // The vendor refused this credential: waiting will not fix it, a new login will.
+        if (this.book.of(connection.id)?.reason !== "credential_rejected") this.opts.events?.emit(remoteUnavailable(vendorTag(connection, service), "credential_rejected", lastError, null, this.opts.clock.now()));
         this.book.credentialRejected(connection.id, lastError);
         this.opts.log.warn("remote vendor rejected the credential", { service: service.name, connectionId: connection.id, error: lastError });
         throw new PoolError("credential_rejected", `${service.displayName} rejected the stored credential (${lastError})`, { cause, detail: lastError });
       }
       const next = this.book.connectFailed(connection.id, lastError);
+      if (next.failures === 1) this.opts.events?.emit(remoteUnavailable(vendorTag(connection, service), "backoff", lastError, next.retryAt, this.opts.clock.now()));
       this.opts.log.warn("remote vendor connect failed", { service: service.name, connectionId: connection.id, failures: next.failures, error: lastError });
       throw new PoolError("vendor_unreachable", `${service.displayName} is unreachable (${lastError}); retrying after ${new Date(next.retryAt).toISOString()}`, {
         cause,
@@ -225,7 +231,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
         detail: lastError,
       });
     }
-    this.book.started(connection.id);
+    if (this.book.started(connection.id)) this.opts.events?.emit(remoteRecovered(vendorTag(connection, service), this.opts.clock.now()));
     const { client } = session;
     let closedCb: (() => void) | undefined;
     client.onclose = () => {

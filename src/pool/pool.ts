@@ -10,6 +10,9 @@ import { PoolError } from "./errors.js";
 import type { VendorHandle, VendorLauncher } from "./launcher.js";
 import { SlotQueue } from "./slot-queue.js";
 import { LATE, stopVendor, within } from "./stop.js";
+import { noCallEvents, type CallEventSink } from "../events/event-bus.js";
+import type { ChildStopReason } from "../events/lifecycle-event.js";
+import { childStarted, childStopped, vendorTag, type VendorTag } from "../events/vendor-events.js";
 
 /** Settings of the pool. */
 export interface PoolOptions {
@@ -35,6 +38,7 @@ export interface PoolLease {
 
 interface Entry {
   readonly connectionId: string;
+  readonly tag: VendorTag;
   readonly secretVersion: string;
   readonly ready: Promise<VendorHandle>;
   handle: VendorHandle | undefined;
@@ -82,6 +86,7 @@ export class VendorPool {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics: Pick<Metrics, "poolWaited"> = noMetrics,
+    private readonly events: CallEventSink = noCallEvents,
   ) {
     this.queue = new SlotQueue(clock, (id) => this.isLive(id));
   }
@@ -108,7 +113,7 @@ export class VendorPool {
 
   /** Kills the vendor whose client is `client`, if it is still live (one whose re-read tool list went over the limits). */
   async dropClient(client: Client): Promise<void> {
-    for (const e of this.entries.values()) if (e.handle?.client === client) await this.remove(e, "kill");
+    for (const e of this.entries.values()) if (e.handle?.client === client) await this.remove(e, "kill", "limit");
   }
 
   /** Whether a vendor is currently live for `connectionId`. */
@@ -175,7 +180,7 @@ export class VendorPool {
         }
         if (existing) {
           // Stale credential or a dead vendor: replace it.
-          await this.remove(existing, "kill");
+          await this.remove(existing, "kill", "replaced");
           continue;
         }
         if (myTurn || !this.queue.busy) {
@@ -183,7 +188,7 @@ export class VendorPool {
           const victim = this.lruIdle();
           if (victim) {
             this.log.debug("evicting idle vendor", { connectionId: victim.connectionId });
-            await this.remove(victim, "close");
+            await this.remove(victim, "close", "evicted");
             continue;
           }
         }
@@ -217,11 +222,13 @@ export class VendorPool {
       const handle = await this.launcher.launch(connection, service, lease.secrets());
       entry.handle = handle;
       this.spawned++;
+      this.events.emit(childStarted(entry.tag, this.clock.now()));
       handle.onClosed(() => {
         if (entry.dead) return;
         entry.dead = true;
         if (this.entries.get(entry.connectionId) === entry) this.entries.delete(entry.connectionId);
         this.log.warn("vendor went away", { connectionId: entry.connectionId, service: service.name });
+        this.events.emit(childStopped(entry.tag, "crashed", this.clock.now()));
         this.wake();
       });
       try {
@@ -229,6 +236,7 @@ export class VendorPool {
       } catch (err) {
         if (!(err instanceof PoolError)) throw err;
         // Over the broker's limits (endless tools/list paging): this vendor gets no calls.
+        if (!entry.dead) this.events.emit(childStopped(entry.tag, "limit", this.clock.now()));
         entry.dead = true;
         this.log.warn("vendor misbehaved; stopped", { connectionId: entry.connectionId, service: service.name, code: err.code });
         await this.stopHandle(entry.connectionId, handle, "kill");
@@ -236,7 +244,7 @@ export class VendorPool {
       }
       return handle;
     })();
-    entry = { connectionId: connection.id, secretVersion: lease.version, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
+    entry = { connectionId: connection.id, tag: vendorTag(connection, service), secretVersion: lease.version, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
     this.entries.set(connection.id, entry);
     ready.then(
       () => this.wake(),
@@ -259,8 +267,10 @@ export class VendorPool {
     return best;
   }
 
-  private async remove(entry: Entry, how: "close" | "kill"): Promise<void> {
+  private async remove(entry: Entry, how: "close" | "kill", reason: ChildStopReason): Promise<void> {
     if (this.entries.get(entry.connectionId) === entry) this.entries.delete(entry.connectionId);
+    // A vendor that already went away (crashed, or stopped for its limits) was reported then.
+    const report = entry.dead ? () => {} : () => this.events.emit(childStopped(entry.tag, reason, this.clock.now()));
     entry.dead = true;
     this.stopping++;
     try {
@@ -268,8 +278,8 @@ export class VendorPool {
       if (handle === LATE) {
         // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
         this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
-        void entry.ready.then((h) => this.stopHandle(entry.connectionId, h, "kill"), () => {});
-      } else if (handle) await this.stopHandle(entry.connectionId, handle, how);
+        void entry.ready.then((h) => (report(), this.stopHandle(entry.connectionId, h, "kill")), () => {});
+      } else if (handle) (report(), await this.stopHandle(entry.connectionId, handle, how));
     } finally {
       this.stopping--;
       this.wake();
@@ -285,17 +295,17 @@ export class VendorPool {
     this.queue.wake();
   }
 
-  /** Kills the vendor of `connectionId` (revoked, expired, hung). */
-  async drop(connectionId: string, how: "close" | "kill" = "kill"): Promise<void> {
+  /** Kills the vendor of `connectionId` (revoked, expired, hung); `reason` is what its child.stopped event says. */
+  async drop(connectionId: string, how: "close" | "kill" = "kill", reason: ChildStopReason = "revoked"): Promise<void> {
     const e = this.entries.get(connectionId);
-    if (e) await this.remove(e, how);
+    if (e) await this.remove(e, how, reason);
   }
 
   /** Stops vendors idle for at least idleMs; returns how many. */
   async reapIdle(): Promise<number> {
     const now = this.clock.now();
     const idle = [...this.entries.values()].filter((e) => e.leases === 0 && e.handle && now - e.lastUsed >= this.opts.idleMs);
-    await Promise.all(idle.map((e) => this.remove(e, "close")));
+    await Promise.all(idle.map((e) => this.remove(e, "close", "idle")));
     return idle.length;
   }
 
@@ -303,6 +313,6 @@ export class VendorPool {
   async shutdown(): Promise<void> {
     this.closed = true;
     this.queue.wakeAll();
-    await Promise.all([...this.entries.values()].map((e) => this.remove(e, "close")));
+    await Promise.all([...this.entries.values()].map((e) => this.remove(e, "close", "shutdown")));
   }
 }

@@ -1,6 +1,6 @@
 import type http from "node:http";
 import type { Clock } from "../clock/clock.js";
-import type { CallEvent } from "../events/call-event.js";
+import type { BrokerEvent } from "../events/broker-event.js";
 import { BoundedSubscriber } from "../events/bounded-subscriber.js";
 import type { CallEventBus } from "../events/event-bus.js";
 import { LRUCache } from "lru-cache";
@@ -45,7 +45,7 @@ export interface EventsEndpointOptions {
 }
 
 /** One event as an SSE frame: its sequence number, its kind, and the event as one JSON line. */
-export function sseFrame(e: CallEvent, seq: number): string {
+export function sseFrame(e: BrokerEvent, seq: number): string {
   // JSON.stringify escapes line breaks, so `data:` is always a single line.
   return `id: ${seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
 }

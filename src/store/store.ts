@@ -20,9 +20,10 @@ import type { ResultRepo } from "./result-repo.js";
 import type { InstallationRepo, OAuthStateRepo } from "../installations/installation.js";
 import type { SealedRows } from "../vault/rotate.js";
 
-// The storage port. The core only sees these interfaces; SQLite is one adapter (src/store/sqlite),
-// and a PostgreSQL adapter can implement the same contract. Every method that changes state takes
-// the audit events describing the change and writes them in the same transaction.
+// The storage port. The core only sees these interfaces; two adapters implement the same contract:
+// SQLite (src/store/sqlite, one process) and PostgreSQL (src/store/postgres, replicas). Every
+// method that changes state takes the audit events describing the change and writes them in the
+// same transaction.
 
 /** Filters for listing connections; all optional, combined with AND. */
 export interface ConnectionFilter {

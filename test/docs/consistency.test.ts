@@ -1,26 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SECRET_VARIABLES } from "../../src/config/secret-files.js";
+import { DOCS, FILE_VARIANTS, ROOT, read, schemaVariables } from "./sources.js";
 
 // Docs say what is: the environment variables named by src/config/env.ts, the README's table and
 // .env.example are the same set; every `src/…` path a doc names exists; nothing built is "coming".
-
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const read = (rel: string): string => readFileSync(path.join(ROOT, rel), "utf8");
-const DOCS = ["README.md", ...readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
-
-/** Every variable the env schema reads: the keys of `envSchema` in src/config/env.ts. */
-function schemaVariables(): Set<string> {
-  const src = read("src/config/env.ts");
-  const start = src.indexOf("const envSchema = z.object({");
-  const end = src.indexOf("\n});", start);
-  expect(start, "envSchema not found in src/config/env.ts").toBeGreaterThan(-1);
-  return new Set([...src.slice(start, end).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!));
-}
-
-/** `<NAME>_FILE` variants of the secret variables (read by src/config/secret-files.ts). */
-const FILE_VARIANTS = new Set(SECRET_VARIABLES.map((n) => `${n}_FILE`));
 
 /** Names in the first cell of the README's environment table rows. */
 function readmeVariables(): Set<string> {

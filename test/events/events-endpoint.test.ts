@@ -1,107 +1,22 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { loadConfig } from "../../src/config/env.js";
-import { parseRegistry } from "../../src/config/registry.js";
+import type { RunningApp } from "../../src/app/app.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
-import { memoryLogger } from "../../src/log/logger.js";
-import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, CAROL, FakeApprovalChannel, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
-import { SseReader } from "./sse-reader.js";
+import { ALICE, BOB, CAROL, THREAD, mcpCall } from "../integration/broker-harness.js";
+import { Opened, THREAD_T2, TOKEN_T1, TOKEN_T2, TOKEN_UNBOUND, boot as bootApp, callOf, client as openClient, connect, subscribe as openStream, turn } from "./events-app.js";
 
 // Issue 15 part 5: every mcp_call emits started → (progress) → (approval asked/decided) → ended on
 // one internal stream, and GET /v1/events serves it as SSE to a host token bound to a team, that
 // team's events only, with the same redaction as results. The real app over HTTP: real SDK clients
 // on /mcp, the fixture vendor as real children, real SQLite, a real socket that stops reading.
 
-const TOKEN_T1 = `host-t1-${randomBytes(16).toString("hex")}`;
-const TOKEN_T2 = `host-t2-${randomBytes(16).toString("hex")}`;
-const TOKEN_UNBOUND = `host-unbound-${randomBytes(16).toString("hex")}`;
-const THREAD_T2: ThreadRef = { teamId: "T2", channelId: "C2", threadTs: "1700000000.000200" };
-
-const dirs: string[] = [];
-const apps: RunningApp[] = [];
-const closers: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c();
-  for (const a of apps.splice(0)) await a.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function boot(env: Record<string, string> = {}) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-events-"));
-  dirs.push(dir);
-  const log = memoryLogger("debug");
-  const approvals = new FakeApprovalChannel();
-  const config = loadConfig({
-    NODE_ENV: "test",
-    SLAUDE_DATA_DIR: dir,
-    PORT: "0",
-    SLAUDE_HOST_TOKENS: `T1:${TOKEN_T1},T2:${TOKEN_T2},${TOKEN_UNBOUND}`,
-    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    ...env,
-  });
-  const app = await startApp({
-    config,
-    log,
-    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
-    registry: parseRegistry(fixtureRegistryDoc(), "test"),
-    approvalChannel: approvals,
-  });
-  apps.push(app);
-  return { app, log, approvals };
-}
-
-async function client(app: RunningApp, token = TOKEN_T1, thread: ThreadRef = THREAD): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-    requestInit: { headers: { authorization: `Bearer ${token}`, "x-slaude-thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
-  });
-  const c = new Client({ name: "events-test", version: "1" });
-  await c.connect(transport);
-  closers.push(() => c.close().catch(() => {}));
-  return c;
-}
-
-async function turn(app: RunningApp, user: string, token = TOKEN_T1, thread: ThreadRef = THREAD): Promise<void> {
-  const r = await fetch(`${app.url}/v1/turns`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: user }),
-  });
-  expect(r.status).toBe(204);
-}
-
-async function connect(app: RunningApp, owner: string, token: string) {
-  return app.lifecycle.create({
-    teamId: THREAD.teamId,
-    ownerUserId: owner,
-    service: "vendor",
-    scope: "thread",
-    channelId: THREAD.channelId,
-    threadTs: THREAD.threadTs,
-    credential: { kind: "fields", fields: { token, user: owner } },
-    createdBy: owner,
-  });
-}
-
-async function subscribe(app: RunningApp, token = TOKEN_T1): Promise<SseReader> {
-  const r = await SseReader.open(`${app.url}/v1/events`, token);
-  closers.push(() => r.close());
-  return r;
-}
-
-/** The call.ended event of the first call to `tool` seen on `s`, and all the events of that call. */
-async function callOf(s: SseReader, tool: string) {
-  const ended = await s.waitFor((e) => e.event === "call.ended" && e.data.tool === tool);
-  return { ended, events: s.ofCall(ended.data.callId) };
-}
+const opened = new Opened();
+afterEach(() => opened.closeAll());
+const boot = (env: Record<string, string> = {}) => bootApp(opened, env);
+const client = (app: RunningApp, token = TOKEN_T1, thread: ThreadRef = THREAD) => openClient(opened, app, token, thread);
+const subscribe = (app: RunningApp, token = TOKEN_T1) => openStream(opened, app, token);
+const closers = opened.closers;
 
 describe("GET /v1/events", () => {
   it("streams started → progress → ended for a call with progress, and approval asked → decided for a borrow, in order", async () => {

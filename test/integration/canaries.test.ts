@@ -194,7 +194,8 @@ describe("result size cap", () => {
     expect(content.map((c) => c.type)).toEqual(["text", "text", "resource_link"]);
     const [body, notice] = content[0]!.text.split("\n[slaude-connect: result truncated");
     expect(notice).toBeDefined();
-    expect(notice).toContain("limit of 1000 bytes / 50 lines");
+    // Past both limits, and the notice says so (issue 21: it names the limits actually hit).
+    expect(notice).toMatch(/\d+ bytes exceeded the limit of 1000 bytes, and \d+ lines exceeded the limit of 50 lines/);
     expect(Buffer.byteLength(body!)).toBeLessThanOrEqual(1000);
     expect(body!.split("\n").length).toBeLessThanOrEqual(50);
     expect(body!.startsWith("x".repeat(99))).toBe(true);

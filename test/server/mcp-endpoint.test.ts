@@ -334,13 +334,17 @@ describe("POST /v1/turns", () => {
 });
 
 describe("the other tools over HTTP", () => {
-  it("connect answers 'not available yet' without any link", async () => {
+  it("connect answers not_available, naming the setting that turns it on, without any link", async () => {
     const { client } = await openSession();
     await reportTurn(BOB);
     const r = await client.callTool({ name: "connect", arguments: { service: "vendor" } });
     const s = r.structuredContent as Record<string, unknown>;
     expect(s.status).toBe("not_available");
     expect(s.service).toBe("vendor");
+    // What is true: it needs a workspace (Slack) to deliver the card, not a feature still to come.
+    expect(s.message).toMatch(/SLAUDE_WORKSPACE=none/);
+    expect(s.message).toMatch(/SLACK_\*/);
+    expect(s.message).not.toMatch(/not available yet|has not been enabled/);
     const everything = JSON.stringify(r);
     expect(everything).not.toMatch(/https?:\/\//);
     expect(everything).not.toContain("/login");

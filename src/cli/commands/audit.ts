@@ -5,7 +5,7 @@ import { CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 /** Every audit event kind, for validating --event (the `satisfies` keeps it in step with AuditEventKind). */
-const EVENT_KINDS = Object.keys({
+export const EVENT_KINDS = Object.keys({
   call: 1, call_denied: 1, approval_requested: 1, approval_decided: 1, approval_rejected_click: 1, grant_created: 1, grant_revoked: 1,
   connection_created: 1, connection_replaced: 1, connection_revoked: 1, connection_expired: 1, connection_needs_login: 1,
   connection_refreshed: 1, tool_pin: 1, call_started: 1, login_started: 1, login_completed: 1, login_refused: 1, keys_rotated: 1, admin_action: 1,

@@ -36,6 +36,8 @@ function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {
   if (q.service) clauses.push(`service = ${p(q.service)}`);
   if (q.event) clauses.push(`event = ${p(q.event)}`);
   if (q.callId) clauses.push(`call_id = ${p(q.callId)}`);
+  if (q.afterSeq !== undefined) clauses.push(`seq > ${p(q.afterSeq)}`);
+  if (q.seqs) clauses.push(`seq = ANY(${p(q.seqs.slice(0, 1000))}::bigint[])`);
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 

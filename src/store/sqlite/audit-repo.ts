@@ -47,6 +47,8 @@ function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> 
   if (q.service) (clauses.push("service = @service"), (params.service = q.service));
   if (q.event) (clauses.push("event = @event"), (params.event = q.event));
   if (q.callId) (clauses.push("call_id = @callId"), (params.callId = q.callId));
+  if (q.afterSeq !== undefined) (clauses.push("seq > @afterSeq"), (params.afterSeq = q.afterSeq));
+  if (q.seqs) (clauses.push("seq IN (SELECT value FROM json_each(@seqs))"), (params.seqs = JSON.stringify(q.seqs.slice(0, 1000))));
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
