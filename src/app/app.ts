@@ -67,12 +67,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const registrySource = opts.registry ? { registry: opts.registry, path: undefined } : resolveRegistry(config);
   if ("note" in registrySource && registrySource.note) log.warn(registrySource.note);
 
-  const { store, migrations } = await openStore(config, () => clock.now());
+  const { store, migrations } = await openStore(config, () => clock.now(), keys.ring);
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
   const metrics = new PrometheusMetrics(registrySource.registry);
   // Signals between replicas (PostgreSQL NOTIFY; in-process on SQLite): decisions, ends, membership.
-  const signals = clusterSignalsFor(store, { log, clock });
+  const signals = clusterSignalsFor(store, { log, clock, keys: () => keys.ring });
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log, signals });
   // Replicas on one PostgreSQL share its locks (job leadership, OAuth refresh); with SQLite this process is alone.
   const sharedDb = store instanceof PostgresStore ? store : undefined;

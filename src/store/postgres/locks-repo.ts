@@ -1,12 +1,14 @@
 import pg from "pg";
 import type { HeldLock, LeaderLocks } from "../../jobs/leadership.js";
 import type { RefreshLock } from "../../login/oauth/refresh-lock.js";
-import { LOCK_KEY_SQL, mapPgError, type PgDb } from "./pg-db.js";
+import { KEY_PARAM } from "./lock-keys.js";
+import { mapPgError, type PgDb } from "./pg-db.js";
 
 // Named locks shared by every replica, on PostgreSQL session advisory locks: held by a session, they
 // die with it, so a killed replica frees its locks as soon as the server sees its connection close.
 // Advisory locks are per database, not per schema: names carry the schema, so two deployments in
-// two schemas of one database (or two test schemas) never take each other's locks.
+// two schemas of one database (or two test schemas) never take each other's locks. Names become
+// keys through the store's LockKeys (an HMAC under the key ring): another role cannot compute them.
 
 /** How long a refresh waits for another replica's refresh of the same connection (one token request, 15 s at most). */
 export const REFRESH_LOCK_WAIT_MS = 30_000;
@@ -41,7 +43,7 @@ export class PgLocks implements LeaderLocks, RefreshLock {
     try {
       await client.connect();
       await client.query(`SET lock_timeout = ${REFRESH_LOCK_WAIT_MS}`);
-      await client.query(`SELECT pg_advisory_lock(${LOCK_KEY_SQL})`, [name]);
+      for (const k of this.db.lockKeys.keys(name)) await client.query(`SELECT pg_advisory_lock(${KEY_PARAM})`, [k]);
       return await fn();
     } catch (err) {
       throw mapPgError(err);
