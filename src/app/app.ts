@@ -37,6 +37,7 @@ import { turnStoreFor } from "./turn-store-factory.js";
 import { openStore, storeCounts } from "./store-factory.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
+import { sweepInspections } from "../pool/inspect-run.js";
 import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
@@ -128,6 +129,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
   const sweptBrowsers = await browserHomes.sweep();
   if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
+  // Vendors of a `registry inspect` whose CLI died (SIGKILL, a crash) still hold the credential they were given.
+  const sweptInspections = sweepInspections(config.dataDir);
+  if (sweptInspections) log.warn("killed vendor processes an interrupted registry inspect left running", { processes: sweptInspections });
   const loginBrowsers = opts.browsers ? { browsers: opts.browsers, close: async () => {} } : chromiumLogins({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock, spareBrowsers: config.login.spareBrowsers, registry: () => registrySource.registry });
   // Replicas on PostgreSQL forward a login to the one holding it; with SQLite every flow is local.
   const loginReplica = new LoginReplica(sharedDb?.loginHolders ?? singleProcessHolders, clock, log);
