@@ -31,6 +31,25 @@ export class PgLocks implements LeaderLocks, RefreshLock {
   }
 
   /**
+   * The role of a session holding the lock `name` when that role is not this one (someone else on the
+   * server who read the key from pg_locks), else undefined: a replica of ours holding it is not news.
+   */
+  async foreignHolder(name: string): Promise<string | undefined> {
+    const keys = this.db.lockKeys.keys(await this.qualified(name));
+    const r = await this.db.query<{ role: string | null }>(
+      `SELECT a.usename AS role FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND ((l.classid::int8 << 32) | l.objid::int8) = ANY($1::bigint[])
+          AND a.usename IS DISTINCT FROM current_user
+        LIMIT 1`,
+      [keys],
+    );
+    const row = r.rows[0];
+    return row ? (row.role ?? "(unknown)") : undefined;
+  }
+
+  /**
    * Runs `fn` holding the refresh lock of `connectionId`, waiting (at most REFRESH_LOCK_WAIT_MS, then
    * StoreError `busy`) while another replica holds it. The lock is on its own connection, not a pooled
    * one: `fn` reads and writes through the pool, and must never wait for a client its own lock holds.

@@ -99,6 +99,7 @@ async function holderOf(client: pg.Client, key: string): Promise<string> {
       `SELECT l.pid, a.usename AS role, a.application_name AS app, a.usename = current_user AS mine
          FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND ((l.classid::int8 << 32) | l.objid::int8) = $1::bigint
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
         LIMIT 1`,
       [key],
     )

@@ -74,14 +74,13 @@ describe("another role on the server: advisory locks", () => {
     await leadership.close();
   });
 
-  it("an expired connection is refused at read time even while another session holds the reaper's exact lock", async () => {
+  it("another role holding the reaper's exact lock: an expired connection is refused at read time, and the reaper runs anyway", async () => {
     const url = await cluster.createDatabase();
     const store = await replicaStore(url);
+    const other = await replicaStore(url);
     // The worst case: the other role watched pg_locks and took the real key while no replica held it.
     const evil = await intruder(url);
     for (const k of store.db.lockKeys.keys("slaude-connect:public:job:ttl reaper")) await evil.query("SELECT pg_advisory_lock($1::bigint)", [k]);
-    const leadership = new Leadership({ locks: store.locks, log: memoryLogger() });
-    expect(await leadership.lead("ttl reaper")).toBe(false);
 
     const clock = new ManualClock();
     const lifecycle = new ConnectionLifecycle({ store, vault: new Vault(ring), registry: testRegistry(), clock, log: memoryLogger() });
@@ -89,10 +88,26 @@ describe("another role on the server: advisory locks", () => {
     const thread = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
     expect((await store.connections.ownConnection({ thread, caller: "U1", service: "svc", now: clock.now() }))?.id).toBe(c.id);
     clock.advance(3_000);
-    // Not reaped (its row is still `active`), and still never served: every read compares expires_at with now.
+    // Not reaped yet (its row is still `active`), and already never served: every read compares expires_at with now.
     expect((await store.connections.get(c.id))?.status).toBe("active");
     expect(await store.connections.ownConnection({ thread, caller: "U1", service: "svc", now: clock.now() })).toBeUndefined();
-    await leadership.close();
+
+    // A lock held by a role that is not ours does not count: every replica runs the job.
+    const log = memoryLogger();
+    const leaders = [new Leadership({ locks: store.locks, log }), new Leadership({ locks: other.locks, log: memoryLogger() })];
+    expect(await Promise.all(leaders.map((l) => l.lead("ttl reaper")))).toEqual([true, true]);
+    expect(log.lines.filter((l) => l.includes("held by another database role") && l.includes(intruderRole.name))).toHaveLength(1);
+    expect(await lifecycle.reapExpired()).toBe(1);
+    const reaped = await store.connections.get(c.id);
+    expect(reaped?.status).toBe("expired");
+    expect(reaped?.sealed).toBeNull();
+
+    // Once it lets go, one replica leads again and the other does not.
+    await evil.end();
+    await vi.waitFor(async () => expect(await store.locks.foreignHolder("job:ttl reaper")).toBeUndefined());
+    const after = [await leaders[0]!.lead("ttl reaper"), await leaders[1]!.lead("ttl reaper")];
+    expect(after).toEqual([true, false]);
+    for (const l of leaders) await l.close();
   });
 
   it("holding the lock the migrations' name hashes to does not hold back start-up", async () => {
