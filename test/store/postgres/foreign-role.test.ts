@@ -54,8 +54,8 @@ async function intruder(url: string): Promise<pg.Client> {
 
 const ring = KeyRing.fromBase64(newKeyB64());
 
-async function replicaStore(url: string, opts: { migrationLockWaitMs?: number; keys?: KeyRing } = {}): Promise<PostgresStore> {
-  const { store } = await openPostgresStore({ url, lockKeys: LockKeys.fromRing(opts.keys ?? ring), ...(opts.migrationLockWaitMs ? { migrationLockWaitMs: opts.migrationLockWaitMs } : {}) });
+async function replicaStore(url: string, opts: { lockWaitMs?: number; keys?: KeyRing } = {}): Promise<PostgresStore> {
+  const { store } = await openPostgresStore({ url, lockKeys: LockKeys.fromRing(opts.keys ?? ring), ...(opts.lockWaitMs ? { lockWaitMs: opts.lockWaitMs } : {}) });
   open.push(store);
   return store;
 }
@@ -108,6 +108,17 @@ describe("another role on the server: advisory locks", () => {
     const after = [await leaders[0]!.lead("ttl reaper"), await leaders[1]!.lead("ttl reaper")];
     expect(after).toEqual([true, false]);
     for (const l of leaders) await l.close();
+  });
+
+  it("holding the lock MCP session opens used to hash to no longer stalls them", async () => {
+    const url = await cluster.createDatabase();
+    const store = await replicaStore(url, { lockWaitMs: 2_000 });
+    const evil = await intruder(url);
+    await readableKey(evil, "slaude-connect:public:mcp-session-open");
+    const init = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "host", version: "1" } };
+    // Old code: the open waits for the other role's lock until lock_timeout, then fails as busy; every open does.
+    const opened = await store.mcpSessions.open({ id: "s1", teamId: "T1", threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: init, createdAt: 1_000 }, { max: 10, idleBefore: 0 });
+    expect(opened.opened).toBe(true);
   });
 
   it("holding the lock the migrations' name hashes to does not hold back start-up", async () => {
