@@ -44,6 +44,7 @@ import { turnStoreFor } from "./turn-store-factory.js";
 import { openStore, storeCounts } from "./store-factory.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
+import { sweepInspections } from "../pool/inspect-run.js";
 import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
@@ -74,12 +75,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const registrySource = opts.registry ? { registry: opts.registry, path: undefined } : resolveRegistry(config);
   if ("note" in registrySource && registrySource.note) log.warn(registrySource.note);
 
-  const { store, migrations } = await openStore(config, () => clock.now());
+  const { store, migrations } = await openStore(config, () => clock.now(), keys.ring);
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
   const metrics = new PrometheusMetrics(registrySource.registry);
   // Signals between replicas (PostgreSQL NOTIFY; in-process on SQLite): decisions, ends, membership.
-  const signals = clusterSignalsFor(store, { log, clock });
+  const signals = clusterSignalsFor(store, { log, clock, keys: () => keys.ring });
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log, signals });
   // Replicas on one PostgreSQL share its locks (job leadership, OAuth refresh); with SQLite this process is alone.
   const sharedDb = store instanceof PostgresStore ? store : undefined;
@@ -137,6 +138,9 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
   const sweptBrowsers = await browserHomes.sweep();
   if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
+  // Vendors of a `registry inspect` whose CLI died (SIGKILL, a crash) still hold the credential they were given.
+  const sweptInspections = sweepInspections(config.dataDir);
+  if (sweptInspections) log.warn("killed vendor processes an interrupted registry inspect left running", { processes: sweptInspections });
   const loginBrowsers = opts.browsers ? { browsers: opts.browsers, close: async () => {} } : chromiumLogins({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock, spareBrowsers: config.login.spareBrowsers, registry: () => registrySource.registry });
   // Replicas on PostgreSQL forward a login to the one holding it; with SQLite every flow is local.
   const loginReplica = new LoginReplica(sharedDb?.loginHolders ?? singleProcessHolders, clock, log);

@@ -9,14 +9,15 @@ import { PostgresStore } from "../store/postgres/pg-store.js";
 import { PgClusterSignals } from "../store/postgres/signals-repo.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
 import type { Store } from "../store/store.js";
+import type { KeyRing } from "../vault/keyring.js";
 
 // The composition root's half for signals between replicas: which adapter, and which consumer
 // acts on each topic. Every consumer re-reads the database before acting; the polls stay as the
 // safety net, so a lost signal only delays.
 
-/** Signals over PostgreSQL NOTIFY when the store is PostgreSQL (replicas share it), else in-process only. */
-export function clusterSignalsFor(store: Store, deps: { log: Logger; clock: Clock }): ClusterSignals {
-  return store instanceof PostgresStore ? new PgClusterSignals(store.db, deps) : new LocalClusterSignals(deps.log);
+/** Signals over PostgreSQL NOTIFY (sealed under `keys`) when the store is PostgreSQL (replicas share it), else in-process only. */
+export function clusterSignalsFor(store: Store, deps: { log: Logger; clock: Clock; keys: () => KeyRing }): ClusterSignals {
+  return store instanceof PostgresStore ? new PgClusterSignals(store.db, { log: deps.log, clock: deps.clock, keys: deps.keys() }) : new LocalClusterSignals(deps.log);
 }
 
 /** A membership cache that can forget one channel, or everything after missed signals. */

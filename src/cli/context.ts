@@ -43,7 +43,7 @@ export class CliContext {
 
   /** The configured store (SQLite file, or PostgreSQL when SLAUDE_DATABASE_URL is set). */
   get store(): Store {
-    return (this.storeInst ??= connectStore(this.config, () => this.clock.now()));
+    return (this.storeInst ??= connectStore(this.config, () => this.clock.now(), () => this.keys.ring));
   }
 
   get registry(): RegistrySource {
@@ -61,7 +61,7 @@ export class CliContext {
 
   /** Announces what the CLI committed to running replicas (PostgreSQL NOTIFY); publish-only, it never listens. */
   get signals(): ClusterSignals {
-    return (this.signalsInst ??= clusterSignalsFor(this.store, { log: this.log, clock: this.clock }));
+    return (this.signalsInst ??= clusterSignalsFor(this.store, { log: this.log, clock: this.clock, keys: () => this.keys.ring }));
   }
 
   lifecycle(): ConnectionLifecycle {

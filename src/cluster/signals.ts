@@ -3,7 +3,8 @@ import { z } from "zod";
 // Signals between replicas: a small, fixed set of "look again" hints. The database stays the
 // source of truth: a receiver always re-reads the row a signal names before acting, so a forged,
 // duplicated or lost signal can only cause an extra read or a delay (the polls are the safety net),
-// never a decision.
+// never a decision. On PostgreSQL the wire is sealed under the key ring (signal-seal.ts), since every
+// role that may connect can LISTEN and NOTIFY: ids never travel in clear, forgeries never arrive.
 
 const id = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 // Slack events may lack a team id (the handler passes ""), so a team may be empty; a channel may not.

@@ -5,6 +5,8 @@ import type { Logger } from "../log/logger.js";
 // or its hold is lost (PostgreSQL: the session advisory lock dies with the replica's connection), and
 // the others try again at their next tick. Leadership saves work, it does not make anything correct:
 // every sweep is a conditional UPDATE, so two replicas running one pass at once still change each row once.
+// That is also why a job lock held by someone who is not a replica (another database role that read
+// the key from pg_locks) does not stop the job: every replica then runs it, each tick, until it is freed.
 
 /** A lock taken without waiting; it stays held until `release()`, or until its holder's `onLost` runs. */
 export interface HeldLock {
@@ -15,6 +17,8 @@ export interface HeldLock {
 export interface LeaderLocks {
   /** Takes `name` if nobody holds it, else undefined. `onLost` runs if the hold ends without `release()`. */
   tryHold(name: string, onLost: (err: Error) => void): Promise<HeldLock | undefined>;
+  /** When `name` is held by someone who is not one of our replicas (another database role), who; else undefined. */
+  foreignHolder?(name: string): Promise<string | undefined>;
 }
 
 /** In-process locks: the single-process (SQLite) deployment, where this process always leads. */
@@ -47,6 +51,8 @@ export class Leadership {
   private readonly held = new Map<string, HeldLock>();
   private readonly leading = new Map<string, boolean>();
   private readonly trying = new Map<string, Promise<boolean>>();
+  // Bounded by MAX_JOBS: the jobs whose lock someone else holds now.
+  private readonly usurped = new Set<string>();
   private closed = false;
 
   constructor(private readonly o: { readonly locks: LeaderLocks; readonly log: Logger }) {}
@@ -93,9 +99,18 @@ export class Leadership {
       return false;
     }
     if (!lock) {
+      const foreign = await this.o.locks.foreignHolder?.(`job:${job}`).catch(() => undefined);
+      if (foreign !== undefined) {
+        if (!this.usurped.has(job)) this.o.log.error("a job's lock is held by another database role, not a replica: running the job here anyway", { job, role: foreign });
+        this.usurped.add(job);
+        this.set(job, true, `its lock is held by another role (${foreign})`);
+        return !this.closed;
+      }
+      this.usurped.delete(job);
       this.set(job, false, "another replica leads it");
       return false;
     }
+    this.usurped.delete(job);
     if (this.closed) {
       await lock.release().catch(() => {});
       return false;

@@ -2,7 +2,16 @@ import { createHash, hkdfSync } from "node:crypto";
 import { VaultError } from "./errors.js";
 
 /** The purposes a master key is split into; each gets its own HKDF subkey. */
-export type KeyPurpose = "credential-encryption" | "login-link" | "approval-nonce" | "result-encryption" | "installation-encryption" | "mcp-session-token" | "event-relay";
+export type KeyPurpose =
+  | "credential-encryption"
+  | "login-link"
+  | "approval-nonce"
+  | "result-encryption"
+  | "installation-encryption"
+  | "mcp-session-token"
+  | "event-relay"
+  | "pg-lock-keys"
+  | "cluster-signals";
 
 const HKDF_SALT = Buffer.from("slaude-connect/hkdf/v1");
 

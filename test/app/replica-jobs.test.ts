@@ -31,12 +31,15 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** One replica: its own data dir, the shared database, reapers every 100 ms. */
+/** The deployment's master key: replicas share it (their advisory lock keys are derived from it). */
+const KEY = randomBytes(32).toString("base64");
+
+/** One replica: its own data dir, the shared database and key, reapers every 100 ms. */
 async function replica(url: string): Promise<{ app: RunningApp; log: ReturnType<typeof memoryLogger> }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-"));
   dirs.push(dir);
   const log = memoryLogger("debug");
-  const app = await startApp({ config: testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url }), log, registry: parseRegistry(fixtureRegistryDoc(), "x"), reapIntervalMs: 100 });
+  const app = await startApp({ config: testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY }), log, registry: parseRegistry(fixtureRegistryDoc(), "x"), reapIntervalMs: 100 });
   apps.push(app);
   return { app, log };
 }

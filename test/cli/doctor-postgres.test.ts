@@ -1,9 +1,11 @@
 // `doctor` with SLAUDE_DATABASE_URL, against a real PostgreSQL: it names the store, checks that the
-// server answers and how far the schema is migrated, that the role is not a superuser, and that every
-// stored credential opens with the configured keys; it never prints the URL's password.
+// server answers and how far the schema is migrated, that the role is not a superuser, that no other
+// role may connect to the database, and that every stored credential opens with the configured keys;
+// it never prints the URL's password.
 import { randomBytes } from "node:crypto";
 import net from "node:net";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readPgMigrations } from "../../src/store/postgres/migrator.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
@@ -63,6 +65,31 @@ describe("doctor on PostgreSQL", () => {
     const otherKey = await runInProcess(["doctor"], { ...e, SLAUDE_ENCRYPTION_KEY: newKeyB64() });
     expect(otherKey.code).toBe(1);
     expect(otherKey.stdout).toMatch(/^ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key \S+; serve refuses to start$/m);
+  });
+
+  it("a database other roles may connect to is a warning (an error in production) until CONNECT and TEMP are revoked from PUBLIC", async () => {
+    const url = await cluster.createDatabase();
+    const db = new URL(url).pathname.slice(1);
+    const e = env(url);
+    const fresh = await runInProcess(["doctor"], e);
+    expect(fresh.stdout).toMatch(new RegExp(`^WARN {2}database access: PUBLIC has CONNECT and TEMP on database ${db}: every role on the server can connect`, "m"));
+    expect(fresh.stdout).toContain(`REVOKE CONNECT, TEMP ON DATABASE "${db}" FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE "${db}" TO "slaude"`);
+    const prod = await runInProcess(["doctor"], { ...e, NODE_ENV: "production" });
+    expect(prod.stdout).toMatch(/^ERROR database access: PUBLIC has CONNECT and TEMP/m);
+    expect(prod.code).toBe(1);
+
+    // What the fix says, run by the database's owner (the broker's own role).
+    const owner = `postgres://${cluster.role}:${cluster.password}@127.0.0.1:${cluster.port}/${db}`;
+    const c = new pg.Client({ connectionString: owner });
+    await c.connect();
+    await c.query(`REVOKE CONNECT, TEMP ON DATABASE "${db}" FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE "${db}" TO "slaude"`);
+    await c.end();
+    expect((await runInProcess(["doctor"], e)).stdout).toMatch(new RegExp(`^ok {4}database access: only slaude \\(and superusers\\) may connect to database ${db}$`, "m"));
+
+    const other = `reader_${randomBytes(3).toString("hex")}`;
+    await cluster.superQuery(`CREATE ROLE ${other} LOGIN PASSWORD 'x${randomBytes(6).toString("hex")}'`);
+    await cluster.superQuery(`GRANT CONNECT ON DATABASE "${db}" TO ${other}`);
+    expect((await runInProcess(["doctor"], e)).stdout).toMatch(new RegExp(`^WARN {2}database access: other roles may connect to database ${db}: ${other}$`, "m"));
   });
 
   it("an unreachable server is an error naming host and port, without the password", async () => {

@@ -91,7 +91,7 @@ describe("registry inspect", () => {
     expect(pasted.classOf("write_item")).toEqual({ access: "borrowable", write: true });
     // The credential is never printed, and the vendor's private HOME is gone afterwards.
     expect(r.stdout + r.stderr).not.toContain(token);
-    expect(readdirSync(path.join(env.SLAUDE_DATA_DIR!, "run", "inspect", "vendors"))).toEqual([]);
+    expect(readdirSync(path.join(env.SLAUDE_DATA_DIR!, "run", "inspect"))).toEqual([]);
   });
 
   it("starts the real server-gitlab and lists its nine tools", async () => {

@@ -11,8 +11,9 @@ import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { renderCredential } from "../../src/pool/credential-template.js";
-import { inspectionConnection, inspectionLauncher, readToolList } from "../../src/pool/inspect.js";
-import { VENDOR_STDIO_PATH } from "../fixtures/paths.js";
+import { PoolError } from "../../src/pool/errors.js";
+import { inspectionConnection, inspectionLauncher, listVendorTools, readToolList } from "../../src/pool/inspect.js";
+import { HOSTILE_VENDOR_PATH, VENDOR_STDIO_PATH } from "../fixtures/paths.js";
 import { TempDirs } from "../support/foundation.js";
 
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
@@ -32,19 +33,41 @@ describe("inspectionLauncher", () => {
       { services: { vendor: { transport: { type: "stdio", command: process.execPath, args: ["--import", TSX_LOADER, VENDOR_STDIO_PATH], credentialEnv: { VENDOR_TOKEN: "{{token}}" } }, capture: { strategy: "paste" } } } },
       "test",
     ).get("vendor")!;
-    const handle = await inspectionLauncher(config, systemClock, memoryLogger("warn")).launch(inspectionConnection(service, Date.now()), service, renderCredential(service, { kind: "fields", fields: { token: "vendor-token-1" } }));
+    const run = inspectionLauncher(config, systemClock, memoryLogger("warn"));
+    const handle = await run.launch(inspectionConnection(service, Date.now()), service, renderCredential(service, { kind: "fields", fields: { token: "vendor-token-1" } }));
     try {
       expect((await readToolList(handle.client)).map((t) => t.name)).toContain("env_dump");
       const res = await handle.client.callTool({ name: "env_dump", arguments: {} });
       const dump = JSON.parse((res.content as { text: string }[])[0]!.text) as { env: Record<string, string>; uid: number };
       expect(dump.uid).toBe(62_004);
       expect(dump.env["VENDOR_TOKEN"]).toBe("vendor-token-1");
-      expect(dump.env["HOME"]!.startsWith(path.join(dataDir, "run", "inspect", "vendors") + path.sep)).toBe(true);
+      expect(dump.env["HOME"]!.startsWith(path.join(run.dir, "vendors") + path.sep)).toBe(true);
+      expect(path.dirname(run.dir)).toBe(path.join(dataDir, "run", "inspect"));
       expect(JSON.stringify(dump)).not.toContain(canary);
       expect(Object.keys(dump.env).sort()).toEqual(["HOME", "LOGNAME", "PATH", "TMPDIR", "USER", "VENDOR_TOKEN"]);
     } finally {
       await handle.close();
     }
-    expect(readdirSync(path.join(dataDir, "run", "inspect", "vendors"))).toEqual([]);
+    expect(readdirSync(path.join(run.dir, "vendors"))).toEqual([]);
+    run.close();
+    expect(readdirSync(path.join(dataDir, "run", "inspect"))).toEqual([]);
+  });
+
+  it("reads tools/list through the broker's bounded reader: a repeated cursor or a page over the byte limit is refused, not collected", async () => {
+    const config = loadConfig({ SLAUDE_DATA_DIR: path.join(tmp.make("slaude-inspect-"), "data"), PATH: process.env.PATH });
+    for (const mode of ["repeat", "huge"]) {
+      const service = parseRegistry(
+        { services: { vendor: { transport: { type: "stdio", command: process.execPath, args: ["--import", TSX_LOADER, HOSTILE_VENDOR_PATH], env: { HOSTILE_TOOLS_LIST: mode }, credentialEnv: { VENDOR_TOKEN: "{{token}}" } }, capture: { strategy: "paste" } } } },
+        "test",
+      ).get("vendor")!;
+      const run = inspectionLauncher(config, systemClock, memoryLogger("warn"));
+      const err = await listVendorTools(run, inspectionConnection(service, Date.now()), service, { kind: "fields", fields: { token: "t" } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      run.close();
+      expect(err, mode).toBeInstanceOf(PoolError);
+      expect((err as PoolError).code).toBe("vendor_misbehaved");
+    }
   });
 });

@@ -1,5 +1,6 @@
 // `doctor` on PostgreSQL (SLAUDE_DATABASE_URL): the store it would use, whether the server answers,
-// how far the schema is migrated, that the role is an ordinary one, and that every stored credential
+// how far the schema is migrated, that the role is an ordinary one, that no other role may connect
+// to the database (PUBLIC's default CONNECT and TEMP revoked), and that every stored credential
 // is sealed under a configured key. Read-only: it never migrates or writes. The URL's password is
 // never printed: findings name the server as host:port/database.
 import pg from "pg";
@@ -35,6 +36,7 @@ export async function checkPostgres(config: Config, url: string): Promise<Findin
   try {
     out.push(await checkSchema(client, where));
     out.push(await checkRole(client, config));
+    out.push(await checkDatabaseAccess(client, config));
     const keys = await checkStoredKeys(client, config);
     if (keys) out.push(keys);
   } catch (e) {
@@ -66,6 +68,39 @@ async function checkRole(client: pg.Client, config: Config): Promise<Finding> {
     message: `${r.name} is a superuser: a leaked broker URL would own the whole server`,
     fix: "create an ordinary role that owns the broker's database (CREATE ROLE … LOGIN PASSWORD …; CREATE DATABASE … OWNER …) and use it in SLAUDE_DATABASE_URL",
   };
+}
+
+/** How many other roles' names a finding lists. */
+const MAX_NAMED_ROLES = 5;
+
+/**
+ * Whether roles other than the broker's may connect: PostgreSQL grants CONNECT and TEMP on every new
+ * database to PUBLIC, and any role connected can LISTEN on the broker's signal channel, NOTIFY on it,
+ * and take (or watch, in pg_locks) advisory locks. Superusers are not counted: nothing keeps them out.
+ */
+async function checkDatabaseAccess(client: pg.Client, config: Config): Promise<Finding> {
+  const r = (
+    await client.query<{ db: string; me: string; pub_connect: boolean; pub_temp: boolean; others: string[] }>(
+      `SELECT current_database() AS db, current_user AS me,
+              has_database_privilege('public', current_database(), 'CONNECT') AS pub_connect,
+              has_database_privilege('public', current_database(), 'TEMP') AS pub_temp,
+              COALESCE((SELECT array_agg(rolname::text ORDER BY rolname) FROM pg_roles
+                         WHERE rolcanlogin AND NOT rolsuper AND rolname <> current_user AND rolname NOT LIKE 'pg\\_%'
+                           AND has_database_privilege(oid, current_database(), 'CONNECT')), '{}') AS others`,
+    )
+  ).rows[0]!;
+  const db = pg.escapeIdentifier(r.db);
+  const fix = `as the database owner or a superuser: REVOKE CONNECT, TEMP ON DATABASE ${db} FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE ${db} TO ${pg.escapeIdentifier(r.me)}; (docs/operations.md, "PostgreSQL roles")`;
+  const level = config.production ? "error" : "warn";
+  if (r.pub_connect || r.pub_temp) {
+    const what = [r.pub_connect ? "CONNECT" : "", r.pub_temp ? "TEMP" : ""].filter(Boolean).join(" and ");
+    return { check: "database access", level, message: `PUBLIC has ${what} on database ${r.db}: every role on the server can connect, listen to the broker's signals and contend for its locks`, fix };
+  }
+  if (r.others.length) {
+    const named = r.others.slice(0, MAX_NAMED_ROLES).join(", ") + (r.others.length > MAX_NAMED_ROLES ? ` and ${r.others.length - MAX_NAMED_ROLES} more` : "");
+    return { check: "database access", level: "warn", message: `other roles may connect to database ${r.db}: ${named}`, fix: `REVOKE CONNECT ON DATABASE ${db} FROM <role> for each one the broker does not need` };
+  }
+  return { check: "database access", level: "ok", message: `only ${r.me} (and superusers) may connect to database ${r.db}` };
 }
 
 /** As the SQLite check: credentials sealed under a key id the configured key ring lacks (serve refuses to start). */

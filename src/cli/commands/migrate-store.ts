@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { copySqliteToPostgres } from "../../store/postgres/copy-from-sqlite.js";
+import { LockKeys } from "../../store/postgres/lock-keys.js";
 import { openPostgresStore } from "../../store/postgres/pg-store.js";
 import { openDatabase } from "../../store/sqlite/db.js";
 import { CliContext, UsageError } from "../context.js";
@@ -27,7 +28,7 @@ export async function migrateStoreCommand(ctx: CliContext, argv: readonly string
   }
   const src = openDatabase(ctx.config.dbPath, { readonly: true });
   try {
-    const { store } = await openPostgresStore({ url, lockWaitMs: ctx.config.dbLockWaitMs }, () => ctx.clock.now());
+    const { store } = await openPostgresStore({ url, lockWaitMs: ctx.config.dbLockWaitMs, lockKeys: LockKeys.fromRing(ctx.keys.ring) }, () => ctx.clock.now());
     try {
       const report = await copySqliteToPostgres(src, store.db);
       ctx.out(formatTable(["TABLE", "SQLITE", "POSTGRESQL"], report.tables.map((t) => [t.name, String(t.source), String(t.target)])));

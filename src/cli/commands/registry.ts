@@ -5,12 +5,12 @@ import { registryJsonSchema } from "../../config/registry-json-schema.js";
 import { parseRegistry, type Service, type ServiceRegistry } from "../../config/registry.js";
 import { compareTools, printableName, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
 import { bindingOf } from "../../vault/binding.js";
-import { inspectionConnection, inspectionLauncher, listVendorTools, MAX_TOOLS } from "../../pool/inspect.js";
-import { PoolError } from "../../pool/errors.js";
+import { inspectionConnection } from "../../pool/inspect.js";
 import type { Connection } from "../../store/records.js";
 import { credentialSchema, type Credential } from "../../vault/credential.js";
 import { CliContext, UsageError } from "../context.js";
 import { formatTable } from "../format.js";
+import { inspectVendor } from "./registry-inspect-run.js";
 import { changes, decideCommand, PINS_HELP } from "./registry-pins.js";
 import { readSecretFromStdin } from "../stdin.js";
 
@@ -97,7 +97,7 @@ async function check(ctx: CliContext, argv: string[]): Promise<number> {
   const service = reg.get(name);
   if (!service) return unknownService(ctx, name, reg, file);
   const tools = await startAndList(ctx, service, values, stored);
-  if (!tools) return 1;
+  if (typeof tools === "number") return tools;
   const { unclassified, missing } = compareTools(Object.keys(service.entry.tools), tools);
   ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
   for (const t of unclassified) {
@@ -122,7 +122,7 @@ async function inspect(ctx: CliContext, argv: string[]): Promise<number> {
   const stored = values.connection === undefined ? undefined : await storedConnection(ctx, values.connection);
   if (stored === null) return 1;
   const tools = await startAndList(ctx, service, values, stored);
-  if (!tools) return 1;
+  if (typeof tools === "number") return tools;
   const suggestions = tools.map(suggestToolClass);
   const rows = suggestions.map((s) => [printableName(s.name), s.words.join(" "), service.isClassified(s.name) ? service.entry.tools[s.name]!.join(" ") : "-", s.reason]);
   ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
@@ -157,21 +157,21 @@ async function storedConnection(ctx: CliContext, id: string): Promise<Connection
 
 /**
  * Starts `service`'s vendor with the stored connection's credential (audited) or one read from
- * standard input, and returns its tools; undefined after printing why it could not.
+ * standard input, and returns its tools; the exit status after printing why it could not.
  */
 async function startAndList(
   ctx: CliContext,
   service: Service,
   opts: { field?: string | undefined; format?: string | undefined },
   stored: Connection | undefined,
-): Promise<VendorTool[] | undefined> {
+): Promise<VendorTool[] | number> {
   let credential: Credential;
   let connection: Connection;
   if (stored) {
     if (opts.field !== undefined || opts.format !== undefined) throw new UsageError("--field and --format describe standard input; --connection reads the stored credential");
     if (stored.service !== service.name) {
       ctx.err(`connection ${stored.id} is for ${stored.service}, not ${service.name}`);
-      return undefined;
+      return 1;
     }
     credential = ctx.vault.openCredential(stored.sealed, bindingOf(stored));
     connection = stored;
@@ -181,20 +181,11 @@ async function startAndList(
     ]);
   } else {
     const read = await credentialFromStdin(ctx, service, opts);
-    if (!read) return undefined;
+    if (!read) return 1;
     credential = read;
     connection = inspectionConnection(service, ctx.clock.now());
   }
-  try {
-    const tools = await listVendorTools(inspectionLauncher(ctx.config, ctx.clock, ctx.log), connection, service, credential);
-    if (tools.length >= MAX_TOOLS) ctx.err(`warning: ${service.name} offers more tools than the ${MAX_TOOLS} read; the comparison covers those only`);
-    return tools;
-  } catch (err) {
-    // Our own messages only: a vendor's error text may echo the credential it was given.
-    const why = err instanceof PoolError ? err.message : `the ${service.displayName} vendor failed to list its tools`;
-    ctx.err(`error: ${why}`);
-    return undefined;
-  }
+  return inspectVendor(ctx, service, connection, credential);
 }
 
 async function credentialFromStdin(ctx: CliContext, service: Service, opts: { field?: string | undefined; format?: string | undefined }): Promise<Credential | undefined> {

@@ -5,7 +5,8 @@ import { toConnection, ttlExpiry, type ConnectionRow } from "../rows.js";
 import type { CandidateQuery, CandidateRow, ConnectionFilter, ConnectionRepo, EndConnection, OwnConnectionQuery } from "../store.js";
 import { queryPgCandidates } from "./candidates-query.js";
 import { writeAudit } from "./audit-repo.js";
-import { LOCK_KEY_SQL, type PgDb, type Sql } from "./pg-db.js";
+import { xactLock } from "./lock-keys.js";
+import { type PgDb, type Sql } from "./pg-db.js";
 
 
 const LIVE = "status IN ('active', 'needs_login')";
@@ -67,7 +68,7 @@ export class PgConnectionRepo implements ConnectionRepo {
     return this.db.tx(async (q) => {
       // Two replicas creating the same key at once: the second waits here and then replaces the first,
       // as SQLite's single writer would have it, instead of failing on the unique index.
-      await q.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY_SQL})`, [dedupeKey(c)]);
+      await xactLock(q, this.db.lockKeys, dedupeKey(c));
       const existing = await this.findLiveSameKey(q, c);
       let replaced: Connection | null = null;
       if (existing) {

@@ -1,3 +1,4 @@
+import { xactLock } from "./lock-keys.js";
 import type { AuditEvent } from "../../audit/event.js";
 import type { Installation, InstallationMeta, InstallationRepo, InstallationStatus, TenantQuery } from "../../installations/installation.js";
 import type { SealedSecret } from "../../vault/aead.js";
@@ -16,7 +17,7 @@ import {
   type InstallationRow,
 } from "../installation-rows.js";
 import { writeAudit } from "./audit-repo.js";
-import { LOCK_KEY_SQL, type PgDb, type Sql } from "./pg-db.js";
+import { type PgDb, type Sql } from "./pg-db.js";
 
 const WIPE = "key_id = NULL, token_nonce = NULL, token_ct = NULL, token_tag = NULL, token_expires_at = NULL";
 
@@ -35,7 +36,7 @@ export class PgInstallationRepo implements InstallationRepo {
     const key = sameKeyValue(i);
     return this.db.tx(async (q) => {
       // Two replicas finishing installs of one team at once: the second waits, then replaces the first.
-      await q.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY_SQL})`, [`installation:${i.isEnterpriseInstall ? "enterprise" : "team"}:${key}`]);
+      await xactLock(q, this.db.lockKeys, `installation:${i.isEnterpriseInstall ? "enterprise" : "team"}:${key}`);
       const prev = (await q.query<InstallationRow>(`SELECT ${INSTALLATION_META_COLUMNS} FROM installations WHERE ${dollars(sameKeyWhere(i))}`, [key])).rows[0];
       await q.query(`DELETE FROM installations WHERE ${i.isEnterpriseInstall ? "is_enterprise_install = 1 AND enterprise_id = $1" : "is_enterprise_install = 0 AND team_id = $1"}`, [key]);
       const previous = prev ? toInstallationMeta(prev) : undefined;

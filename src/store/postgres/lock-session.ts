@@ -1,5 +1,6 @@
 import pg from "pg";
-import { LOCK_KEY_SQL, mapPgError } from "./pg-common.js";
+import { KEY_PARAM, LockKeys } from "./lock-keys.js";
+import { mapPgError } from "./pg-common.js";
 
 // Every lock this process holds "for as long as it runs" (job leadership, the login liveness mark)
 // on one dedicated connection: session advisory locks die with their session, so a killed replica
@@ -29,7 +30,11 @@ export class LockSession {
   private readonly holds = new Map<string, Hold>();
   private closed = false;
 
-  constructor(private readonly config: () => pg.ClientConfig) {}
+  constructor(
+    private readonly config: () => pg.ClientConfig,
+    /** How a name becomes its advisory lock keys (secret-derived: another role cannot name them). */
+    private readonly keys: LockKeys = LockKeys.unkeyed(),
+  ) {}
 
   /**
    * Takes `name` if no session holds it, else undefined. A name this process already holds or is
@@ -43,7 +48,7 @@ export class LockSession {
     let got = false;
     try {
       const client = await this.connection();
-      got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_KEY_SQL}) AS ok`, [name])).rows[0]?.ok === true;
+      got = await this.tryAll(client, this.keys.keys(name));
     } catch (err) {
       throw mapPgError(err);
     } finally {
@@ -76,7 +81,21 @@ export class LockSession {
     this.holds.delete(name);
     const client = await this.client?.catch(() => undefined);
     // A failed unlock means the session is gone, and the lock with it.
-    await client?.query(`SELECT pg_advisory_unlock(${LOCK_KEY_SQL})`, [name]).catch(() => {});
+    if (client) await unlockAll(client, this.keys.keys(name)).catch(() => {});
+  }
+
+  /** Takes every key (ascending) or none: on the first one held elsewhere, gives back those taken. */
+  private async tryAll(client: pg.Client, keys: readonly string[]): Promise<boolean> {
+    const taken: string[] = [];
+    for (const k of keys) {
+      const ok = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_PARAM}) AS ok`, [k])).rows[0]?.ok === true;
+      if (!ok) {
+        await unlockAll(client, taken);
+        return false;
+      }
+      taken.push(k);
+    }
+    return taken.length > 0;
   }
 
   private connection(): Promise<pg.Client> {
@@ -118,4 +137,9 @@ export class LockSession {
     this.current = client;
     return client;
   }
+}
+
+/** Gives back session advisory locks `keys`, last taken first. */
+async function unlockAll(client: pg.Client, keys: readonly string[]): Promise<void> {
+  for (const k of [...keys].reverse()) await client.query(`SELECT pg_advisory_unlock(${KEY_PARAM})`, [k]);
 }

@@ -1,12 +1,14 @@
 import pg from "pg";
 import type { HeldLock, LeaderLocks } from "../../jobs/leadership.js";
 import type { RefreshLock } from "../../login/oauth/refresh-lock.js";
-import { LOCK_KEY_SQL, mapPgError, type PgDb } from "./pg-db.js";
+import { KEY_PARAM } from "./lock-keys.js";
+import { mapPgError, type PgDb } from "./pg-db.js";
 
 // Named locks shared by every replica, on PostgreSQL session advisory locks: held by a session, they
 // die with it, so a killed replica frees its locks as soon as the server sees its connection close.
 // Advisory locks are per database, not per schema: names carry the schema, so two deployments in
-// two schemas of one database (or two test schemas) never take each other's locks.
+// two schemas of one database (or two test schemas) never take each other's locks. Names become
+// keys through the store's LockKeys (an HMAC under the key ring): another role cannot compute them.
 
 /** How long a refresh waits for another replica's refresh of the same connection (one token request, 15 s at most). */
 export const REFRESH_LOCK_WAIT_MS = 30_000;
@@ -29,6 +31,25 @@ export class PgLocks implements LeaderLocks, RefreshLock {
   }
 
   /**
+   * The role of a session holding the lock `name` when that role is not this one (someone else on the
+   * server who read the key from pg_locks), else undefined: a replica of ours holding it is not news.
+   */
+  async foreignHolder(name: string): Promise<string | undefined> {
+    const keys = this.db.lockKeys.keys(await this.qualified(name));
+    const r = await this.db.query<{ role: string | null }>(
+      `SELECT a.usename AS role FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND ((l.classid::int8 << 32) | l.objid::int8) = ANY($1::bigint[])
+          AND a.usename IS DISTINCT FROM current_user
+        LIMIT 1`,
+      [keys],
+    );
+    const row = r.rows[0];
+    return row ? (row.role ?? "(unknown)") : undefined;
+  }
+
+  /**
    * Runs `fn` holding the refresh lock of `connectionId`, waiting (at most REFRESH_LOCK_WAIT_MS, then
    * StoreError `busy`) while another replica holds it. The lock is on its own connection, not a pooled
    * one: `fn` reads and writes through the pool, and must never wait for a client its own lock holds.
@@ -41,7 +62,7 @@ export class PgLocks implements LeaderLocks, RefreshLock {
     try {
       await client.connect();
       await client.query(`SET lock_timeout = ${REFRESH_LOCK_WAIT_MS}`);
-      await client.query(`SELECT pg_advisory_lock(${LOCK_KEY_SQL})`, [name]);
+      for (const k of this.db.lockKeys.keys(name)) await client.query(`SELECT pg_advisory_lock(${KEY_PARAM})`, [k]);
       return await fn();
     } catch (err) {
       throw mapPgError(err);

@@ -1,4 +1,5 @@
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
+import { xactLock } from "./lock-keys.js";
 import type { PgDb } from "./pg-db.js";
 
 // The MCP session records every replica shares (migrations/postgres/0005, and 0009 for the digest of
@@ -42,7 +43,9 @@ export class PgMcpSessionRepo implements SessionRecords {
     if (init.length > MAX_INITIALIZE_JSON) throw new Error(`initialize parameters over ${MAX_INITIALIZE_JSON} bytes`);
     return this.db.tx(async (q) => {
       // Opens are serialised across replicas (a transaction lock, per schema), so the count holds until commit.
-      await q.query(`SELECT pg_advisory_xact_lock(hashtextextended('slaude-connect:' || current_schema() || ':mcp-session-open', 0))`);
+      // Keyed under the key ring: another role on the server cannot hold it and stall every open.
+      const schema = (await q.query<{ s: string }>("SELECT current_schema() AS s")).rows[0]?.s ?? "public";
+      await xactLock(q, this.db.lockKeys, `slaude-connect:${schema}:mcp-session-open`);
       const live = Number((await q.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]?.n ?? 0);
       const over = live - room.max + 1;
       let ended = 0;

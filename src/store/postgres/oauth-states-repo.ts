@@ -1,6 +1,7 @@
+import { xactLock } from "./lock-keys.js";
 import type { OAuthStateRepo } from "../../installations/installation.js";
 import { checkOAuthState, DEFAULT_MAX_LIVE_OAUTH_STATES } from "../installation-rows.js";
-import { LOCK_KEY_SQL, type PgDb } from "./pg-db.js";
+import { type PgDb } from "./pg-db.js";
 
 /** The advisory lock puts take, so the cap on live states holds across replicas. */
 const PUT_LOCK = "slaude-connect:oauth-states";
@@ -12,7 +13,7 @@ export class PgOAuthStateRepo implements OAuthStateRepo {
   async put(stateHash: string, payload: string, expiresAt: number, at: number, maxLive: number = DEFAULT_MAX_LIVE_OAUTH_STATES): Promise<number> {
     checkOAuthState(stateHash, payload, expiresAt, at, maxLive);
     return this.db.tx(async (q) => {
-      await q.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY_SQL})`, [PUT_LOCK]);
+      await xactLock(q, this.db.lockKeys, PUT_LOCK);
       await q.query("DELETE FROM oauth_states WHERE expires_at <= $1", [at]);
       const live = (await q.query<{ n: number }>("SELECT count(*)::bigint AS n FROM oauth_states")).rows[0]!.n;
       const over = live - (maxLive - 1);

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { StoreError } from "../errors.js";
+import { KEY_PARAM, LockKeys } from "./lock-keys.js";
 import { LockSession, type SessionLock } from "./lock-session.js";
 import { LOCK_KEY_SQL, mapPgError } from "./pg-common.js";
 
@@ -20,6 +21,8 @@ export interface PgDbOptions {
   readonly lockWaitMs?: number;
   /** Pool size per process (each replica has its own pool). */
   readonly maxConnections?: number;
+  /** How lock names become advisory lock keys: from the key ring in a deployment (default: the guessable development keys). */
+  readonly lockKeys?: LockKeys;
 }
 
 const INT8_OID = 20;
@@ -49,10 +52,14 @@ export class PgDb implements Sql {
   readonly counts = { statements: 0, transactions: 0 };
   private gate: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Lock names to advisory lock keys (lock-keys.ts): every advisory lock of the store goes through them. */
+  readonly lockKeys: LockKeys;
   /** The connection holding this process's long-lived locks (tryHoldLock): closing the store ends it, freeing them. */
-  private readonly locks = new LockSession(() => this.clientConfig());
+  private readonly locks: LockSession;
 
   constructor(private readonly opts: PgDbOptions) {
+    this.lockKeys = opts.lockKeys ?? LockKeys.unkeyed();
+    this.locks = new LockSession(() => this.clientConfig(), this.lockKeys);
     // A server that does not answer must not hold a request for the kernel's connect timeout: it is `unavailable`.
     this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // An idle client losing its connection (a restarted server) must not crash the process; the pool drops it.
@@ -148,21 +155,21 @@ export class PgDb implements Sql {
   }
 
   /**
-   * Runs `fn` holding the session-level advisory lock `name` on a dedicated client (waits for it):
-   * what must happen once across replicas at a time, e.g. migrations. Released even when `fn` throws.
+   * Runs `fn` holding the session-level advisory lock `name` (keyed like every lock, see lock-keys.ts)
+   * on a dedicated client (waits for it). Released even when `fn` throws.
    */
   async withSessionLock<T>(name: string, fn: (q: Sql) => Promise<T>): Promise<T> {
     if (this.closed) throw new StoreError("open_failed", "database is not open (the PostgreSQL store was closed)");
+    const keys = this.lockKeys.keys(name);
     const { client, release } = await this.checkout();
     let broken: Error | undefined;
     try {
-      // Migrations may wait long behind another replica's; the statement lock wait does not apply here.
       await client.query("SET lock_timeout = 0");
-      await client.query(`SELECT pg_advisory_lock(${LOCK_KEY_SQL})`, [name]);
+      for (const k of keys) await client.query(`SELECT pg_advisory_lock(${KEY_PARAM})`, [k]);
       try {
         return await fn(client);
       } finally {
-        await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY_SQL})`, [name]).catch((e: Error) => (broken = e));
+        for (const k of [...keys].reverse()) await client.query(`SELECT pg_advisory_unlock(${KEY_PARAM})`, [k]).catch((e: Error) => (broken = e));
         await client.query("RESET lock_timeout").catch((e: Error) => (broken = e));
       }
     } catch (err) {
@@ -184,11 +191,11 @@ export class PgDb implements Sql {
 
   /** Whether some session holds the advisory lock `name` (asked on a pooled connection: one statement, nothing kept). */
   async lockHeld(name: string): Promise<boolean> {
-    const r = await this.query<{ held: boolean }>(
-      `SELECT CASE WHEN pg_try_advisory_lock(${LOCK_KEY_SQL}) THEN NOT pg_advisory_unlock(${LOCK_KEY_SQL}) ELSE true END AS held`,
-      [name],
-    );
-    return r.rows[0]?.held === true;
+    for (const k of this.lockKeys.keys(name)) {
+      const r = await this.query<{ held: boolean }>(`SELECT CASE WHEN pg_try_advisory_lock(${KEY_PARAM}) THEN NOT pg_advisory_unlock(${KEY_PARAM}) ELSE true END AS held`, [k]);
+      if (r.rows[0]?.held === true) return true;
+    }
+    return false;
   }
 
   /** Sends a NOTIFY on `channel` (delivered when the surrounding transaction, if any, commits). */

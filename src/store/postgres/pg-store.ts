@@ -82,20 +82,25 @@ export class PostgresStore implements Store {
   }
 }
 
+/** A store's connection options, and how long its start-up waits for the migrations lock (default MIGRATION_LOCK_WAIT_MS). */
+export interface PgStoreOptions extends PgDbOptions {
+  readonly migrationLockWaitMs?: number;
+}
+
 /**
  * Connects to `opts.url` and returns the store at once; its first query waits for the migrations
  * (run under the advisory lock), and if they fail every query fails with their error. `migrations`
  * settles with the report: a server awaits it before serving, so a bad database stops start-up.
  */
-export function connectPostgresStore(opts: PgDbOptions, now: () => number = Date.now): { store: PostgresStore; migrations: Promise<MigrationReport> } {
+export function connectPostgresStore(opts: PgStoreOptions, now: () => number = Date.now): { store: PostgresStore; migrations: Promise<MigrationReport> } {
   const db = new PgDb(opts);
-  const migrations = migratePg(db, undefined, now);
+  const migrations = migratePg(db, undefined, now, opts.migrationLockWaitMs);
   db.setGate(migrations);
   return { store: new PostgresStore(db), migrations };
 }
 
 /** Connects, migrates, and returns the store; closes the pool and rethrows when the migrations fail. */
-export async function openPostgresStore(opts: PgDbOptions, now: () => number = Date.now): Promise<{ store: PostgresStore; migrations: MigrationReport }> {
+export async function openPostgresStore(opts: PgStoreOptions, now: () => number = Date.now): Promise<{ store: PostgresStore; migrations: MigrationReport }> {
   const { store, migrations } = connectPostgresStore(opts, now);
   try {
     return { store, migrations: await migrations };

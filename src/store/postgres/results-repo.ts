@@ -1,7 +1,8 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { PutResultOutcome, ResultRepo, StoredResult, StoredResultMeta } from "../result-repo.js";
 import { writeAudit } from "./audit-repo.js";
-import { LOCK_KEY_SQL, type PgDb } from "./pg-db.js";
+import { xactLock } from "./lock-keys.js";
+import { type PgDb } from "./pg-db.js";
 import { META_COLUMNS, toMeta, type ResultRow } from "../rows.js";
 
 /** PostgreSQL stored results; puts for one team are serialised across replicas so its cap holds. */
@@ -10,7 +11,7 @@ export class PgResultRepo implements ResultRepo {
 
   async put(r: StoredResult, maxTeamBytes: number, audit: (evicted: readonly StoredResultMeta[]) => readonly AuditEvent[]): Promise<PutResultOutcome> {
     return this.db.tx(async (q): Promise<PutResultOutcome> => {
-      await q.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY_SQL})`, [`stored-results:${r.teamId}`]);
+      await xactLock(q, this.db.lockKeys, `stored-results:${r.teamId}`);
       await q.query("DELETE FROM stored_results WHERE team_id = $1 AND expires_at <= $2", [r.teamId, r.createdAt]);
       if (r.sizeBytes > maxTeamBytes) return { stored: false };
       let held = (await q.query<{ n: number }>("SELECT COALESCE(SUM(size_bytes), 0)::bigint AS n FROM stored_results WHERE team_id = $1", [r.teamId])).rows[0]!.n;

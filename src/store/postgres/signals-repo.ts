@@ -1,7 +1,9 @@
 import type { Clock, Timer } from "../../clock/clock.js";
 import { DISPATCH_DEFAULTS, SignalDispatch, type DispatchLimits } from "../../cluster/dispatch.js";
 import { decodeSignal, encodeSignal, type ClusterSignals, type SignalHandler, type SignalPayload, type SignalTopic } from "../../cluster/signals.js";
+import { SignalSeal } from "../../cluster/signal-seal.js";
 import type { Logger } from "../../log/logger.js";
+import type { KeyRing } from "../../vault/keyring.js";
 import type { PgDb } from "./pg-db.js";
 
 /** The NOTIFY channel every replica of one database listens on. */
@@ -11,6 +13,8 @@ export const SIGNAL_CHANNEL = "slaude_signals";
 export interface PgSignalsOptions {
   readonly log: Logger;
   readonly clock: Clock;
+  /** The deployment's key ring: every signal on the wire is sealed under it (cluster/signal-seal.ts). */
+  readonly keys: KeyRing;
   /** The NOTIFY channel (default `slaude_signals`). */
   readonly channel?: string;
   /** Reconnect backoff of the LISTEN connection: first wait and cap (ms). */
@@ -21,11 +25,13 @@ export interface PgSignalsOptions {
 /**
  * Signals between replicas over PostgreSQL NOTIFY/LISTEN: one LISTEN connection per process,
  * reconnected with backoff when lost; once listening again every gap handler runs, so consumers
- * re-read the database for whatever was missed. Publishing is a plain NOTIFY on the pool.
+ * re-read the database for whatever was missed. Publishing is a NOTIFY on the pool of the signal
+ * sealed under the key ring: other roles that may LISTEN read nothing, and what they NOTIFY is dropped.
  */
 export class PgClusterSignals implements ClusterSignals {
   private readonly dispatch: SignalDispatch;
   private readonly channel: string;
+  private readonly seal: SignalSeal;
   private listener: { close(): Promise<void> } | undefined;
   private retry: Timer | undefined;
   private delayMs: number;
@@ -38,6 +44,7 @@ export class PgClusterSignals implements ClusterSignals {
   ) {
     this.dispatch = new SignalDispatch(o.log, o.limits ?? DISPATCH_DEFAULTS);
     this.channel = o.channel ?? SIGNAL_CHANNEL;
+    this.seal = new SignalSeal(o.keys, o.clock);
     this.delayMs = this.o.retryMs?.first ?? 100;
   }
 
@@ -54,7 +61,7 @@ export class PgClusterSignals implements ClusterSignals {
       return;
     }
     try {
-      await this.db.notify(this.channel, wire);
+      await this.db.notify(this.channel, this.seal.seal(wire));
     } catch (err) {
       // The change is committed; the others find it by their polls or their next gap re-read.
       this.o.log.warn("cluster signal could not be sent", { topic, error: (err as Error).message });
@@ -113,10 +120,15 @@ export class PgClusterSignals implements ClusterSignals {
   }
 
   private receive(text: string): void {
-    const signal = decodeSignal(text);
+    // Any role that may connect can NOTIFY on this channel: only what opens under our key ring, once and fresh, is acted on.
+    const opened = this.seal.open(text);
+    if ("dropped" in opened) {
+      this.o.log.warn("cluster signal dropped: not sealed by a replica of this deployment", { why: opened.dropped, bytes: Buffer.byteLength(text) });
+      return;
+    }
+    const signal = decodeSignal(opened.wire);
     if (!signal) {
-      // Anyone with the database role can NOTIFY: an unknown shape is dropped, never acted on.
-      this.o.log.warn("cluster signal dropped: not a known signal", { bytes: Buffer.byteLength(text) });
+      this.o.log.warn("cluster signal dropped: not a known signal", { bytes: Buffer.byteLength(opened.wire) });
       return;
     }
     this.dispatch.deliver(signal);

@@ -2,7 +2,8 @@ import type { ToolPin } from "../records.js";
 import { toPin } from "../sqlite/tool-pins-repo.js";
 import type { PinWrite, ToolPinRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
-import { LOCK_KEY_SQL, type PgDb, type Sql } from "./pg-db.js";
+import { xactLock } from "./lock-keys.js";
+import { type PgDb, type Sql } from "./pg-db.js";
 
 /** PostgreSQL tool pins; `update` holds a per-(team, service) advisory lock so replicas' observations never overwrite each other. */
 export class PgToolPinRepo implements ToolPinRepo {
@@ -30,7 +31,7 @@ export class PgToolPinRepo implements ToolPinRepo {
 
   async update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T> {
     return this.db.tx(async (q) => {
-      await q.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY_SQL})`, [JSON.stringify(["tool-pins", teamId, service])]);
+      await xactLock(q, this.db.lockKeys, JSON.stringify(["tool-pins", teamId, service]));
       const out = change(await this.readService(q, teamId, service));
       for (const w of out.writes) {
         // The change function is ours, but a row of another team or service here would be a bug that leaks pins.

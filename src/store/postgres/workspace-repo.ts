@@ -3,6 +3,7 @@ import type { ThreadRef } from "../../domain/thread.js";
 import type { InboxRecord, WorkspaceChannelRecord, WorkspaceUserRecord } from "../records.js";
 import { toInbox, type InboxRow } from "../sqlite/workspace-repo.js";
 import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../store.js";
+import { xactLock } from "./lock-keys.js";
 import type { PgDb, Sql } from "./pg-db.js";
 
 // The local workspace on PostgreSQL: the SQLite repository's statements, with `seq` where SQLite
@@ -17,7 +18,7 @@ export class PgWorkspaceRepo implements WorkspaceRepo {
   async seed(seed: WorkspaceSeed, at: number): Promise<boolean> {
     return this.db.tx(async (q) => {
       // Two replicas seeding at once: the lock makes the second see the first's users.
-      await q.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`workspace-seed:${seed.teamId}`]);
+      await xactLock(q, this.db.lockKeys, `workspace-seed:${seed.teamId}`);
       if ((await q.query("SELECT 1 FROM workspace_users WHERE team_id = $1 LIMIT 1", [seed.teamId])).rowCount) return false;
       for (const u of seed.users) await q.query("INSERT INTO workspace_users (team_id, id, name, admin, created_at) VALUES ($1, $2, $3, $4, $5)", [seed.teamId, u.id, u.name, u.admin ? 1 : 0, at]);
       for (const c of seed.channels) {

@@ -1,12 +1,14 @@
 // The PostgreSQL signals adapter against a real server: two "replicas" (two stores, two adapters)
 // on one database hear each other's signals and their own; whatever else arrives on the channel
-// (anyone with the role can NOTIFY) is dropped; a killed LISTEN connection is re-established and a
+// (anyone who may connect can NOTIFY) is dropped, even a well-formed signal not sealed by a replica; a killed LISTEN connection is re-established and a
 // gap is reported, so consumers re-read the database; a publish-only process never LISTENs.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../../src/clock/clock.js";
 import { memoryLogger } from "../../../src/log/logger.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/pg-store.js";
 import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/store/postgres/signals-repo.js";
+import { KeyRing } from "../../../src/vault/keyring.js";
+import { newKeyB64 } from "../../support/foundation.js";
 import { startPostgres, type PgCluster } from "../../support/postgres.js";
 
 let cluster: PgCluster;
@@ -28,8 +30,11 @@ async function replicaStore(url: string): Promise<PostgresStore> {
   return store;
 }
 
+/** The deployment's key ring: every replica of a test holds the same one. */
+const keys = KeyRing.fromBase64(newKeyB64());
+
 function adapter(store: PostgresStore, log = memoryLogger()): PgClusterSignals {
-  const s = new PgClusterSignals(store.db, { log, clock: systemClock, retryMs: { first: 20, max: 200 } });
+  const s = new PgClusterSignals(store.db, { log, clock: systemClock, keys, retryMs: { first: 20, max: 200 } });
   open.push(s);
   return s;
 }
@@ -65,9 +70,11 @@ describe("PgClusterSignals", () => {
       JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_a", all: true } }),
       JSON.stringify({ topic: "shutdown", payload: {} }),
       JSON.stringify({ topic: "connection_ended", payload: { connectionId: "secret-canary-ZZZ " + "x".repeat(2000) } }),
+      // Well-formed, but not sealed under the key ring: what any other role could send.
+      JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_forged" } }),
     ];
     for (const text of forged) await store.db.notify(SIGNAL_CHANNEL, text);
-    await store.db.notify(SIGNAL_CHANNEL, JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_ok" } }));
+    await s.publish("connection_ended", { connectionId: "conn_ok" });
     await vi.waitFor(() => expect(got).toEqual(["conn_ok"]));
     expect(log.lines.filter((l) => l.includes("cluster signal dropped"))).toHaveLength(forged.length);
     expect(log.lines.join("\n")).not.toContain("secret-canary-ZZZ");
@@ -88,7 +95,7 @@ describe("PgClusterSignals", () => {
     await vi.waitFor(() => expect(gaps).toBe(1), { timeout: 10_000, interval: 20 });
     expect(s.listening).toBe(true);
     expect(await listeners(db)).toBe(1);
-    await store.db.notify(SIGNAL_CHANNEL, JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_after" } }));
+    await s.publish("connection_ended", { connectionId: "conn_after" });
     await vi.waitFor(() => expect(got).toEqual(["conn_after"]));
   });
 

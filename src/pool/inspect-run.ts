@@ -1,0 +1,106 @@
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import type { Clock } from "../clock/clock.js";
+import type { Config } from "../config/env.js";
+import type { Service } from "../config/registry.js";
+import type { Logger } from "../log/logger.js";
+import { processStartTicks } from "../proc/proc.js";
+import type { Connection } from "../store/records.js";
+import { ChildLedger } from "./child-ledger.js";
+import type { RenderedCredential } from "./credential-template.js";
+import { ProductionLauncher, UidAllocator, type VendorHandle, type VendorLauncher } from "./launcher.js";
+
+// The vendors `registry inspect` starts hold a credential (with --connection, a user's stored one).
+// Each CLI run gets its own directory, `<dataDir>/run/inspect/<pid>-<start ticks>/`, with its own
+// child ledger and the private HOMEs of its vendors: an interrupted run kills everything recorded or
+// living under it, and a run whose CLI died without that (SIGKILL, a crash) is swept by the next
+// inspect and by `serve` at start-up. The pid and start time name the owner, so a sweep never
+// touches a run whose CLI is still running.
+
+/** Where every inspection run's directory lies. */
+export function inspectionsDir(dataDir: string): string {
+  return path.join(dataDir, "run", "inspect");
+}
+
+/** One CLI run's vendors: the broker's launcher over this run's own directory and ledger. */
+export class InspectionRun implements VendorLauncher {
+  /** This run's directory (removed by close()). */
+  readonly dir: string;
+  private readonly ledger: ChildLedger;
+  private readonly launcher: ProductionLauncher;
+
+  /**
+   * Children live under the run's directory and, when root with SLAUDE_CHILD_UID_BASE, run under
+   * the uid just past the broker's range, so an inspected vendor never shares a uid with a live child.
+   */
+  constructor(config: Config, clock: Clock, log: Logger) {
+    const root = inspectionsDir(config.dataDir);
+    this.dir = path.join(root, `${process.pid}-${processStartTicks(process.pid) ?? 0}`);
+    const vendors = path.join(this.dir, "vendors");
+    const base = config.pool.childUidBase;
+    const perChildUid = base !== undefined && process.geteuid?.() === 0;
+    if (perChildUid) {
+      // As in the broker: a child under its own uid must traverse to its private HOME.
+      for (const d of [config.dataDir, path.dirname(root), root, this.dir, vendors]) {
+        mkdirSync(d, { recursive: true, mode: 0o711 });
+        chmodSync(d, 0o711);
+      }
+    }
+    this.ledger = new ChildLedger(path.join(this.dir, "children"), vendors);
+    this.launcher = new ProductionLauncher({
+      baseEnv: config.childBaseEnv,
+      runDir: vendors,
+      ledger: this.ledger,
+      uids: perChildUid ? new UidAllocator(base + config.pool.maxChildren, 1) : undefined,
+      clock,
+      log,
+    });
+  }
+
+  launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
+    return this.launcher.launch(connection, service, secrets);
+  }
+
+  /**
+   * Kills every process of this run at once (SIGKILL): each recorded vendor's group and everything
+   * whose HOME lies under the run's vendors directory, a detached grandchild included. Synchronous,
+   * so a signal handler can call it before anything else; returns how many processes.
+   */
+  killAll(): number {
+    return this.ledger.sweep();
+  }
+
+  /** Removes the run's directory; call after its vendors have stopped (or killAll). */
+  close(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Most run directories one sweep looks at (each is one CLI run; far more means something else is wrong). */
+const MAX_RUNS_SWEPT = 1_000;
+
+/**
+ * Kills what inspection runs whose CLI is gone left behind and removes their directories; runs whose
+ * CLI still runs are left alone. Returns how many processes were killed.
+ */
+export function sweepInspections(dataDir: string): number {
+  const root = inspectionsDir(dataDir);
+  if (!existsSync(root)) return 0;
+  let killed = 0;
+  for (const name of readdirSync(root).slice(0, MAX_RUNS_SWEPT)) {
+    const full = path.join(root, name);
+    const run = /^(\d+)-(\d+)$/.exec(name);
+    if (run) {
+      const ticks = processStartTicks(Number(run[1]));
+      if (ticks !== undefined && ticks === Number(run[2])) continue; // its CLI is still running
+      killed += new ChildLedger(path.join(full, "children"), path.join(full, "vendors")).sweep();
+      rmSync(full, { recursive: true, force: true });
+    } else if (name === "children") {
+      // The layout before each run had its own directory: one shared ledger and vendors directory.
+      killed += new ChildLedger(full, path.join(root, "vendors")).sweep();
+      rmSync(full, { recursive: true, force: true });
+      rmSync(path.join(root, "vendors"), { recursive: true, force: true });
+    }
+  }
+  return killed;
+}
