@@ -17,7 +17,8 @@ import { TenantLifecycle } from "../installations/tenant-lifecycle.js";
 import { registerTenantHandlers } from "../slack/tenant-handlers.js";
 import { createInstallFlow, INSTALL_PATH, REDIRECT_PATH } from "../slack/install-flow.js";
 import { singleTokenInstall } from "../slack/installation-adapters.js";
-import { InstallationTenantDirectory } from "../installations/tenant-directory.js";
+import { installationHealth, InstallationTenantDirectory } from "../installations/tenant-directory.js";
+import { bareAdminFinding } from "../installations/admin-entries.js";
 import { AuditTail } from "../events/audit-tail.js";
 import { EventRelay } from "../events/relay.js";
 import { envSecretSource } from "../config/env.js";
@@ -161,6 +162,10 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
   metrics.watch({ db: () => storeCounts(store), leadership: () => leadership.status() });
   await workspace.start({ approvals: broker.approvals, logins, lifecycle });
+  // Bare SLAUDE_ADMINS ids name no team: with several tenants they count nowhere, and production says so by not starting.
+  const bareAdmins = workspace.installations ? bareAdminFinding(config.admins, await store.installations.countLive(), config.production) : undefined;
+  if (bareAdmins?.level === "error") throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_ADMINS: ${bareAdmins.message}\nfix: ${bareAdmins.fix}`);
+  if (bareAdmins) log.warn(`BARE ADMIN IDS: ${bareAdmins.message}`, { fix: bareAdmins.fix });
   // Every periodic job runs on the app's clock, never overlapping itself; started here, stopped by close().
   // A `leaderOnly` job sweeps the shared database: one replica at a time runs it (src/jobs/leadership.ts).
   const job = (name: string, intervalMs: number, run: () => Promise<unknown>, leaderOnly = false): PeriodicJob => {
@@ -208,6 +213,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const approvalExpiry = job("approval expiry", opts.reapIntervalMs ?? 30_000, () => broker.approvals.expireDue(), true);
   // Rotating Slack tokens are refreshed before they expire (each refresh token presented once: the refresh lock).
   const tokenRotation = installations ? job("slack token rotation", 5 * 60_000, () => installations.refreshDue(), true) : undefined;
+  // Install states left by flows nobody finished (each lives 10 minutes; the store caps how many are live).
+  const stateSweep = config.slack.distribution ? job("install state sweep", 60_000, () => store.oauthStates.expireDue(clock.now()), true) : undefined;
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = job("cache sweep", 60_000, async () => membershipCache?.sweep());
 
@@ -229,7 +236,12 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const configuredToken = config.slack.botToken;
   const slackAuth = slack && installations ? new SlackAuthState(async () => (configuredToken ? installations.ensureConfigured(await singleTokenInstall(configuredToken, slack.clientOptions)) : undefined), log) : undefined;
   const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs: opts.slackAuthCheckIntervalMs ?? 60_000, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
-  const readiness = new Readiness({ dbAnswers: () => store.ping(), services: () => registrySource.registry.list().length, slack: slackAuth });
+  const readiness = new Readiness({
+    dbAnswers: () => store.ping(),
+    services: () => registrySource.registry.list().length,
+    slack: slackAuth,
+    ...(installations ? { installations: () => installationHealth(store.installations) } : {}),
+  });
   http.route({
     method: "GET",
     path: "/readyz",
@@ -311,6 +323,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await approvalExpiry.stop();
         await slackAuthJob?.stop();
         await tokenRotation?.stop();
+        await stateSweep?.stop();
         await cacheSweep.stop();
         await broker.shutdown();
         await leadership.close();

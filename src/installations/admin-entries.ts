@@ -13,3 +13,14 @@ export function listedAdmin(entries: readonly AdminEntry[], teamId: string, user
 export function bareAdminEntries(entries: readonly AdminEntry[]): number {
   return entries.filter((e) => e.teamId === undefined).length;
 }
+
+/** Bare SLAUDE_ADMINS entries while several installations are served: a warning, and an error (no start) in production. */
+export function bareAdminFinding(admins: readonly AdminEntry[], liveInstallations: number, production: boolean): { level: "warn" | "error"; message: string; fix: string } | undefined {
+  const bare = bareAdminEntries(admins);
+  if (!bare || liveInstallations <= 1) return undefined;
+  return {
+    level: production ? "error" : "warn",
+    message: `${bare} SLAUDE_ADMINS entr${bare === 1 ? "y names" : "ies name"} no team while ${liveInstallations} installations are served: they make nobody an admin${production ? ", and production does not start" : ""}`,
+    fix: "write each entry as <team_id>:<user_id>; see docs/slack-setup.md",
+  };
+}

@@ -101,3 +101,12 @@ export interface OAuthStateRepo {
   /** Drops expired states; returns how many. */
   expireDue(now: number): Promise<number>;
 }
+
+/**
+ * The Slack tenants at a glance: how many installations serve, and which do not (by id, with the
+ * reason). Detail only: one tenant's broken installation never makes the deployment unready.
+ */
+export interface InstallationHealth {
+  readonly active: number;
+  readonly disabled: readonly { readonly id: string; readonly tenant: string; readonly reason: string }[];
+}

@@ -2,7 +2,7 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { InstallationError } from "./errors.js";
-import type { InstallationRepo } from "./installation.js";
+import type { InstallationHealth, InstallationRepo } from "./installation.js";
 import type { Installations } from "./installations.js";
 
 // The host-token guard's tenant facts from the installations store, cached briefly: the guard asks
@@ -57,4 +57,14 @@ export class InstallationTenantDirectory implements TenantDirectory {
     this.teams.set(teamId, answer);
     return answer;
   }
+}
+
+/** The installations' health for /readyz: active count, and each disabled one with its reason (at most 100 listed). */
+export async function installationHealth(repo: Pick<InstallationRepo, "list">): Promise<InstallationHealth> {
+  const rows = await repo.list(10_000);
+  const disabled = rows.filter((i) => i.status === "disabled");
+  return {
+    active: rows.filter((i) => i.status === "active").length,
+    disabled: disabled.slice(0, 100).map((i) => ({ id: i.id, tenant: i.teamId ?? i.enterpriseId ?? "", reason: i.statusReason ?? "operator" })),
+  };
 }

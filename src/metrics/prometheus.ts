@@ -11,7 +11,7 @@ import type { CallMetric, Metrics } from "./metrics.js";
 const CODE = /^[a-z][a-z_]{0,39}$/;
 const VIA = new Set(["own", "grant", "shared", "approval_once", "approval_thread", "none"]);
 const DECISIONS = new Set(["allowed_thread", "allowed_once", "denied", "expired"]);
-const JOBS = new Set(["ttl_reaper", "idle_reaper", "login_reaper", "cache_sweep", "slack_auth_check", "result_reaper", "approval_expiry", "approval_decisions", "turn_reaper", "tool_relist"]);
+const JOBS = new Set(["ttl_reaper", "idle_reaper", "login_reaper", "cache_sweep", "slack_auth_check", "result_reaper", "approval_expiry", "approval_decisions", "turn_reaper", "tool_relist", "slack_token_rotation", "install_state_sweep"]);
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const HUMAN_SECONDS = [1, 5, 10, 30, 60, 120, 300, 600];
 

@@ -1,10 +1,12 @@
+import type { InstallationHealth } from "../installations/installation.js";
 import type { Logger } from "../log/logger.js";
 
 /** Why the broker is not ready, or "ok" per condition: the body of GET /readyz. */
 export interface ReadinessReport {
   readonly ready: boolean;
-  readonly checks: { readonly database: string; readonly registry: string; readonly slack: string };
+  readonly checks: { readonly database: string; readonly registry: string; readonly slack: string; readonly installations?: InstallationHealth };
 }
+
 
 /** Slack's authentication as last checked: `auth.test` must have succeeded with the configured token. */
 export class SlackAuthState {
@@ -54,6 +56,8 @@ export class Readiness {
       readonly dbAnswers: () => Promise<boolean>;
       readonly services: () => number;
       readonly slack: SlackAuthState | undefined;
+      /** The installations' health, when Slack serves tenants; a failure to read it reads as unknown. */
+      readonly installations?: () => Promise<InstallationHealth>;
     },
   ) {}
 
@@ -63,6 +67,7 @@ export class Readiness {
     const registry = n > 0 ? "ok" : "no services loaded";
     const slack = this.parts.slack ? this.parts.slack.status : "not configured";
     const ready = database === "ok" && registry === "ok" && (slack === "ok" || slack === "not configured");
-    return { ready, checks: { database, registry, slack } };
+    const installations = database === "ok" && this.parts.installations ? await this.parts.installations().catch(() => undefined) : undefined;
+    return { ready, checks: { database, registry, slack, ...(installations ? { installations } : {}) } };
   }
 }

@@ -13,6 +13,7 @@ import { checkChildUid, checkKeyIds, checkSlackScopes, checkVendorCommands } fro
 import { checkPostgres } from "./doctor-postgres.js";
 import { devHostTokenPath } from "../../config/dev-host-token.js";
 import { singleInstallation } from "../../tenancy/tenant-directory.js";
+import { installationDirectory, installationFindings, readInstallations, type InstallationCounts } from "./doctor-tenancy.js";
 import { checkHostTokenTenancy } from "./doctor-tenancy.js";
 
 /** One finding of `doctor`: what was checked, how it went and, if not ok, how to fix it. */
@@ -184,9 +185,15 @@ export async function runRemoteChecks(env: NodeJS.ProcessEnv): Promise<Finding[]
   }
   const store = config.databaseUrl ? await checkPostgres(config, config.databaseUrl) : [];
   const slack = await checkSlackScopes(config);
-  // Until the installations store answers it, a deployment serves one installation (the local workspace, one SLACK_BOT_TOKEN).
-  const tenancy = await checkHostTokenTenancy(config, singleInstallation());
-  return [...store, ...(slack ? [slack] : []), tenancy];
+  // The local workspace and a deployment without Slack serve one tenant; Slack's are its installations.
+  let counts: InstallationCounts | undefined;
+  try {
+    counts = config.slack.configured ? await readInstallations(config) : undefined;
+  } catch (err) {
+    return [...store, ...(slack ? [slack] : []), { check: "slack installations", level: "error", message: `the installations could not be read: ${err instanceof Error ? err.message : String(err)}`, fix: "check the database (see the findings above)" }];
+  }
+  const tenancy = await checkHostTokenTenancy(config, counts ? installationDirectory(counts) : singleInstallation());
+  return [...store, ...(slack ? [slack] : []), ...(counts ? installationFindings(config, counts) : []), tenancy];
 }
 
 /** `doctor`: prints each check; exit 1 if any is an error, 0 with warnings. */
