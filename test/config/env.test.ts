@@ -58,7 +58,7 @@ describe("loadConfig", () => {
     expect(c.registryPath).toBe("/etc/slaude/services.json");
     expect(c.port).toBe(0);
     expect(c.publicUrl).toBe("https://broker.example.com");
-    expect(c.admins).toEqual(["U1", "U2"]);
+    expect(c.admins).toEqual([{ teamId: undefined, userId: "U1" }, { teamId: undefined, userId: "U2" }]);
     expect(c.pool.idleMs).toBe(30_000);
     expect(c.slack.configured).toBe(true);
     // Socket Mode without its app token is a half setup: refused, naming the variable.

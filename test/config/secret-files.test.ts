@@ -32,7 +32,7 @@ function configError(fn: () => unknown): ConfigError {
 
 describe("*_FILE secret variables", () => {
   it("every secret variable has a _FILE variant, read and trimmed; lists take one entry per line", () => {
-    expect([...SECRET_VARIABLES].sort()).toEqual(["SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLAUDE_DATABASE_URL", "SLAUDE_ENCRYPTION_KEY", "SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS", "SLAUDE_METRICS_TOKEN"]);
+    expect([...SECRET_VARIABLES].sort()).toEqual(["SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_SIGNING_SECRET", "SLACK_STATE_SECRET", "SLAUDE_DATABASE_URL", "SLAUDE_ENCRYPTION_KEY", "SLAUDE_ENCRYPTION_KEY_PREVIOUS", "SLAUDE_HOST_TOKENS", "SLAUDE_METRICS_TOKEN"]);
     const key = newKeyB64();
     const old = newKeyB64();
     const c = loadConfig({

@@ -182,6 +182,8 @@ function idpPaths(s: Session): string[] {
 async function ready(s: Session, pagePath: string, nth = 1): Promise<void> {
   await until(`${pagePath} loaded`, () => idpPaths(s).filter((p) => p === `/ready?${pagePath}`).length >= nth);
   const n = s.frames.length;
+  // The first frame of a page can come well after its /ready on a loaded machine: wait for it, not a fixed time.
+  if (n === 0) await until("a first frame", () => s.frames.length > 0);
   const deadline = Date.now() + 500;
   while (s.frames.length === n && Date.now() < deadline) await sleep(20);
   expect(s.frames.length).toBeGreaterThan(0);
