@@ -181,6 +181,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     registerSlackHandlers(slack.app, {
       apis: slack.apis,
       tenants: installations,
+      tenantName: async (teamId) => (await installations.forTeam(teamId)).teamName ?? undefined,
       store,
       registry: registrySource.registry,
       approvals: broker.approvals,

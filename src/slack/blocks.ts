@@ -78,6 +78,8 @@ export interface ConnectionsModel {
   readonly grantsGiven: readonly Grant[];
   readonly grantsReceived: readonly Grant[];
   readonly admin?: { readonly all: readonly Connection[]; readonly recentAudit: readonly AuditRecord[]; readonly toolChanges?: readonly ToolPin[] };
+  /** The tenant this view is for (the workspace, and its name when the installation knows it). */
+  readonly tenant?: { readonly teamId: string; readonly name?: string | undefined };
 }
 
 function connectionLine(c: Connection): string {
@@ -116,5 +118,7 @@ export function connectionsBlocks(m: ConnectionsModel): Block[] {
     const lines = m.admin.recentAudit.map((r) => `${new Date(r.at).toISOString()} ${r.event}${r.decision ? ` ${r.decision}` : ""}${r.callerUserId ? ` <@${r.callerUserId}>` : ""}${r.service ? ` ${esc(r.service)}` : ""}${r.tool ? ` ${esc(r.tool)}` : ""}`);
     blocks.push({ type: "section", text: { type: "mrkdwn", text: lines.length ? "```" + lines.join("\n") + "```" : "_No events._" } });
   }
+  // Which workspace these connections belong to: each tenant's are its own.
+  if (m.tenant) blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: `Connections of ${m.tenant.name ? `*${esc(m.tenant.name)}* (${m.tenant.teamId})` : m.tenant.teamId} only` }] });
   return blocks;
 }

@@ -37,6 +37,8 @@ export interface SlackHandlerDeps {
   readonly apis: SlackApis;
   /** Whether two teams are served by one installation (an org-wide install serves all its workspaces). */
   readonly tenants: TenantMatch;
+  /** The workspace's name for the App Home and /connections footer. */
+  readonly tenantName?: (teamId: string) => Promise<string | undefined>;
   readonly store: Store;
   readonly registry: ServiceRegistry;
   /** Revokes (owner, grant, admin) with their audit rows; also says who is an admin. */
