@@ -127,6 +127,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     turns: turnStoreFor(store, config.turns),
     credentialCache: config.caches.credentials,
     signals,
+    tenantLimits: { callRate: config.tenantLimits.callRate, childrenPerTeam: config.tenantLimits.childrenPerTeam },
+    ...(sharedDb ? { rateBuckets: sharedDb.rateBuckets } : {}),
   });
   await broker.start({ expireAbandoned: !sharedDb, ...(opts.idleReapIntervalMs !== undefined ? { idleReapIntervalMs: opts.idleReapIntervalMs } : {}) });
   const cluster = await startClusterSignals(signals, { approvals: broker.approvals, broker, ...(membershipCache ? { membership: membershipCache } : {}) });

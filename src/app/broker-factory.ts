@@ -10,6 +10,7 @@ import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { Broker } from "../broker/broker.js";
 import type { ConsentNotifier, CredentialRefresher } from "../broker/ports.js";
 import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
+import { CallRateGate, MemoryRateBuckets, type CallRateLimits, type RateBuckets } from "../limits/call-rate.js";
 import { CallEventBus } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
@@ -58,6 +59,10 @@ export interface BrokerOptions {
   readonly credentialCache?: CacheLimits;
   /** Where approval decisions are announced to the other replicas (src/cluster). */
   readonly signals?: ClusterSignals;
+  /** Limits per tenant: the call rates (unset: none) and one team's cap on vendors (unset: the whole pool). */
+  readonly tenantLimits?: { readonly callRate?: CallRateLimits; readonly childrenPerTeam?: number };
+  /** Where the call-rate buckets live: PostgreSQL's shared table with replicas; default this process's memory. */
+  readonly rateBuckets?: RateBuckets;
 }
 
 /** Defaults of the pool settings (SLAUDE_POOL_*). */
@@ -71,7 +76,12 @@ export function buildBroker(o: BrokerOptions): Broker {
   const metrics = o.metrics ?? noMetrics;
   const pool = new VendorPool(
     launcher,
-    { maxChildren, idleMs: o.pool?.idleMs ?? POOL_DEFAULTS.idleMs, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs },
+    {
+      maxChildren,
+      idleMs: o.pool?.idleMs ?? POOL_DEFAULTS.idleMs,
+      acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs,
+      ...(o.tenantLimits?.childrenPerTeam !== undefined ? { maxChildrenPerTeam: o.tenantLimits.childrenPerTeam } : {}),
+    },
     o.clock,
     o.log,
     metrics,
@@ -86,6 +96,9 @@ export function buildBroker(o: BrokerOptions): Broker {
   metricsFromEvents(events, metrics);
   logFromEvents(events, o.log);
   const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics, ...(o.signals ? { signals: o.signals } : {}) });
+  const callRate = o.tenantLimits?.callRate
+    ? new CallRateGate({ buckets: o.rateBuckets ?? new MemoryRateBuckets(), limits: o.tenantLimits.callRate, clock: o.clock, refused: (limit) => metrics.limitRefused(limit) })
+    : undefined;
   return new Broker({
     store: o.store,
     vault: o.vault,
@@ -107,6 +120,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     ...(o.refresher ? { refresher: o.refresher } : {}),
     ...(o.consent ? { consent: o.consent } : {}),
     ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
+    ...(callRate ? { callRate } : {}),
   });
 }
 

@@ -12,6 +12,7 @@ import type { CallEventBus } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
+import type { CallRateGate } from "../limits/call-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
 import { PinService } from "../pinning/service.js";
@@ -60,6 +61,8 @@ export interface BrokerParts {
   readonly consent?: ConsentNotifier;
   /** Bounds the decrypted-credential cache (count and age). */
   readonly credentialCache?: CacheLimits;
+  /** The call rate per user and per team (src/limits). */
+  readonly callRate?: CallRateGate;
 }
 
 /** The caller as an embedding host reports it, on every tool call. */
@@ -107,6 +110,7 @@ export class Broker {
       pins: new PinService({ store: o.store, clock: o.clock, log: o.log }),
       ...(o.refresher ? { refresher: o.refresher } : {}),
       ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
+      ...(o.callRate ? { callRate: o.callRate } : {}),
     };
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched

@@ -7,6 +7,7 @@ import type { CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
+import type { CallRateGate } from "../limits/call-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
 import type { PinService } from "../pinning/service.js";
@@ -47,6 +48,8 @@ export interface BrokerDeps {
   readonly pins: PinService;
   /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
   readonly credentialCache?: CacheLimits;
+  /** The call rate per user and per team, checked before anything else of a call (src/limits); unset: no rate limit. */
+  readonly callRate?: CallRateGate;
 }
 
 /** Who is calling, read live for each call: the session's thread and the user whose turn it is. */
