@@ -45,7 +45,7 @@ export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: E
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin, () => clock.now()) });
-  const events = new EventsEndpoint(broker.events, new HostTeamAuth(d.tokens, config.hostTokenTeams), origin, { ...config.events, clock, log });
+  const events = new EventsEndpoint(broker.events, new HostTeamAuth(d.tokens, config.hostTokenTeams), origin, { ...config.events, maxClientsPerTeam: config.tenantLimits.eventStreamsPerTeam, refused: (l) => broker.deps.metrics.limitRefused(l), clock, log });
   http.route({ method: "GET", path: "/v1/events", handler: events.handler });
   return { mcp, events };
 }

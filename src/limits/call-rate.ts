@@ -119,6 +119,12 @@ export class CallRateGate {
     return { users, teams };
   }
 
+  /** The same, under the names of the `limit` metric label. */
+  atLimitCounts(): { readonly call_rate_user: number; readonly call_rate_team: number } {
+    const { users, teams } = this.atLimit();
+    return { call_rate_user: users, call_rate_team: teams };
+  }
+
   private remember(key: string, retryAt: number): void {
     this.recent.delete(key);
     if (this.recent.size >= RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);

@@ -3,6 +3,8 @@ import type { Clock } from "../clock/clock.js";
 import type { CallEvent } from "../events/call-event.js";
 import { BoundedSubscriber } from "../events/bounded-subscriber.js";
 import type { CallEventBus } from "../events/event-bus.js";
+import type { LimitRefusals } from "../limits/limit-kind.js";
+import { TenantCounter } from "../limits/tenant-counter.js";
 import type { Logger } from "../log/logger.js";
 import type { OriginGuard } from "./host-auth.js";
 import type { HostTeamAuth } from "./host-teams.js";
@@ -21,6 +23,10 @@ export interface EventsEndpointOptions {
   readonly heartbeatMs?: number;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Streams one team may hold open (SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM); unset: the whole cap. */
+  readonly maxClientsPerTeam?: number;
+  /** Told of each refusal by the per-team cap (the limit refusals metric). */
+  readonly refused?: LimitRefusals;
 }
 
 /** One event as an SSE frame: its sequence number, its kind, and the event as one JSON line. */
@@ -32,13 +38,17 @@ export function sseFrame(e: CallEvent, seq: number): string {
 /** The events endpoint: its open streams, and the route handler that opens them. */
 export class EventsEndpoint {
   private readonly clients = new Set<() => void>();
+  /** Streams per team: one team's readers cannot take every stream. */
+  readonly perTeam: TenantCounter;
 
   constructor(
     private readonly bus: CallEventBus,
     private readonly auth: HostTeamAuth,
     private readonly origin: OriginGuard,
     private readonly o: EventsEndpointOptions,
-  ) {}
+  ) {
+    this.perTeam = new TenantCounter(Math.min(o.maxClientsPerTeam ?? o.maxClients, o.maxClients));
+  }
 
   /** Streams open right now. */
   get clientCount(): number {
@@ -53,6 +63,10 @@ export class EventsEndpoint {
     // A token that names no team would have to see every team's calls: refused instead.
     if (who.kind === "unbound") return sendJson(res, 403, { error: "token_not_bound_to_team", message: "bind this host token to its team in SLAUDE_HOST_TOKENS as <team_id>:<token>" });
     if (this.clients.size >= this.o.maxClients) return this.full(res);
+    if (this.perTeam.atCap(who.teamId)) {
+      this.o.refused?.("event_streams");
+      return sendJson(res, 429, { error: "too_many_event_streams", message: `at most ${this.perTeam.capPerTeam} event streams may be open for one team` }, { "retry-after": "5" });
+    }
     this.open(req, res, who.teamId);
   };
 
@@ -103,9 +117,11 @@ export class EventsEndpoint {
       heartbeat.cancel();
       sub.close();
       this.clients.delete(end);
+      this.perTeam.release(teamId);
       if (!res.destroyed) res.end();
     };
     this.clients.add(end);
+    this.perTeam.tryAcquire(teamId);
     res.on("close", end);
     req.on("error", end);
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
