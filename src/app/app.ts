@@ -151,7 +151,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf, http: { production: config.production } }),
     device: deviceGrants({ clock, production: config.production }),
-    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
+    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, maxConcurrentPerTeam: config.tenantLimits.loginsPerTeam, detachGraceMs: config.login.detachGraceMs },
+    refused: (l) => metrics.limitRefused(l),
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
   metrics.watch({ db: () => storeCounts(store), leadership: () => leadership.status() });
@@ -232,7 +233,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   // Tenants at each per-tenant limit: counts only, never a team id (src/limits).
-  metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), event_streams: events.perTeam.teamsAtCap() }) });
+  metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), logins: logins.teamsAtLoginCap, event_streams: events.perTeam.teamsAtCap() }) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).
   if (installations && config.slack.distribution) {

@@ -5,7 +5,9 @@ import { ConfigError } from "./errors.js";
 
 // The env of the limits per tenant (issue 20 item 9), parsed here so env.ts holds one block:
 // the call rates per user and per team, and the per-team caps on children, login flows, MCP
-// sessions and event streams (each defaulting to half its deployment cap, at least 1).
+// sessions and event streams. Each cap defaults to half its deployment cap (at least 1) when the
+// app is distributed (the install flow is configured: many workspaces share the deployment), and to
+// the whole deployment cap otherwise (one workspace: nobody else to be fair to, behaviour unchanged).
 
 const UNIT_MS: Record<string, number> = { s: 1_000, sec: 1_000, second: 1_000, m: 60_000, min: 60_000, minute: 60_000, h: 3_600_000, hour: 3_600_000 };
 
@@ -48,11 +50,14 @@ export interface TenantLimits {
 /** The parsed variables tenantLimitsFrom reads. */
 type Parsed = z.output<ReturnType<typeof z.object<typeof tenantLimitsEnv>>>;
 
-/** The per-team caps and rates from the parsed env and the deployment caps; a per-team cap above its deployment cap is a configuration error. */
-export function tenantLimitsFrom(e: Parsed, deployment: { children: number; logins: number; mcpSessions: number; eventStreams: number }): TenantLimits {
+/**
+ * The per-team caps and rates from the parsed env and the deployment caps; `multiTenant`: the install
+ * flow is on (defaults halve the deployment caps). A per-team cap above its deployment cap is a configuration error.
+ */
+export function tenantLimitsFrom(e: Parsed, deployment: { children: number; logins: number; mcpSessions: number; eventStreams: number }, multiTenant: boolean): TenantLimits {
   const cap = (name: string, given: number | undefined, whole: number, wholeName: string): number => {
     if (given !== undefined && given > Math.max(1, whole)) throw new ConfigError("invalid_env", `invalid environment\n${name}: ${given} is above ${wholeName} (${whole}); a team cannot hold more than the whole deployment`);
-    return given ?? Math.max(1, Math.floor(whole / 2));
+    return given ?? (multiTenant ? Math.max(1, Math.floor(whole / 2)) : Math.max(1, whole));
   };
   if (e.SLAUDE_CALL_RATE_PER_USER.perMs > e.SLAUDE_CALL_RATE_PER_TEAM.perMs) throw new ConfigError("invalid_env", "invalid environment\nSLAUDE_CALL_RATE_PER_USER: is above SLAUDE_CALL_RATE_PER_TEAM; one user cannot call faster than their whole team");
   return {
