@@ -233,7 +233,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const { mcp, events } = mountHostRoutes({ http, broker, auth, tokens: hostTokens.tokens, origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   // Tenants at each per-tenant limit: counts only, never a team id (src/limits).
-  metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), logins: logins.teamsAtLoginCap, event_streams: events.perTeam.teamsAtCap() }) });
+  metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), logins: logins.teamsAtLoginCap, mcp_sessions: mcp.teamsAtSessionCap, event_streams: events.perTeam.teamsAtCap() }) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).
   if (installations && config.slack.distribution) {

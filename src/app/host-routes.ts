@@ -41,7 +41,8 @@ function sessionRecords(store: Store, config: Config): SessionRecords {
 /** Mounts /mcp, /v1/turns, /v1/turns/end and /v1/events; returns the endpoints the app closes. */
 export function mountHostRoutes(d: HostRouteDeps): { mcp: McpEndpoint; events: EventsEndpoint } {
   const { http, broker, auth, origin, config, clock, log } = d;
-  const mcp = new McpEndpoint(broker, auth, origin, log, config.mcpSessions, clock, sessionRecords(d.store, config));
+  const sessionLimits = { ...config.mcpSessions, maxSessionsPerTeam: config.tenantLimits.mcpSessionsPerTeam };
+  const mcp = new McpEndpoint(broker, auth, origin, log, sessionLimits, clock, sessionRecords(d.store, config));
   http.route({ method: "*", path: "/mcp", handler: mcp.handler });
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, auth, origin, () => clock.now()) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, auth, origin, () => clock.now()) });

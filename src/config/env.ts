@@ -302,7 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
       credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },
     },
-    tenantLimits: tenantLimitsFrom(e, { children: e.SLAUDE_POOL_MAX_CHILDREN, logins: e.SLAUDE_LOGIN_MAX_CONCURRENT, mcpSessions: e.SLAUDE_MCP_MAX_SESSIONS, eventStreams: e.SLAUDE_EVENTS_MAX_CLIENTS }, distribution !== undefined),
+    tenantLimits: tenantLimitsFrom(e, { children: e.SLAUDE_POOL_MAX_CHILDREN, logins: e.SLAUDE_LOGIN_MAX_CONCURRENT, mcpSessions: e.SLAUDE_MCP_MAX_SESSIONS, mcpLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS, eventStreams: e.SLAUDE_EVENTS_MAX_CLIENTS }, distribution !== undefined),
   };
 }
 

@@ -54,17 +54,20 @@ type Parsed = z.output<ReturnType<typeof z.object<typeof tenantLimitsEnv>>>;
  * The per-team caps and rates from the parsed env and the deployment caps; `multiTenant`: the install
  * flow is on (defaults halve the deployment caps). A per-team cap above its deployment cap is a configuration error.
  */
-export function tenantLimitsFrom(e: Parsed, deployment: { children: number; logins: number; mcpSessions: number; eventStreams: number }, multiTenant: boolean): TenantLimits {
-  const cap = (name: string, given: number | undefined, whole: number, wholeName: string): number => {
+export function tenantLimitsFrom(e: Parsed, deployment: { children: number; logins: number; mcpSessions: number; mcpLiveSessions: number; eventStreams: number }, multiTenant: boolean): TenantLimits {
+  // `whole`: what one team could hold with no per-team cap; `half`: the distributed default's base.
+  const cap = (name: string, given: number | undefined, whole: number, wholeName: string, half: number = whole): number => {
     if (given !== undefined && given > Math.max(1, whole)) throw new ConfigError("invalid_env", `invalid environment\n${name}: ${given} is above ${wholeName} (${whole}); a team cannot hold more than the whole deployment`);
-    return given ?? (multiTenant ? Math.max(1, Math.floor(whole / 2)) : Math.max(1, whole));
+    return given ?? (multiTenant ? Math.max(1, Math.floor(half / 2)) : Math.max(1, whole));
   };
+  // Sessions: a process holds SLAUDE_MCP_MAX_SESSIONS, a deployment on PostgreSQL SLAUDE_MCP_MAX_LIVE_SESSIONS.
+  const sessionsWhole = Math.max(deployment.mcpSessions, deployment.mcpLiveSessions);
   if (e.SLAUDE_CALL_RATE_PER_USER.perMs > e.SLAUDE_CALL_RATE_PER_TEAM.perMs) throw new ConfigError("invalid_env", "invalid environment\nSLAUDE_CALL_RATE_PER_USER: is above SLAUDE_CALL_RATE_PER_TEAM; one user cannot call faster than their whole team");
   return {
     callRate: { perUser: e.SLAUDE_CALL_RATE_PER_USER, perTeam: e.SLAUDE_CALL_RATE_PER_TEAM },
     childrenPerTeam: cap("SLAUDE_POOL_MAX_CHILDREN_PER_TEAM", e.SLAUDE_POOL_MAX_CHILDREN_PER_TEAM, deployment.children, "SLAUDE_POOL_MAX_CHILDREN"),
     loginsPerTeam: cap("SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM", e.SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM, deployment.logins, "SLAUDE_LOGIN_MAX_CONCURRENT"),
-    mcpSessionsPerTeam: cap("SLAUDE_MCP_MAX_SESSIONS_PER_TEAM", e.SLAUDE_MCP_MAX_SESSIONS_PER_TEAM, deployment.mcpSessions, "SLAUDE_MCP_MAX_SESSIONS"),
+    mcpSessionsPerTeam: cap("SLAUDE_MCP_MAX_SESSIONS_PER_TEAM", e.SLAUDE_MCP_MAX_SESSIONS_PER_TEAM, sessionsWhole, "SLAUDE_MCP_MAX_SESSIONS and SLAUDE_MCP_MAX_LIVE_SESSIONS", deployment.mcpSessions),
     eventStreamsPerTeam: cap("SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM", e.SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM, deployment.eventStreams, "SLAUDE_EVENTS_MAX_CLIENTS"),
   };
 }

@@ -12,7 +12,7 @@ describe("limits per tenant (env)", () => {
     const t = loadConfig(base).tenantLimits;
     expect(t.callRate.perUser).toEqual({ burst: 120, perMs: 120 / 60_000 });
     expect(t.callRate.perTeam).toEqual({ burst: 1200, perMs: 1200 / 60_000 });
-    expect(t).toMatchObject({ childrenPerTeam: 32, loginsPerTeam: 4, mcpSessionsPerTeam: 1_000, eventStreamsPerTeam: 16 });
+    expect(t).toMatchObject({ childrenPerTeam: 32, loginsPerTeam: 4, mcpSessionsPerTeam: 10_000, eventStreamsPerTeam: 16 });
   });
 
   it("a distributed app (the install flow on) halves each deployment cap per team, at least 1", () => {
