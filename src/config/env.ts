@@ -92,7 +92,12 @@ const envSchema = z.object({
   SLAUDE_CREDENTIAL_CACHE_MAX: positiveInt.default(1_000),
   SLAUDE_CREDENTIAL_CACHE_SECONDS: positiveInt.default(900),
   // Limits per tenant (issue 20 item 9): call rates per user and team, per-team caps (tenant-limits.ts).
-  ...tenantLimitsEnv,
+  SLAUDE_CALL_RATE_PER_USER: tenantLimitsEnv.SLAUDE_CALL_RATE_PER_USER,
+  SLAUDE_CALL_RATE_PER_TEAM: tenantLimitsEnv.SLAUDE_CALL_RATE_PER_TEAM,
+  SLAUDE_POOL_MAX_CHILDREN_PER_TEAM: tenantLimitsEnv.SLAUDE_POOL_MAX_CHILDREN_PER_TEAM,
+  SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM: tenantLimitsEnv.SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM,
+  SLAUDE_MCP_MAX_SESSIONS_PER_TEAM: tenantLimitsEnv.SLAUDE_MCP_MAX_SESSIONS_PER_TEAM,
+  SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM: tenantLimitsEnv.SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM,
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
