@@ -43,18 +43,29 @@ export class MemoryRateBuckets implements RateBuckets {
 
   constructor(private readonly maxKeys: number = MEMORY_BUCKETS_MAX) {}
 
+  /**
+   * Takes in order, stopping at the first refusal (see RateBuckets). A bucket created by a take that
+   * is then refused further on is not kept (forgetting it only gives back its one token): new keys
+   * are created no faster than the team's own rate allows, so made-up user ids cannot fill the map.
+   */
   async take(takes: readonly BucketTake[], now: number): Promise<TakeResult> {
+    const created: string[] = [];
+    const refuse = (refused: number, retryAt: number): TakeResult => {
+      for (const k of created) this.buckets.delete(k);
+      return { granted: false, refused, retryAt };
+    };
     for (const [i, t] of takes.entries()) {
       const prev = this.buckets.get(t.key);
       if (!prev) {
         const room = this.makeRoom(now);
-        if (room !== true) return { granted: false, refused: i, retryAt: room };
+        if (room !== true) return refuse(i, room);
       }
       const d = takeToken(prev?.state, t.rate, now);
       // Re-inserted: the map's order is least recently used first.
       this.buckets.delete(t.key);
       this.buckets.set(t.key, { state: d.state, rate: t.rate });
-      if (!d.granted) return { granted: false, refused: i, retryAt: d.retryAt };
+      if (!prev) created.push(t.key);
+      if (!d.granted) return refuse(i, d.retryAt);
     }
     return { granted: true };
   }

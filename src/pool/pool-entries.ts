@@ -23,18 +23,22 @@ export class PoolEntries {
   /** Vendors being stopped (their slots are not free yet). */
   stopping = 0;
 
+  /** Live (or starting) vendors. */
   get size(): number {
     return this.byConnection.size;
   }
 
+  /** The vendor of `connectionId`, if any. */
   get(connectionId: string): Entry | undefined {
     return this.byConnection.get(connectionId);
   }
 
+  /** Whether `connectionId` has a vendor. */
   has(connectionId: string): boolean {
     return this.byConnection.has(connectionId);
   }
 
+  /** Holds `entry` as its connection's vendor. */
   set(entry: Entry): void {
     this.byConnection.set(entry.connectionId, entry);
   }
@@ -44,10 +48,12 @@ export class PoolEntries {
     if (this.byConnection.get(entry.connectionId) === entry) this.byConnection.delete(entry.connectionId);
   }
 
+  /** Every vendor held. */
   values(): IterableIterator<Entry> {
     return this.byConnection.values();
   }
 
+  /** The connection ids of every vendor held. */
   keys(): IterableIterator<string> {
     return this.byConnection.keys();
   }
@@ -58,6 +64,7 @@ export class PoolEntries {
     this.stoppingByTeam.set(entry.teamId, (this.stoppingByTeam.get(entry.teamId) ?? 0) + 1);
   }
 
+  /** `entry`'s stop is over: its slot (and its team's) is free. */
   stopped(entry: Entry): void {
     this.stopping--;
     const n = (this.stoppingByTeam.get(entry.teamId) ?? 1) - 1;

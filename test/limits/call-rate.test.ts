@@ -54,4 +54,15 @@ describe("call rate per user and per team", () => {
     expect(buckets.size).toBe(2);
     expect(await t("b", 60_000)).toEqual({ granted: true });
   });
+
+  it("a new user's bucket refused by the team's rate is not kept: made-up user ids cannot fill the map", async () => {
+    const buckets = new MemoryRateBuckets();
+    const { gate: g } = gate({ perUser: perMin(5), perTeam: perMin(2) }, buckets);
+    await g.check("TA", "U1");
+    await g.check("TA", "U2");
+    expect(buckets.size).toBe(3);
+    for (let i = 0; i < 1_000; i++) expect((await g.check("TA", `UFAKE${i}`)).ok).toBe(false);
+    expect(buckets.size).toBe(3);
+  });
 });
+

@@ -40,6 +40,7 @@ export class PgRateBuckets implements RateBuckets {
 
   constructor(private readonly db: PgDb) {}
 
+  /** Takes in order in one statement, each take only if the one before it was granted (see RateBuckets). */
   async take(takes: readonly BucketTake[], now: number): Promise<TakeResult> {
     if (takes.length === 0) return { granted: true };
     let sql = this.statements.get(takes.length);
