@@ -132,6 +132,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     turns: turnStoreFor(store, config.turns),
     credentialCache: config.caches.credentials,
     signals,
+    tenantLimits: { callRate: config.tenantLimits.callRate, childrenPerTeam: config.tenantLimits.childrenPerTeam },
+    ...(sharedDb ? { rateBuckets: sharedDb.rateBuckets } : {}),
   });
   await broker.start({ expireAbandoned: !sharedDb, ...(opts.idleReapIntervalMs !== undefined ? { idleReapIntervalMs: opts.idleReapIntervalMs } : {}) });
   const cluster = await startClusterSignals(signals, { approvals: broker.approvals, broker, ...(membershipCache ? { membership: membershipCache } : {}) });
@@ -157,7 +159,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     ...(workspace.adapters ? { notifier: workspace.adapters.notices } : {}),
     oauth: opts.oauth ?? oauthFlows({ publicUrl: config.publicUrl, clock, secretOf, http: { production: config.production } }),
     device: deviceGrants({ clock, production: config.production }),
-    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
+    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, maxConcurrentPerTeam: config.tenantLimits.loginsPerTeam, detachGraceMs: config.login.detachGraceMs },
+    refused: (l) => metrics.limitRefused(l),
   });
   metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers }) });
   metrics.watch({ db: () => storeCounts(store), leadership: () => leadership.status() });
@@ -256,6 +259,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const tenantDirectory = opts.tenants ?? (installations ? new InstallationTenantDirectory(store.installations, installations, clock) : undefined);
   const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(tenantDirectory ? { tenants: tenantDirectory } : {}), origin, config, clock, log, store });
   relayCancellations(signals, mcp);
+  // Tenants at each per-tenant limit: counts only, never a team id (src/limits).
+  metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), logins: logins.teamsAtLoginCap, mcp_sessions: mcp.teamsAtSessionCap, event_streams: events.perTeam.teamsAtCap() }) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).
   if (installations && config.slack.distribution) {

@@ -12,6 +12,7 @@ import type { CompletionBacklog } from "../broker/completion-backlog.js";
 import type { ConsentNotifier, CredentialRefresher } from "../broker/ports.js";
 import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
 import { CallEventBus, type CallEventSink } from "../events/event-bus.js";
+import { CallRateGate, MemoryRateBuckets, type CallRateLimits, type RateBuckets } from "../limits/call-rate.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import { noMembership, type MembershipSource } from "../membership/membership.js";
@@ -61,6 +62,10 @@ export interface BrokerOptions {
   readonly completions?: CompletionBacklog;
   /** Where approval decisions are announced to the other replicas (src/cluster). */
   readonly signals?: ClusterSignals;
+  /** Limits per tenant: the call rates (unset: none) and one team's cap on vendors (unset: the whole pool). */
+  readonly tenantLimits?: { readonly callRate?: CallRateLimits; readonly childrenPerTeam?: number };
+  /** Where the call-rate buckets live: PostgreSQL's shared table with replicas; default this process's memory. */
+  readonly rateBuckets?: RateBuckets;
 }
 
 /** Defaults of the pool settings (SLAUDE_POOL_*). */
@@ -77,7 +82,12 @@ export function buildBroker(o: BrokerOptions): Broker {
   const metrics = o.metrics ?? noMetrics;
   const pool = new VendorPool(
     launcher,
-    { maxChildren, idleMs: o.pool?.idleMs ?? POOL_DEFAULTS.idleMs, acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs },
+    {
+      maxChildren,
+      idleMs: o.pool?.idleMs ?? POOL_DEFAULTS.idleMs,
+      acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs,
+      ...(o.tenantLimits?.childrenPerTeam !== undefined ? { maxChildrenPerTeam: o.tenantLimits.childrenPerTeam } : {}),
+    },
     o.clock,
     o.log,
     metrics,
@@ -91,6 +101,9 @@ export function buildBroker(o: BrokerOptions): Broker {
   metricsFromEvents(events, metrics);
   logFromEvents(events, o.log);
   const approvals = new ApprovalService({ store: o.store, channel: o.approvalChannel ?? noApprovalChannel, clock: o.clock, log: o.log, timeoutMs: o.approvalTimeoutMs ?? 120_000, metrics, ...(o.signals ? { signals: o.signals } : {}) });
+  const callRate = o.tenantLimits?.callRate
+    ? new CallRateGate({ buckets: o.rateBuckets ?? new MemoryRateBuckets(), limits: o.tenantLimits.callRate, clock: o.clock, refused: (limit) => metrics.limitRefused(limit) })
+    : undefined;
   return new Broker({
     store: o.store,
     vault: o.vault,
@@ -113,6 +126,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     ...(o.consent ? { consent: o.consent } : {}),
     ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
     ...(o.completions ? { completions: o.completions } : {}),
+    ...(callRate ? { callRate } : {}),
   });
 }
 

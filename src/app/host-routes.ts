@@ -70,12 +70,13 @@ export async function mountHostRoutes(d: HostRouteDeps): Promise<{ mcp: McpEndpo
   const auth = new HostTeamAuth(d.tokens, config.hostTokenTeams, new SessionTokenDigests(d.keys));
   await checkUnboundHostTokens(auth, directory, config, log);
   const tenants = new TenantGuard(directory, log);
-  const mcp = new McpEndpoint({ broker, auth, origin, log, limits: config.mcpSessions, clock, records: sessionRecords(d.store, config), tenants });
+  const sessionLimits = { ...config.mcpSessions, maxSessionsPerTeam: config.tenantLimits.mcpSessionsPerTeam };
+  const mcp = new McpEndpoint({ broker, auth, origin, log, limits: sessionLimits, clock, records: sessionRecords(d.store, config), tenants });
   http.route({ method: "*", path: "/mcp", jsonRpc: true, handler: mcp.handler });
   const turnDeps = { auth, origin, tenants, now: () => clock.now() };
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, turnDeps) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, turnDeps) });
-  const events = new EventsEndpoint(broker.events, auth, origin, tenants, { ...config.events, clock, log });
+  const events = new EventsEndpoint(broker.events, auth, origin, tenants, { ...config.events, maxClientsPerTeam: config.tenantLimits.eventStreamsPerTeam, refused: (l) => broker.deps.metrics.limitRefused(l), clock, log });
   http.route({ method: "GET", path: "/v1/events", handler: events.handler });
   return { mcp, events };
 }

@@ -16,12 +16,10 @@ export type CallOutcome =
 /** A refusal: the code's one sentence (outcome.ts) as text and in structuredContent. */
 export function refusal(code: FailureCode, facts: MessageFacts = {}): CallToolResult {
   const message = failureMessage(code, facts);
-  const retry = retryAfterSeconds(code);
-  return {
-    content: [{ type: "text", text: message }],
-    structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message, ...(retry !== undefined ? { retryAfterSeconds: retry } : {}) },
-    isError: true,
-  };
+  // A refusal that names a retry time carries it structured too, so a host can wait without parsing text.
+  const after = facts.retryAfterSeconds ?? retryAfterSeconds(code);
+  const retry = { ...(facts.retryAt !== undefined ? { retryAt: new Date(facts.retryAt).toISOString() } : {}), ...(after !== undefined ? { retryAfterSeconds: after } : {}) };
+  return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message, ...retry }, isError: true };
 }
 
 /** A plain answer with its structured twin. */

@@ -12,6 +12,7 @@ import type { CallEventBus } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
+import type { CallRateGate } from "../limits/call-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
 import { PinService } from "../pinning/service.js";
@@ -63,6 +64,8 @@ export interface BrokerParts {
   readonly credentialCache?: CacheLimits;
   /** Where completion rows wait while the database is away (default: one with DEFAULT_COMPLETION_BACKLOG). */
   readonly completions?: CompletionBacklog;
+  /** The call rate per user and per team (src/limits). */
+  readonly callRate?: CallRateGate;
 }
 
 /** How often every live vendor's tool list is read again when it never says it changed (60 s). */
@@ -114,6 +117,7 @@ export class Broker {
       ...(o.refresher ? { refresher: o.refresher } : {}),
       ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
       ...(o.completions ? { completions: o.completions } : {}),
+      ...(o.callRate ? { callRate: o.callRate } : {}),
     };
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched

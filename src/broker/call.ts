@@ -82,6 +82,8 @@ export class CallService {
 
   /** Facts → policy → (approval) → run. */
   private async decide(asked: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+    const limited = await this.rateStage(asked);
+    if (limited) return limited;
     const facts = await gatherCallFacts(this.d, asked);
     const pin = await this.pinStage(asked);
     // A new tool of a service that trusts new tools runs under the fail-closed class, whatever the registry says of it.
@@ -104,6 +106,19 @@ export class CallService {
       case "ask_owner":
         return this.viaOwner(plan as Runnable, decision, planned, extra);
     }
+  }
+
+  /**
+   * The call rate of the caller and their team, before any lookup: over it, the call is refused
+   * with the time a retry can succeed. No audit row: a flood's refusals must cost no database write
+   * (the metric and the call.ended log line record them).
+   */
+  private async rateStage(plan: CallPlan): Promise<CallOutcome | undefined> {
+    if (!this.d.callRate || !plan.caller) return undefined;
+    const v = await this.d.callRate.check(plan.thread.teamId, plan.caller);
+    if (v.ok) return undefined;
+    const retryAfterSeconds = Math.max(1, Math.ceil((v.retryAt - this.d.clock.now()) / 1000));
+    return failed("rate_limited", { retryAt: v.retryAt, retryAfterSeconds, rateScope: v.limit === "call_rate_team" ? "team" : "user" });
   }
 
   /** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */

@@ -7,6 +7,7 @@ import type { CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
+import type { CallRateGate } from "../limits/call-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { BackoffSource } from "../pool/launcher.js";
 import type { PinService } from "../pinning/service.js";
@@ -50,6 +51,8 @@ export interface BrokerDeps {
   readonly credentialCache?: CacheLimits;
   /** Where completion rows wait while the database is away; default one per call service with DEFAULT_COMPLETION_BACKLOG. */
   readonly completions?: CompletionBacklog;
+  /** The call rate per user and per team, checked before anything else of a call (src/limits); unset: no rate limit. */
+  readonly callRate?: CallRateGate;
 }
 
 /** Who is calling, read live for each call: the session's thread and the user whose turn it is. */

@@ -28,6 +28,7 @@ export type FailureCode =
   | "vendor_start_failed"
   | "credential_rejected"
   | "pool_busy"
+  | "rate_limited"
   | "audit_unavailable"
   | "store_unavailable"
   | "cancelled"
@@ -54,6 +55,10 @@ export interface MessageFacts {
   readonly detail?: string;
   /** store_unavailable: the vendor ran before the database went away (its result is withheld, not lost from the audit). */
   readonly ran?: boolean;
+  /** rate_limited: whose call rate was exceeded (the caller's own, or their whole team's). */
+  readonly rateScope?: "user" | "team";
+  /** rate_limited: whole seconds from now until `retryAt`. */
+  readonly retryAfterSeconds?: number;
 }
 
 /** How long a refusal says to wait before retrying, in seconds (store_unavailable: a restart or failover takes seconds). */
@@ -117,6 +122,11 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `${svc} has been failing to connect${f.detail ? ` (last error: ${f.detail})` : ""}; the next attempt is after ${f.retryAt ? new Date(f.retryAt).toISOString() : "a short wait"}.`;
     case "pool_busy":
       return "Every vendor slot is busy with calls in progress; try again in a moment.";
+    case "rate_limited": {
+      const who = f.rateScope === "team" ? "This workspace is making calls faster than its limit allows" : "You are making calls faster than your limit allows";
+      const when = f.retryAt ? `after ${new Date(f.retryAt).toISOString()}${f.retryAfterSeconds !== undefined ? ` (in ${f.retryAfterSeconds} s)` : ""}` : "in a moment";
+      return `${who}, so this call did not run: nothing was sent to ${svc}. Try again ${when}.`;
+    }
     case "audit_unavailable":
       return `slaude-connect could not record this call in its audit log (the database is busy or out of space), so it was not sent to ${svc}: nothing ran. Try again in a moment; the operator can find details in the logs.`;
     case "store_unavailable":

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ConfigError } from "./errors.js";
 import { parseHostTokens } from "./host-token-teams.js";
 import { replicaUrlSchema } from "./replica-url.js";
+import { tenantLimitsEnv, tenantLimitsFrom, type TenantLimits } from "./tenant-limits.js";
 import { withSecretFiles } from "./secret-files.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
@@ -90,6 +91,13 @@ const envSchema = z.object({
   SLAUDE_MEMBERSHIP_CACHE_SECONDS: positiveInt.default(60),
   SLAUDE_CREDENTIAL_CACHE_MAX: positiveInt.default(1_000),
   SLAUDE_CREDENTIAL_CACHE_SECONDS: positiveInt.default(900),
+  // Limits per tenant (issue 20 item 9): call rates per user and team, per-team caps (tenant-limits.ts).
+  SLAUDE_CALL_RATE_PER_USER: tenantLimitsEnv.SLAUDE_CALL_RATE_PER_USER,
+  SLAUDE_CALL_RATE_PER_TEAM: tenantLimitsEnv.SLAUDE_CALL_RATE_PER_TEAM,
+  SLAUDE_POOL_MAX_CHILDREN_PER_TEAM: tenantLimitsEnv.SLAUDE_POOL_MAX_CHILDREN_PER_TEAM,
+  SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM: tenantLimitsEnv.SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM,
+  SLAUDE_MCP_MAX_SESSIONS_PER_TEAM: tenantLimitsEnv.SLAUDE_MCP_MAX_SESSIONS_PER_TEAM,
+  SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM: tenantLimitsEnv.SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM,
   PATH: z.string().optional(),
   LANG: z.string().optional(),
   TZ: z.string().optional(),
@@ -174,6 +182,8 @@ export interface Config {
   readonly events: { readonly maxClients: number; readonly clientBuffer: number };
   /** In-memory caches: membership answers and decrypted credentials, each bounded in count and age. */
   readonly caches: { readonly membership: CacheLimits; readonly credentials: CacheLimits };
+  /** What one tenant may hold or do whatever the others do: call rates and per-team caps (src/config/tenant-limits.ts). */
+  readonly tenantLimits: TenantLimits;
 }
 
 /** One SLAUDE_ADMINS entry: a user, in one team when `teamId` is set (bare ids apply to the single installation only). */
@@ -297,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
       credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },
     },
+    tenantLimits: tenantLimitsFrom(e, { children: e.SLAUDE_POOL_MAX_CHILDREN, logins: e.SLAUDE_LOGIN_MAX_CONCURRENT, mcpSessions: e.SLAUDE_MCP_MAX_SESSIONS, mcpLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS, eventStreams: e.SLAUDE_EVENTS_MAX_CLIENTS }, distribution !== undefined),
   };
 }
 

@@ -6,6 +6,8 @@ import type { Service } from "../config/registry.js";
 import type { LoginSession } from "../store/records.js";
 import type { LoginBrowser, OAuthFlow } from "./ports.js";
 import type { ServerMessage } from "./protocol.js";
+import type { LimitRefusals } from "../limits/limit-kind.js";
+import { TenantCounter } from "../limits/tenant-counter.js";
 
 /** The one live socket allowed to drive a flow, handed out by LoginService.claim; compared by identity. */
 export interface Viewer {
@@ -55,6 +57,10 @@ export interface FlowTimers {
 /** The registry's limits and time source. */
 export interface FlowRegistrySettings {
   readonly maxConcurrent: number;
+  /** Slots one team may hold (SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM); unset: all of them. */
+  readonly maxPerTeam?: number;
+  /** Told of each refusal by the per-team cap (the limit refusals metric). */
+  readonly refused?: LimitRefusals;
   readonly graceMs: number;
   /** Arms the flow deadlines and grace periods (tests advance a ManualClock). */
   readonly clock: Clock;
@@ -72,8 +78,12 @@ export class FlowRegistry {
   private readonly flows = new Map<string, Flow>();
   private held = 0;
   private closed = false;
+  /** Slots per team: one team's logins cannot hold every browser. */
+  readonly perTeam: TenantCounter;
 
-  constructor(private readonly opts: FlowRegistrySettings) {}
+  constructor(private readonly opts: FlowRegistrySettings) {
+    this.perTeam = new TenantCounter(Math.max(1, Math.min(opts.maxPerTeam ?? opts.maxConcurrent, opts.maxConcurrent)));
+  }
 
   /** The running flow of session `id`. */
   get(id: string): Flow | undefined {
@@ -102,17 +112,22 @@ export class FlowRegistry {
     return this.held;
   }
 
-  /** A slot for a flow of `service`: true when taken, false when the flow needs none, "full" when none is left (or the registry is closed). */
-  takeSlot(service: Service): boolean | "full" {
+  /** A slot for a flow of `service` in `teamId`: true when taken, false when the flow needs none, "full" when none is left for the deployment or the team (or the registry is closed). */
+  takeSlot(service: Service, teamId: string): boolean | "full" {
     if (!needsBrowser(service)) return false;
     if (this.closed || this.held >= this.opts.maxConcurrent) return "full";
+    if (!this.perTeam.tryAcquire(teamId)) {
+      this.opts.refused?.("logins");
+      return "full";
+    }
     this.held++;
     return true;
   }
 
-  /** Gives back a slot taken for a flow that was never started. */
-  returnSlot(): void {
+  /** Gives back a slot taken for a flow of `teamId` that was never started. */
+  returnSlot(teamId: string): void {
     this.held--;
+    this.perTeam.release(teamId);
   }
 
   /** Refuses every later slot (shutdown). */
@@ -175,7 +190,11 @@ export class FlowRegistry {
   release(f: Flow): void {
     if (!f.holdsSlot) return;
     f.holdsSlot = false;
-    if (f.launch) void f.launch.finally(() => this.held--);
-    else this.held--;
+    const give = (): void => {
+      this.held--;
+      this.perTeam.release(f.session.teamId);
+    };
+    if (f.launch) void f.launch.finally(give);
+    else give();
   }
 }

@@ -112,7 +112,7 @@ export class LoginLinks {
     }
     // The slot is taken before the link is consumed (a full broker does not burn the link) and
     // before the first await, so concurrent loads cannot all pass the check.
-    const slot = flows.takeSlot(service);
+    const slot = flows.takeSlot(service, existing.teamId);
     if (slot === "full") return { refused: "full" };
     let session: LoginSession | undefined;
     const secret = newViewerSecret();
@@ -121,7 +121,7 @@ export class LoginLinks {
         { at: now, event: "login_started", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision: "link_opened" },
       ]);
     } finally {
-      if (!session && slot) flows.returnSlot();
+      if (!session && slot) flows.returnSlot(existing.teamId);
     }
     if (!session) {
       await store.audit.append([audit("second_viewer")]);
@@ -142,7 +142,7 @@ export class LoginLinks {
     if (flows.get(session.id)) return "running";
     const service = this.deps.registry.get(session.service);
     if (!service) return "invalid";
-    const slot = flows.takeSlot(service);
+    const slot = flows.takeSlot(service, session.teamId);
     if (slot === "full") return "full";
     flows.start(session, service, slot);
     return "running";

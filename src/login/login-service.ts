@@ -19,6 +19,7 @@ import { DeviceStrategy } from "./strategies/device.js";
 import { OAuthStrategy } from "./strategies/oauth.js";
 import { PasteStrategy } from "./strategies/paste.js";
 import type { CaptureStrategy, FlowControl, Viewport } from "./strategies/strategy.js";
+import type { LimitRefusals } from "../limits/limit-kind.js";
 
 // The ports live in ports.ts; re-exported so callers keep importing them from here.
 export type { LoginBrowser, LoginBrowserFactory, LoginBrowserRequest, LoginNotifier, OAuthFlow, OAuthFlowFactory } from "./ports.js";
@@ -31,6 +32,8 @@ export interface LoginSettings {
   readonly flowTimeoutMs: number;
   /** Browser slots: flows that need a browser, counted from the link's first load until they end. */
   readonly maxConcurrent: number;
+  /** Browser slots one team may hold (SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM); unset: all of them. */
+  readonly maxConcurrentPerTeam?: number;
   /** How long a flow waits, with no socket attached, before it ends and its browser is killed. */
   readonly detachGraceMs: number;
 }
@@ -52,6 +55,8 @@ export interface LoginDeps {
   /** Records this replica as the holder of the flows it opens (replicas on PostgreSQL). */
   readonly holding?: HolderRecord;
   readonly settings: LoginSettings;
+  /** Told of each login refused by the per-team cap (the limit refusals metric). */
+  readonly refused?: LimitRefusals;
 }
 
 /**
@@ -71,6 +76,8 @@ export class LoginService {
     const { settings } = deps;
     this.flows = new FlowRegistry({
       maxConcurrent: settings.maxConcurrent,
+      ...(settings.maxConcurrentPerTeam !== undefined ? { maxPerTeam: settings.maxConcurrentPerTeam } : {}),
+      ...(deps.refused ? { refused: deps.refused } : {}),
       graceMs: settings.detachGraceMs,
       clock: deps.clock,
       timers: {
@@ -99,6 +106,11 @@ export class LoginService {
   /** Number of flows with a live browser. */
   get activeBrowsers(): number {
     return this.flows.activeBrowsers;
+  }
+
+  /** Teams holding their whole per-team share of browser slots (the tenants-at-limit gauge). */
+  get teamsAtLoginCap(): number {
+    return this.flows.perTeam.teamsAtCap();
   }
 
   /** Browser slots held (never above `maxConcurrent`). */

@@ -2,6 +2,8 @@
 // (prometheus.ts) is built by the composition root only; everything else gets this interface,
 // and a component built without one reports to `noMetrics`.
 
+import type { LimitKind } from "../limits/limit-kind.js";
+
 /** One finished mcp_call, as the metrics see it: labels are bounded by the adapter. */
 export interface CallMetric {
   readonly service: string;
@@ -27,6 +29,8 @@ export interface Metrics {
   auditWriteFailed(event: string): void;
   /** A periodic job (ttl reaper, idle reaper, login reaper) finished one pass. */
   jobRan(job: string, outcome: "ok" | "failed", seconds: number): void;
+  /** A per-tenant limit refused something (a call over its rate, a child, a login, a session, a stream). */
+  limitRefused(limit: LimitKind): void;
 }
 
 /** Metrics that go nowhere: the default of every component built without an adapter. */
@@ -36,4 +40,5 @@ export const noMetrics: Metrics = Object.freeze({
   approvalDecided: () => {},
   auditWriteFailed: () => {},
   jobRan: () => {},
+  limitRefused: () => {},
 });

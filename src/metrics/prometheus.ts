@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ServiceRegistry } from "../config/registry.js";
+import { LIMIT_KINDS, type LimitKind } from "../limits/limit-kind.js";
 import type { CallMetric, Metrics } from "./metrics.js";
 
 // The prom-client adapter of the metrics port. Each app has its own Registry (never prom-client's
@@ -30,6 +31,8 @@ export interface MetricSources {
   db?(): { statements: number; transactions: number };
   /** Whether this replica leads each leader-only job (src/jobs/leadership.ts). */
   leadership?(): ReadonlyMap<string, boolean>;
+  /** How many tenants (users for call_rate_user) are at each per-tenant limit right now: a count, never their ids. */
+  tenantsAtLimit?(): Partial<Record<LimitKind, number>>;
 }
 
 /** Metrics in Prometheus text format over a private Registry; `text()` is what GET /metrics serves. */
@@ -45,6 +48,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly jobs: Counter<"job" | "outcome">;
   private readonly jobTime: Histogram<"job">;
   private readonly tokenRefreshes: Counter<"outcome">;
+  private readonly limitRefusals: Counter<"limit">;
   private sources: MetricSources = {};
 
   constructor(private readonly services: ServiceRegistry) {
@@ -59,7 +63,22 @@ export class PrometheusMetrics implements Metrics {
     this.tokenRefreshes = new Counter({ name: "slaude_slack_token_refreshes_total", help: "Slack installation token refreshes (rotation), by outcome", labelNames: ["outcome"], registers });
     this.jobs = new Counter({ name: "slaude_job_runs_total", help: "Passes of the periodic jobs (reapers), by outcome", labelNames: ["job", "outcome"], registers });
     this.jobTime = new Histogram({ name: "slaude_job_seconds", help: "Duration of one pass of a periodic job", labelNames: ["job"], buckets: SECONDS, registers });
+    this.limitRefusals = new Counter({ name: "slaude_limit_refusals_total", help: "Requests refused by a per-tenant limit, by limit (never by team)", labelNames: ["limit"], registers });
     const self = this;
+    const atLimit = new Gauge({
+      name: "slaude_tenants_at_limit",
+      help: "Tenants at each per-tenant limit right now (users for call_rate_user), as this replica sees them: a count, never their ids",
+      labelNames: ["limit"],
+      registers,
+      collect() {
+        const counts = self.sources.tenantsAtLimit?.();
+        if (!counts) return;
+        for (const limit of LIMIT_KINDS) {
+          const n = counts[limit];
+          if (n !== undefined) atLimit.set({ limit }, n);
+        }
+      },
+    });
     const vendors = new Gauge({
       name: "slaude_vendors",
       help: "Vendors (stdio children and remote sessions) in the pool, by state",
@@ -176,6 +195,10 @@ export class PrometheusMetrics implements Metrics {
 
   auditWriteFailed(event: string): void {
     this.auditFailures.inc({ event: CODE.test(event) ? event : "other" });
+  }
+
+  limitRefused(limit: LimitKind): void {
+    this.limitRefusals.inc({ limit: LIMIT_KINDS.includes(limit) ? limit : "other" });
   }
 
   jobRan(job: string, outcome: "ok" | "failed", seconds: number): void {

@@ -1,80 +1,31 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Clock } from "../clock/clock.js";
-import type { Service } from "../config/registry.js";
-import type { Redactor } from "../hygiene/redact.js";
 import type { Logger } from "../log/logger.js";
 import { noMetrics, type Metrics } from "../metrics/metrics.js";
-import type { Connection } from "../store/records.js";
-import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import type { VendorHandle, VendorLauncher } from "./launcher.js";
+import type { PoolLease, PoolOptions, PoolStats, VendorStartedListener } from "./pool-types.js";
+import { PoolEntries, type Entry } from "./pool-entries.js";
 import { SlotQueue } from "./slot-queue.js";
 import { LATE, stopVendor, within } from "./stop.js";
 import { noCallEvents, type CallEventSink } from "../events/event-bus.js";
 import type { ChildStopReason } from "../events/lifecycle-event.js";
 import { childStarted, childStopped, vendorTag, type VendorTag } from "../events/vendor-events.js";
 
-/** Settings of the pool. */
-export interface PoolOptions {
-  /** Cap on live vendors (stdio children and remote sessions). */
-  readonly maxChildren: number;
-  /** A vendor with no successful call for this long (and none in progress) is stopped by the reaper. */
-  readonly idleMs: number;
-  /** How long a call waits for a slot when every vendor is leased. */
-  readonly acquireTimeoutMs: number;
-}
-
-/** What one call leases: a connection's vendor, started with this exact credential version. */
-export interface PoolLease {
-  readonly connection: Connection;
-  readonly service: Service;
-  /** Which version of the credential the vendor must run with; a change forces a respawn. */
-  readonly version: string;
-  /** The credential as the vendor receives it; asked for only when a vendor starts (throws if incomplete). */
-  secrets(): RenderedCredential;
-  /** Hides this credential in anything the vendor sends (the started listeners use it). */
-  readonly redactor: Redactor;
-}
-
-interface Entry {
-  readonly connectionId: string;
-  readonly tag: VendorTag;
-  readonly secretVersion: string;
-  readonly ready: Promise<VendorHandle>;
-  handle: VendorHandle | undefined;
-  leases: number;
-  lastUsed: number;
-  dead: boolean;
-}
-
-/**
- * Called with a freshly started vendor's client and the lease that started it, e.g. to refresh the
- * tool metadata cache; the vendor is handed to calls once it settles. Rejecting with a PoolError (a
- * vendor over the broker's limits) kills the vendor and fails the calls waiting for it with that error.
- */
-export type VendorStartedListener = (client: Client, lease: PoolLease) => void | Promise<void>;
+export type { PoolLease, PoolOptions, PoolStats, VendorStartedListener } from "./pool-types.js";
 
 /** The longest a stop (graceful or kill) of one vendor may take before the pool stops waiting for it. */
 export const STOP_DEADLINE_MS = 15_000;
-
-/** A snapshot of the pool, for metrics and tests. */
-export interface PoolStats {
-  readonly live: number;
-  readonly leased: number;
-  readonly stopping: number;
-  readonly spawned: number;
-  /** Calls waiting for a free slot right now. */
-  readonly waiting: number;
-}
 
 /**
  * Vendors keyed by connection id: spawned lazily, leased per call (never reaped mid-call), stopped
  * when idle, evicted least-recently-used when the cap is reached, dropped when they crash. Calls
  * waiting for a slot are served in arrival order, and a child is never evicted while calls wait for it.
+ * A team at its own cap makes room only by stopping one of its own idle vendors, or waits; its
+ * waiting calls never hold up another team's (they are passed over until their team has room).
  */
 export class VendorPool {
-  private readonly entries = new Map<string, Entry>();
-  private stopping = 0;
+  private readonly entries = new PoolEntries();
   private spawned = 0;
   private readonly queue: SlotQueue;
   private closed = false;
@@ -85,10 +36,25 @@ export class VendorPool {
     private readonly opts: PoolOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly metrics: Pick<Metrics, "poolWaited"> = noMetrics,
+    private readonly metrics: Pick<Metrics, "poolWaited" | "limitRefused"> = noMetrics,
     private readonly events: CallEventSink = noCallEvents,
   ) {
-    this.queue = new SlotQueue(clock, (id) => this.isLive(id));
+    this.queue = new SlotQueue(clock, (id) => this.isLive(id), (team) => this.teamBlocked(team));
+  }
+
+  /** One team's cap on vendors. */
+  private get perTeam(): number {
+    return Math.min(this.opts.maxChildrenPerTeam ?? this.opts.maxChildren, this.opts.maxChildren);
+  }
+
+  /** A team at its cap with no idle vendor of its own to stop: its calls wait, and others pass them. */
+  private teamBlocked(teamId: string): boolean {
+    return this.entries.teamLoad(teamId) >= this.perTeam && !this.entries.lruIdle((id) => this.queue.hasWaiterFor(id), teamId);
+  }
+
+  /** Teams holding their whole per-team cap of vendors now (the tenants-at-limit gauge). */
+  teamsAtCap(): number {
+    return this.entries.teamsAtCap(this.perTeam);
   }
 
   onVendorStarted(l: VendorStartedListener): void {
@@ -98,7 +64,7 @@ export class VendorPool {
   stats(): PoolStats {
     let leased = 0;
     for (const e of this.entries.values()) if (e.leases > 0) leased++;
-    return { live: this.entries.size, leased, stopping: this.stopping, spawned: this.spawned, waiting: this.queue.size };
+    return { live: this.entries.size, leased, stopping: this.entries.stopping, spawned: this.spawned, waiting: this.queue.size };
   }
 
   /** Connection ids with a live (or starting) vendor. */
@@ -161,6 +127,7 @@ export class VendorPool {
 
   private async acquireSlot(lease: PoolLease, wait: { since?: number }): Promise<Entry> {
     const id = lease.connection.id;
+    const team = lease.connection.teamId;
     const deadline = this.clock.now() + this.opts.acquireTimeoutMs;
     // A turn at a slot is held from the wake-up until this call spawns, joins, or queues again, so
     // no later arrival takes the slot meanwhile (not even during an eviction).
@@ -183,9 +150,11 @@ export class VendorPool {
           await this.remove(existing, "kill", "replaced");
           continue;
         }
+        const teamFull = this.entries.teamLoad(team) >= this.perTeam;
         if (myTurn || !this.queue.busy) {
-          if (this.entries.size + this.stopping < this.opts.maxChildren) return this.spawn(lease);
-          const victim = this.lruIdle();
+          if (!teamFull && this.entries.size + this.entries.stopping < this.opts.maxChildren) return this.spawn(lease);
+          // A team at its own cap makes room among its own idle vendors only, never another team's.
+          const victim = this.lruIdle(teamFull ? team : undefined);
           if (victim) {
             this.log.debug("evicting idle vendor", { connectionId: victim.connectionId });
             await this.remove(victim, "close", "evicted");
@@ -193,10 +162,16 @@ export class VendorPool {
           }
         }
         wait.since ??= performance.now();
-        if (this.clock.now() >= deadline) throw new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`);
+        if (this.clock.now() >= deadline) {
+          if (teamFull) {
+            this.metrics.limitRefused("children");
+            throw new PoolError("pool_busy", `all ${this.perTeam} vendor slots of this team are busy with calls in progress; try again shortly`);
+          }
+          throw new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`);
+        }
         const front: boolean = myTurn;
         giveBack();
-        myTurn = (await this.queue.wait(id, deadline - this.clock.now(), front)) === "turn";
+        myTurn = (await this.queue.wait(id, team, deadline - this.clock.now(), front)) === "turn";
       }
     } finally {
       giveBack();
@@ -226,7 +201,7 @@ export class VendorPool {
       handle.onClosed(() => {
         if (entry.dead) return;
         entry.dead = true;
-        if (this.entries.get(entry.connectionId) === entry) this.entries.delete(entry.connectionId);
+        this.entries.delete(entry);
         this.log.warn("vendor went away", { connectionId: entry.connectionId, service: service.name });
         this.events.emit(childStopped(entry.tag, "crashed", this.clock.now()));
         this.wake();
@@ -244,35 +219,30 @@ export class VendorPool {
       }
       return handle;
     })();
-    entry = { connectionId: connection.id, tag: vendorTag(connection, service), secretVersion: lease.version, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
-    this.entries.set(connection.id, entry);
+    entry = { connectionId: connection.id, teamId: connection.teamId, tag: vendorTag(connection, service), secretVersion: lease.version, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
+    this.entries.set(entry);
     ready.then(
       () => this.wake(),
       () => {
         entry.dead = true;
-        if (this.entries.get(connection.id) === entry) this.entries.delete(connection.id);
+        this.entries.delete(entry);
         this.wake();
       },
     );
     return entry;
   }
 
-  /** The least recently used idle vendor that no waiting call is queued for. */
-  private lruIdle(): Entry | undefined {
-    let best: Entry | undefined;
-    for (const e of this.entries.values()) {
-      if (e.leases > 0 || !e.handle || this.queue.hasWaiterFor(e.connectionId)) continue;
-      if (!best || e.lastUsed < best.lastUsed) best = e;
-    }
-    return best;
+  /** The least recently used idle vendor (of `teamId` only, when given) that no waiting call is queued for. */
+  private lruIdle(teamId?: string): Entry | undefined {
+    return this.entries.lruIdle((id) => this.queue.hasWaiterFor(id), teamId);
   }
 
   private async remove(entry: Entry, how: "close" | "kill", reason: ChildStopReason): Promise<void> {
-    if (this.entries.get(entry.connectionId) === entry) this.entries.delete(entry.connectionId);
+    this.entries.delete(entry);
     // A vendor that already went away (crashed, or stopped for its limits) was reported then.
     const report = entry.dead ? () => {} : () => this.events.emit(childStopped(entry.tag, reason, this.clock.now()));
     entry.dead = true;
-    this.stopping++;
+    this.entries.stopStarted(entry);
     try {
       const handle = entry.handle ?? (await within(this.clock, entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
       if (handle === LATE) {
@@ -281,7 +251,7 @@ export class VendorPool {
         void entry.ready.then((h) => (report(), this.stopHandle(entry.connectionId, h, "kill")), () => {});
       } else if (handle) (report(), await this.stopHandle(entry.connectionId, handle, how));
     } finally {
-      this.stopping--;
+      this.entries.stopped(entry);
       this.wake();
     }
   }

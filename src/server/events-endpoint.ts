@@ -4,6 +4,8 @@ import type { BrokerEvent } from "../events/broker-event.js";
 import { BoundedSubscriber } from "../events/bounded-subscriber.js";
 import type { CallEventBus } from "../events/event-bus.js";
 import { LRUCache } from "lru-cache";
+import type { LimitRefusals } from "../limits/limit-kind.js";
+import { TenantCounter } from "../limits/tenant-counter.js";
 import type { Logger } from "../log/logger.js";
 import { TEAM_BINDING, type HostBinding } from "../tenancy/host-binding.js";
 import type { OriginGuard } from "./host-auth.js";
@@ -42,6 +44,10 @@ export interface EventsEndpointOptions {
   readonly heartbeatMs?: number;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Streams one team may hold open (SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM); unset: the whole cap. */
+  readonly maxClientsPerTeam?: number;
+  /** Told of each refusal by the per-team cap (the limit refusals metric). */
+  readonly refused?: LimitRefusals;
 }
 
 /** One event as an SSE frame: its sequence number, its kind, and the event as one JSON line. */
@@ -53,6 +59,8 @@ export function sseFrame(e: BrokerEvent, seq: number): string {
 /** The events endpoint: its open streams, and the route handler that opens them. */
 export class EventsEndpoint {
   private readonly clients = new Set<() => void>();
+  /** Streams per team: one team's readers cannot take every stream. */
+  readonly perTeam: TenantCounter;
 
   constructor(
     private readonly bus: CallEventBus,
@@ -60,7 +68,9 @@ export class EventsEndpoint {
     private readonly origin: OriginGuard,
     private readonly tenants: TenantGuard,
     private readonly o: EventsEndpointOptions,
-  ) {}
+  ) {
+    this.perTeam = new TenantCounter(Math.min(o.maxClientsPerTeam ?? o.maxClients, o.maxClients));
+  }
 
   /** Streams open right now. */
   get clientCount(): number {
@@ -82,7 +92,13 @@ export class EventsEndpoint {
       if (!verdict.ok) return sendRefusal(res, verdict.reason, only);
     }
     if (this.clients.size >= this.o.maxClients) return this.full(res);
-    this.open(req, res, only ?? binding, only !== null ? `team ${only}` : binding.kind === "team" ? `team ${binding.teamId}` : `org ${binding.enterpriseId}`);
+    // Counted per tenant the stream is for: the team it names, else the token's team or org.
+    const tenant = only ?? (binding.kind === "team" ? binding.teamId : binding.enterpriseId);
+    if (this.perTeam.atCap(tenant)) {
+      this.o.refused?.("event_streams");
+      return sendJson(res, 429, { error: "too_many_event_streams", message: `at most ${this.perTeam.capPerTeam} event streams may be open for one team` }, { "retry-after": "5" });
+    }
+    this.open(req, res, only ?? binding, only !== null ? `team ${only}` : binding.kind === "team" ? `team ${binding.teamId}` : `org ${binding.enterpriseId}`, tenant);
   };
 
   /** The filter of a stream for one team (`only`, or a team binding), or for every team of an org binding. */
@@ -108,7 +124,7 @@ export class EventsEndpoint {
     sendJson(res, 503, { error: "too_many_event_streams", message: `at most ${this.o.maxClients} event streams may be open` }, { "retry-after": "5" });
   }
 
-  private open(req: http.IncomingMessage, res: http.ServerResponse, scope: string | HostBinding, label: string): void {
+  private open(req: http.IncomingMessage, res: http.ServerResponse, scope: string | HostBinding, label: string, teamId: string): void {
     let blocked = false;
     let closed = false;
     let pumping = false;
@@ -162,9 +178,11 @@ export class EventsEndpoint {
       heartbeat.cancel();
       sub.close();
       this.clients.delete(end);
+      this.perTeam.release(teamId);
       if (!res.destroyed) res.end();
     };
     this.clients.add(end);
+    this.perTeam.tryAcquire(teamId);
     res.on("close", end);
     req.on("error", end);
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });

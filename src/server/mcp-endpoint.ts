@@ -3,6 +3,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Broker } from "../broker/broker.js";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
+import type { LimitRefusals } from "../limits/limit-kind.js";
 import type { Logger } from "../log/logger.js";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { singleInstallation } from "../tenancy/tenant-directory.js";
@@ -92,6 +93,8 @@ export class McpEndpoint {
   private readonly log: Logger;
   private readonly limits: SessionLimits;
   private readonly tenants: TenantGuard;
+  /** Counts refusals by the per-team session cap (the limit refusals metric). */
+  private readonly refused: LimitRefusals;
 
   constructor(d: McpEndpointDeps) {
     const { broker, log } = d;
@@ -104,6 +107,7 @@ export class McpEndpoint {
     this.limits = limits;
     this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
+    this.refused = (l) => broker.deps.metrics.limitRefused(l);
     this.sharedRecords = records.shared;
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
     this.sweeper = new PeriodicJob({
@@ -142,6 +146,11 @@ export class McpEndpoint {
   /** Sessions whose transport this process holds. */
   get sessionCount(): number {
     return this.host.table.size;
+  }
+
+  /** Teams holding their whole per-team share of this process's sessions (the tenants-at-limit gauge). */
+  get teamsAtSessionCap(): number {
+    return this.host.table.teamsAtCap();
   }
 
   /** Open sessions with a request still being answered (they are never evicted or expired). */
@@ -219,7 +228,9 @@ export class McpEndpoint {
     if (!init.success || JSON.stringify(init.data).length > MAX_INITIALIZE_JSON) {
       return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB` }, id: null });
     }
-    if (!this.host.table.reserve()) {
+    // One team's sessions cannot take every session of the process (or, with shared records, of the deployment).
+    if (!this.host.table.roomForTeam(thread.teamId)) return this.teamFull(res);
+    if (!this.host.table.reserve(thread.teamId)) {
       // Every open session is in use: refuse clearly rather than close one mid-request.
       this.log.warn("mcp session refused: the session cap is reached and every session is busy", { maxSessions: this.limits.maxSessions });
       return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
@@ -227,14 +238,22 @@ export class McpEndpoint {
     try {
       const s = await this.host.open(thread, headerThread, init.data, caller.sessionDigest());
       if (s === "full") return sendJson(res, 503, tooMany(this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS), { "retry-after": "5" });
+      if (s === "team_full") return this.teamFull(res);
       const answer = await s.transport.handleRequest(toWebRequest(req), { parsedBody: body });
       // Refused before it initialized (e.g. a wrong Accept): no client has the id; its record ends now.
       if (s.transport.sessionId === undefined) await this.host.abandon(s);
       await sendWebResponse(res, answer);
     } finally {
-      this.host.table.release();
+      this.host.table.release(thread.teamId);
     }
   };
+
+  /** 429: the team holds its whole share of MCP sessions, every one busy (SLAUDE_MCP_MAX_SESSIONS_PER_TEAM). */
+  private teamFull(res: http.ServerResponse): void {
+    this.refused?.("mcp_sessions");
+    const message = `Too many open MCP sessions for this team (the limit is ${this.limits.maxSessionsPerTeam} per team and all are busy); close one or retry later`;
+    sendJson(res, 429, { jsonrpc: "2.0", error: { code: -32000, message }, id: null }, { "retry-after": "5" });
+  }
 
   async close(): Promise<void> {
     await this.sweeper.stop();

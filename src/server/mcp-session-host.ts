@@ -51,15 +51,16 @@ export class McpSessionHost {
    * Records and connects a new session for `thread`, whose initialize the caller then hands to the
    * returned transport. The session joins the table when the transport accepts the initialize.
    */
-  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams, tokenDigest: string): Promise<McpSession | "full"> {
+  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams, tokenDigest: string): Promise<McpSession | "full" | "team_full"> {
     const id = randomUUID();
     const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(init.protocolVersion) ? init.protocolVersion : LATEST_PROTOCOL_VERSION;
     const now = this.clock.now();
     // A session is idle (may be ended for a new one) once no replica can have used it since its last
     // recorded use: uses are written a touch interval apart, and busy sessions at every sweep.
-    const room = { max: this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS, idleBefore: now - touchEveryMs(this.limits) - sweepEveryMs(this.limits) };
+    const room = { max: this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS, idleBefore: now - touchEveryMs(this.limits) - sweepEveryMs(this.limits), ...(this.limits.maxSessionsPerTeam !== undefined ? { maxPerTeam: this.limits.maxSessionsPerTeam } : {}) };
     // Recorded before the client learns the id: any replica can serve its very next request.
     const recorded = await this.records.open({ id, teamId: thread.teamId, tokenDigest, threadHeader, protocolVersion, initialize: init, createdAt: now }, room);
+    if (!recorded.opened && recorded.teamFull) return "team_full";
     if (!recorded.opened) {
       this.log.warn("mcp session refused: the deployment's live session cap is reached and no session is idle", { maxLiveSessions: room.max });
       return "full";

@@ -12,6 +12,8 @@ export interface SessionLimits {
   readonly maxSessions: number;
   /** Live session records of the deployment, when records are shared (PostgreSQL); default DEFAULT_MAX_LIVE_SESSIONS. */
   readonly maxLiveSessions?: number;
+  /** Sessions one team may hold (SLAUDE_MCP_MAX_SESSIONS_PER_TEAM): here, and across the deployment with shared records; unset: no per-team cap. */
+  readonly maxSessionsPerTeam?: number;
   readonly idleMs: number;
 }
 
@@ -55,6 +57,8 @@ export class SessionTable {
   private readonly cache: LRUCache<string, McpSession>;
   /** Initializes in flight: they count against the cap before their session id exists. */
   private opening = 0;
+  /** The same, per team: concurrent initializes of one team cannot all pass its cap. */
+  private readonly openingByTeam = new Map<string, number>();
 
   constructor(
     readonly limits: SessionLimits,
@@ -84,7 +88,8 @@ export class SessionTable {
    * Makes room for one new session: true when there is room (evicting the least recently used
    * idle session if needed), false when every open session is busy (the caller refuses).
    */
-  reserve(): boolean {
+  reserve(teamId?: string): boolean {
+    if (teamId !== undefined) this.openingByTeam.set(teamId, (this.openingByTeam.get(teamId) ?? 0) + 1);
     this.sweepIdle();
     if (this.cache.size + this.opening < this.limits.maxSessions) {
       this.opening++;
@@ -99,12 +104,54 @@ export class SessionTable {
         return true;
       }
     }
+    if (teamId !== undefined) this.releaseTeam(teamId);
     return false;
   }
 
   /** Ends a reservation made by `reserve` (the session was added, or its initialize failed). */
-  release(): void {
+  release(teamId?: string): void {
     this.opening = Math.max(0, this.opening - 1);
+    if (teamId !== undefined) this.releaseTeam(teamId);
+  }
+
+  /**
+   * Room for one more session of `teamId` under its per-team cap, made (if needed) by closing the
+   * team's own least recently used idle session, never another team's; false when every session
+   * of the team is busy. Call just before `reserve(teamId)`, with no await between.
+   */
+  roomForTeam(teamId: string): boolean {
+    const cap = this.limits.maxSessionsPerTeam;
+    if (cap === undefined) return true;
+    let held = this.openingByTeam.get(teamId) ?? 0;
+    let idle: string | undefined;
+    for (const id of this.cache.rkeys()) {
+      const s = this.cache.peek(id, { allowStale: true });
+      if (!s || s.thread.teamId !== teamId) continue;
+      held++;
+      if (s.busy === 0) idle ??= id;
+    }
+    if (held < cap) return true;
+    if (idle === undefined) return false;
+    this.cache.delete(idle);
+    this.log.info("mcp session evicted: the team's session cap is reached", { teamId, maxSessionsPerTeam: cap });
+    return true;
+  }
+
+  /** Teams holding their whole per-team share of sessions here (the tenants-at-limit gauge). */
+  teamsAtCap(): number {
+    const cap = this.limits.maxSessionsPerTeam;
+    if (cap === undefined) return 0;
+    const held = new Map<string, number>();
+    for (const s of this.cache.values()) held.set(s.thread.teamId, (held.get(s.thread.teamId) ?? 0) + 1);
+    let n = 0;
+    for (const c of held.values()) if (c >= cap) n++;
+    return n;
+  }
+
+  private releaseTeam(teamId: string): void {
+    const n = (this.openingByTeam.get(teamId) ?? 1) - 1;
+    if (n > 0) this.openingByTeam.set(teamId, n);
+    else this.openingByTeam.delete(teamId);
   }
 
   /** Records an initialized session as the most recently used. */

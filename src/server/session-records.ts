@@ -54,6 +54,8 @@ export function isLive(r: SessionRecord | undefined): r is SessionRecord {
 export interface SessionRoom {
   readonly max: number;
   readonly idleBefore: number;
+  /** Live records one team may hold (its own idle ones are ended to make room, never another team's). */
+  readonly maxPerTeam?: number;
 }
 
 /**
@@ -67,7 +69,7 @@ export interface SessionRecords {
    * seen ones last seen before `room.idleBefore` are ended to make room; when too few are that idle,
    * nothing is recorded (`opened` false). `ended`: how many were ended for it.
    */
-  open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number }>;
+  open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number; teamFull?: boolean }>;
   /** The record `id`, ended or not; undefined when unknown (never opened, or purged after it ended). */
   get(id: string): Promise<SessionRecord | undefined>;
   /** Moves a live session's last use to `now` (callers throttle: see SessionRecords users). */

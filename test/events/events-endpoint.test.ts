@@ -183,4 +183,25 @@ describe("GET /v1/events", () => {
     await subscribe(app);
     expect(app.events.clientCount).toBe(2);
   });
+
+  it("one team at SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM gets 429 while another team's stream still opens (issue 20 item 9)", async () => {
+    const { app } = await boot({ SLAUDE_EVENTS_MAX_CLIENTS: "4", SLAUDE_EVENTS_MAX_CLIENTS_PER_TEAM: "1" });
+    const a = await subscribe(app);
+    const second = await fetch(`${app.url}/v1/events`, { headers: { authorization: `Bearer ${TOKEN_T1}` } });
+    expect(second.status).toBe(429);
+    expect(second.headers.get("retry-after")).toBe("5");
+    expect(((await second.json()) as { error: string; message: string }).message).toContain("for one team");
+    // Team T2 is not held back by T1's streams: the deployment has room, and so has T2.
+    await subscribe(app, TOKEN_T2);
+    expect(app.events.clientCount).toBe(2);
+    // Both teams hold their one stream: the gauge counts tenants, never names them.
+    const atLimit = (await app.metrics.text()).body;
+    expect(atLimit).toMatch(/slaude_tenants_at_limit\{limit="event_streams"\} 2/);
+    expect(atLimit).not.toMatch(/T1|T2/);
+    a.close();
+    await vi.waitFor(() => expect(app.events.clientCount).toBe(1), { timeout: 10_000, interval: 20 });
+    await subscribe(app);
+    const metrics = await app.metrics.text();
+    expect(metrics.body).toMatch(/slaude_limit_refusals_total\{limit="event_streams"\} 1/);
+  });
 });

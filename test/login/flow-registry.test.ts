@@ -39,7 +39,7 @@ function setup(graceMs: number) {
 describe("FlowRegistry on a ManualClock", () => {
   it("a flow nobody watches is abandoned when its grace period has passed on the clock, not before", () => {
     const { clock, events, flows } = setup(60_000);
-    flows.start(session(clock, "a", 600_000), service, flows.takeSlot(service) === true);
+    flows.start(session(clock, "a", 600_000), service, flows.takeSlot(service, "T1") === true);
     clock.advance(59_999);
     expect(events).toEqual([]);
     clock.advance(1);
@@ -74,5 +74,27 @@ describe("FlowRegistry on a ManualClock", () => {
     expect(events).toEqual(["timeout a"]);
     flows.remove(flows.get("a")!);
     expect(clock.pendingTimers()).toBe(0);
+  });
+});
+
+describe("login slots per team (issue 20 item 9)", () => {
+  it("a team at its share of browser slots is refused while another team still gets one; a slot given back is the team's again", () => {
+    const clock = new ManualClock();
+    const refused: string[] = [];
+    const flows = new FlowRegistry({ maxConcurrent: 3, maxPerTeam: 1, graceMs: 60_000, clock, refused: (l) => void refused.push(l), timers: { onTimeout: () => {}, onAbandoned: () => {} } });
+    expect(flows.takeSlot(service, "TA")).toBe(true);
+    const a = flows.start({ ...session(clock, "a", 600_000), teamId: "TA" }, service, true);
+    expect(flows.takeSlot(service, "TA")).toBe("full");
+    expect(refused).toEqual(["logins"]);
+    expect(flows.takeSlot(service, "TB")).toBe(true);
+    expect(flows.slotsInUse).toBe(2);
+    expect(flows.perTeam.teamsAtCap()).toBe(2);
+    flows.remove(a);
+    flows.release(a);
+    expect(flows.takeSlot(service, "TA")).toBe(true);
+    // A slot returned for a flow that never started is the team's again too.
+    flows.returnSlot("TA");
+    expect(flows.takeSlot(service, "TA")).toBe(true);
+    expect(flows.slotsInUse).toBe(2);
   });
 });

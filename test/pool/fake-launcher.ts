@@ -87,11 +87,11 @@ export const FAKE_SERVICE: Service = parseRegistry(
   "fake-registry",
 ).get("fake")!;
 
-/** A lease of connection `id` (credential version `version`). */
-export function leaseOf(id: string, version = "v1"): PoolLease {
+/** A lease of connection `id` (credential version `version`) in team `teamId`. */
+export function leaseOf(id: string, version = "v1", teamId = "T1"): PoolLease {
   const connection: Connection = {
     id,
-    teamId: "T1",
+    teamId,
     ownerUserId: "U1",
     service: "fake",
     scope: "user",

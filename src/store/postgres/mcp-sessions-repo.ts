@@ -1,6 +1,6 @@
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
 import { xactLock } from "./lock-keys.js";
-import type { PgDb } from "./pg-db.js";
+import type { PgDb, Sql } from "./pg-db.js";
 
 // The MCP session records every replica shares (migrations/postgres/0005, and 0009 for the digest of
 // the host token that opened each session). One primary-key read per
@@ -29,8 +29,12 @@ function toRecord(r: Record<string, unknown>): SessionRecord {
   };
 }
 
-/** Thrown inside the open transaction to roll it back when the deployment has no room. */
-class RoomRefused extends Error {}
+/** Thrown inside the open transaction to roll it back when the deployment (or the team) has no room. */
+class RoomRefused extends Error {
+  constructor(readonly teamFull = false) {
+    super("no room");
+  }
+}
 
 /** PostgreSQL session records: shared by every replica of one deployment. */
 export class PgMcpSessionRepo implements SessionRecords {
@@ -38,7 +42,7 @@ export class PgMcpSessionRepo implements SessionRecords {
 
   constructor(private readonly db: PgDb) {}
 
-  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number }> {
+  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number; teamFull?: boolean }> {
     const init = JSON.stringify(r.initialize);
     if (init.length > MAX_INITIALIZE_JSON) throw new Error(`initialize parameters over ${MAX_INITIALIZE_JSON} bytes`);
     return this.db.tx(async (q) => {
@@ -61,15 +65,33 @@ export class PgMcpSessionRepo implements SessionRecords {
         // Not enough idle sessions: nothing changes (the ends above roll back with the refusal).
         if (ended < over) throw new RoomRefused();
       }
+      if (room.maxPerTeam !== undefined) ended += await this.teamRoom(q, r, room, room.maxPerTeam);
       await q.query(
         "INSERT INTO mcp_sessions (id, team_id, token_digest, thread_header, protocol_version, initialize, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
         [r.id, r.teamId, r.tokenDigest ?? null, r.threadHeader, r.protocolVersion, init, r.createdAt],
       );
       return { opened: true, ended };
     }).catch((err: unknown) => {
-      if (err instanceof RoomRefused) return { opened: false, ended: 0 };
+      if (err instanceof RoomRefused) return { opened: false, ended: 0, ...(err.teamFull ? { teamFull: true } : {}) };
       throw err;
     });
+  }
+
+  /** Under the open lock: ends the team's own idle sessions to bring it under `max`, or refuses (never another team's). */
+  private async teamRoom(q: Sql, r: { teamId: string; createdAt: number }, room: SessionRoom, max: number): Promise<number> {
+    const live = Number((await q.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL AND team_id = $1", [r.teamId])).rows[0]?.n ?? 0);
+    const over = live - max + 1;
+    if (over <= 0) return 0;
+    const ended =
+      (
+        await q.query(
+          `UPDATE mcp_sessions SET ended_at = $4 WHERE id IN (
+             SELECT id FROM mcp_sessions WHERE ended_at IS NULL AND team_id = $1 AND last_seen_at < $2 ORDER BY last_seen_at, id LIMIT $3 FOR UPDATE)`,
+          [r.teamId, room.idleBefore, over, r.createdAt],
+        )
+      ).rowCount ?? 0;
+    if (ended < over) throw new RoomRefused(true);
+    return ended;
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {

@@ -14,6 +14,7 @@ import { PgMcpSessionRepo } from "./mcp-sessions-repo.js";
 import { PgLoginHolders } from "./login-holders-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
+import { PgRateBuckets } from "./rate-buckets-repo.js";
 import { PgResultRepo } from "./results-repo.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
 import { PgToolPinRepo } from "./tool-pins-repo.js";
@@ -41,6 +42,8 @@ export class PostgresStore implements Store {
   readonly locks: PgLocks;
   /** Which replica holds each login flow (PostgreSQL only: src/login/replica/holders.ts). */
   readonly loginHolders: PgLoginHolders;
+  /** The call-rate buckets of every user and team (PostgreSQL only: SQLite keeps them in memory). */
+  readonly rateBuckets: PgRateBuckets;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -58,6 +61,7 @@ export class PostgresStore implements Store {
     this.mcpSessions = new PgMcpSessionRepo(db);
     this.locks = new PgLocks(db);
     this.loginHolders = new PgLoginHolders(db);
+    this.rateBuckets = new PgRateBuckets(db);
   }
 
   async reencryptAll(reseal: Resealers, audit: AuditEvent): Promise<RotatedCounts> {

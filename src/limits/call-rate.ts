@@ -1,0 +1,154 @@
+import type { Clock } from "../clock/clock.js";
+import type { LimitRefusals } from "./limit-kind.js";
+import { fullAfterMs, refilled, takeToken, type BucketRate, type BucketState } from "./token-bucket.js";
+
+// The call rate per user and per team, checked at the start of each mcp_call. The buckets live in
+// a RateBuckets port: in memory with SQLite (one process serves), in PostgreSQL with several
+// replicas (one shared bucket per key, one statement per call).
+
+/** The configured rates (SLAUDE_CALL_RATE_PER_USER, SLAUDE_CALL_RATE_PER_TEAM). */
+export interface CallRateLimits {
+  readonly perUser: BucketRate;
+  readonly perTeam: BucketRate;
+}
+
+/** One bucket to take a token from. */
+export interface BucketTake {
+  readonly key: string;
+  readonly rate: BucketRate;
+}
+
+/** The result of taking in order: all granted, or the index of the first refusal and when to retry. */
+export type TakeResult = { readonly granted: true } | { readonly granted: false; readonly refused: number; readonly retryAt: number };
+
+/**
+ * Where buckets live. `take` takes one token from each bucket in order and stops at the first
+ * refusal: the buckets after it are not touched (a user over their own rate does not drain their team's).
+ */
+export interface RateBuckets {
+  take(takes: readonly BucketTake[], now: number): Promise<TakeResult>;
+}
+
+/** The default bound on in-memory buckets: one per active user and team. */
+export const MEMORY_BUCKETS_MAX = 100_000;
+
+/**
+ * Buckets in process memory, at most `maxKeys`. A bucket that has refilled completely equals an
+ * absent one, so when the map is full the least recently used bucket is dropped if it is full;
+ * if even that one is still refilling, the new key is refused until it is (fail closed: forgetting
+ * a refilling bucket would hand its owner tokens).
+ */
+export class MemoryRateBuckets implements RateBuckets {
+  private readonly buckets = new Map<string, { state: BucketState; rate: BucketRate }>();
+
+  constructor(private readonly maxKeys: number = MEMORY_BUCKETS_MAX) {}
+
+  /**
+   * Takes in order, stopping at the first refusal (see RateBuckets). A bucket created by a take that
+   * is then refused further on is not kept (forgetting it only gives back its one token): new keys
+   * are created no faster than the team's own rate allows, so made-up user ids cannot fill the map.
+   */
+  async take(takes: readonly BucketTake[], now: number): Promise<TakeResult> {
+    const created: string[] = [];
+    const refuse = (refused: number, retryAt: number): TakeResult => {
+      for (const k of created) this.buckets.delete(k);
+      return { granted: false, refused, retryAt };
+    };
+    for (const [i, t] of takes.entries()) {
+      const prev = this.buckets.get(t.key);
+      if (!prev) {
+        const room = this.makeRoom(now);
+        if (room !== true) return refuse(i, room);
+      }
+      const d = takeToken(prev?.state, t.rate, now);
+      // Re-inserted: the map's order is least recently used first.
+      this.buckets.delete(t.key);
+      this.buckets.set(t.key, { state: d.state, rate: t.rate });
+      if (!prev) created.push(t.key);
+      if (!d.granted) return refuse(i, d.retryAt);
+    }
+    return { granted: true };
+  }
+
+  /** Buckets held now. */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** True when a new key fits; else when the oldest bucket will be full (and can go). */
+  private makeRoom(now: number): true | number {
+    if (this.buckets.size < this.maxKeys) return true;
+    const [key, oldest] = this.buckets.entries().next().value as [string, { state: BucketState; rate: BucketRate }];
+    if (refilled(oldest.state, oldest.rate, now) >= oldest.rate.burst) {
+      this.buckets.delete(key);
+      return true;
+    }
+    return oldest.state.updatedAt + fullAfterMs(oldest.rate);
+  }
+}
+
+/** The verdict on one call: it may start, or which rate it is over and when a retry can succeed. */
+export type CallRateVerdict = { readonly ok: true } | { readonly ok: false; readonly limit: "call_rate_user" | "call_rate_team"; readonly retryAt: number };
+
+/** How many tenants were refused recently, remembered at most for this many keys. */
+const RECENT_MAX = 10_000;
+
+/** The call-rate check of mcp_call: the caller's bucket, then their team's. */
+export class CallRateGate {
+  /** Keys refused, with the time their retry can succeed: what the at-limit gauge counts. */
+  private readonly recent = new Map<string, number>();
+
+  constructor(
+    private readonly d: { readonly buckets: RateBuckets; readonly limits: CallRateLimits; readonly clock: Clock; readonly refused?: LimitRefusals },
+  ) {}
+
+  /** Takes a token for `userId` in `teamId` and one for the team. */
+  async check(teamId: string, userId: string): Promise<CallRateVerdict> {
+    const now = this.d.clock.now();
+    const takes: BucketTake[] = [
+      { key: userKey(teamId, userId), rate: this.d.limits.perUser },
+      { key: teamKey(teamId), rate: this.d.limits.perTeam },
+    ];
+    const r = await this.d.buckets.take(takes, now);
+    if (r.granted) return { ok: true };
+    const limit = r.refused === 0 ? "call_rate_user" : "call_rate_team";
+    this.d.refused?.(limit);
+    this.remember(takes[r.refused]!.key, r.retryAt);
+    return { ok: false, limit, retryAt: r.retryAt };
+  }
+
+  /** Users and teams over their call rate right now, as far as this replica has seen (the gauge). */
+  atLimit(): { readonly users: number; readonly teams: number } {
+    const now = this.d.clock.now();
+    let users = 0;
+    let teams = 0;
+    for (const [key, until] of this.recent) {
+      if (until <= now) this.recent.delete(key);
+      else if (key.startsWith("t:")) teams++;
+      else users++;
+    }
+    return { users, teams };
+  }
+
+  /** The same, under the names of the `limit` metric label. */
+  atLimitCounts(): { readonly call_rate_user: number; readonly call_rate_team: number } {
+    const { users, teams } = this.atLimit();
+    return { call_rate_user: users, call_rate_team: teams };
+  }
+
+  private remember(key: string, retryAt: number): void {
+    this.recent.delete(key);
+    if (this.recent.size >= RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
+    this.recent.set(key, retryAt);
+  }
+}
+
+/** The bucket key of a user in a team (ids are Slack ids: no ':' inside). */
+export function userKey(teamId: string, userId: string): string {
+  return `u:${teamId}:${userId}`;
+}
+
+/** The bucket key of a team. */
+export function teamKey(teamId: string): string {
+  return `t:${teamId}`;
+}

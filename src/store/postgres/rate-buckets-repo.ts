@@ -1,0 +1,71 @@
+import { retryAtFor, fullAfterMs } from "../../limits/token-bucket.js";
+import type { BucketTake, RateBuckets, TakeResult } from "../../limits/call-rate.js";
+import type { PgDb } from "./pg-db.js";
+
+// The call-rate buckets every replica shares (migrations/postgres/0010_tenant_limits.sql). One statement per call:
+// a chain of upserts, each taking a token by the rule of src/limits/token-bucket.ts under the row's
+// lock, each running only if the one before it granted. Concurrent replicas serialise on the row.
+
+/** How often (at most) this replica deletes buckets that have refilled completely. */
+const SWEEP_EVERY_MS = 60_000;
+
+/** The refill expression of bucket `b` at `$now` for rate parameters `$burst`, `$perMs`. */
+const refill = (now: string, burst: string, perMs: string): string => `LEAST(${burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${perMs}::float8)`;
+
+/** The statement for `n` takes: parameters $1 = now, then key, burst, perMs per take. */
+function takeStatement(n: number): string {
+  const ctes: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const [key, burst, perMs] = [`$${2 + i * 3}`, `$${3 + i * 3}`, `$${4 + i * 3}`];
+    const r = refill("$1", burst, perMs);
+    const gate = i === 0 ? "" : ` WHERE (SELECT granted FROM c${i - 1})`;
+    ctes.push(`c${i} AS (
+      INSERT INTO rate_buckets AS b (key, tokens, updated_at, granted)
+      SELECT ${key}::text, ${burst}::float8 - 1, $1::bigint, true${gate}
+      ON CONFLICT (key) DO UPDATE SET
+        tokens = ${r} - CASE WHEN ${r} >= 1 THEN 1 ELSE 0 END,
+        updated_at = GREATEST(b.updated_at, $1::bigint),
+        granted = ${r} >= 1
+      RETURNING tokens, granted)`);
+  }
+  const cols = Array.from({ length: n }, (_, i) => `(SELECT tokens FROM c${i}) AS t${i}, (SELECT granted FROM c${i}) AS g${i}`);
+  return `WITH ${ctes.join(",\n")}\nSELECT ${cols.join(", ")}`;
+}
+
+/** PostgreSQL rate buckets: shared by every replica of one deployment. */
+export class PgRateBuckets implements RateBuckets {
+  private readonly statements = new Map<number, string>();
+  private lastSweep = 0;
+  private longestRefillMs = 0;
+
+  constructor(private readonly db: PgDb) {}
+
+  /** Takes in order in one statement, each take only if the one before it was granted (see RateBuckets). */
+  async take(takes: readonly BucketTake[], now: number): Promise<TakeResult> {
+    if (takes.length === 0) return { granted: true };
+    let sql = this.statements.get(takes.length);
+    if (!sql) this.statements.set(takes.length, (sql = takeStatement(takes.length)));
+    const params: unknown[] = [Math.floor(now)];
+    for (const t of takes) params.push(t.key, t.rate.burst, t.rate.perMs);
+    const row = (await this.db.query<Record<string, number | boolean | null>>(sql, params)).rows[0] ?? {};
+    for (const t of takes) this.longestRefillMs = Math.max(this.longestRefillMs, fullAfterMs(t.rate));
+    this.maybeSweep(now);
+    for (const [i, t] of takes.entries()) {
+      if (row[`g${i}`] === true) continue;
+      return { granted: false, refused: i, retryAt: retryAtFor(Number(row[`t${i}`] ?? 0), t.rate, now) };
+    }
+    return { granted: true };
+  }
+
+  /** Deletes buckets untouched long enough to be full again (an absent bucket is a full one); returns how many. */
+  async sweep(now: number, olderThanMs: number = this.longestRefillMs): Promise<number> {
+    return (await this.db.query("DELETE FROM rate_buckets WHERE updated_at < $1", [Math.floor(now - olderThanMs)])).rowCount ?? 0;
+  }
+
+  /** Keeps the table to the buckets still refilling, off the call's own path (its failure only delays the next sweep). */
+  private maybeSweep(now: number): void {
+    if (now - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now;
+    void this.sweep(now).catch(() => {});
+  }
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/clock/clock.js";
+import { ALICE, aliceThreadConnection, mcpCall } from "../integration/broker-harness.js";
+import { openOn, pgCluster, replica, reportTurn, useMcpReplicas } from "../support/mcp-replicas.js";
+
+// The call rate across replicas (issue 20 item 9): two real apps on one real PostgreSQL share one
+// bucket per user, so a round-robin balancer cannot double anyone's rate. Real SDK clients over
+// Streamable HTTP, the fixture vendor as real children, one manual clock for both replicas.
+
+useMcpReplicas();
+
+describe("call rate across replicas on PostgreSQL", () => {
+  it("a user's calls spread over two replicas spend one bucket: the third is refused on either, with one retry time", async () => {
+    const url = await pgCluster().createDatabase();
+    const clock = new ManualClock(Date.now());
+    const env = { SLAUDE_CALL_RATE_PER_USER: "2/min", SLAUDE_CALL_RATE_PER_TEAM: "100/min" };
+    const a = await replica(url, env, clock);
+    const b = await replica(url, env, clock);
+    await aliceThreadConnection(a.lifecycle);
+    await reportTurn(a);
+    await reportTurn(b);
+    const onA = (await openOn(a)).client;
+    const onB = (await openOn(b)).client;
+    const echo = (c: typeof onA) => mcpCall(c, { tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE });
+    expect((await echo(onA)).structured.status).toBe("ok");
+    expect((await echo(onB)).structured.status).toBe("ok");
+    const retryAt = new Date(clock.now() + 30_000).toISOString();
+    const onBRefused = await echo(onB);
+    expect(onBRefused.structured).toMatchObject({ code: "rate_limited", retryAt, retryAfterSeconds: 30 });
+    expect((await echo(onA)).structured).toMatchObject({ code: "rate_limited", retryAt });
+    // Each replica counts the refusals it made, by limit kind only.
+    expect((await a.metrics.text()).body).toMatch(/slaude_limit_refusals_total\{limit="call_rate_user"\} 1/);
+    clock.advance(30_000);
+    expect((await echo(onA)).structured.status).toBe("ok");
+    expect((await echo(onB)).structured.code).toBe("rate_limited");
+  });
+});

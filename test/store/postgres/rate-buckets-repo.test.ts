@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../../src/clock/clock.js";
+import { CallRateGate, MemoryRateBuckets, type CallRateLimits, type RateBuckets } from "../../../src/limits/call-rate.js";
+import { takeToken, type BucketState } from "../../../src/limits/token-bucket.js";
+import { postgresStores } from "../../support/postgres-stores.js";
+
+// The call-rate buckets on a real PostgreSQL, shared by two stores as two replicas hold them:
+// one bucket per user and per team across replicas, exact under concurrency, the same rule as
+// src/limits/token-bucket.ts (checked against it), and swept once full.
+
+const pg = postgresStores();
+const perMin = (n: number) => ({ burst: n, perMs: n / 60_000 });
+
+async function replicas(limits: CallRateLimits) {
+  const url = await pg.schema();
+  const [a, b] = [await pg.store(url), await pg.store(url)];
+  const clock = new ManualClock(1_700_000_000_000);
+  const gate = (buckets: RateBuckets) => new CallRateGate({ buckets, limits, clock });
+  return { clock, one: gate(a.rateBuckets), two: gate(b.rateBuckets), a, b };
+}
+
+describe("rate buckets on PostgreSQL (two replicas)", () => {
+  it("two replicas share one bucket per user: the burst is spent across both, and the refusal names the same retry time", async () => {
+    const { clock, one, two } = await replicas({ perUser: perMin(3), perTeam: perMin(100) });
+    expect(await one.check("TA", "U1")).toEqual({ ok: true });
+    expect(await two.check("TA", "U1")).toEqual({ ok: true });
+    expect(await one.check("TA", "U1")).toEqual({ ok: true });
+    expect(await two.check("TA", "U1")).toEqual({ ok: false, limit: "call_rate_user", retryAt: clock.now() + 20_000 });
+    expect(await one.check("TA", "U1")).toEqual({ ok: false, limit: "call_rate_user", retryAt: clock.now() + 20_000 });
+    // Team B (and another user of A) on the other replica: not slowed.
+    expect(await two.check("TB", "U9")).toEqual({ ok: true });
+    expect(await two.check("TA", "U2")).toEqual({ ok: true });
+    clock.advance(20_000);
+    expect(await two.check("TA", "U1")).toEqual({ ok: true });
+  });
+
+  it("concurrent calls on both replicas are granted exactly the burst, never more", async () => {
+    const { one, two } = await replicas({ perUser: perMin(5), perTeam: perMin(1_000) });
+    const results = await Promise.all(Array.from({ length: 24 }, (_, i) => (i % 2 ? one : two).check("TA", "U1")));
+    expect(results.filter((r) => r.ok)).toHaveLength(5);
+  });
+
+  it("a team over its rate on one replica is over it on the other; a user refused by their own rate leaves the team's tokens", async () => {
+    const { one, two } = await replicas({ perUser: perMin(2), perTeam: perMin(3) });
+    await one.check("TA", "U1");
+    await two.check("TA", "U1");
+    for (let i = 0; i < 5; i++) expect((await one.check("TA", "U1")).ok).toBe(false);
+    expect(await two.check("TA", "U2")).toEqual({ ok: true });
+    const over = await one.check("TA", "U3");
+    expect(over.ok === false && over.limit).toBe("call_rate_team");
+    expect(await two.check("TB", "U3")).toEqual({ ok: true });
+  });
+
+  it("computes what the pure rule computes, step by step (times, fill levels, a clock gone back)", async () => {
+    const { a } = await replicas({ perUser: perMin(1), perTeam: perMin(1) });
+    const rate = { burst: 4, perMs: 4 / 60_000 };
+    const memory = new MemoryRateBuckets();
+    let state: BucketState | undefined;
+    for (const now of [0, 0, 0, 0, 0, 7_000, 15_000, 15_001, 14_000, 60_000, 60_000, 200_000]) {
+      const expected = takeToken(state, rate, now);
+      state = expected.state;
+      const got = await a.rateBuckets.take([{ key: "u:T:U", rate }], now);
+      const mem = await memory.take([{ key: "u:T:U", rate }], now);
+      expect(got.granted).toBe(expected.granted);
+      expect(mem).toEqual(got);
+      if (!got.granted && !expected.granted) expect(got.retryAt).toBe(expected.retryAt);
+    }
+  });
+
+  it("the sweep deletes only buckets that have refilled completely (absent equals full)", async () => {
+    const { a } = await replicas({ perUser: perMin(1), perTeam: perMin(1) });
+    const rate = perMin(60);
+    await a.rateBuckets.take([{ key: "u:T:old", rate }], 0);
+    await a.rateBuckets.take([{ key: "u:T:new", rate }], 59_000);
+    expect(await a.rateBuckets.sweep(60_000, 60_000)).toBe(0);
+    expect(await a.rateBuckets.sweep(60_001, 60_000)).toBe(1);
+    const left = await a.db.query<{ key: string }>("SELECT key FROM rate_buckets ORDER BY key");
+    expect(left.rows.map((r) => r.key)).toEqual(["u:T:new"]);
+  });
+});
