@@ -75,6 +75,9 @@ export function brokerEnv(s: BrokerSetup, port: number): Record<string, string> 
     SLAUDE_METRICS_TOKEN: `bench-metrics-${randomBytes(12).toString("hex")}`,
     SLAUDE_LOG_LEVEL: "warn",
     SLAUDE_POOL_MAX_CHILDREN: "64",
+    // The bench drives one user far past any human rate: the limiter still runs on every call.
+    SLAUDE_CALL_RATE_PER_USER: "9999999/min",
+    SLAUDE_CALL_RATE_PER_TEAM: "9999999/min",
     SLAUDE_APPROVAL_TIMEOUT_SECONDS: "60",
     SLACK_BOT_TOKEN: s.slack.botToken,
     SLACK_SIGNING_SECRET: s.slack.signingSecret,

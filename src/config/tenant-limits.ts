@@ -26,8 +26,8 @@ const perTeamCap = z.coerce.number().int().positive().optional();
 
 /** The variables of the limits per tenant, spread into env.ts's schema. */
 export const tenantLimitsEnv = {
-  SLAUDE_CALL_RATE_PER_USER: rateSpec.default(rateSpec.parse("120/min")),
-  SLAUDE_CALL_RATE_PER_TEAM: rateSpec.default(rateSpec.parse("1200/min")),
+  SLAUDE_CALL_RATE_PER_USER: rateSpec.default(rateSpec.parse("600/min")),
+  SLAUDE_CALL_RATE_PER_TEAM: rateSpec.default(rateSpec.parse("6000/min")),
   SLAUDE_POOL_MAX_CHILDREN_PER_TEAM: perTeamCap,
   SLAUDE_LOGIN_MAX_CONCURRENT_PER_TEAM: perTeamCap,
   SLAUDE_MCP_MAX_SESSIONS_PER_TEAM: perTeamCap,

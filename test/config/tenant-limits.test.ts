@@ -8,10 +8,10 @@ const base = { NODE_ENV: "test" } as const;
 const distributed = { ...base, SLACK_CLIENT_ID: "1.2", SLACK_CLIENT_SECRET: "client-secret", SLACK_STATE_SECRET: "state-secret-0123456789", SLACK_SIGNING_SECRET: "signing" };
 
 describe("limits per tenant (env)", () => {
-  it("defaults: 120 calls a minute per user, 1200 per team; caps per team are the whole deployment cap for one workspace", () => {
+  it("defaults: 600 calls a minute per user, 6000 per team; caps per team are the whole deployment cap for one workspace", () => {
     const t = loadConfig(base).tenantLimits;
-    expect(t.callRate.perUser).toEqual({ burst: 120, perMs: 120 / 60_000 });
-    expect(t.callRate.perTeam).toEqual({ burst: 1200, perMs: 1200 / 60_000 });
+    expect(t.callRate.perUser).toEqual({ burst: 600, perMs: 600 / 60_000 });
+    expect(t.callRate.perTeam).toEqual({ burst: 6000, perMs: 6000 / 60_000 });
     expect(t).toMatchObject({ childrenPerTeam: 32, loginsPerTeam: 4, mcpSessionsPerTeam: 10_000, eventStreamsPerTeam: 16 });
   });
 
