@@ -6,6 +6,7 @@ import type { RefreshLock } from "../login/oauth/refresh-lock.js";
 import type { SealedSecret } from "../vault/aead.js";
 import { newId } from "../domain/ids.js";
 import { InstallationError } from "./errors.js";
+import { TokenRefresh } from "./token-refresh.js";
 import type { Installation, InstallationBinding, InstallationMeta, InstallationRepo, InstallationTokens, TenantQuery } from "./installation.js";
 
 // The tenants of a deployment: which installation serves a team or an org, its tokens opened from
@@ -81,12 +82,11 @@ export class Installations {
   private readonly tokens: LRUCache<string, { botToken: string; updatedAt: number }>;
   // team id → org-wide installation id, learned from events and auth.teams.list.
   private readonly orgTeams = new LRUCache<string, string>({ max: MAX_ORG_TEAMS });
-  private readonly refreshing = new Map<string, Promise<Installation>>();
-  // installation id → when its last refresh failed transiently (bounded by the installations held).
-  private readonly failedAt = new LRUCache<string, number>({ max: MAX_OPEN_TOKENS });
+  private readonly refresher: TokenRefresh;
 
   constructor(private readonly d: InstallationsDeps) {
     this.tokens = new LRUCache({ max: MAX_OPEN_TOKENS, ttl: TOKEN_HOLD_MS, ttlResolution: 0, perf: { now: () => d.clock.now() } });
+    this.refresher = new TokenRefresh({ ...d, usable: (i, who) => this.usable(i, who), due: (i) => this.due(i), forget: (id) => this.forget(id) });
   }
 
   /** The installation serving an event's ids (org install first, then the team's own), active or refused. */
@@ -143,7 +143,7 @@ export class Installations {
     ];
     const stored = await this.d.repo.upsert(row, audit);
     this.forget(stored.id);
-    this.failedAt.delete(stored.id);
+    this.refresher.forgetFailure(stored.id);
     return stored;
   }
 
@@ -184,7 +184,7 @@ export class Installations {
   /** The current bot token of `installation` (refreshed first when due). */
   async token(installation: Installation): Promise<TenantToken> {
     let inst = installation;
-    if (this.due(inst)) inst = await this.refresh(inst);
+    if (this.due(inst)) inst = await this.refresher.refresh(inst);
     const held = this.tokens.get(inst.id);
     if (held && held.updatedAt === inst.updatedAt) return { installation: inst, botToken: held.botToken };
     const opened = this.d.sealer.open(inst.sealed, inst);
@@ -200,7 +200,7 @@ export class Installations {
       const inst = await this.d.repo.get(meta.id);
       if (!inst) continue;
       try {
-        await this.refresh(inst);
+        await this.refresher.refresh(inst);
         n++;
       } catch (err) {
         this.d.log.warn("slack installation token refresh failed", { installationId: inst.id, error: err instanceof Error ? err.message : String(err) });
@@ -214,7 +214,7 @@ export class Installations {
     return [...this.orgTeams.entries()].filter(([, id]) => id === installationId).map(([team]) => team);
   }
 
-  /** Forgets what is held for an installation (uninstalled, disabled, or changed by another replica). */
+  /** Forgets what is held for an installation (uninstalled, disabled, refreshed, or changed by another replica). */
   forget(installationId: string): void {
     this.tokens.delete(installationId);
     for (const [team, id] of this.orgTeams.entries()) if (id === installationId) this.orgTeams.delete(team);
@@ -247,87 +247,9 @@ export class Installations {
     return undefined;
   }
 
-  /** One refresh per installation: in this process by the in-flight map, across replicas by the lock and a re-read. */
-  private refresh(inst: Installation): Promise<Installation> {
-    const running = this.refreshing.get(inst.id);
-    if (running) return running;
-    const p = this.d.lock
-      .withLock(`slack-installation:${inst.id}`, async () => {
-        const current = await this.d.repo.get(inst.id);
-        const live = this.usable(current, inst.teamId ?? inst.enterpriseId ?? inst.id);
-        // Another replica refreshed it while this one waited: its new token is in the row.
-        if (!this.due(live)) return live;
-        return this.rotate(live);
-      })
-      .finally(() => this.refreshing.delete(inst.id));
-    this.refreshing.set(inst.id, p);
-    return p;
-  }
-
-  private async rotate(inst: Installation): Promise<Installation> {
-    const now = this.d.clock.now();
-    const base: AuditEvent = { at: now, event: "installation_token_refreshed", teamId: inst.teamId ?? inst.enterpriseId ?? "", actor: "system" };
-    const failedAt = this.failedAt.get(inst.id);
-    // A failing refresh is retried once a minute, not on every Slack call.
-    if (failedAt !== undefined && now - failedAt < REFRESH_RETRY_MS) return this.stillValid(inst, now);
-    const opened = this.d.sealer.open(inst.sealed, inst);
-    if (!this.d.rotation || !opened.refreshToken) return this.refreshFailed(inst, base, "no_refresh_token", true);
-    let r: Awaited<ReturnType<TokenRotation["refresh"]>>;
-    try {
-      r = await this.d.rotation.refresh(opened.refreshToken);
-    } catch (err) {
-      const code = slackErrorCode(err);
-      return this.refreshFailed(inst, base, code, PERMANENT_REFRESH_ERRORS.has(code));
-    }
-    const sealed = this.d.sealer.seal({ botToken: r.botToken, refreshToken: r.refreshToken }, inst);
-    if (!(await this.d.repo.updateTokens(inst.id, sealed, now + r.expiresInSeconds * 1000, now, [base]))) {
-      throw new InstallationError("unknown_installation", "the installation was removed during its refresh");
-    }
-    this.failedAt.delete(inst.id);
-    this.tokens.delete(inst.id);
-    this.d.onRefresh?.("ok");
-    return this.usable(await this.d.repo.get(inst.id), inst.id);
-  }
-
-  /**
-   * A refresh that failed is surfaced (audit row, metric, log) and never hidden behind a stale token:
-   * a permanent refusal (the refresh token is spent or revoked) disables the installation; a transient
-   * one keeps the current token only while it is still valid.
-   */
-  private async refreshFailed(inst: Installation, base: AuditEvent, code: string, permanent: boolean): Promise<Installation> {
-    const now = this.d.clock.now();
-    this.d.onRefresh?.("failed");
-    this.d.log.warn("slack installation token refresh failed", { installationId: inst.id, error: code, permanent });
-    if (permanent) {
-      await this.d.repo.setStatus(inst.id, "disabled", "refresh_failed", now, [{ ...base, event: "installation_disabled", decision: "refresh_failed", errorCode: code }]);
-      this.forget(inst.id);
-      throw new InstallationError("refresh_failed", "the installation's bot token could not be refreshed; it is disabled until the app is reinstalled");
-    }
-    this.failedAt.set(inst.id, now);
-    await this.d.audit.append([{ ...base, decision: "failed", errorCode: code }]);
-    return this.stillValid(inst, now);
-  }
-
-  private stillValid(inst: Installation, now: number): Installation {
-    if (inst.tokenExpiresAt !== null && inst.tokenExpiresAt <= now) throw new InstallationError("refresh_failed", "the installation's bot token expired and could not be refreshed yet");
-    return inst;
-  }
 }
 
 function sameScopes(a: readonly string[], b: readonly string[]): boolean {
   return [...a].sort().join(",") === [...b].sort().join(",");
 }
 
-/** Refresh answers that no retry can fix. */
-const PERMANENT_REFRESH_ERRORS: ReadonlySet<string> = new Set(["invalid_refresh_token", "invalid_grant_type", "invalid_client_id", "bad_client_secret", "token_revoked", "app_uninstalled", "no_refresh_token"]);
-
-/** How long a transiently failed refresh waits before it is tried again. */
-const REFRESH_RETRY_MS = 60_000;
-
-/** Slack's error code of a WebClient failure (`data.error`), else a network code; never a message that could carry a token. */
-export function slackErrorCode(err: unknown): string {
-  const data = (err as { data?: { error?: unknown } } | undefined)?.data;
-  if (typeof data?.error === "string") return data.error.slice(0, 64);
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" ? code.slice(0, 64) : "request_failed";
-}
