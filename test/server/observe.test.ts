@@ -188,14 +188,15 @@ describe("GET /readyz", () => {
     );
     const readyz = async () => {
       const r = await fetch(`${app.url}/readyz`);
-      return { status: r.status, body: (await r.json()) as Record<string, string> };
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> & { slack?: string } };
     };
     const failed = await until(async () => {
       const r = await readyz();
       return r.body.slack?.startsWith("failed") ? r : undefined;
     });
     expect(failed.status).toBe(503);
-    expect(failed.body).toEqual({ status: "not_ready", database: "ok", registry: "ok", slack: "failed: invalid_auth" });
+    // The installations' health is detail: the token could not be recorded, so none is active yet.
+    expect(failed.body).toEqual({ status: "not_ready", database: "ok", registry: "ok", slack: "failed: invalid_auth", installations: { active: 0, disabled: [] } });
     expect(JSON.stringify(failed.body)).not.toContain(fake.botToken);
     expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
 
@@ -204,7 +205,7 @@ describe("GET /readyz", () => {
       const r = await readyz();
       return r.status === 200 ? r : undefined;
     });
-    expect(ready.body).toEqual({ status: "ready", database: "ok", registry: "ok", slack: "ok" });
+    expect(ready.body).toEqual({ status: "ready", database: "ok", registry: "ok", slack: "ok", installations: { active: 1, disabled: [] } });
 
     await app.store.close();
     const down = await readyz();
