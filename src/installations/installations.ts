@@ -60,6 +60,8 @@ export const REFRESH_MARGIN_MS = 2 * 60 * 60_000;
 const MAX_OPEN_TOKENS = 10_000;
 const MAX_ORG_TEAMS = 100_000;
 const TOKEN_HOLD_MS = 5 * 60_000;
+/** How often the workspaces of the org-wide installs are listed again for a team no one is known to serve. */
+const ORG_SCAN_EVERY_MS = 60_000;
 
 /** What the service needs. */
 export interface InstallationsDeps {
@@ -83,6 +85,7 @@ export class Installations {
   // team id → org-wide installation id, learned from events and auth.teams.list.
   private readonly orgTeams = new LRUCache<string, string>({ max: MAX_ORG_TEAMS });
   private readonly refresher: TokenRefresh;
+  private orgScanAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly d: InstallationsDeps) {
     this.tokens = new LRUCache({ max: MAX_OPEN_TOKENS, ttl: TOKEN_HOLD_MS, ttlResolution: 0, perf: { now: () => d.clock.now() } });
@@ -232,6 +235,11 @@ export class Installations {
 
   private async findOrgServing(teamId: string): Promise<string | undefined> {
     if (!this.d.orgTeams) return undefined;
+    // A team nobody serves must not cost a Slack call each time it is named (a made-up id, a flood):
+    // the org-wide installs' workspaces are listed at most once a minute; between, the learned map answers.
+    const now = this.d.clock.now();
+    if (now - this.orgScanAt < ORG_SCAN_EVERY_MS) return undefined;
+    this.orgScanAt = now;
     for (const meta of await this.d.repo.list(1_000)) {
       if (!meta.isEnterpriseInstall || meta.status !== "active") continue;
       const inst = await this.d.repo.get(meta.id);
