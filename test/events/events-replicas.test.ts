@@ -55,7 +55,9 @@ describe("lifecycle events across replicas on one PostgreSQL", () => {
     expect(b.log.lines.some((l) => l.includes("mcp_call done"))).toBe(false);
     expect(a.log.lines.some((l) => l.includes("mcp_call done"))).toBe(true);
     expect(heard.length).toBeGreaterThan(0);
-    for (const h of heard) for (const leak of [conn.id, ended.data.callId, ALICE, "echo", "T1", canary]) expect(h).not.toContain(leak);
+    // Short names are looked for as JSON strings: a bare "T1" turns up in random base64 about one payload in eight.
+    for (const h of heard) for (const leak of [conn.id, ended.data.callId, ALICE, '"echo"', '"T1"', canary]) expect(h).not.toContain(leak);
+    for (const h of heard) expect(() => JSON.parse(Buffer.from(h, "base64").toString("utf8"))).toThrow();
 
     // A forged batch and a replay of a real one are dropped by B: the next real call shows it.
     await spy.query("SELECT pg_notify($1, $2)", [EVENTS_CHANNEL, JSON.stringify({ o: "forger", n: 1, at: Date.now(), e: [{ type: "call.ended", teamId: "T1", callId: "call_forged", tool: "forged" }] })]);
