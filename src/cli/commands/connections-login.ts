@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { LoginError } from "../../login/errors.js";
 import { LoginService } from "../../login/login-service.js";
+import { LOCAL_TEAM_ID } from "../../workspace/local/model.js";
 import { CliContext, UsageError } from "../context.js";
 import { formatTime } from "../format.js";
 
@@ -44,6 +45,15 @@ export async function loginCommand(ctx: CliContext, argv: string[]): Promise<num
     const known = registry.list().map((s) => s.name);
     ctx.err(`unknown service "${o.service}"${known.length ? ` (known: ${known.join(", ")})` : " (the service registry is empty)"}`);
     return 1;
+  }
+  // A link for nobody is a bearer secret nobody should hold: the local team's users are known here.
+  // (A Slack team's people are Slack's to name; the link opens only for the user it names.)
+  if (o.team === LOCAL_TEAM_ID) {
+    const users = await ctx.store.workspace.users(LOCAL_TEAM_ID);
+    if (!users.some((u) => u.id === o.user)) {
+      ctx.err(`unknown user "${o.user}" in the local workspace ${users.length ? `(its users: ${users.map((u) => u.id).join(", ")})` : "(it has no users yet: start the broker once in development to seed the demo team)"}; no link minted`);
+      return 1;
+    }
   }
   const [channelId, threadTs] = o.thread ? (o.thread.split("/") as [string, string]) : [null, null];
   const config = ctx.config;
