@@ -3,7 +3,6 @@
 // and Slack scopes the bot token lacks (asked of the fake Slack API through auth.test).
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkChildUid } from "../../src/cli/commands/doctor-runtime.js";
 import { loadConfig } from "../../src/config/env.js";
 import { requiredBotScopes } from "../../src/slack/scopes.js";
 import { KeyRing } from "../../src/vault/keyring.js";
@@ -59,16 +58,6 @@ describe("doctor: what will fail", () => {
     expect(serve.stderr).toBe(
       `error: stored credentials are sealed under a key that is not configured (1 under key ${idA}): put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS, or revoke those connections; \`slaude-connect doctor\` explains\n`,
     );
-  });
-
-  it("root without SLAUDE_CHILD_UID_BASE: an error in production, a warning in development", () => {
-    const env: NodeJS.ProcessEnv = { ...baseEnv(), SLAUDE_ENCRYPTION_KEY: newKeyB64() };
-    const noBase: NodeJS.ProcessEnv = { ...env };
-    delete noBase.SLAUDE_CHILD_UID_BASE;
-    expect(checkChildUid(loadConfig({ ...noBase, NODE_ENV: "production" }), 0)).toMatchObject({ level: "error", message: expect.stringMatching(/running as root without SLAUDE_CHILD_UID_BASE/) });
-    expect(checkChildUid(loadConfig(noBase), 0)).toMatchObject({ level: "warn" });
-    expect(checkChildUid(loadConfig({ ...env, NODE_ENV: "production" }), 0)).toMatchObject({ level: "ok" });
-    expect(checkChildUid(loadConfig({ ...noBase, NODE_ENV: "production" }), 1000)).toMatchObject({ level: "ok" });
   });
 
   it("a stdio vendor whose command is not on the children's PATH is an error naming the service", async () => {

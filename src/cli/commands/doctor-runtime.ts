@@ -1,6 +1,6 @@
 // `doctor` checks of what will fail at run time, beyond the settings being well-formed: credentials
-// no configured key can open, children that would run as root, vendor commands the children cannot
-// find, and Slack scopes the bot token lacks.
+// no configured key can open, vendor commands the children cannot find, and Slack scopes the bot
+// token lacks. (Running as root is the process-user check in doctor.ts, reported once.)
 import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../../config/env.js";
@@ -60,18 +60,6 @@ export function storedKeysFinding(lost: readonly string[]): Finding {
     level: "error",
     message: `credentials sealed under a key that is not configured: ${lost.join(", ")}; serve refuses to start`,
     fix: "put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS (then `slaude-connect keys rotate`); if it is lost, revoke those connections (`connections list --json` shows keyId)",
-  };
-}
-
-/** Vendor children run as the broker's uid unless SLAUDE_CHILD_UID_BASE gives each its own: never as root in production. */
-export function checkChildUid(config: Config, uid: number | undefined = process.getuid?.()): Finding {
-  if (uid !== 0) return { check: "child uid", level: "ok", message: uid === undefined ? "no uids on this platform" : `broker runs as uid ${uid}, not root` };
-  if (config.pool.childUidBase !== undefined) return { check: "child uid", level: "ok", message: `running as root; children run as uids from ${config.pool.childUidBase}` };
-  return {
-    check: "child uid",
-    level: config.production ? "error" : "warn",
-    message: "running as root without SLAUDE_CHILD_UID_BASE: every vendor child would run as root too",
-    fix: "set SLAUDE_CHILD_UID_BASE to the start of an unused uid range (e.g. 200000), or run the broker as an unprivileged user",
   };
 }
 

@@ -1,5 +1,7 @@
 import { accessSync, constants, existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { loadConfig, type Config } from "../../config/env.js";
 import { resolveRegistry } from "../../config/registry-source.js";
 import { rootVerdict } from "../../config/root-rule.js";
@@ -9,7 +11,7 @@ import { devKeyPath } from "../../vault/key-source.js";
 import { decodeMasterKey } from "../../vault/keyring.js";
 import type { CliContext } from "../context.js";
 import { chooseWorkspace } from "../../workspace/choice.js";
-import { checkChildUid, checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
+import { checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
 import { checkPostgres } from "./doctor-postgres.js";
 import { devHostTokenPath } from "../../config/dev-host-token.js";
 import { singleInstallation } from "../../tenancy/tenant-directory.js";
@@ -77,10 +79,20 @@ function checkDatabase(config: Config): Finding {
   }
 }
 
-function checkRegistry(config: Config): Finding {
+/** The catalog shipped in this package (src/cli/commands and dist/cli/commands alike are three levels below its root). */
+export const SERVICES_EXAMPLE = fileURLToPath(new URL("../../../services.example.json", import.meta.url));
+
+/** Quotes one word for a POSIX shell, so a fix with a path in it pastes as one command. */
+function shellWord(s: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'"'"'`)}'`;
+}
+
+function checkRegistry(config: Config, cwd: string): Finding {
   try {
-    const src = resolveRegistry(config);
-    if (!src.path) return { check: "service registry", level: "warn", message: src.note ?? "no registry", fix: "cp services.example.json services.json" };
+    const src = resolveRegistry(config, cwd);
+    // The catalog is in the package, not where serve runs: the fix names both paths.
+    const fix = `cp ${shellWord(SERVICES_EXAMPLE)} ${shellWord(path.resolve(cwd, "services.json"))} (then keep the services you use), or set SLAUDE_REGISTRY_PATH`;
+    if (!src.path) return { check: "service registry", level: "warn", message: src.note ?? "no registry", fix };
     return { check: "service registry", level: "ok", message: `${src.path}: ${src.registry.list().length} service(s): ${src.registry.list().map((s) => s.name).join(", ")}` };
   } catch (e) {
     return { check: "service registry", level: "error", message: (e as Error).message };
@@ -148,7 +160,7 @@ function checkProcessUser(config: Config, euid: number | undefined): Finding {
 }
 
 /** Runs every check; never throws for a bad setup, it reports it. `euid` is the uid the broker would run as. */
-export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = process.geteuid?.()): Finding[] {
+export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = process.geteuid?.(), cwd: string = process.cwd()): Finding[] {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -156,7 +168,7 @@ export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = pro
     return [{ check: "environment", level: "error", message: (e as Error).message, fix: "see .env.example" }];
   }
   const keys = checkKey(config);
-  const registry = checkRegistry(config);
+  const registry = checkRegistry(config, cwd);
   return [
     { check: "environment", level: "ok", message: `NODE_ENV=${config.nodeEnv}, data dir ${config.dataDir}` },
     ...keys,
@@ -165,8 +177,7 @@ export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = pro
     // Only with usable keys and registry: otherwise their own findings already say what is wrong.
     ...(keys.some((f) => f.level === "error") || config.databaseUrl ? [] : [checkKeyIds(config)]),
     registry,
-    ...(registry.level === "error" ? [] : [checkVendorCommands(config, resolveRegistry(config).registry)]),
-    checkChildUid(config),
+    ...(registry.level === "error" ? [] : [checkVendorCommands(config, resolveRegistry(config, cwd).registry)]),
     checkChromium(config),
     checkSlack(config),
     checkWorkspace(config),
