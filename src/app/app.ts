@@ -284,10 +284,14 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const reachable = config.bindHost === "0.0.0.0" || config.bindHost === "::" ? `http://127.0.0.1:${port}` : url;
   if (sharedDb && !config.replicaUrl && /^(127\.|localhost$|\[::1\]$)/.test(new URL(reachable).hostname)) log.warn("SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine", { replicaUrl: reachable });
   await loginReplica.start(config.replicaUrl ?? new URL(reachable).origin);
+  // The local workspace has real threads: the block's commands give a member the turn in one and call a tool.
+  const example = await workspace.local?.exampleThread();
+  const service = registrySource.registry.get("demo")?.name ?? registrySource.registry.list()[0]?.name;
   const banner = startupBanner({
     mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
     hostToken: hostTokens.file ? { file: hostTokens.file } : hostTokens.tokens.length ? { env: "SLAUDE_HOST_TOKENS" } : undefined,
-    exampleThread: slack ? "<team_id>/<channel_id>/<thread_ts>" : "T_LOCAL/C_GENERAL/1700000000.000100",
+    exampleThread: "<team_id>/<channel_id>/<thread_ts>",
+    ...(example ? { tryCall: { ...example.thread, channelName: example.channel.name, userId: example.user.id, userName: example.user.name, ...(service ? { service } : {}) } } : {}),
   });
 
   let closing: Promise<void> | undefined;

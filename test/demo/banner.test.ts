@@ -46,4 +46,47 @@ describe("startup banner", () => {
     ]);
     expect(banner).not.toContain("TOKENVALUE");
   });
+
+  it("with a local thread prints the turn's curl and the Inspector's tools/call, each splitting into exactly the intended words", () => {
+    const base = mkdtempSync(path.join(os.tmpdir(), "banner-"));
+    dirs.push(base);
+    const dir = path.join(base, "it's a dir");
+    mkdirSync(dir);
+    const file = path.join(dir, "host-token");
+    writeFileSync(file, "slaude_dev_TOKENVALUE\n");
+    const banner = startupBanner({
+      mcpUrl: "http://127.0.0.1:8080/mcp",
+      hostToken: { file },
+      exampleThread: "<team_id>/<channel_id>/<thread_ts>",
+      tryCall: { teamId: "T_LOCAL", channelId: "C_GENERAL", channelName: "general", threadTs: "1764630000.000100", userId: "UALICE", userName: "Alice", service: "demo" },
+    });
+    const words = (line: string, program: string) =>
+      execFileSync("/bin/sh", ["-c", line.trim().replace(program, `printf '%s\\n'`)], { encoding: "utf8" }).split("\n").filter(Boolean);
+    const lines = banner.split("\n");
+    expect(words(lines.find((l) => l.trim().startsWith("curl "))!, "curl")).toEqual([
+      "-fsS",
+      "-X",
+      "POST",
+      "http://127.0.0.1:8080/v1/turns",
+      "-H",
+      "Authorization: Bearer slaude_dev_TOKENVALUE",
+      "-H",
+      "Content-Type: application/json",
+      "-d",
+      '{"team_id":"T_LOCAL","channel_id":"C_GENERAL","thread_ts":"1764630000.000100","user_id":"UALICE"}',
+    ]);
+    expect(words(lines.find((l) => l.includes("npx @modelcontextprotocol/inspector"))!, "npx @modelcontextprotocol/inspector").slice(5)).toEqual([
+      "Authorization: Bearer slaude_dev_TOKENVALUE",
+      "--header",
+      "X-Slaude-Thread: T_LOCAL/C_GENERAL/1764630000.000100",
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "mcp_describe",
+      "--tool-arg",
+      "service=demo",
+    ]);
+    expect(banner).toContain("Call a tool as Alice, in Alice's thread in #general (T_LOCAL/C_GENERAL/1764630000.000100)");
+    expect(banner).not.toContain("TOKENVALUE");
+  });
 });

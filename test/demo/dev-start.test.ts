@@ -136,17 +136,22 @@ describe("development host token", () => {
 });
 
 describe("start-up block", () => {
-  it("names the MCP URL and the token file, never the token, and its Inspector command lists the broker's tools", async () => {
+  it("names the MCP URL and the token file, never the token, and its Inspector command, ended as the block says, lists the broker's tools", async () => {
     const dir = tmp();
     const app = await start(env(dir, { NODE_ENV: "development" }));
     const token = app.hostToken!;
     expect(app.banner).toContain(`${app.url}/mcp`);
     expect(app.banner).toContain(devHostTokenPath(dir));
     expect(app.banner).not.toContain(token);
+    expect(app.banner).toContain("the same command ending in --method tools/list instead lists the broker's tools");
     const line = app.banner.split("\n").find((l) => l.includes("npx @modelcontextprotocol/inspector"));
     expect(line).toBeDefined();
-    // The same command, run by a shell with the installed Inspector in place of npx's download.
-    const command = line!.trim().replace("npx @modelcontextprotocol/inspector", `${JSON.stringify(process.execPath)} ${JSON.stringify(INSPECTOR_BIN)}`);
+    // The same command, run by a shell with the installed Inspector in place of npx's download,
+    // ending in --method tools/list as the block says (test/demo/startup-commands.test.ts runs it unchanged).
+    const command = line!
+      .trim()
+      .replace("npx @modelcontextprotocol/inspector", `${JSON.stringify(process.execPath)} ${JSON.stringify(INSPECTOR_BIN)}`)
+      .replace(/ --method tools\/call .*$/, " --method tools/list");
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
       execFile("/bin/sh", ["-c", command], { timeout: 30_000, env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`, HOME: dir, NO_COLOR: "1" } }, (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

@@ -103,6 +103,23 @@ export class LocalWorkspaceService implements LocalWorkspace {
     return thread;
   }
 
+  /**
+   * A real thread the start-up block names, with a member who may call in it: the demo user's
+   * (else the first member's) newest thread in the first channel with members, started when there
+   * is none; undefined when no channel has a member.
+   */
+  async exampleThread(): Promise<{ thread: ThreadRef; user: WorkspaceUser; channel: WorkspaceChannel } | undefined> {
+    const users = await this.users();
+    const preferred = [...users].sort((a, b) => Number(b.id === DEMO_TEAM.users[0].id) - Number(a.id === DEMO_TEAM.users[0].id));
+    for (const channel of await this.channels()) {
+      const user = preferred.find((u) => channel.members.includes(u.id));
+      if (!user) continue;
+      const existing = (await this.threads(channel.id)).find((t) => t.startedBy === user.id);
+      return { thread: existing?.thread ?? (await this.startThread(channel.id, user.id)), user, channel };
+    }
+    return undefined;
+  }
+
   threads(channelId: string): Promise<WorkspaceThread[]> {
     return this.deps.store.workspace.threads(this.teamId, channelId, this.limits.threads);
   }
