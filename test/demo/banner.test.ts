@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -88,5 +88,20 @@ describe("startup banner", () => {
     ]);
     expect(banner).toContain("Call a tool as Alice, in Alice's thread in #general (T_LOCAL/C_GENERAL/1764630000.000100)");
     expect(banner).not.toContain("TOKENVALUE");
+  });
+
+  it("is what docs/local-workspace.md shows under From a terminal, line for line", () => {
+    const doc = readFileSync(new URL("../../docs/local-workspace.md", import.meta.url), "utf8");
+    const section = doc.slice(doc.indexOf("### From a terminal"));
+    const shown = section.slice(section.indexOf("```text\n") + "```text\n".length, section.indexOf("\n```", section.indexOf("```text\n")));
+    const banner = startupBanner({
+      mcpUrl: "http://127.0.0.1:8080/mcp",
+      hostToken: { file: "/home/me/slaude-connect/data/host-token" },
+      exampleThread: "<team_id>/<channel_id>/<thread_ts>",
+      tryCall: { teamId: "T_LOCAL", channelId: "C_GENERAL", channelName: "general", threadTs: "1764630000.000100", userId: "UALICE", userName: "Alice", service: "demo" },
+    });
+    const lines = banner.split("\n");
+    const printed = lines.slice(lines.findIndex((l) => l.startsWith("  MCP URL:")), lines.lastIndexOf("=".repeat(72)));
+    expect(shown.split("\n")).toEqual(printed);
   });
 });

@@ -98,6 +98,13 @@ describe("the start-up block's commands, run as printed", () => {
     expect(JSON.stringify(after)).not.toContain("no_turn");
     expect(after.structuredContent?.service).toBe("demo");
     expect(after.structuredContent?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(["whoami", "list_notes", "add_note"]));
+
+    // docs/local-workspace.md's next steps: the same command calling mcp_call (needs_connect), then connect (a card in her inbox).
+    const call = parse(await sh(inspector!.replace(/--tool-name mcp_describe --tool-arg service=demo$/, "--tool-name mcp_call --tool-arg service=demo --tool-arg tool=whoami --tool-arg on_behalf_of=UALICE")));
+    expect(JSON.stringify(call)).toContain("needs_connect");
+    const connect = parse(await sh(inspector!.replace(/--tool-name mcp_describe --tool-arg service=demo$/, "--tool-name connect --tool-arg service=demo")));
+    expect(connect.structuredContent?.service, JSON.stringify(connect)).toBe("demo");
+    expect((await app.workspace.local!.inbox("UALICE")).map((i) => i.card.kind)).toContain("consent");
   });
 
   it("name the same thread after a restart (no thread is started twice)", async () => {
