@@ -2,15 +2,17 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { LoginError } from "../../login/errors.js";
 import { LoginService } from "../../login/login-service.js";
-import { LOCAL_TEAM_ID } from "../../workspace/local/model.js";
 import { CliContext, UsageError } from "../context.js";
 import { formatTime } from "../format.js";
+import { loginUserRefusal } from "./login-user-check.js";
 
 export const CONNECTIONS_LOGIN_HELP = `  login  --team T --user U --service S [--thread CHANNEL/TS]
          Prints a one-time login link for user U (a bearer secret: give it to U only). With
          --thread the connection is for that thread, else for U everywhere (scope user). The
          link opens the broker's live-view login page at SLAUDE_PUBLIC_URL, so the broker must
-         be running there, with the same master key; it expires after SLAUDE_LOGIN_LINK_TTL_SECONDS.`;
+         be running there, with the same master key; it expires after SLAUDE_LOGIN_LINK_TTL_SECONDS.
+         U must exist: a person of the local workspace (team T_LOCAL), or of the Slack team
+         (users.info with its installation's token); anyone else is refused and no link minted.`;
 
 const id = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/);
 const loginOptions = z
@@ -46,14 +48,11 @@ export async function loginCommand(ctx: CliContext, argv: string[]): Promise<num
     ctx.err(`unknown service "${o.service}"${known.length ? ` (known: ${known.join(", ")})` : " (the service registry is empty)"}`);
     return 1;
   }
-  // A link for nobody is a bearer secret nobody should hold: the local team's users are known here.
-  // (A Slack team's people are Slack's to name; the link opens only for the user it names.)
-  if (o.team === LOCAL_TEAM_ID) {
-    const users = await ctx.store.workspace.users(LOCAL_TEAM_ID);
-    if (!users.some((u) => u.id === o.user)) {
-      ctx.err(`unknown user "${o.user}" in the local workspace ${users.length ? `(its users: ${users.map((u) => u.id).join(", ")})` : "(it has no users yet: start the broker once in development to seed the demo team)"}; no link minted`);
-      return 1;
-    }
+  // A link for nobody is a bearer secret nobody should hold (src/cli/commands/login-user-check.ts).
+  const refusal = await loginUserRefusal(ctx, o.team, o.user);
+  if (refusal) {
+    ctx.err(`${refusal}; no link minted`);
+    return 1;
   }
   const [channelId, threadTs] = o.thread ? (o.thread.split("/") as [string, string]) : [null, null];
   const config = ctx.config;

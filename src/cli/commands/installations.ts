@@ -25,7 +25,8 @@ function tenant(i: InstallationMeta): string {
   return i.isEnterpriseInstall ? `${i.enterpriseId ?? "?"} (org-wide)` : `${i.teamId ?? "?"}${i.enterpriseId ? ` in ${i.enterpriseId}` : ""}`;
 }
 
-function installationsOf(ctx: CliContext): Installations {
+/** The installations of the CLI's store, able to open (and refresh) their bot tokens. */
+export function installationsOf(ctx: CliContext): Installations {
   const dist = ctx.config.slack.distribution;
   const options = slackClientOptions(ctx.config.slack, ctx.log);
   return new Installations({
