@@ -285,7 +285,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   if (sharedDb && !config.replicaUrl && /^(127\.|localhost$|\[::1\]$)/.test(new URL(reachable).hostname)) log.warn("SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine", { replicaUrl: reachable });
   await loginReplica.start(config.replicaUrl ?? new URL(reachable).origin);
   // The local workspace has real threads: the block's commands give a member the turn in one and call a tool.
-  const example = await workspace.local?.exampleThread();
+  const example = await workspace.local?.exampleThread().catch((err: unknown) => void log.warn("no example thread for the start-up block", { error: (err as Error).message }));
   const service = registrySource.registry.get("demo")?.name ?? registrySource.registry.list()[0]?.name;
   const banner = startupBanner({
     mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),
