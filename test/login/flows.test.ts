@@ -155,7 +155,19 @@ describe("capture through the screencast", () => {
 
   it("cookie with SSO popup: the window.open popup is followed, signed into, and the stream returns", async () => {
     const { page } = await openLiveView("ssosvc");
-    await clickRemote(page, centerOf(SSO_LAYOUT.button));
+    // A first frame can come before the SSO page has drawn its button (a click on it then lands on
+    // nothing): click until the popup is on screen. window.open reuses the one named window.
+    await until(
+      async () => {
+        await clickRemote(page, centerOf(SSO_LAYOUT.button));
+        return page.waitForSelector("#screen.popup", { timeout: 3_000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      30_000,
+      "the SSO popup on screen",
+    );
     await signInThroughScreencast(page, "alice", "alice-password", true);
     await until(async () => (await app.store.connections.list({ service: "ssosvc" })).length === 1, 30_000, "sso capture");
     await page.context().close();
