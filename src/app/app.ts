@@ -1,7 +1,6 @@
 import { systemClock } from "../clock/clock.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
-import { GrantsAdmin } from "../connections/grants-admin.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import { Leadership, MemoryLeaderLocks } from "../jobs/leadership.js";
 import { PostgresStore } from "../store/postgres/pg-store.js";
@@ -13,12 +12,7 @@ import { CachedMembership } from "../membership/membership.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { buildWorkspace, workspaceChoiceOrThrow } from "./workspace.js";
 import { processRefreshLock } from "../login/oauth/refresh-lock.js";
-import { TenantLifecycle } from "../installations/tenant-lifecycle.js";
-import { registerTenantHandlers } from "../slack/tenant-handlers.js";
-import { createInstallFlow, INSTALL_PATH, REDIRECT_PATH } from "../slack/install-flow.js";
-import { singleTokenInstall } from "../slack/installation-adapters.js";
-import { installationHealth, InstallationTenantDirectory } from "../installations/tenant-directory.js";
-import { bareAdminFinding } from "../installations/admin-entries.js";
+import { checkBareAdmins, mountInstallFlow, registerSlackApp, slackAuthCheck, tenantFacts, tenantJobs } from "./slack-tenants.js";
 import { AuditTail } from "../events/audit-tail.js";
 import { EventRelay } from "../events/relay.js";
 import { envSecretSource } from "../config/env.js";
@@ -30,22 +24,20 @@ import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { LoginService } from "../login/login-service.js";
 import { chromiumLogins } from "../login/browser/browser-factory.js";
-import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { singleProcessHolders } from "../login/replica/holders.js";
 import { LoginReplica } from "../login/replica/replica.js";
-import { registerSlackHandlers } from "../slack/handlers.js";
 import type { SlackRuntime } from "../slack/slack-app.js";
 import { OriginGuard } from "../server/host-auth.js";
 import { mountHostRoutes, mountLoginRoutes } from "./host-routes.js";
-import { HttpServer, sendJson } from "../server/http-server.js";
-import { metricsHandler } from "../server/metrics-endpoint.js";
-import { Readiness, SlackAuthState } from "../server/readiness.js";
+import { mountProbes } from "./probes.js";
+import { HttpServer } from "../server/http-server.js";
+import { SlackAuthState } from "../server/readiness.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { turnStoreFor } from "./turn-store-factory.js";
 import { openStore, storeCounts } from "./store-factory.js";
 import type { Store } from "../store/store.js";
 import { resolveKeyRing } from "../vault/key-source.js";
-import { sweepInspections } from "../pool/inspect-run.js";
+import { sweepLeftovers } from "./leftovers.js";
 import { Vault } from "../vault/vault.js";
 import { VERSION } from "../domain/version.js";
 import { resolveHostTokens } from "../config/dev-host-token.js";
@@ -137,13 +129,8 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   });
   await broker.start({ expireAbandoned: !sharedDb, ...(opts.idleReapIntervalMs !== undefined ? { idleReapIntervalMs: opts.idleReapIntervalMs } : {}) });
   const cluster = await startClusterSignals(signals, { approvals: broker.approvals, broker, ...(membershipCache ? { membership: membershipCache } : {}) });
-  // Login browsers an earlier run left behind (a SIGKILL of the broker) die before any new one starts.
-  const browserHomes = new BrowserHomes(path.join(config.dataDir, "login-browsers"));
-  const sweptBrowsers = await browserHomes.sweep();
-  if (sweptBrowsers) log.warn("killed login browser processes left by an earlier run", { processes: sweptBrowsers });
-  // Vendors of a `registry inspect` whose CLI died (SIGKILL, a crash) still hold the credential they were given.
-  const sweptInspections = sweepInspections(config.dataDir);
-  if (sweptInspections) log.warn("killed vendor processes an interrupted registry inspect left running", { processes: sweptInspections });
+  // Login browsers and inspect vendors an earlier run left behind die before any new one starts.
+  const browserHomes = await sweepLeftovers(config.dataDir, log);
   const loginBrowsers = opts.browsers ? { browsers: opts.browsers, close: async () => {} } : chromiumLogins({ chromiumPath: config.chromiumPath, log, homesDir: browserHomes.dir, searchPath: config.childBaseEnv.PATH, clock, spareBrowsers: config.login.spareBrowsers, registry: () => registrySource.registry });
   // Replicas on PostgreSQL forward a login to the one holding it; with SQLite every flow is local.
   const loginReplica = new LoginReplica(sharedDb?.loginHolders ?? singleProcessHolders, clock, log);
@@ -166,9 +153,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   metrics.watch({ db: () => storeCounts(store), leadership: () => leadership.status() });
   await workspace.start({ approvals: broker.approvals, logins, lifecycle });
   // Bare SLAUDE_ADMINS ids name no team: with several tenants they count nowhere, and production says so by not starting.
-  const bareAdmins = workspace.installations ? bareAdminFinding(config.admins, await store.installations.countLive(), config.production) : undefined;
-  if (bareAdmins?.level === "error") throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_ADMINS: ${bareAdmins.message}\nfix: ${bareAdmins.fix}`);
-  if (bareAdmins) log.warn(`BARE ADMIN IDS: ${bareAdmins.message}`, { fix: bareAdmins.fix });
+  if (workspace.installations) await checkBareAdmins(config, store, log);
   // Every periodic job runs on the app's clock, never overlapping itself; started here, stopped by close().
   // A `leaderOnly` job sweeps the shared database: one replica at a time runs it (src/jobs/leadership.ts).
   const job = (name: string, intervalMs: number, run: () => Promise<unknown>, leaderOnly = false): PeriodicJob => {
@@ -180,20 +165,18 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   if (!membership) log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
   const installations = workspace.installations;
   if (slack && installations) {
-    registerTenantHandlers(slack.app, { tenants: new TenantLifecycle({ repo: store.installations, installations, store, lifecycle, clock, log, onEnded: () => membershipCache?.clear() }), log });
-    registerSlackHandlers(slack.app, {
-      apis: slack.apis,
-      tenants: installations,
-      tenantName: async (teamId) => (await installations.forTeam(teamId)).teamName ?? undefined,
+    registerSlackApp(slack, {
+      installations,
       store,
+      lifecycle,
       registry: registrySource.registry,
       approvals: broker.approvals,
       turns: broker.turns,
-      // The one admin directory of the workspace (SLAUDE_ADMINS per team, or Slack's admins of that team).
-      grants: new GrantsAdmin({ store, lifecycle, clock, ...(workspace.adapters ? { admins: workspace.adapters.admins } : {}) }),
-      ...(cluster.membership ? { membership: cluster.membership } : {}),
-      logins,
       pins: broker.deps.pins,
+      logins,
+      ...(workspace.adapters ? { admins: workspace.adapters.admins } : {}),
+      ...(cluster.membership ? { membership: cluster.membership } : {}),
+      onTenantEnded: () => membershipCache?.clear(),
       clock,
       log,
     });
@@ -215,59 +198,29 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const turnReaper = job("turn reaper", opts.reapIntervalMs ?? 30_000, () => broker.turns.reap(clock.now()), true);
   // Pending approvals past their expiry whose caller is gone (a replica killed while a call waited).
   const approvalExpiry = job("approval expiry", opts.reapIntervalMs ?? 30_000, () => broker.approvals.expireDue(), true);
-  // Rotating Slack tokens are refreshed before they expire (each refresh token presented once: the refresh lock).
-  const tokenRotation = installations ? job("slack token rotation", 5 * 60_000, () => installations.refreshDue(), true) : undefined;
-  // Install states left by flows nobody finished (each lives 10 minutes; the store caps how many are live).
-  const stateSweep = config.slack.distribution ? job("install state sweep", 60_000, () => store.oauthStates.expireDue(clock.now()), true) : undefined;
+  const tenantPasses = installations ? tenantJobs(job, installations, config, store, clock) : [];
   // Expired membership answers leave memory even for channels nobody asks about again.
   const cacheSweep = job("cache sweep", 60_000, async () => membershipCache?.sweep());
 
   const http = new HttpServer(log);
-  http.route({
-    method: "GET",
-    path: "/healthz",
-    // Liveness only: answered from the event loop, never from the database, so a database outage
-    // (which /readyz reports) does not get every replica restarted by its liveness probe.
-    handler: (_req, res) => sendJson(res, 200, { status: "ok", version: VERSION }),
-  });
 
   // Development without SLAUDE_HOST_TOKENS: a generated token in the data dir; otherwise exactly the configured ones.
   const hostTokens = resolveHostTokens(config);
   if (hostTokens.file) log.info(hostTokens.origin === "dev-generated" ? "development host token generated" : "development host token in use", { file: hostTokens.file });
   const origin = new OriginGuard({ publicUrl: config.publicUrl, port: config.port, allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
-  // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
   // With SLACK_BOT_TOKEN: auth.test, and the token recorded as the one installation (again if Slack was down at start).
-  const configuredToken = config.slack.botToken;
-  const slackAuth = slack && installations ? new SlackAuthState(async () => (configuredToken ? installations.ensureConfigured(await singleTokenInstall(configuredToken, slack.clientOptions)) : undefined), log) : undefined;
+  const slackAuth = slack && installations ? new SlackAuthState(slackAuthCheck(slack, installations, config), log) : undefined;
+  const facts = installations ? tenantFacts(installations, store, clock) : undefined;
   const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs: opts.slackAuthCheckIntervalMs ?? 60_000, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
-  const readiness = new Readiness({
-    dbAnswers: () => store.ping(),
-    services: () => registrySource.registry.list().length,
-    slack: slackAuth,
-    ...(installations ? { installations: () => installationHealth(store.installations) } : {}),
-  });
-  http.route({
-    method: "GET",
-    path: "/readyz",
-    handler: async (_req, res) => {
-      const r = await readiness.report();
-      sendJson(res, r.ready ? 200 : 503, { status: r.ready ? "ready" : "not_ready", ...r.checks });
-    },
-  });
-  http.route({ method: "GET", path: "/metrics", handler: metricsHandler(metrics, config.metricsToken, origin) });
+  mountProbes(http, { store, services: () => registrySource.registry.list().length, slack: slackAuth, ...(facts ? { installations: facts.health } : {}), metrics, metricsToken: config.metricsToken, origin });
   // Slack's tenants are its installations: a host request for a team none serves is refused, whatever the token.
-  const tenantDirectory = opts.tenants ?? (installations ? new InstallationTenantDirectory(store.installations, installations, clock) : undefined);
+  const tenantDirectory = opts.tenants ?? facts?.directory;
   const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(tenantDirectory ? { tenants: tenantDirectory } : {}), origin, config, clock, log, store });
   relayCancellations(signals, mcp);
   // Tenants at each per-tenant limit: counts only, never a team id (src/limits).
   metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), logins: logins.teamsAtLoginCap, mcp_sessions: mcp.teamsAtSessionCap, event_streams: events.perTeam.teamsAtCap() }) });
   if (slack?.httpHandler) http.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
-  // The install flow of a distributed app, on this server in both Slack modes (Bolt's default paths).
-  if (installations && config.slack.distribution) {
-    const flow = createInstallFlow({ distribution: config.slack.distribution, publicUrl: config.publicUrl, clientOptions: slack!.clientOptions, states: store.oauthStates, installations, audit: store.audit, clock, log });
-    http.route({ method: "GET", path: INSTALL_PATH, handler: flow.install });
-    http.route({ method: "GET", path: REDIRECT_PATH, handler: flow.callback });
-  }
+  if (slack && installations) mountInstallFlow(http, slack, { installations, config, store, clock, log });
   const liveView = mountLoginRoutes(http, logins, config, clock, log, loginReplica);
 
   const port = await http.listen(config.port, config.bindHost);
@@ -332,8 +285,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
         await turnReaper.stop();
         await approvalExpiry.stop();
         await slackAuthJob?.stop();
-        await tokenRotation?.stop();
-        await stateSweep?.stop();
+        for (const j of tenantPasses) await j.stop();
         await cacheSweep.stop();
         await broker.shutdown();
         await leadership.close();

@@ -14,7 +14,8 @@ import { SlackOwnerNotices } from "../slack/login-notifier.js";
 import { SlackMembership } from "../slack/membership.js";
 import { createSlackRuntime, slackClientOptions, type SlackRuntime } from "../slack/slack-app.js";
 import { singleTokenInstall, SlackOrgTeams, SlackTokenRotation } from "../slack/installation-adapters.js";
-import { Installations } from "../installations/installations.js";
+import { Installations, vaultSealer } from "../installations/installations.js";
+import { slackErrorCode } from "../installations/token-refresh.js";
 import type { RefreshLock } from "../login/oauth/refresh-lock.js";
 import type { Vault } from "../vault/vault.js";
 import type { Store } from "../store/store.js";
@@ -56,7 +57,7 @@ export function buildWorkspace(
     const dist = config.slack.distribution;
     const installations = new Installations({
       repo: store.installations,
-      sealer: { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) },
+      sealer: vaultSealer(vault),
       clock,
       log,
       audit: store.audit,
@@ -122,8 +123,7 @@ export async function recordConfiguredToken(installations: Installations, botTok
     await installations.ensureConfigured(await singleTokenInstall(botToken, clientOptions));
     return true;
   } catch (err) {
-    const code = (err as { data?: { error?: unknown } }).data?.error ?? (err as { code?: unknown }).code ?? "error";
-    log.warn("SLACK_BOT_TOKEN could not be recorded as an installation (auth.test failed); retrying with the Slack auth check", { code: String(code).slice(0, 60) });
+    log.warn("SLACK_BOT_TOKEN could not be recorded as an installation (auth.test failed); retrying with the Slack auth check", { code: slackErrorCode(err) });
     return false;
   }
 }

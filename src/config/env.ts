@@ -2,11 +2,14 @@ import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
 import { parseHostTokens } from "./host-token-teams.js";
+import { parseAdmins, slackDistribution, type AdminEntry, type SlackDistribution } from "./slack-tenancy.js";
 import { replicaUrlSchema } from "./replica-url.js";
 import { tenantLimitsEnv, tenantLimitsFrom, type TenantLimits } from "./tenant-limits.js";
 import { withSecretFiles } from "./secret-files.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
+
+export type { AdminEntry, SlackDistribution } from "./slack-tenancy.js";
 
 const csv = z
   .string()
@@ -103,17 +106,6 @@ const envSchema = z.object({
   TZ: z.string().optional(),
 });
 
-/** Slack's OAuth install flow (multi-workspace mode): on when the client id, client secret and state secret are all set. */
-export interface SlackDistribution {
-  readonly clientId: string;
-  readonly clientSecret: string;
-  readonly stateSecret: string;
-  /** Slack's authorize page (SLACK_OAUTH_AUTHORIZE_URL; tests point it at a fake). */
-  readonly authorizeUrl: string;
-  /** Team or enterprise ids allowed to install (SLAUDE_SLACK_ALLOWED_TEAMS); empty: anyone. */
-  readonly allowedTenants: readonly string[];
-}
-
 /**
  * Slack settings; `configured` is false when neither a bot token nor the install flow is set up, or
  * the mode's secret is missing. With a bot token alone, that workspace is the one installation.
@@ -186,27 +178,6 @@ export interface Config {
   readonly tenantLimits: TenantLimits;
 }
 
-/** One SLAUDE_ADMINS entry: a user, in one team when `teamId` is set (bare ids apply to the single installation only). */
-export interface AdminEntry {
-  readonly teamId: string | undefined;
-  readonly userId: string;
-}
-
-const SLACK_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
-/** Parses SLAUDE_ADMINS entries (`<team_id>:<user_id>` or a bare user id); messages name the position, not the value. */
-export function parseAdmins(entries: readonly string[]): AdminEntry[] {
-  return entries.map((entry, i) => {
-    const at = entry.indexOf(":");
-    const teamId = at < 0 ? undefined : entry.slice(0, at);
-    const userId = at < 0 ? entry : entry.slice(at + 1);
-    if ((teamId !== undefined && !SLACK_ID.test(teamId)) || !SLACK_ID.test(userId)) {
-      throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_ADMINS: entry ${i + 1} is not <team_id>:<user_id> or a user id (letters, digits, '.', '_' or '-')`);
-    }
-    return { teamId, userId };
-  });
-}
-
 /** A bounded cache: at most `max` entries, each at most `ttlMs` old. */
 export interface CacheLimits {
   readonly max: number;
@@ -230,16 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY (or SLAUDE_ENCRYPTION_KEY_FILE) is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
   }
   // Half a Slack setup is a mistake to report, not a reason to run silently without Slack.
-  const oauthVars = [e.SLACK_CLIENT_ID, e.SLACK_CLIENT_SECRET, e.SLACK_STATE_SECRET];
-  if (oauthVars.some(Boolean) && !oauthVars.every(Boolean)) {
-    const missing = [!e.SLACK_CLIENT_ID && "SLACK_CLIENT_ID", !e.SLACK_CLIENT_SECRET && "SLACK_CLIENT_SECRET", !e.SLACK_STATE_SECRET && "SLACK_STATE_SECRET"].filter(Boolean);
-    throw new ConfigError("invalid_env", `invalid environment\nthe Slack install flow needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET together: set ${missing.join(" and ")}, or unset the others`);
-  }
-  const distribution: SlackDistribution | undefined =
-    e.SLACK_CLIENT_ID && e.SLACK_CLIENT_SECRET && e.SLACK_STATE_SECRET
-      ? { clientId: e.SLACK_CLIENT_ID, clientSecret: e.SLACK_CLIENT_SECRET, stateSecret: e.SLACK_STATE_SECRET, authorizeUrl: e.SLACK_OAUTH_AUTHORIZE_URL, allowedTenants: e.SLAUDE_SLACK_ALLOWED_TEAMS }
-      : undefined;
-  if (e.SLAUDE_SLACK_ALLOWED_TEAMS.some((t) => !SLACK_ID.test(t))) throw new ConfigError("invalid_env", "invalid environment\nSLAUDE_SLACK_ALLOWED_TEAMS: each entry is a team (T…) or enterprise (E…) id");
+  const distribution = slackDistribution(e);
   const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN, distribution].some(Boolean);
   if (slackVars) {
     const missing = [

@@ -20,6 +20,11 @@ export interface InstallationSealer {
   open(sealed: SealedSecret | null, binding: InstallationBinding): InstallationTokens;
 }
 
+/** The vault's installation purpose as the sealer port. */
+export function vaultSealer(vault: { sealInstallation: InstallationSealer["seal"]; openInstallation: InstallationSealer["open"] }): InstallationSealer {
+  return { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) };
+}
+
 /** Slack's token rotation (oauth.v2.access with grant_type=refresh_token): a new pair for a single-use refresh token. */
 export interface TokenRotation {
   refresh(refreshToken: string): Promise<{ botToken: string; refreshToken: string; expiresInSeconds: number }>;

@@ -1,11 +1,8 @@
 import { LRUCache } from "lru-cache";
 import type { AuditEvent } from "../audit/event.js";
-import type { Clock } from "../clock/clock.js";
-import type { Logger } from "../log/logger.js";
-import type { RefreshLock } from "../login/oauth/refresh-lock.js";
 import { InstallationError } from "./errors.js";
-import type { Installation, InstallationRepo } from "./installation.js";
-import type { InstallationSealer, TokenRotation } from "./installations.js";
+import type { Installation } from "./installation.js";
+import type { InstallationsDeps, TokenRotation } from "./installations.js";
 
 // Slack's token rotation for one installation at a time: a rotating bot token lives 12 hours and
 // its refresh token works once, so a refresh runs once in this process (the in-flight map) and once
@@ -16,15 +13,7 @@ import type { InstallationSealer, TokenRotation } from "./installations.js";
 const MAX_FAILURES = 10_000;
 
 /** What a refresh needs: the store, the vault, Slack, and the service's own rules. */
-export interface TokenRefreshDeps {
-  readonly repo: InstallationRepo;
-  readonly sealer: InstallationSealer;
-  readonly clock: Clock;
-  readonly log: Logger;
-  readonly audit: { append(events: readonly AuditEvent[]): Promise<void> };
-  readonly rotation?: TokenRotation;
-  readonly lock: RefreshLock;
-  readonly onRefresh?: (outcome: "ok" | "failed") => void;
+export interface TokenRefreshDeps extends Omit<InstallationsDeps, "orgTeams"> {
   /** The installation if it may serve, else the refusal (Installations' rule). */
   readonly usable: (found: Installation | undefined, who: string) => Installation;
   /** Whether its token is within the refresh margin. */

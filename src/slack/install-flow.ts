@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type http from "node:http";
-import { InstallProvider, InvalidStateError, LogLevel, type Installation as SlackInstallation, type InstallURLOptions, type StateStore } from "@slack/oauth";
+import { InstallProvider, InvalidStateError, type Installation as SlackInstallation, type InstallURLOptions, type StateStore } from "@slack/oauth";
 import { WebClient, type WebClientOptions } from "@slack/web-api";
 import { z } from "zod";
 import type { AuditEvent } from "../audit/event.js";
@@ -10,6 +10,7 @@ import type { OAuthStateRepo } from "../installations/installation.js";
 import type { InstallInput, Installations } from "../installations/installations.js";
 import type { Logger } from "../log/logger.js";
 import { requiredBotScopes } from "./scopes.js";
+import { slackLibraryLogger } from "./slack-app.js";
 
 // Slack's install flow with Bolt's own machinery (@slack/oauth's InstallProvider): GET /slack/install
 // sets the state cookie and redirects to Slack's authorize page; GET /slack/oauth_redirect checks the
@@ -120,7 +121,7 @@ export function createInstallFlow(d: InstallFlowDeps): InstallFlow {
       storeInstallation: async () => {},
       fetchInstallation: async () => Promise.reject(new Error("not used: slaude-connect authorizes from its own installations")),
     },
-    logger: quietLogger(d.log),
+    logger: slackLibraryLogger(d.log, "slack oauth", "warn"),
   });
   const callbackOptions = {
     afterInstallation: async (i: SlackInstallation, _o: InstallURLOptions, _req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> => {
@@ -152,18 +153,5 @@ export function createInstallFlow(d: InstallFlowDeps): InstallFlow {
   return {
     install: (req, res) => provider.handleInstallPath(req, res),
     callback: (req, res) => provider.handleCallback(req, res, callbackOptions),
-  };
-}
-
-/** @slack/oauth's logger, into ours at warn and above (its messages name no token). */
-function quietLogger(log: Logger) {
-  return {
-    debug: () => {},
-    info: () => {},
-    warn: (...m: unknown[]) => log.warn("slack oauth", { detail: m.map(String).join(" ").slice(0, 300) }),
-    error: (...m: unknown[]) => log.warn("slack oauth", { detail: m.map(String).join(" ").slice(0, 300) }),
-    setLevel: () => {},
-    getLevel: () => LogLevel.WARN,
-    setName: () => {},
   };
 }

@@ -28,14 +28,18 @@ export interface SlackRuntime {
   stop(): Promise<void>;
 }
 
-/** Bolt's logger, fed into ours (Bolt's messages carry no secrets we pass it, but stay at warn). */
-function boltLogger(log: OurLogger) {
+/**
+ * A Slack library's logger (Bolt's, @slack/oauth's), fed into ours at warn and above (their messages
+ * carry no secrets we pass them). `errorsAs`: the level their errors are logged at (the install flow
+ * logs a replayed or expired state as an error; for us it is a warning).
+ */
+export function slackLibraryLogger(log: OurLogger, msg = "slack", errorsAs: "error" | "warn" = "error") {
   let level = LogLevel.WARN;
   return {
     debug: () => {},
     info: () => {},
-    warn: (...m: unknown[]) => log.warn("slack", { detail: m.map(String).join(" ").slice(0, 300) }),
-    error: (...m: unknown[]) => log.error("slack", { detail: m.map(String).join(" ").slice(0, 300) }),
+    warn: (...m: unknown[]) => log.warn(msg, { detail: m.map(String).join(" ").slice(0, 300) }),
+    error: (...m: unknown[]) => log[errorsAs](msg, { detail: m.map(String).join(" ").slice(0, 300) }),
     setLevel: (l: typeof level) => void (level = l),
     getLevel: () => level,
     setName: () => {},
@@ -49,7 +53,7 @@ export function slackClientOptions(cfg: Pick<SlackConfig, "apiUrl">, log: OurLog
     ...(cfg.apiUrl ? { slackApiUrl: cfg.apiUrl.endsWith("/") ? cfg.apiUrl : cfg.apiUrl + "/" } : {}),
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 1_000 },
     timeout: 10_000,
-    logger: boltLogger(log),
+    logger: slackLibraryLogger(log),
   };
 }
 
@@ -102,7 +106,7 @@ function ackRefusedTenants(app: BoltApp): void {
 export function createSlackRuntime(cfg: SlackConfig, d: SlackRuntimeDeps): SlackRuntime {
   if (!cfg.botToken && !cfg.distribution) throw new ConfigError("invalid_env", "the Slack app needs SLACK_BOT_TOKEN, or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET for the install flow");
   const clientOptions = slackClientOptions(cfg, d.log);
-  const logger = boltLogger(d.log);
+  const logger = slackLibraryLogger(d.log);
   const authorize = tenantAuthorize(d);
   const apis = new InstallationSlackApis(d.installations, clientOptions);
   if (cfg.mode === "socket") {

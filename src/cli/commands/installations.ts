@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { WebClient } from "@slack/web-api";
 import { TenantLifecycle } from "../../installations/tenant-lifecycle.js";
 import type { InstallationMeta } from "../../installations/installation.js";
-import { Installations } from "../../installations/installations.js";
+import { Installations, vaultSealer } from "../../installations/installations.js";
 import { slackErrorCode } from "../../installations/token-refresh.js";
 import { processRefreshLock } from "../../login/oauth/refresh-lock.js";
 import { missingScopes } from "../../slack/scopes.js";
@@ -31,7 +31,7 @@ export function installationsOf(ctx: CliContext): Installations {
   const options = slackClientOptions(ctx.config.slack, ctx.log);
   return new Installations({
     repo: ctx.store.installations,
-    sealer: { seal: (t, b) => ctx.vault.sealInstallation(t, b), open: (s, b) => ctx.vault.openInstallation(s, b) },
+    sealer: vaultSealer(ctx.vault),
     clock: ctx.clock,
     log: ctx.log,
     audit: ctx.store.audit,
