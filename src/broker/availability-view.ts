@@ -1,6 +1,7 @@
 import type { Service } from "../config/registry.js";
 import type { Unavailability } from "../pool/availability.js";
-import { borrowable, candidateQuery, isMember, MAX_CALL_CANDIDATES } from "./call-facts.js";
+import { borrowable } from "../policy/borrow.js";
+import { candidateQuery, isMember, MAX_CALL_CANDIDATES } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 
 // What the agent is told about services it cannot use right now, before it calls them: a remote

@@ -1,45 +1,36 @@
 import type { ThreadRef } from "../domain/thread.js";
-import type { BorrowCandidate, CandidateConnection } from "../policy/resolve.js";
-import type { CandidateQuery, CandidateRow, ConnectionMeta } from "../store/store.js";
+import type { PinGate } from "../pinning/policy.js";
+import { borrowable } from "../policy/borrow.js";
+import type { BorrowCandidate, CallFacts, CandidateConnection } from "../policy/resolve.js";
+import type { CandidateQuery, ConnectionMeta } from "../store/store.js";
 import type { CallPlan } from "./call-plan.js";
 import type { BrokerDeps } from "./deps.js";
 
-// The facts stage: everything the policy needs about the caller's standing, gathered once, with
-// one store query. The same query family and the same borrow rule serve connections_list.
+// The facts stage: everything the policy (src/policy/resolve.ts) needs about the caller's
+// standing, gathered once: membership, the own row, one candidates query, the tool's pin. The
+// same query family and the same borrow rule serve connections_list. Nothing here decides.
 
 /** Most candidate rows one call considers: more than any thread's participants can own. */
 export const MAX_CALL_CANDIDATES = 1_000;
-
-/** The connection facts of one call, as the policy reads them. */
-export interface ConnectionFacts {
-  readonly callerIsMember: boolean;
-  readonly own: CandidateConnection | undefined;
-  readonly others: readonly BorrowCandidate[];
-  readonly shared: CandidateConnection | undefined;
-}
 
 /** Whether a membership answer says yes; an unreachable source is a no (fail closed), logged. */
 export async function isMember(d: Pick<BrokerDeps, "membership" | "log">, thread: ThreadRef, userId: string): Promise<boolean> {
   try {
     return await d.membership.isMember(thread.teamId, thread.channelId, userId);
   } catch (err) {
-    d.log.warn("membership check failed; treating as not a member", { channelId: thread.channelId, error: (err as Error).message });
+    const error = err instanceof Error ? err.message : String(err);
+    d.log.warn("membership check failed; treating as not a member", { channelId: thread.channelId, error });
     return false;
   }
 }
 
-/**
- * The borrow rule, in one place: another owner's connection can be borrowed in `thread` when it is
- * scoped to this thread, or scoped to its owner and the owner took part in the thread.
- */
-export function borrowable(c: ConnectionMeta, caller: string, thread: ThreadRef, participants: ReadonlySet<string>): c is ConnectionMeta & { ownerUserId: string } {
-  if (c.ownerUserId === null || c.ownerUserId === caller || c.teamId !== thread.teamId) return false;
-  const inThread = c.scope === "thread" && c.channelId === thread.channelId && c.threadTs === thread.threadTs;
-  return inThread || (c.scope === "user" && participants.has(c.ownerUserId));
-}
-
 /** The candidate query of `caller` in `thread` (one service, or all of them for connections_list). */
-export async function candidateQuery(d: Pick<BrokerDeps, "turns" | "clock">, thread: ThreadRef, caller: string, opts: Pick<CandidateQuery, "own" | "limit"> & { service?: string; after?: string }): Promise<CandidateQuery> {
+export async function candidateQuery(
+  d: Pick<BrokerDeps, "turns" | "clock">,
+  thread: ThreadRef,
+  caller: string,
+  opts: Pick<CandidateQuery, "own" | "limit"> & { service?: string; after?: string },
+): Promise<CandidateQuery> {
   return {
     thread,
     caller,
@@ -49,40 +40,53 @@ export async function candidateQuery(d: Pick<BrokerDeps, "turns" | "clock">, thr
   };
 }
 
+/** The connection facts of one call: what the policy reads about rows and membership. */
+type ConnectionFacts = Pick<CallFacts, "callerIsMember" | "own" | "others" | "shared">;
+
 const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [], shared: undefined };
 
-/** Gathers the facts of `plan`: membership first (a non-member learns nothing), then one candidates query. */
-export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<ConnectionFacts> {
+/** Gathers the policy's input for `plan`: its identity facts, its connection facts, then its pin. */
+export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<CallFacts> {
+  const connections = await gatherConnectionFacts(d, plan);
+  return {
+    caller: plan.caller,
+    onBehalfOf: plan.onBehalfOf,
+    serviceKnown: plan.service !== undefined,
+    toolClass: plan.toolClass,
+    pin: await pinFacts(d, plan),
+    ...connections,
+  };
+}
+
+/** Membership first (a non-member learns nothing), then the own row, else one candidates query. */
+async function gatherConnectionFacts(d: BrokerDeps, plan: CallPlan): Promise<ConnectionFacts> {
   const { caller, service, thread } = plan;
   if (!caller || !service) return NONE;
   if (!(await isMember(d, thread, caller))) return NONE;
-  // The warm path: the caller's own row, remembered by the store until a connection row changes.
+  // The caller's own row, by the store's own-row order (and remembered by it until a connection row changes).
   const mine = await d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() });
   if (mine) return { callerIsMember: true, own: candidate(mine), others: [], shared: undefined };
   const q = await candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
   const rows = await d.store.connections.candidates(q);
-  const own = ownFirst(rows, caller);
-  if (own) return { callerIsMember: true, own: candidate(own), others: [], shared: undefined };
   const participants = new Set(q.participants);
   const others: BorrowCandidate[] = [];
   let shared: CandidateConnection | undefined;
   for (const r of rows) {
     const c = r.connection;
     if (c.scope === "shared") shared ??= candidate(c);
-    else if (borrowable(c, caller, thread, participants)) others.push({ ...candidate(c), ownerUserId: c.ownerUserId, grant: r.granted, ownerIsMember: await isMember(d, thread, c.ownerUserId) });
+    else if (borrowable(c, caller, thread, participants)) {
+      const ownerIsMember = await isMember(d, thread, c.ownerUserId);
+      others.push({ ...candidate(c), ownerUserId: c.ownerUserId, grant: r.granted, ownerIsMember });
+    }
   }
   return { callerIsMember: true, own: undefined, others, shared };
 }
 
-/** The caller's own row usable here: the thread-scoped one first, then the oldest. */
-export function ownFirst(rows: readonly CandidateRow[], caller: string): ConnectionMeta | undefined {
-  let best: ConnectionMeta | undefined;
-  for (const { connection: c } of rows) {
-    if (c.ownerUserId !== caller || c.status !== "active" || c.scope === "shared") continue;
-    if (!best || rank(c) < rank(best) || (rank(c) === rank(best) && c.createdAt < best.createdAt)) best = c;
-  }
-  return best;
+/** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */
+async function pinFacts(d: BrokerDeps, plan: CallPlan): Promise<PinGate> {
+  if (!plan.service || !plan.caller) return { kind: "run", planned: "unseen" };
+  const scope = { teamId: plan.thread.teamId, service: plan.service.name };
+  return d.pins.gate(scope, plan.tool, { trustNewTools: plan.service.entry.trustNewTools });
 }
 
-const rank = (c: ConnectionMeta) => (c.scope === "thread" ? 0 : 1);
 const candidate = (c: ConnectionMeta): CandidateConnection => ({ id: c.id, ownerUserId: c.ownerUserId, createdAt: c.createdAt });

@@ -1,11 +1,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { AuditEvent } from "../audit/event.js";
-import { FAIL_CLOSED_CLASS, type Service } from "../config/registry.js";
+import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
 import { withLogContext } from "../log/context.js";
 import { OAuthError } from "../login/oauth/errors.js";
-import type { PinGate, PlannedPin } from "../pinning/policy.js";
+import type { PlannedPin } from "../pinning/policy.js";
 import { resolveCall, type CallDecision } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { Connection } from "../store/records.js";
@@ -14,7 +14,7 @@ import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
 import { CompletionBacklog } from "./completion-backlog.js";
-import { candidateQuery, gatherCallFacts, isMember, ownFirst } from "./call-facts.js";
+import { candidateQuery, gatherCallFacts, isMember, MAX_CALL_CANDIDATES } from "./call-facts.js";
 import { auditBase, eventBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CredentialSessions, type CredentialSession } from "./credential-session.js";
@@ -80,25 +80,17 @@ export class CallService {
     });
   }
 
-  /** Facts → policy → (approval) → run. */
-  private async decide(asked: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
-    const limited = await this.rateStage(asked);
+  /** Facts → policy → (approval) → run: this method only gathers facts and acts on the decision. */
+  private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+    const limited = await this.rateStage(plan);
     if (limited) return limited;
-    const facts = await gatherCallFacts(this.d, asked);
-    const pin = await this.pinStage(asked);
-    // A new tool of a service that trusts new tools runs under the fail-closed class, whatever the registry says of it.
-    const plan = pin.kind === "run" && pin.planned === "new" ? Object.freeze({ ...asked, toolClass: FAIL_CLOSED_CLASS }) : asked;
-    const planned: PlannedPin = pin.kind === "run" ? pin.planned : "pinned";
-    const decision: CallDecision = resolveCall({ caller: plan.caller, onBehalfOf: plan.onBehalfOf, serviceKnown: plan.service !== undefined, toolClass: plan.toolClass, ...facts });
-    // Past the identity checks, a quarantined tool is refused before any approval, grant or vendor.
-    // A new tool not yet reviewed is refused the same way (unless the service trusts new tools).
-    if (pin.kind === "refuse" && decision.kind !== "refuse") return this.deny(plan, extra.trace, pin.status === "new" ? "tool_unreviewed" : "tool_quarantined", {}, { decision: `pin_${pin.status}` });
+    const facts = await gatherCallFacts(this.d, plan);
+    const decision = resolveCall(facts);
+    // Which class rule the pin facts applied: the run stage checks it again on the leased vendor.
+    const planned: PlannedPin = facts.pin.kind === "run" ? facts.pin.planned : "pinned";
     switch (decision.kind) {
-      case "refuse": {
-        const known = decision.code === "unknown_service" ? { detail: this.d.registry.list().map((s) => s.name).join(", ") } : {};
-        const owner = decision.ownerUserId ? { ownerUserId: decision.ownerUserId } : {};
-        return this.deny(plan, extra.trace, decision.code, { ...(decision.turnUser ? { turnUser: decision.turnUser } : {}), ...owner, ...known }, owner);
-      }
+      case "refuse":
+        return this.refuse(plan, extra.trace, decision);
       case "needs_connect":
         return this.deny(plan, extra.trace, "needs_connect");
       case "run":
@@ -106,6 +98,14 @@ export class CallService {
       case "ask_owner":
         return this.viaOwner(plan as Runnable, decision, planned, extra);
     }
+  }
+
+  /** A refusal of the policy, with the facts its message names and its audit row. */
+  private refuse(plan: CallPlan, trace: CallTrace, r: Extract<CallDecision, { kind: "refuse" }>): Promise<CallOutcome> {
+    if ("pin" in r) return this.deny(plan, trace, r.code, {}, { decision: `pin_${r.pin}` });
+    const known = r.code === "unknown_service" ? { detail: this.d.registry.list().map((s) => s.name).join(", ") } : {};
+    const owner = r.ownerUserId ? { ownerUserId: r.ownerUserId } : {};
+    return this.deny(plan, trace, r.code, { ...(r.turnUser ? { turnUser: r.turnUser } : {}), ...owner, ...known }, owner);
   }
 
   /**
@@ -119,12 +119,6 @@ export class CallService {
     if (v.ok) return undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil((v.retryAt - this.d.clock.now()) / 1000));
     return failed("rate_limited", { retryAt: v.retryAt, retryAfterSeconds, rateScope: v.limit === "call_rate_team" ? "team" : "user" });
-  }
-
-  /** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */
-  private async pinStage(plan: CallPlan): Promise<PinGate> {
-    if (!plan.service || !plan.caller) return { kind: "run", planned: "unseen" };
-    return this.d.pins.gate({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool, { trustNewTools: plan.service.entry.trustNewTools });
   }
 
   /** A call that did not run: its `call_denied` row, then the refusal (which stands even if the row cannot be written). */
@@ -245,9 +239,9 @@ export class CallService {
    */
   async warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
     if (!(await isMember(this.d, ctx.thread, caller))) return false;
-    const rows = await this.d.store.connections.candidates(await candidateQuery(this.d, ctx.thread, caller, { own: "here", service: service.name, limit: 1_000 }));
-    const pick = ownFirst(rows, caller) ?? rows.find((r) => r.connection.scope === "shared")?.connection;
-    const row = pick ? await this.d.store.connections.get(pick.id) : undefined;
+    const { connections } = this.d.store;
+    const own = await connections.ownConnection({ thread: ctx.thread, caller, service: service.name, now: this.d.clock.now() });
+    const row = own ?? (await this.sharedRow(ctx, caller, service));
     if (!row) return false;
     try {
       // The pool refreshes the metadata before it hands a new vendor over: once leased, it is cached.
@@ -257,6 +251,13 @@ export class CallService {
       this.d.log.warn("tool list could not be fetched for mcp_describe", { service: service.name, connectionId: row.id, error: err instanceof Error ? err.name : "unknown" });
       return false;
     }
+  }
+
+  /** The service's shared row usable in the caller's thread, sealed secret included, if there is one. */
+  private async sharedRow(ctx: CallerContext, caller: string, service: Service): Promise<Connection | undefined> {
+    const q = await candidateQuery(this.d, ctx.thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
+    const shared = (await this.d.store.connections.candidates(q)).find((r) => r.connection.scope === "shared");
+    return shared ? this.d.store.connections.get(shared.connection.id) : undefined;
   }
 
   /** Drops the decrypted credential of an ended connection from memory. */

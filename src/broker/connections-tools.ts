@@ -1,7 +1,8 @@
 import type { Connection } from "../store/records.js";
 import type { CandidateRow } from "../store/store.js";
 import { unavailableOf, type ConnectionUnavailable } from "./availability-view.js";
-import { borrowable, candidateQuery, isMember } from "./call-facts.js";
+import { borrowable } from "../policy/borrow.js";
+import { candidateQuery, isMember } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 
 /** One row of connections_list: identifiers, state and expiry, never secrets. */

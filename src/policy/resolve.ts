@@ -1,7 +1,10 @@
-import type { ToolClass } from "../config/registry.js";
+import { FAIL_CLOSED_CLASS, type ToolClass } from "../config/registry.js";
+import type { PinGate } from "../pinning/policy.js";
 
-// Who may run what on whose connection: a pure function of facts the orchestrator gathered.
-// Brief §3. Reviewable on one screen; exhaustively table-tested in test/policy/resolve.test.ts.
+// Who may run what on whose connection: a pure function of facts the orchestrator gathered
+// (src/broker/call-facts.ts gathers them for mcp_call). Brief §3. Reviewable on one screen;
+// exhaustively table-tested in test/policy/resolve.test.ts. Which rows are candidates at all is
+// in ./borrow.ts (the borrow rule) and src/store/sql/candidates.ts (the own-row order).
 
 /** A connection as the policy sees it. */
 export interface CandidateConnection {
@@ -20,16 +23,23 @@ export interface BorrowCandidate extends CandidateConnection {
   readonly grant: boolean;
 }
 
-/** Everything the decision depends on. */
+/**
+ * Everything the decision depends on, gathered before it is taken:
+ * - `caller`: the live turn user of the session's thread, read at call time; undefined if no turn is known.
+ * - `onBehalfOf`: what the model claims; a cross-check only.
+ * - `toolClass`: the registry's class of the tool (the fail-closed class for an unknown service or tool).
+ * - `pin`: the pin gate's verdict on the tool (src/pinning/policy.ts `gate`).
+ * - `own`: the caller's own usable row, the first by the store's own-row order (thread-scoped first, then oldest).
+ * - `others`: other owners' rows the borrow rule admits here, in any order (`pickCandidate` orders them).
+ * - `shared`: the service's shared row usable here.
+ */
 export interface CallFacts {
-  /** The live turn user of the session's thread, read at call time; undefined if no turn is known. */
   readonly caller: string | undefined;
-  /** What the model claims; a cross-check only. */
   readonly onBehalfOf: string;
   readonly serviceKnown: boolean;
   readonly callerIsMember: boolean;
   readonly toolClass: ToolClass;
-  /** The caller's own active connection usable in this thread. */
+  readonly pin: PinGate;
   readonly own: CandidateConnection | undefined;
   readonly others: readonly BorrowCandidate[];
   readonly shared: CandidateConnection | undefined;
@@ -38,18 +48,34 @@ export interface CallFacts {
 /** The outcome: run on a connection, ask its owner, refuse, or send the caller to `connect`. */
 export type CallDecision =
   | { readonly kind: "run"; readonly connectionId: string; readonly via: "own" | "grant" | "shared" }
-  | { readonly kind: "ask_owner"; readonly connectionId: string; readonly ownerUserId: string; readonly reason: "no_grant" | "write_under_grant"; readonly grant: boolean }
+  | {
+      readonly kind: "ask_owner";
+      readonly connectionId: string;
+      readonly ownerUserId: string;
+      readonly reason: "no_grant" | "write_under_grant";
+      readonly grant: boolean;
+    }
   | { readonly kind: "refuse"; readonly code: RefusalCode; readonly turnUser?: string; readonly ownerUserId?: string }
+  | { readonly kind: "refuse"; readonly code: PinRefusalCode; readonly pin: PinStatus }
   | { readonly kind: "needs_connect" };
 
 /** Why a call is refused outright. */
 export type RefusalCode = "no_turn" | "on_behalf_of_mismatch" | "unknown_service" | "not_member" | "owner_only";
+/** Why a call is refused for its tool's pin: changed or rejected, or new and not reviewed. */
+export type PinRefusalCode = "tool_quarantined" | "tool_unreviewed";
+type PinStatus = Extract<PinGate, { kind: "refuse" }>["status"];
 
 /** Picks the borrow candidate deterministically: a granted one first, then the oldest, then by id. */
 export function pickCandidate(others: readonly BorrowCandidate[]): BorrowCandidate | undefined {
+  const byId = (a: BorrowCandidate, b: BorrowCandidate) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   return [...others]
     .filter((o) => o.ownerIsMember)
-    .sort((a, b) => Number(b.grant) - Number(a.grant) || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0];
+    .sort((a, b) => Number(b.grant) - Number(a.grant) || a.createdAt - b.createdAt || byId(a, b))[0];
+}
+
+/** The class a call runs under: a new tool a service trusts runs under the fail-closed class, whatever the registry says. */
+export function effectiveClass(toolClass: ToolClass, pin: PinGate): ToolClass {
+  return pin.kind === "run" && pin.planned === "new" ? FAIL_CLOSED_CLASS : toolClass;
 }
 
 /** Decides how (and whether) a call runs. */
@@ -58,17 +84,28 @@ export function resolveCall(f: CallFacts): CallDecision {
   if (f.onBehalfOf !== f.caller) return { kind: "refuse", code: "on_behalf_of_mismatch", turnUser: f.caller };
   if (!f.serviceKnown) return { kind: "refuse", code: "unknown_service" };
   if (!f.callerIsMember) return { kind: "refuse", code: "not_member" };
+  const choice = chooseConnection(f, effectiveClass(f.toolClass, f.pin));
+  // Past those checks a quarantined, rejected or unreviewed tool is refused before any approval,
+  // grant or vendor; an owner-only refusal stands as it is (the tool would not run here anyway).
+  if (f.pin.kind === "refuse" && choice.kind !== "refuse") {
+    return { kind: "refuse", code: f.pin.status === "new" ? "tool_unreviewed" : "tool_quarantined", pin: f.pin.status };
+  }
+  return choice;
+}
 
+/** Whose connection a call of class `c` by a known member caller runs on. */
+function chooseConnection(f: CallFacts, c: ToolClass): CallDecision {
   if (f.own) return { kind: "run", connectionId: f.own.id, via: "own" };
 
   const candidate = pickCandidate(f.others);
-  if (candidate && f.toolClass.access === "borrowable") {
-    if (!candidate.grant) return { kind: "ask_owner", connectionId: candidate.id, ownerUserId: candidate.ownerUserId, reason: "no_grant", grant: false };
-    if (f.toolClass.write) return { kind: "ask_owner", connectionId: candidate.id, ownerUserId: candidate.ownerUserId, reason: "write_under_grant", grant: true };
+  if (candidate && c.access === "borrowable") {
+    const ask = { kind: "ask_owner", connectionId: candidate.id, ownerUserId: candidate.ownerUserId } as const;
+    if (!candidate.grant) return { ...ask, reason: "no_grant", grant: false };
+    if (c.write) return { ...ask, reason: "write_under_grant", grant: true };
     return { kind: "run", connectionId: candidate.id, via: "grant" };
   }
 
-  if (f.shared && f.toolClass.access !== "personal") return { kind: "run", connectionId: f.shared.id, via: "shared" };
+  if (f.shared && c.access !== "personal") return { kind: "run", connectionId: f.shared.id, via: "shared" };
 
   // Someone here could run it, but the tool only ever runs as its owner.
   if (candidate) return { kind: "refuse", code: "owner_only", ownerUserId: candidate.ownerUserId };

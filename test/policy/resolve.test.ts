@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { ToolAccess, ToolClass } from "../../src/config/registry.js";
+import type { PinGate } from "../../src/pinning/policy.js";
 import { pickCandidate, resolveCall, type BorrowCandidate, type CallDecision, type CallFacts, type CandidateConnection } from "../../src/policy/resolve.js";
 
 // An exhaustive table test of the pure policy (brief §3). Every combination of the facts is
 // generated, and the expected decision comes from an oracle written here from the brief's text,
-// step by step, without reusing anything from src/policy.
+// step by step, without reusing anything from src/policy. The facts include the tool's pin (the
+// override of a quarantined tool and the fail-closed class of a trusted new one, docs/pinning.md).
 
 const ALICE = "UALICE01";
 const BOB = "UBOB0002";
@@ -36,6 +38,16 @@ const OTHERS: Record<string, readonly BorrowCandidate[]> = {
   several_none_member: [other("conn_b", BOB, 100, false, true), other("conn_c", CAROL, 50, false, false)],
 };
 
+/** Every pin verdict a call can meet (src/pinning/policy.ts `gate`). */
+const PINS: Record<string, PinGate> = {
+  pinned: { kind: "run", planned: "pinned" },
+  unseen: { kind: "run", planned: "unseen" },
+  new_trusted: { kind: "run", planned: "new" },
+  new_untrusted: { kind: "refuse", status: "new" },
+  quarantined: { kind: "refuse", status: "quarantined" },
+  rejected: { kind: "refuse", status: "rejected" },
+};
+
 /**
  * The oracle's candidate choice, written plainly: only current members count; if any of them
  * granted the caller, only granted ones; then the oldest; then the smallest id.
@@ -61,18 +73,32 @@ function expectedDecision(f: CallFacts): CallDecision {
   if (!f.serviceKnown) return { kind: "refuse", code: "unknown_service" };
   // 2. The caller must be a current member of the thread's channel.
   if (!f.callerIsMember) return { kind: "refuse", code: "not_member" };
+  // docs/pinning.md: a new tool the service trusts runs as if unclassified: personal, write.
+  const toolClass: ToolClass = f.pin.kind === "run" && f.pin.planned === "new" ? { access: "personal", write: true } : f.toolClass;
+  const onConnection = connectionDecision(f, toolClass);
+  // A quarantined, rejected or unreviewed new tool is refused before any connection is used; a
+  // refusal that names the owner stands, since the tool could not run there anyway.
+  if (f.pin.kind === "refuse" && onConnection.kind !== "refuse") {
+    if (f.pin.status === "new") return { kind: "refuse", code: "tool_unreviewed", pin: "new" };
+    return { kind: "refuse", code: "tool_quarantined", pin: f.pin.status };
+  }
+  return onConnection;
+}
+
+/** The oracle's step 3: which connection a call of class `toolClass` runs on. */
+function connectionDecision(f: CallFacts, toolClass: ToolClass): CallDecision {
   // 3a. The caller's own connection.
   if (f.own !== undefined) return { kind: "run", connectionId: f.own.id, via: "own" };
   // 3b. Another member's connection, only for borrowable tools.
   const lender = expectedPick(f.others);
-  const borrowable = f.toolClass.access === "borrowable";
+  const borrowable = toolClass.access === "borrowable";
   if (lender !== undefined && borrowable) {
     if (!lender.grant) return { kind: "ask_owner", connectionId: lender.id, ownerUserId: lender.ownerUserId, reason: "no_grant", grant: false };
-    if (f.toolClass.write) return { kind: "ask_owner", connectionId: lender.id, ownerUserId: lender.ownerUserId, reason: "write_under_grant", grant: true };
+    if (toolClass.write) return { kind: "ask_owner", connectionId: lender.id, ownerUserId: lender.ownerUserId, reason: "write_under_grant", grant: true };
     return { kind: "run", connectionId: lender.id, via: "grant" };
   }
   // 3c. The shared identity, never for personal tools.
-  const personal = f.toolClass.access === "personal";
+  const personal = toolClass.access === "personal";
   if (f.shared !== undefined && !personal) return { kind: "run", connectionId: f.shared.id, via: "shared" };
   // A member's connection exists, but this tool may not run on it.
   if (lender !== undefined) return { kind: "refuse", code: "owner_only", ownerUserId: lender.ownerUserId };
@@ -96,7 +122,8 @@ function* combinations(): Generator<Row> {
             for (const write of [true, false])
               for (const hasOwn of [true, false])
                 for (const [othersName, others] of Object.entries(OTHERS))
-                  for (const hasShared of [true, false]) {
+                  for (const hasShared of [true, false])
+                    for (const [pinName, pin] of Object.entries(PINS)) {
                     const caller = callerKnown ? ALICE : undefined;
                     const toolClass: ToolClass = { access, write };
                     const facts: CallFacts = {
@@ -105,6 +132,7 @@ function* combinations(): Generator<Row> {
                       serviceKnown,
                       callerIsMember,
                       toolClass,
+                      pin,
                       own: hasOwn ? OWN : undefined,
                       others,
                       shared: hasShared ? SHARED : undefined,
@@ -118,6 +146,7 @@ function* combinations(): Generator<Row> {
                       hasOwn ? "own" : "no-own",
                       `others=${othersName}`,
                       hasShared ? "shared" : "no-shared",
+                      `pin=${pinName}`,
                     ].join(" ");
                     yield { name, facts, expected: expectedDecision(facts) };
                   }
@@ -127,7 +156,7 @@ const rows = [...combinations()];
 
 describe("resolveCall: every combination of the facts", () => {
   it("covers the whole space", () => {
-    expect(rows).toHaveLength(2 * 2 * 2 * 2 * 3 * 2 * 2 * Object.keys(OTHERS).length * 2);
+    expect(rows).toHaveLength(2 * 2 * 2 * 2 * 3 * 2 * 2 * Object.keys(OTHERS).length * 2 * Object.keys(PINS).length);
     // Every kind of decision is reached, so the table cannot pass by only exercising refusals.
     const reached = new Set(rows.map((r) => (r.expected.kind === "refuse" ? `refuse:${r.expected.code}` : r.expected.kind === "run" ? `run:${r.expected.via}` : r.expected.kind === "ask_owner" ? `ask:${r.expected.reason}` : r.expected.kind)));
     expect([...reached].sort()).toEqual(
@@ -143,6 +172,8 @@ describe("resolveCall: every combination of the facts", () => {
         "run:grant",
         "run:own",
         "run:shared",
+        "refuse:tool_quarantined",
+        "refuse:tool_unreviewed",
       ].sort(),
     );
   });
@@ -159,6 +190,7 @@ describe("resolveCall: the oracle agrees with the brief on named cases", () => {
     serviceKnown: true,
     callerIsMember: true,
     toolClass: { access: "borrowable", write: false },
+    pin: { kind: "run", planned: "pinned" },
     own: undefined,
     others: [other("conn_a", ALICE, 1, true, false)],
     shared: undefined,
@@ -179,6 +211,17 @@ describe("resolveCall: the oracle agrees with the brief on named cases", () => {
     ["an own_or_shared tool with only a member's connection is owner-only", { toolClass: { access: "own_or_shared", write: false } }, { kind: "refuse", code: "owner_only", ownerUserId: ALICE }],
     ["an owner who left the channel is not borrowed from", { others: [other("conn_a", ALICE, 1, false, true)] }, { kind: "needs_connect" }],
     ["the fail-closed class of an unclassified tool", { toolClass: { access: "personal", write: true }, others: [other("conn_a", ALICE, 1, true, true)], shared: SHARED }, { kind: "refuse", code: "owner_only", ownerUserId: ALICE }],
+    // The pin facts (docs/pinning.md).
+    ["a quarantined tool is refused even on the caller's own connection", { pin: PINS.quarantined!, own: { id: "conn_bob", ownerUserId: BOB, createdAt: 9 } }, { kind: "refuse", code: "tool_quarantined", pin: "quarantined" }],
+    ["a rejected tool is refused before any approval", { pin: PINS.rejected! }, { kind: "refuse", code: "tool_quarantined", pin: "rejected" }],
+    ["an unreviewed new tool is refused, even under a grant", { pin: PINS.new_untrusted!, others: [other("conn_a", ALICE, 1, true, true)] }, { kind: "refuse", code: "tool_unreviewed", pin: "new" }],
+    ["a quarantined tool with nothing to run on is refused, not sent to connect", { pin: PINS.quarantined!, others: [] }, { kind: "refuse", code: "tool_quarantined", pin: "quarantined" }],
+    ["an owner-only refusal stands over the pin's", { pin: PINS.quarantined!, toolClass: { access: "personal", write: false } }, { kind: "refuse", code: "owner_only", ownerUserId: ALICE }],
+    ["identity refusals come before the pin's", { pin: PINS.quarantined!, callerIsMember: false }, { kind: "refuse", code: "not_member" }],
+    ["a trusted new tool runs on the caller's own connection", { pin: PINS.new_trusted!, own: { id: "conn_bob", ownerUserId: BOB, createdAt: 9 } }, { kind: "run", connectionId: "conn_bob", via: "own" }],
+    ["a trusted new borrowable read is never borrowed: it runs as personal", { pin: PINS.new_trusted!, others: [other("conn_a", ALICE, 1, true, true)] }, { kind: "refuse", code: "owner_only", ownerUserId: ALICE }],
+    ["a trusted new own_or_shared tool never uses the shared identity", { pin: PINS.new_trusted!, toolClass: { access: "own_or_shared", write: false }, others: [], shared: SHARED }, { kind: "needs_connect" }],
+    ["an unseen tool runs under the registry's class", { pin: PINS.unseen!, others: [other("conn_a", ALICE, 1, true, true)] }, { kind: "run", connectionId: "conn_a", via: "grant" }],
   ];
   it.each(cases)("%s", (_name, patch, decision) => {
     const facts = { ...base, ...patch };

@@ -39,6 +39,7 @@ const facts: fc.Arbitrary<CallFacts> = fc
       serviceKnown: r.serviceKnown,
       callerIsMember: r.callerIsMember,
       toolClass: r.toolClass,
+      pin: { kind: "run", planned: "pinned" },
       own,
       others,
       shared: r.shared !== undefined ? { id: "conn_shared", ownerUserId: null, createdAt: r.shared } : undefined,
