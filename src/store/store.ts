@@ -102,7 +102,7 @@ export interface ConnectionRepo {
   /**
    * The caller's active, unexpired own row for `q.service` usable in `q.thread` (the thread-scoped
    * one first, then the oldest user-scoped one), sealed secret included; the same choice as
-   * `ownFirst` over `candidates`. Adapters may remember the answer (and `get`'s rows) until a
+   * the own-row rule of src/store/sql/candidates.ts. Adapters may remember the answer (and `get`'s rows) until a
    * connection row changes, by this process or any other: a revoke must still win on the next call.
    */
   ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined>;

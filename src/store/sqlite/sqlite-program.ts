@@ -1,0 +1,49 @@
+import type { Statement } from "better-sqlite3";
+import type { AuditEvent } from "../../audit/event.js";
+import { SQLITE } from "../sql/dialect.js";
+import { runSync, type Program, type Step } from "../sql/program.js";
+import { makeAuditWriter } from "./audit-repo.js";
+import type { Db } from "./db.js";
+
+/** Most statement texts one runner keeps prepared: the shared statements have a few shapes each. */
+const MAX_PREPARED = 256;
+
+/**
+ * Runs the shared store programs (src/store/sql/program.ts) on one SQLite handle, synchronously:
+ * call it inside a write transaction for a write. Locks are no-ops: SQLite has one writer.
+ */
+export class SqliteRunner {
+  private readonly prepared = new Map<string, Statement<unknown[]>>();
+  private readonly writeAudit: (events: readonly AuditEvent[]) => void;
+
+  constructor(private readonly db: Db) {
+    this.writeAudit = makeAuditWriter(db);
+  }
+
+  /** A prepared statement by SQL text (the candidates query is on every call's hot path). */
+  prepare(text: string): Statement<unknown[]> {
+    let st = this.prepared.get(text);
+    if (!st) {
+      if (this.prepared.size >= MAX_PREPARED) this.prepared.clear();
+      this.prepared.set(text, (st = this.db.prepare(SQLITE.placeholders(text))));
+    }
+    return st;
+  }
+
+  run<T>(p: Program<T>): T {
+    return runSync(p, (s) => this.step(s));
+  }
+
+  private step(s: Step): unknown {
+    switch (s.kind) {
+      case "rows":
+        return this.prepare(s.stmt.text).all(...s.stmt.values);
+      case "changes":
+        return this.prepare(s.stmt.text).run(...s.stmt.values).changes;
+      case "audit":
+        return this.writeAudit(s.events);
+      case "lock":
+        return undefined;
+    }
+  }
+}
