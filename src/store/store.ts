@@ -101,8 +101,8 @@ export interface ConnectionRepo {
   candidates(q: CandidateQuery): Promise<CandidateRow[]>;
   /**
    * The caller's active, unexpired own row for `q.service` usable in `q.thread` (the thread-scoped
-   * one first, then the oldest user-scoped one), sealed secret included; the same choice as
-   * the own-row rule of src/store/sql/candidates.ts. Adapters may remember the answer (and `get`'s rows) until a
+   * one first, then the oldest user-scoped one), sealed secret included: the own-row rule of
+   * src/store/sql/candidates.ts. Adapters may remember the answer (and `get`'s rows) until a
    * connection row changes, by this process or any other: a revoke must still win on the next call.
    */
   ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined>;

@@ -14,11 +14,10 @@ const MAX_PREPARED = 256;
  */
 export class SqliteRunner {
   private readonly prepared = new Map<string, Statement<unknown[]>>();
-  private readonly writeAudit: (events: readonly AuditEvent[]) => void;
+  /** Prepared on the first audit step: a runner that only reads prepares no INSERT. */
+  private writeAudit: ((events: readonly AuditEvent[]) => void) | undefined;
 
-  constructor(private readonly db: Db) {
-    this.writeAudit = makeAuditWriter(db);
-  }
+  constructor(private readonly db: Db) {}
 
   /** A prepared statement by SQL text (the candidates query is on every call's hot path). */
   prepare(text: string): Statement<unknown[]> {
@@ -41,7 +40,7 @@ export class SqliteRunner {
       case "changes":
         return this.prepare(s.stmt.text).run(...s.stmt.values).changes;
       case "audit":
-        return this.writeAudit(s.events);
+        return (this.writeAudit ??= makeAuditWriter(this.db))(s.events);
       case "lock":
         return undefined;
     }
