@@ -14,7 +14,11 @@ import type { BrokerDeps } from "./deps.js";
 export const MAX_CALL_CANDIDATES = 1_000;
 
 /** Whether a membership answer says yes; an unreachable source is a no (fail closed), logged. */
-export async function isMember(d: Pick<BrokerDeps, "membership" | "log">, thread: ThreadRef, userId: string): Promise<boolean> {
+export async function isMember(
+  d: Pick<BrokerDeps, "membership" | "log">,
+  thread: ThreadRef,
+  userId: string,
+): Promise<boolean> {
   try {
     return await d.membership.isMember(thread.teamId, thread.channelId, userId);
   } catch (err) {
@@ -89,4 +93,8 @@ async function pinFacts(d: BrokerDeps, plan: CallPlan): Promise<PinGate> {
   return d.pins.gate(scope, plan.tool, { trustNewTools: plan.service.entry.trustNewTools });
 }
 
-const candidate = (c: ConnectionMeta): CandidateConnection => ({ id: c.id, ownerUserId: c.ownerUserId, createdAt: c.createdAt });
+const candidate = (c: ConnectionMeta): CandidateConnection => ({
+  id: c.id,
+  ownerUserId: c.ownerUserId,
+  createdAt: c.createdAt,
+});

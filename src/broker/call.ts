@@ -103,9 +103,11 @@ export class CallService {
   /** A refusal of the policy, with the facts its message names and its audit row. */
   private refuse(plan: CallPlan, trace: CallTrace, r: Extract<CallDecision, { kind: "refuse" }>): Promise<CallOutcome> {
     if ("pin" in r) return this.deny(plan, trace, r.code, {}, { decision: `pin_${r.pin}` });
-    const known = r.code === "unknown_service" ? { detail: this.d.registry.list().map((s) => s.name).join(", ") } : {};
+    const names = () => this.d.registry.list().map((s) => s.name);
+    const known = r.code === "unknown_service" ? { detail: names().join(", ") } : {};
     const owner = r.ownerUserId ? { ownerUserId: r.ownerUserId } : {};
-    return this.deny(plan, trace, r.code, { ...(r.turnUser ? { turnUser: r.turnUser } : {}), ...owner, ...known }, owner);
+    const turn = r.turnUser ? { turnUser: r.turnUser } : {};
+    return this.deny(plan, trace, r.code, { ...turn, ...owner, ...known }, owner);
   }
 
   /**
@@ -240,7 +242,8 @@ export class CallService {
   async warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
     if (!(await isMember(this.d, ctx.thread, caller))) return false;
     const { connections } = this.d.store;
-    const own = await connections.ownConnection({ thread: ctx.thread, caller, service: service.name, now: this.d.clock.now() });
+    const mine = { thread: ctx.thread, caller, service: service.name, now: this.d.clock.now() };
+    const own = await connections.ownConnection(mine);
     const row = own ?? (await this.sharedRow(ctx, caller, service));
     if (!row) return false;
     try {
@@ -255,7 +258,8 @@ export class CallService {
 
   /** The service's shared row usable in the caller's thread, sealed secret included, if there is one. */
   private async sharedRow(ctx: CallerContext, caller: string, service: Service): Promise<Connection | undefined> {
-    const q = await candidateQuery(this.d, ctx.thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
+    const opts = { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES } as const;
+    const q = await candidateQuery(this.d, ctx.thread, caller, opts);
     const shared = (await this.d.store.connections.candidates(q)).find((r) => r.connection.scope === "shared");
     return shared ? this.d.store.connections.get(shared.connection.id) : undefined;
   }

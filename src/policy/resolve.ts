@@ -73,7 +73,7 @@ export function pickCandidate(others: readonly BorrowCandidate[]): BorrowCandida
     .sort((a, b) => Number(b.grant) - Number(a.grant) || a.createdAt - b.createdAt || byId(a, b))[0];
 }
 
-/** The class a call runs under: a new tool a service trusts runs under the fail-closed class, whatever the registry says. */
+/** The class a call runs under: a trusted new tool runs under the fail-closed class, whatever the registry says. */
 export function effectiveClass(toolClass: ToolClass, pin: PinGate): ToolClass {
   return pin.kind === "run" && pin.planned === "new" ? FAIL_CLOSED_CLASS : toolClass;
 }

@@ -29,7 +29,10 @@ export class PgConnectionRepo implements ConnectionRepo {
     return this.db.tx((q) => runPg(q, this.db.lockKeys, p));
   }
 
-  async create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }> {
+  async create(
+    c: NewConnection,
+    audit: readonly AuditEvent[],
+  ): Promise<{ connection: Connection; replaced: Connection | null }> {
     return this.write(ops.createConnection(c, audit));
   }
 
@@ -73,7 +76,7 @@ export class PgConnectionRepo implements ConnectionRepo {
   }
 }
 
-/** Re-seals every connection holding a ciphertext with `q`, the client of an open transaction (Store.reencryptAll shares it). */
+/** Re-seals every connection holding a ciphertext with `q`, an open transaction's client (Store.reencryptAll's). */
 export function reencryptConnections(q: Sql, reseal: ops.Reseal): Promise<number> {
   return runPg(q, null, ops.reencryptConnections(reseal, POSTGRES));
 }

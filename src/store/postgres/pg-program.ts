@@ -23,7 +23,8 @@ async function step(q: Sql, keys: LockKeys | null, s: Step): Promise<unknown> {
     case "audit":
       return writeAudit(q, s.events);
     case "lock":
-      if (!keys) throw new StoreError("open_failed", `lock ${JSON.stringify(s.name)} asked for without the store's lock keys`);
+      if (!keys)
+        throw new StoreError("open_failed", `lock ${JSON.stringify(s.name)} asked for without the store's lock keys`);
       return xactLock(q, keys, s.name);
   }
 }

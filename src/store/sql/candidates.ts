@@ -30,7 +30,7 @@ export function ownRowStatement(q: OwnConnectionQuery, d: SqlDialect): Stmt {
   );
 }
 
-/** The candidates statement of one query shape (by service or not, own rows here or everywhere, a page or the first). */
+/** The candidates statement of one query shape (by service or not, own rows here or everywhere, which page). */
 export function candidatesStatement(q: CandidateQuery, d: SqlDialect): Stmt {
   const t = q.thread;
   return stmt((p) => {
@@ -46,10 +46,12 @@ export function candidatesStatement(q: CandidateQuery, d: SqlDialect): Stmt {
       AND g.team_id = ${p(t.teamId)} AND g.channel_id = ${p(t.channelId)} AND g.thread_ts = ${p(t.threadTs)}
       AND g.revoked_at IS NULL) AS granted`;
     const given = `CASE WHEN c.owner_user_id = ${p(q.caller)}
-      THEN (SELECT count(*) FROM grants g WHERE g.connection_id = c.id AND g.revoked_at IS NULL) ELSE 0 END AS grants_given`;
+      THEN (SELECT count(*) FROM grants g WHERE g.connection_id = c.id AND g.revoked_at IS NULL)
+      ELSE 0 END AS grants_given`;
     const own =
       q.own === "here"
-        ? `SELECT id FROM connections WHERE ${team()} AND owner_user_id = ${p(q.caller)} AND scope = 'thread' AND ${live}
+        ? `SELECT id FROM connections WHERE ${team()} AND owner_user_id = ${p(q.caller)}
+             AND scope = 'thread' AND ${live}
              AND ${here()}${svc()} AND ${usable()}
            UNION SELECT id FROM connections WHERE ${liveUser} AND ${team()} AND owner_user_id = ${p(q.caller)}${svc()}
              AND ${usable()}`

@@ -40,7 +40,9 @@ interface RevokedGrant {
 export function* endConnection(id: string, how: EndConnection): Program<Connection | undefined> {
   const ended = yield* changes(
     stmt(
-      (p) => `UPDATE connections SET status = ${p(how.status)}, ended_at = ${p(how.at)}, ended_reason = ${p(how.reason)},
+      (
+        p,
+      ) => `UPDATE connections SET status = ${p(how.status)}, ended_at = ${p(how.at)}, ended_reason = ${p(how.reason)},
         updated_at = ${p(how.at)}, ${WIPE} WHERE id = ${p(id)} AND ${LIVE}`,
     ),
   );
@@ -80,9 +82,18 @@ export function* endConnection(id: string, how: EndConnection): Program<Connecti
 }
 
 /** The dedupe key of a connection's scope, as the partial unique indexes of migration 0001 see it. */
-function dedupeKey(c: Pick<NewConnection, "scope" | "teamId" | "ownerUserId" | "service" | "channelId" | "threadTs">): string {
+function dedupeKey(
+  c: Pick<NewConnection, "scope" | "teamId" | "ownerUserId" | "service" | "channelId" | "threadTs">,
+): string {
   const owner = c.scope === "shared" ? null : c.ownerUserId;
-  return JSON.stringify(["connection", c.scope, c.teamId, owner, c.service, c.scope === "thread" ? [c.channelId, c.threadTs] : null]);
+  return JSON.stringify([
+    "connection",
+    c.scope,
+    c.teamId,
+    owner,
+    c.service,
+    c.scope === "thread" ? [c.channelId, c.threadTs] : null,
+  ]);
 }
 
 /** The live row with the same dedupe key as `c` (one per thread, per owner, or shared per service). */
@@ -92,7 +103,9 @@ function* liveSameKey(c: NewConnection): Program<Connection | undefined> {
       const base = `SELECT * FROM connections WHERE scope = ${p(c.scope)} AND ${LIVE} AND team_id = ${p(c.teamId)}`;
       if (c.scope === "shared") return `${base} AND service = ${p(c.service)}`;
       const owned = `${base} AND owner_user_id = ${p(c.ownerUserId)} AND service = ${p(c.service)}`;
-      return c.scope === "user" ? owned : `${owned} AND channel_id = ${p(c.channelId)} AND thread_ts = ${p(c.threadTs)}`;
+      return c.scope === "user"
+        ? owned
+        : `${owned} AND channel_id = ${p(c.channelId)} AND thread_ts = ${p(c.threadTs)}`;
     }),
   );
   return r ? toConnection(r) : undefined;
@@ -118,7 +131,13 @@ export function* createConnection(
       service: c.service,
       actor: c.createdBy,
     };
-    const how: EndConnection = { status: "revoked", reason: "replaced", at: c.createdAt, actor: c.createdBy, audit: [event] };
+    const how: EndConnection = {
+      status: "revoked",
+      reason: "replaced",
+      at: c.createdAt,
+      actor: c.createdBy,
+      audit: [event],
+    };
     replaced = (yield* endConnection(existing.id, how)) ?? null;
   }
   const s = c.sealed;
@@ -155,14 +174,23 @@ export function* expireDueConnections(now: number, d: SqlDialect): Program<Conne
 /** Marks an active row as needing a new login; the refused credential is useless and still secret: wiped with it. */
 export function* markNeedsLogin(id: string, at: number, events: readonly AuditEvent[]): Program<boolean> {
   const n = yield* changes(
-    stmt((p) => `UPDATE connections SET status = 'needs_login', updated_at = ${p(at)}, ${WIPE} WHERE id = ${p(id)} AND status = 'active'`),
+    stmt(
+      (p) =>
+        `UPDATE connections SET status = 'needs_login', updated_at = ${p(at)}, ${WIPE}
+          WHERE id = ${p(id)} AND status = 'active'`,
+    ),
   );
   if (n === 1) yield* audit(events);
   return n === 1;
 }
 
 /** Replaces the sealed secret of an active row (refreshed tokens). */
-export function* updateSecret(id: string, sealed: SealedSecret, at: number, events: readonly AuditEvent[]): Program<boolean> {
+export function* updateSecret(
+  id: string,
+  sealed: SealedSecret,
+  at: number,
+  events: readonly AuditEvent[],
+): Program<boolean> {
   const n = yield* changes(
     stmt(
       (p) => `UPDATE connections SET key_id = ${p(sealed.keyId)}, secret_nonce = ${p(sealed.nonce)},
@@ -210,7 +238,8 @@ export function* listConnections(f: ConnectionFilter): Program<Connection[]> {
       if (f.service) clauses.push(`service = ${p(f.service)}`);
       if (f.scope) clauses.push(`scope = ${p(f.scope)}`);
       const t = f.thread;
-      if (t) clauses.push(`team_id = ${p(t.teamId)} AND channel_id = ${p(t.channelId)} AND thread_ts = ${p(t.threadTs)}`);
+      if (t)
+        clauses.push(`team_id = ${p(t.teamId)} AND channel_id = ${p(t.channelId)} AND thread_ts = ${p(t.threadTs)}`);
       if (f.statuses?.length) clauses.push(`status IN (${f.statuses.map((s) => p(s)).join(", ")})`);
       const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
       return `SELECT * FROM connections ${where} ORDER BY created_at, id`;

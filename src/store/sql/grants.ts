@@ -21,7 +21,8 @@ export function* findLiveGrant(connectionId: string, borrowerUserId: string, t: 
   const [r] = yield* rows<GrantRow>(
     stmt(
       (p) => `SELECT * FROM grants WHERE connection_id = ${p(connectionId)} AND borrower_user_id = ${p(borrowerUserId)}
-        AND team_id = ${p(t.teamId)} AND channel_id = ${p(t.channelId)} AND thread_ts = ${p(t.threadTs)} AND revoked_at IS NULL`,
+        AND team_id = ${p(t.teamId)} AND channel_id = ${p(t.channelId)} AND thread_ts = ${p(t.threadTs)}
+        AND revoked_at IS NULL`,
     ),
   );
   return r ? toGrant(r) : undefined;
@@ -34,10 +35,12 @@ export function* findLiveGrant(connectionId: string, borrowerUserId: string, t: 
 export function* insertGrant(g: Omit<Grant, "revokedAt" | "revokedBy">): Program<Grant> {
   const [inserted] = yield* rows<GrantRow>(
     stmt(
-      (p) => `INSERT INTO grants (id, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service, created_at)
-        VALUES (${p(g.id)}, ${p(g.connectionId)}, ${p(g.teamId)}, ${p(g.channelId)}, ${p(g.threadTs)}, ${p(g.ownerUserId)},
+      (p) => `INSERT INTO grants (id, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id,
+        service, created_at) VALUES (${p(g.id)}, ${p(g.connectionId)}, ${p(g.teamId)}, ${p(g.channelId)},
+        ${p(g.threadTs)}, ${p(g.ownerUserId)},
         ${p(g.borrowerUserId)}, ${p(g.service)}, ${p(g.createdAt)})
-        ON CONFLICT (connection_id, borrower_user_id, team_id, channel_id, thread_ts) WHERE revoked_at IS NULL DO NOTHING
+        ON CONFLICT (connection_id, borrower_user_id, team_id, channel_id, thread_ts) WHERE revoked_at IS NULL
+        DO NOTHING
         RETURNING *`,
     ),
   );
@@ -79,7 +82,10 @@ export function* listGrants(f: GrantFilter): Program<Grant[]> {
 /** Revokes a live grant and audits it; false if it was not live. */
 export function* revokeGrant(id: string, by: string, at: number, events: readonly AuditEvent[]): Program<boolean> {
   const n = yield* changes(
-    stmt((p) => `UPDATE grants SET revoked_at = ${p(at)}, revoked_by = ${p(by)} WHERE id = ${p(id)} AND revoked_at IS NULL`),
+    stmt(
+      (p) =>
+        `UPDATE grants SET revoked_at = ${p(at)}, revoked_by = ${p(by)} WHERE id = ${p(id)} AND revoked_at IS NULL`,
+    ),
   );
   if (n === 1) yield* audit(events);
   return n === 1;

@@ -29,7 +29,9 @@ export interface AppliedMigration {
 }
 
 /** The record table, with the integer type the dialect stores milliseconds in. */
-export const schemaMigrationsDdl = (millis: "INTEGER" | "BIGINT"): string => `CREATE TABLE IF NOT EXISTS schema_migrations (
+export const schemaMigrationsDdl = (
+  millis: "INTEGER" | "BIGINT",
+): string => `CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at ${millis} NOT NULL)`;
 
 export const SELECT_APPLIED = "SELECT version, name, checksum FROM schema_migrations ORDER BY version";
@@ -46,7 +48,8 @@ export function readMigrations(dir: string): Migration[] {
   }
   out.sort((a, b) => a.version - b.version);
   for (let i = 1; i < out.length; i++) {
-    if (out[i]!.version === out[i - 1]!.version) throw new StoreError("migration_failed", `two migrations have version ${out[i]!.version}`);
+    if (out[i]!.version === out[i - 1]!.version)
+      throw new StoreError("migration_failed", `two migrations have version ${out[i]!.version}`);
   }
   return out;
 }
@@ -60,20 +63,28 @@ export function migrationLabel(m: { version: number; name: string }, prefix = ""
  * The migrations still to apply, after the checks: refuses a database written by a newer version,
  * or an applied migration whose file has since changed.
  */
-export function pendingMigrations(applied: readonly AppliedMigration[], migrations: readonly Migration[], prefix = ""): Migration[] {
+export function pendingMigrations(
+  applied: readonly AppliedMigration[],
+  migrations: readonly Migration[],
+  prefix = "",
+): Migration[] {
   const known = new Map(migrations.map((m) => [m.version, m]));
   const latestKnown = migrations.at(-1)?.version ?? 0;
   for (const row of applied) {
     if (row.version > latestKnown) {
       throw new StoreError(
         "newer_schema",
-        `database schema version ${row.version} (${row.name}) is newer than this slaude-connect knows (${latestKnown}); upgrade slaude-connect or restore a backup`,
+        `database schema version ${row.version} (${row.name}) is newer than this slaude-connect knows ` +
+          `(${latestKnown}); upgrade slaude-connect or restore a backup`,
       );
     }
     const m = known.get(row.version);
     if (m && m.checksum !== row.checksum) {
       const file = migrationLabel(row, prefix);
-      throw new StoreError("migration_modified", `migration ${file} changed after it was applied; migrations are forward-only: add a new one`);
+      throw new StoreError(
+        "migration_modified",
+        `migration ${file} changed after it was applied; migrations are forward-only: add a new one`,
+      );
     }
   }
   const done = new Set(applied.map((r) => r.version));

@@ -20,5 +20,7 @@ export function queryCandidates(prepare: (sql: string) => Statement<unknown[]>, 
 export function teamScans(db: Db, q: CandidateQuery): string[] {
   const s = candidatesStatement(q, SQLITE);
   const plan = db.prepare(`EXPLAIN QUERY PLAN ${s.text}`).all(...s.values) as { detail: string }[];
-  return plan.map((p) => p.detail).filter((d) => /^SCAN (c|connections)\b/.test(d) || /^SEARCH (c|connections) .*\(team_id=\?\)$/.test(d));
+  return plan
+    .map((p) => p.detail)
+    .filter((d) => /^SCAN (c|connections)\b/.test(d) || /^SEARCH (c|connections) .*\(team_id=\?\)$/.test(d));
 }

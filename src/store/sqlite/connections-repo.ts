@@ -41,7 +41,10 @@ export class SqliteConnectionRepo implements ConnectionRepo {
     return writeTx(this.db, () => (this.memo.clear(), this.runner.run(p)), this.wait);
   }
 
-  async create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }> {
+  async create(
+    c: NewConnection,
+    audit: readonly AuditEvent[],
+  ): Promise<{ connection: Connection; replaced: Connection | null }> {
     return this.write(ops.createConnection(c, audit));
   }
 
@@ -54,7 +57,7 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   }
 
   async ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined> {
-    const key = `${q.thread.teamId}\u0000${q.caller}\u0000${q.service}\u0000${q.thread.channelId}\u0000${q.thread.threadTs}`;
+    const key = [q.thread.teamId, q.caller, q.service, q.thread.channelId, q.thread.threadTs].join("\u0000");
     const known = this.memo.own(key);
     if (known === null) return undefined;
     const hit = known === undefined ? undefined : await this.get(known);

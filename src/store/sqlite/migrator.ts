@@ -28,7 +28,11 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
  * `schema_migrations`. Refuses a database written by a newer version, or an applied migration whose
  * file has since changed.
  */
-export function migrate(db: Db, migrations: readonly Migration[] = readMigrations(), now: () => number = Date.now): MigrationReport {
+export function migrate(
+  db: Db,
+  migrations: readonly Migration[] = readMigrations(),
+  now: () => number = Date.now,
+): MigrationReport {
   db.exec(schemaMigrationsDdl("INTEGER"));
   const rows = db.prepare(SELECT_APPLIED).all() as AppliedMigration[];
   const record = db.prepare(INSERT_APPLIED);

@@ -13,8 +13,16 @@ const LATER = NOW + 3_600_000;
 const T1 = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 const T2 = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000200" };
 
-type Row = [id: string, owner: string | null, service: string, scope: "thread" | "user" | "shared", thread: typeof T1 | null,
-  status: string, createdAt: number, expiresAt: number];
+type Row = [
+  id: string,
+  owner: string | null,
+  service: string,
+  scope: "thread" | "user" | "shared",
+  thread: typeof T1 | null,
+  status: string,
+  createdAt: number,
+  expiresAt: number,
+];
 
 /** Ids chosen so that id order, age order and insertion order all differ. */
 const ROWS: Row[] = [
@@ -37,27 +45,58 @@ async function seed(h: StoreHarness): Promise<void> {
   for (const [id, owner, service, scope, thread, status, createdAt, expiresAt] of ROWS) {
     const team = id === "conn_g_bob_team2" ? "T2" : "T1";
     await h.exec(
-      `INSERT INTO connections (id, team_id, owner_user_id, service, scope, channel_id, thread_ts, status, created_by, created_at,
+      `INSERT INTO connections (id, team_id, owner_user_id, service, scope, channel_id, thread_ts, status, created_by,
+       created_at,
        updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'fixture', ?, ?, ?)`,
-      id, team, owner, service, scope, thread?.channelId ?? null, thread?.threadTs ?? null, status, createdAt, createdAt, expiresAt,
+      id,
+      team,
+      owner,
+      service,
+      scope,
+      thread?.channelId ?? null,
+      thread?.threadTs ?? null,
+      status,
+      createdAt,
+      createdAt,
+      expiresAt,
     );
   }
   const grant = (id: string, conn: string, owner: string, borrower: string, thread: typeof T1, at: number) =>
     h.exec(
-      `INSERT INTO grants (id, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service, created_at)
+      `INSERT INTO grants (id, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service,
+       created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, 'svc', ?)`,
-      id, conn, thread.teamId, thread.channelId, thread.threadTs, owner, borrower, at,
+      id,
+      conn,
+      thread.teamId,
+      thread.channelId,
+      thread.threadTs,
+      owner,
+      borrower,
+      at,
     );
   await grant("grant_2", "conn_b_bob_user", "UBOB", "UALICE", T1, NOW - 8);
   await grant("grant_1", "conn_b_bob_user", "UBOB", "UCAROL", T1, NOW - 9);
   await grant("grant_3", "conn_c_carol_t1", "UCAROL", "UALICE", T2, NOW - 7);
   await grant("grant_4", "conn_m_alice_user", "UALICE", "UBOB", T1, NOW - 6);
-  for (const [id, status] of [["appr_pending", "pending"], ["appr_once", "allowed_once"], ["appr_denied", "denied"]]) {
+  for (const [id, status] of [
+    ["appr_pending", "pending"],
+    ["appr_once", "allowed_once"],
+    ["appr_denied", "denied"],
+  ]) {
     await h.exec(
-      `INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service,
-       tool, args_hash, status, created_at, expires_at) VALUES (?, ?, 'conn_b_bob_user', ?, ?, ?, 'UBOB', 'UALICE', 'svc', 'read',
+      `INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id,
+       service, tool, args_hash, status, created_at, expires_at)
+       VALUES (?, ?, 'conn_b_bob_user', ?, ?, ?, 'UBOB', 'UALICE', 'svc', 'read',
        'h', ?, ?, ?)`,
-      id, `nonce_${id}`, T1.teamId, T1.channelId, T1.threadTs, status, NOW - 4, LATER,
+      id,
+      `nonce_${id}`,
+      T1.teamId,
+      T1.channelId,
+      T1.threadTs,
+      status,
+      NOW - 4,
+      LATER,
     );
   }
 }
@@ -69,9 +108,22 @@ function candidateQueries(): CandidateQuery[] {
     for (const thread of [T1, T2])
       for (const own of ["here", "everywhere"] as const)
         for (const service of ["svc", "other", undefined])
-          for (const [after, limit] of [[undefined, 1_000], ["conn_c", 3], ["conn_Y", 1_000]] as const) {
+          for (const [after, limit] of [
+            [undefined, 1_000],
+            ["conn_c", 3],
+            ["conn_Y", 1_000],
+          ] as const) {
             const participants = ["UALICE", "UBOB", "UDAVE", "UEVE", caller];
-            out.push({ thread, caller, participants, own, now: NOW, limit, ...(service ? { service } : {}), ...(after ? { after } : {}) });
+            out.push({
+              thread,
+              caller,
+              participants,
+              own,
+              now: NOW,
+              limit,
+              ...(service ? { service } : {}),
+              ...(after ? { after } : {}),
+            });
           }
   return out;
 }
@@ -80,7 +132,8 @@ function ownQueries(): OwnConnectionQuery[] {
   const out: OwnConnectionQuery[] = [];
   for (const caller of ["UALICE", "UBOB", "UCAROL", "UDAVE", "UEVE"])
     for (const thread of [T1, T2, { ...T1, channelId: "C9" }])
-      for (const service of ["svc", "other"]) for (const now of [NOW, LATER + 1]) out.push({ thread, caller, service, now });
+      for (const service of ["svc", "other"])
+        for (const now of [NOW, LATER + 1]) out.push({ thread, caller, service, now });
   return out;
 }
 
@@ -104,21 +157,29 @@ describe("SQLite and PostgreSQL agree on the same rows", () => {
     const b = await answers(postgres!.store);
     expect(b).toEqual(a);
     // The rules themselves, on this fixture: the thread-scoped own row first, else the user-scoped one.
-    const own = (caller: string, thread: typeof T1) => a.own.find((o) => o.q.caller === caller && o.q.thread === thread && o.q.service === "svc" && o.q.now === NOW)?.id;
+    const own = (caller: string, thread: typeof T1) =>
+      a.own.find((o) => o.q.caller === caller && o.q.thread === thread && o.q.service === "svc" && o.q.now === NOW)?.id;
     expect(own("UALICE", T1)).toBe("conn_z_alice_t1");
     expect(own("UALICE", T2)).toBe("conn_a_alice_t2");
     expect(own("UCAROL", T2)).toBeNull();
     expect(own("UDAVE", T1)).toBeNull();
     expect(own("UEVE", T1)).toBeNull();
     // Pages follow bytewise id order ("Y" before "a") in both.
-    const page = a.candidates.find((c) => c.q.caller === "UBOB" && c.q.thread === T1 && c.q.own === "everywhere" && c.q.service === undefined && c.q.after === undefined);
+    const page = a.candidates.find(
+      (c) =>
+        c.q.caller === "UBOB" &&
+        c.q.thread === T1 &&
+        c.q.own === "everywhere" &&
+        c.q.service === undefined &&
+        c.q.after === undefined,
+    );
     const ids = page!.rows.map((r) => r.connection.id);
     expect(ids).toEqual([...ids].sort((x, y) => (Buffer.from(x) < Buffer.from(y) ? -1 : 1)));
     expect(ids.indexOf("conn_Y_bob_t1_other")).toBeLessThan(ids.indexOf("conn_b_bob_user"));
     expect(page!.rows.find((r) => r.connection.id === "conn_b_bob_user")!.grantsGiven).toBe(2);
   });
 
-  it("the connection-end cascade: the same rows ended, grants revoked, approvals expired and audit rows written", async () => {
+  it("the connection-end cascade: the same rows ended, grants revoked, approvals expired, audit rows", async () => {
     const [sqlite, postgres] = await Promise.all(BACKENDS.map((b) => b.harness()));
     const outcome = async (h: StoreHarness) => {
       await seed(h);
