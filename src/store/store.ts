@@ -245,6 +245,16 @@ export interface ToolPinRepo {
   update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T>;
 }
 
+/**
+ * How many statements and write transactions a store has run (slaude_db_statements_total, the bench).
+ * SQLite: executions of prepared statements (BEGIN/COMMIT not included) and writeTx commits;
+ * PostgreSQL: statements sent and transactions committed.
+ */
+export interface DbCounts {
+  statements: number;
+  transactions: number;
+}
+
 /** The whole store; as SealedRows, `reencryptAll` re-seals connections and installations in one transaction (keys rotate). */
 export interface Store extends SealedRows {
   readonly connections: ConnectionRepo;
@@ -264,5 +274,7 @@ export interface Store extends SealedRows {
   readonly oauthStates: OAuthStateRepo;
   /** Whether the database answers a query now: the database condition of /readyz (never /healthz, the liveness probe). */
   ping(): Promise<boolean>;
+  /** The statement and transaction counters for /metrics. */
+  counts(): Readonly<DbCounts>;
   close(): Promise<void>;
 }
