@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
-import type { Card } from "../cards/card.js";
+import type { Card } from "../domain/card.js";
 import type {
   Approval,
   Connection,
@@ -17,7 +17,7 @@ import type {
 } from "./records.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { ResultRepo } from "./result-repo.js";
-import type { InstallationRepo, OAuthStateRepo } from "../installations/installation.js";
+import type { InstallationRepo, OAuthStateRepo } from "./installation-records.js";
 import type { SealedRows } from "../vault/rotate.js";
 
 // The storage port. The core only sees these interfaces; two adapters implement the same contract:
