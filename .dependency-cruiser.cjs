@@ -8,7 +8,8 @@ module.exports = {
   forbidden: [
     {
       name: "no-folder-cycle",
-      comment: "A folder of src/ imports (values or types) from a folder that imports it back, directly or through others.",
+      comment:
+        "A folder of src/ imports (values or types) from a folder that imports it back, directly or through others.",
       severity: "error",
       scope: "folder",
       from: {},

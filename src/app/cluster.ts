@@ -13,7 +13,10 @@ import type { KeyRing } from "../vault/keyring.js";
 // safety net, so a lost signal only delays.
 
 /** The topology's signals: PostgreSQL NOTIFY sealed under `keys` with replicas, in-process only with one process. */
-export function clusterSignalsFor(topology: Pick<Topology, "signals">, deps: { log: Logger; clock: Clock; keys: () => KeyRing }): ClusterSignals {
+export function clusterSignalsFor(
+  topology: Pick<Topology, "signals">,
+  deps: { log: Logger; clock: Clock; keys: () => KeyRing },
+): ClusterSignals {
   return topology.signals(deps);
 }
 

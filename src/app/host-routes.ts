@@ -37,7 +37,7 @@ export interface HostRouteDeps {
   readonly config: Config;
   readonly clock: Clock;
   readonly log: Logger;
-  /** The topology: with replicas, MCP session records are shared so any replica serves any session; with one process they live here. */
+  /** The topology: with replicas, MCP session records are shared so any replica serves any session. */
   readonly topology: Pick<Topology, "sessionRecords">;
 }
 

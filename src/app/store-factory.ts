@@ -1,6 +1,11 @@
 import type { Config } from "../config/env.js";
 import { LockKeys } from "../store/postgres/lock-keys.js";
-import { connectPostgresStore, openPostgresStore, type PostgresStore } from "../store/postgres/pg-store.js";
+import {
+  connectPostgresStore,
+  openPostgresStore,
+  type PgStoreOptions,
+  type PostgresStore,
+} from "../store/postgres/pg-store.js";
 import type { MigrationReport } from "../store/sqlite/migrator.js";
 import type { DbCounts } from "../store/sqlite/db.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
@@ -22,6 +27,10 @@ export interface Deployment {
 
 type StoreConfig = Pick<Config, "databaseUrl" | "dbPath" | "dbLockWaitMs">;
 
+function pgOptions(url: string, config: StoreConfig, keys: KeyRing): PgStoreOptions {
+  return { url, lockWaitMs: config.dbLockWaitMs, lockKeys: LockKeys.fromRing(keys) };
+}
+
 function replicas(store: PostgresStore): Deployment {
   return { store, topology: new PostgresTopology(store.db) };
 }
@@ -30,9 +39,13 @@ function replicas(store: PostgresStore): Deployment {
  * Opens the configured store and applies pending migrations before returning (a server's start-up).
  * `keys` names PostgreSQL's advisory locks (lock-keys.ts), so only holders of the key ring can take them.
  */
-export async function openStore(config: StoreConfig, now: () => number, keys: KeyRing): Promise<Deployment & { migrations: MigrationReport }> {
+export async function openStore(
+  config: StoreConfig,
+  now: () => number,
+  keys: KeyRing,
+): Promise<Deployment & { migrations: MigrationReport }> {
   if (config.databaseUrl) {
-    const { store, migrations } = await openPostgresStore({ url: config.databaseUrl, lockWaitMs: config.dbLockWaitMs, lockKeys: LockKeys.fromRing(keys) }, now);
+    const { store, migrations } = await openPostgresStore(pgOptions(config.databaseUrl, config, keys), now);
     return { ...replicas(store), migrations };
   }
   const { store, migrations } = openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs });
@@ -44,8 +57,11 @@ export async function openStore(config: StoreConfig, now: () => number, keys: Ke
  * migrates on first use, and a failed migration fails every query; SQLite migrates at once.
  */
 export function connectDeployment(config: StoreConfig, now: () => number, keys: () => KeyRing): Deployment {
-  if (config.databaseUrl) return replicas(connectPostgresStore({ url: config.databaseUrl, lockWaitMs: config.dbLockWaitMs, lockKeys: LockKeys.fromRing(keys()) }, now).store);
-  return { store: openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs }).store, topology: new SingleProcessTopology() };
+  if (config.databaseUrl) {
+    return replicas(connectPostgresStore(pgOptions(config.databaseUrl, config, keys()), now).store);
+  }
+  const { store } = openSqliteStore(config.dbPath, now, { maxWaitMs: config.dbLockWaitMs });
+  return { store, topology: new SingleProcessTopology() };
 }
 
 /** The store alone, as {@link connectDeployment} opens it (commands that never signal other processes). */
@@ -53,7 +69,7 @@ export function connectStore(config: StoreConfig, now: () => number, keys: () =>
   return connectDeployment(config, now, keys).store;
 }
 
-/** The store's statement and transaction counters for /metrics (SQLite: prepared-statement runs; PostgreSQL: statements sent). */
+/** The store's statement and transaction counters for /metrics (see `DbCounts`). */
 export function storeCounts(store: Store): Readonly<DbCounts> {
   return store.counts();
 }

@@ -66,7 +66,8 @@ export class CliContext {
 
   /** Announces what the CLI committed to running replicas (PostgreSQL NOTIFY); publish-only, it never listens. */
   get signals(): ClusterSignals {
-    return (this.signalsInst ??= clusterSignalsFor(this.deployment.topology, { log: this.log, clock: this.clock, keys: () => this.keys.ring }));
+    const deps = { log: this.log, clock: this.clock, keys: () => this.keys.ring };
+    return (this.signalsInst ??= clusterSignalsFor(this.deployment.topology, deps));
   }
 
   lifecycle(): ConnectionLifecycle {

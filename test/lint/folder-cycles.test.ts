@@ -22,19 +22,22 @@ afterEach(() => {
 function cruise(files: Record<string, string>): { status: number | null; out: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-folders-"));
   dirs.push(dir);
-  const tsconfig = { compilerOptions: { module: "nodenext", moduleResolution: "nodenext", strict: true }, include: ["src"] };
+  const compilerOptions = { module: "nodenext", moduleResolution: "nodenext", strict: true };
+  const tsconfig = { compilerOptions, include: ["src"] };
   writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(tsconfig));
   for (const [file, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     writeFileSync(path.join(dir, file), text);
   }
-  const r = spawnSync(DEPCRUISE, ["src", "--config", CONFIG, "--output-type", "err"], { cwd: dir, encoding: "utf8", shell: false });
+  const args = ["src", "--config", CONFIG, "--output-type", "err"];
+  const r = spawnSync(DEPCRUISE, args, { cwd: dir, encoding: "utf8", shell: false });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
 const downward = {
   "src/domain/thread.ts": "export interface ThreadRef { readonly id: string }\n",
-  "src/store/store.ts": 'import type { ThreadRef } from "../domain/thread.js";\nexport interface Store { get(t: ThreadRef): void }\n',
+  "src/store/store.ts":
+    'import type { ThreadRef } from "../domain/thread.js";\nexport interface Store { get(t: ThreadRef): void }\n',
 };
 
 describe("the folder-graph rule", () => {
@@ -45,7 +48,8 @@ describe("the folder-graph rule", () => {
   });
 
   it("fails when a folder imports a type back from a folder that imports it", () => {
-    const r = cruise({ ...downward, "src/domain/uses-store.ts": 'import type { Store } from "../store/store.js";\nexport type S = Store;\n' });
+    const back = 'import type { Store } from "../store/store.js";\nexport type S = Store;\n';
+    const r = cruise({ ...downward, "src/domain/uses-store.ts": back });
     expect(r.status).not.toBe(0);
     expect(r.out).toContain("no-folder-cycle");
     expect(r.out).toMatch(/src\/store\s*→\s*src\/domain/);
@@ -54,8 +58,10 @@ describe("the folder-graph rule", () => {
   it("counts a subfolder's imports as its folder's: store/postgres → cluster → store is a cycle", () => {
     const r = cruise({
       ...downward,
-      "src/store/postgres/pg.ts": 'import type { Signals } from "../../cluster/signals.js";\nexport type P = Signals;\n',
-      "src/cluster/signals.ts": 'import type { Store } from "../store/store.js";\nexport interface Signals { s: Store }\n',
+      "src/store/postgres/pg.ts":
+        'import type { Signals } from "../../cluster/signals.js";\nexport type P = Signals;\n',
+      "src/cluster/signals.ts":
+        'import type { Store } from "../store/store.js";\nexport interface Signals { s: Store }\n',
     });
     expect(r.status).not.toBe(0);
     expect(r.out).toMatch(/no-folder-cycle: src\/(store|cluster)/);

@@ -17,7 +17,16 @@ const ring = KeyRing.fromBase64(newKeyB64());
 const thread = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 const INIT = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "host", version: "1" } };
 const ROOM = { max: 100, idleBefore: 0 };
-const record = (id: string) => ({ id, teamId: "T1", tokenDigest: `k_0123456789abcdef:${"ab".repeat(32)}`, threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: INIT, createdAt: 1_000 });
+const DIGEST = `k_0123456789abcdef:${"ab".repeat(32)}`;
+const record = (id: string) => ({
+  id,
+  teamId: "T1",
+  tokenDigest: DIGEST,
+  threadHeader: "T1/C1/1700000000.000100",
+  protocolVersion: "2025-06-18",
+  initialize: INIT,
+  createdAt: 1_000,
+});
 
 let cluster: PgCluster;
 let databaseUrl = "";
@@ -38,7 +47,8 @@ afterAll(async () => {
 });
 
 async function open(config: { databaseUrl?: string; dbPath: string }): Promise<Deployment> {
-  const d = await openStore({ databaseUrl: config.databaseUrl, dbPath: config.dbPath, dbLockWaitMs: 2_000 }, () => clock.now(), ring);
+  const storeConfig = { databaseUrl: config.databaseUrl, dbPath: config.dbPath, dbLockWaitMs: 2_000 };
+  const d = await openStore(storeConfig, () => clock.now(), ring);
   opened.push(d);
   return d;
 }
@@ -50,7 +60,7 @@ function sqliteFile(): string {
 }
 
 describe("the topology openStore returns", () => {
-  it("with SQLite: one process, whose parts live in this process and whose start-up expires what a crash left", async () => {
+  it("with SQLite: one process, its parts in this process, its start-up expiring what a crash left", async () => {
     const { topology } = await open({ dbPath: sqliteFile() });
     expect(topology.kind).toBe("single-process");
     expect(topology.replicas).toBeUndefined();
@@ -73,9 +83,10 @@ describe("the topology openStore returns", () => {
     await signals.close();
   });
 
-  it("with PostgreSQL: replicas, which share turns, session records, locks and signals and leave pending calls to their peers", async () => {
+  it("with PostgreSQL: replicas sharing turns, sessions, locks and signals, leaving pending calls to peers", async () => {
     const url = await cluster.createSchema(databaseUrl);
-    const [a, b] = [await open({ databaseUrl: url, dbPath: sqliteFile() }), await open({ databaseUrl: url, dbPath: sqliteFile() })];
+    const a = await open({ databaseUrl: url, dbPath: sqliteFile() });
+    const b = await open({ databaseUrl: url, dbPath: sqliteFile() });
     expect(a.topology.kind).toBe("replicas");
     expect(a.topology.expireAbandonedAtStart).toBe(false);
     expect(a.topology.loginHolders.shared).toBe(true);
@@ -83,7 +94,8 @@ describe("the topology openStore returns", () => {
 
     // A turn reported to one replica is in force on the other.
     const turn = await a.topology.turns({}).set(thread, "U1", clock.now());
-    expect(await b.topology.turns({}).resolve(thread, turn.id, clock.now())).toEqual({ kind: "caller", userId: "U1" });
+    const seen = await b.topology.turns({}).resolve(thread, turn.id, clock.now());
+    expect(seen).toEqual({ kind: "caller", userId: "U1" });
 
     // A session opened on one replica is live on the other, whatever the local count.
     await a.topology.sessionRecords(1).open(record("s1"), ROOM);
@@ -98,7 +110,8 @@ describe("the topology openStore returns", () => {
 
     // A signal published on one replica reaches the other.
     const log = memoryLogger();
-    const [sa, sb] = [a.topology.signals({ log, clock, keys: () => ring }), b.topology.signals({ log, clock, keys: () => ring })];
+    const sa = a.topology.signals({ log, clock, keys: () => ring });
+    const sb = b.topology.signals({ log, clock, keys: () => ring });
     const got: string[] = [];
     sb.subscribe("connection_ended", ({ connectionId }) => void got.push(connectionId));
     await sa.start();
