@@ -3,7 +3,6 @@ import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import { Leadership, MemoryLeaderLocks } from "../jobs/leadership.js";
-import { PostgresStore } from "../store/postgres/pg-store.js";
 import { createLogger } from "../log/logger.js";
 import path from "node:path";
 import { buildBroker } from "./broker-factory.js";
@@ -68,15 +67,15 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const registrySource = opts.registry ? { registry: opts.registry, path: undefined } : resolveRegistry(config);
   if ("note" in registrySource && registrySource.note) log.warn(registrySource.note);
 
-  const { store, migrations } = await openStore(config, () => clock.now(), keys.ring);
+  const { store, topology, migrations } = await openStore(config, () => clock.now(), keys.ring);
   if (migrations.applied.length) log.info("database migrated", { applied: migrations.applied.join(","), current: migrations.current });
   const vault = new Vault(keys.ring);
   const metrics = new PrometheusMetrics(registrySource.registry);
   // Signals between replicas (PostgreSQL NOTIFY; in-process on SQLite): decisions, ends, membership.
-  const signals = clusterSignalsFor(store, { log, clock, keys: () => keys.ring });
+  const signals = clusterSignalsFor(topology, { log, clock, keys: () => keys.ring });
   const lifecycle = new ConnectionLifecycle({ store, vault, registry: registrySource.registry, clock, log, signals });
   // Replicas on one PostgreSQL share its locks (job leadership, OAuth refresh); with SQLite this process is alone.
-  const sharedDb = store instanceof PostgresStore ? store : undefined;
+  const sharedDb = topology.replicas;
   const leadership = new Leadership({ locks: sharedDb?.locks ?? new MemoryLeaderLocks(), log });
 
   // The workspace (Slack, or the local one in development) is the membership source, the approval
@@ -121,7 +120,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     callTimeoutMs: config.pool.callTimeoutMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
     metrics,
-    turns: turnStoreFor(store, config.turns),
+    turns: turnStoreFor(topology, config.turns),
     credentialCache: config.caches.credentials,
     signals,
     tenantLimits: { callRate: config.tenantLimits.callRate, childrenPerTeam: config.tenantLimits.childrenPerTeam },
@@ -215,7 +214,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   mountProbes(http, { store, services: () => registrySource.registry.list().length, slack: slackAuth, ...(facts ? { installations: facts.health } : {}), metrics, metricsToken: config.metricsToken, origin });
   // Slack's tenants are its installations: a host request for a team none serves is refused, whatever the token.
   const tenantDirectory = opts.tenants ?? facts?.directory;
-  const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(tenantDirectory ? { tenants: tenantDirectory } : {}), origin, config, clock, log, store });
+  const { mcp, events } = await mountHostRoutes({ http, broker, tokens: hostTokens.tokens, keys: keys.ring, ...(tenantDirectory ? { tenants: tenantDirectory } : {}), origin, config, clock, log, topology });
   relayCancellations(signals, mcp);
   // Tenants at each per-tenant limit: counts only, never a team id (src/limits).
   metrics.watch({ tenantsAtLimit: () => ({ ...broker.deps.callRate?.atLimitCounts(), children: broker.pool.teamsAtCap(), logins: logins.teamsAtLoginCap, mcp_sessions: mcp.teamsAtSessionCap, event_streams: events.perTeam.teamsAtCap() }) });

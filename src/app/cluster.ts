@@ -1,23 +1,23 @@
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { Broker } from "../broker/broker.js";
 import type { Clock } from "../clock/clock.js";
-import { LocalClusterSignals } from "../cluster/local-signals.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipInvalidation } from "../slack/handlers.js";
-import { PostgresStore } from "../store/postgres/pg-store.js";
-import { PgClusterSignals } from "../store/postgres/signals-repo.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
-import type { Store } from "../store/store.js";
+import type { Topology } from "../topology/topology.js";
 import type { KeyRing } from "../vault/keyring.js";
 
 // The composition root's half for signals between replicas: which adapter, and which consumer
 // acts on each topic. Every consumer re-reads the database before acting; the polls stay as the
 // safety net, so a lost signal only delays.
 
-/** Signals over PostgreSQL NOTIFY (sealed under `keys`) when the store is PostgreSQL (replicas share it), else in-process only. */
-export function clusterSignalsFor(store: Store, deps: { log: Logger; clock: Clock; keys: () => KeyRing }): ClusterSignals {
-  return store instanceof PostgresStore ? new PgClusterSignals(store.db, { log: deps.log, clock: deps.clock, keys: deps.keys() }) : new LocalClusterSignals(deps.log);
+/** The topology's signals: PostgreSQL NOTIFY sealed under `keys` with replicas, in-process only with one process. */
+export function clusterSignalsFor(
+  topology: Pick<Topology, "signals">,
+  deps: { log: Logger; clock: Clock; keys: () => KeyRing },
+): ClusterSignals {
+  return topology.signals(deps);
 }
 
 /** A membership cache that can forget one channel, or everything after missed signals. */

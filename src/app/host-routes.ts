@@ -15,12 +15,10 @@ import type { OriginGuard } from "../server/host-auth.js";
 import { HostTeamAuth } from "../server/host-teams.js";
 import type { HttpServer } from "../server/http-server.js";
 import { McpEndpoint } from "../server/mcp-endpoint.js";
-import { MemorySessionRecords, type SessionRecords } from "../server/session-records.js";
 import { SessionTokenDigests } from "../server/session-token.js";
 import { TenantGuard } from "../server/tenant-guard.js";
-import { PostgresStore } from "../store/postgres/pg-store.js";
-import type { Store } from "../store/store.js";
 import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
+import type { Topology } from "../topology/topology.js";
 import { singleInstallation, type TenantDirectory } from "../tenancy/tenant-directory.js";
 import { unboundTokenFinding } from "../tenancy/unbound-tokens.js";
 import type { KeyRing } from "../vault/keyring.js";
@@ -39,13 +37,8 @@ export interface HostRouteDeps {
   readonly config: Config;
   readonly clock: Clock;
   readonly log: Logger;
-  /** The store: on PostgreSQL, MCP session records are shared so any replica serves any session. */
-  readonly store: Store;
-}
-
-/** Shared session records on PostgreSQL; on SQLite (one process) sessions live in this process only. */
-function sessionRecords(store: Store, config: Config): SessionRecords {
-  return store instanceof PostgresStore ? store.mcpSessions : new MemorySessionRecords(config.mcpSessions.maxSessions);
+  /** The topology: with replicas, MCP session records are shared so any replica serves any session. */
+  readonly topology: Pick<Topology, "sessionRecords">;
 }
 
 /**
@@ -71,7 +64,7 @@ export async function mountHostRoutes(d: HostRouteDeps): Promise<{ mcp: McpEndpo
   await checkUnboundHostTokens(auth, directory, config, log);
   const tenants = new TenantGuard(directory, log);
   const sessionLimits = { ...config.mcpSessions, maxSessionsPerTeam: config.tenantLimits.mcpSessionsPerTeam };
-  const mcp = new McpEndpoint({ broker, auth, origin, log, limits: sessionLimits, clock, records: sessionRecords(d.store, config), tenants });
+  const mcp = new McpEndpoint({ broker, auth, origin, log, limits: sessionLimits, clock, records: d.topology.sessionRecords(config.mcpSessions.maxSessions), tenants });
   http.route({ method: "*", path: "/mcp", jsonRpc: true, handler: mcp.handler });
   const turnDeps = { auth, origin, tenants, now: () => clock.now() };
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, turnDeps) });

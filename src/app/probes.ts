@@ -1,5 +1,5 @@
 import { VERSION } from "../domain/version.js";
-import type { InstallationHealth } from "../installations/installation.js";
+import type { InstallationHealth } from "../store/installation-records.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { OriginGuard } from "../server/host-auth.js";
 import { sendJson, type HttpServer } from "../server/http-server.js";

@@ -11,7 +11,7 @@ import { registerSlackHandlers, type SlackHandlerDeps } from "../slack/handlers.
 import type { PeriodicJob } from "../jobs/periodic-job.js";
 import type { Logger } from "../log/logger.js";
 import type { HttpServer } from "../server/http-server.js";
-import type { InstallationHealth } from "../installations/installation.js";
+import type { InstallationHealth } from "../store/installation-records.js";
 import { createInstallFlow, INSTALL_PATH, REDIRECT_PATH } from "../slack/install-flow.js";
 import { singleTokenInstall } from "../slack/installation-adapters.js";
 import type { SlackRuntime } from "../slack/slack-app.js";

@@ -1,35 +1,13 @@
+import type { ArgumentType, CardArgument, CardArguments } from "../domain/card.js";
 import type { Redactor } from "../hygiene/redact.js";
+
+export type { ArgumentType, CardArgument, CardArguments } from "../domain/card.js";
 
 // The approval card's facts, built once from the real call and rendered by each channel (Block Kit
 // for Slack, HTML for a local console): no renderer decides what the owner is shown or may answer.
 
 /** An owner's answer to an approval card. */
 export type ApprovalDecision = "allowed_thread" | "allowed_once" | "denied";
-
-/** The JSON type of an argument value, shown next to it so `"2"` and `2` cannot be confused. */
-export type ArgumentType = "string" | "number" | "boolean" | "null" | "array" | "object";
-
-/** One top-level argument exactly as the vendor will receive it. */
-export interface CardArgument {
-  /** The argument's name; a JSON string literal when `escaped`. */
-  readonly name: string;
-  readonly type: ArgumentType;
-  /** A string verbatim; anything else as indented JSON; a JSON literal with `\u` escapes when `escaped`. */
-  readonly text: string;
-  /** Invisible, control or bidi characters were written as `\uXXXX` escapes (exact, but unambiguous). */
-  readonly escaped: boolean;
-  /** The owner's credential appeared in it and was replaced by `[redacted]`: not what would run. */
-  readonly redacted: boolean;
-}
-
-/**
- * Whether the card shows every argument exactly: `complete`; `redacted` (an argument holds the
- * owner's credential, hidden); `too_large` (over the card limits, values not shown).
- */
-export type CardArguments =
-  | { readonly shown: "complete"; readonly args: readonly CardArgument[]; readonly chars: number }
-  | { readonly shown: "redacted"; readonly args: readonly CardArgument[]; readonly chars: number }
-  | { readonly shown: "too_large"; readonly count: number; readonly chars: number };
 
 /** What the owner sees on an approval card, rendered from the real call, never from model text. */
 export interface ApprovalCard {

@@ -8,7 +8,7 @@ import { canonicalJson } from "../domain/canonical-json.js";
 import { definitionHash, definitionOf, type ToolDefinition } from "../pinning/definition.js";
 import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
-import { listAllTools } from "./tool-paging.js";
+import { listAllTools } from "../pool/tool-paging.js";
 import { stems } from "./word-forms.js";
 
 /** A vendor tool as cached: its pinned parts (src/pinning/definition.ts), redacted, so its hash can be checked against the pin. */
@@ -57,7 +57,7 @@ export interface MetadataOrigin {
  */
 export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<ToolDefinition[] | undefined> {
   try {
-    // Paged within fixed limits (src/broker/tool-paging.ts): an endless pager is stopped, not cached.
+    // Paged within fixed limits (src/pool/tool-paging.ts): an endless pager is stopped, not cached.
     const listed = await listAllTools(client);
     // Redacted before it is hashed, pinned or cached: a vendor may put its credential in any metadata
     // text. The cache keeps exactly what is pinned, so mcp_describe can check each tool's hash.

@@ -1,7 +1,7 @@
 import { CARD_LIMITS, type ApprovalCard, type ApprovalDecision } from "../approvals/card.js";
 import type { ApprovalOutcome } from "../approvals/channel.js";
 import type { Approval } from "../store/records.js";
-import type { Card, CardAction, CardLine, CardSpan } from "./card.js";
+import type { Card, CardAction, CardLine, CardSpan } from "../domain/card.js";
 
 // The approval card and its settled form, built from the real call (never from model text).
 

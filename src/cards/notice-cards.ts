@@ -1,7 +1,7 @@
 import type { Service } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Connection } from "../store/records.js";
-import type { Card, CardAction, CardLine, CardSpan } from "./card.js";
+import type { Card, CardAction, CardLine, CardSpan } from "../domain/card.js";
 
 // Consent and the owner notices (ready, needs login, revoked, expired), built from real records.
 

@@ -5,7 +5,7 @@ import { resolveRegistry, type RegistrySource } from "../config/registry-source.
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { GrantsAdmin } from "../connections/grants-admin.js";
 import { createLogger, type Logger } from "../log/logger.js";
-import { connectStore } from "../app/store-factory.js";
+import { connectDeployment, type Deployment } from "../app/store-factory.js";
 import { clusterSignalsFor } from "../app/cluster.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import type { Store } from "../store/store.js";
@@ -24,7 +24,7 @@ export interface CliIo {
 /** Lazily built dependencies of a CLI command; each is created on first use and closed at the end. */
 export class CliContext {
   private cfg: Config | undefined;
-  private storeInst: Store | undefined;
+  private deploymentInst: Deployment | undefined;
   private registrySrc: RegistrySource | undefined;
   private vaultInst: Vault | undefined;
   private keySrc: KeySource | undefined;
@@ -43,7 +43,12 @@ export class CliContext {
 
   /** The configured store (SQLite file, or PostgreSQL when SLAUDE_DATABASE_URL is set). */
   get store(): Store {
-    return (this.storeInst ??= connectStore(this.config, () => this.clock.now(), () => this.keys.ring));
+    return this.deployment.store;
+  }
+
+  /** The store and its topology, opened once on first use. */
+  private get deployment(): Deployment {
+    return (this.deploymentInst ??= connectDeployment(this.config, () => this.clock.now(), () => this.keys.ring));
   }
 
   get registry(): RegistrySource {
@@ -61,7 +66,8 @@ export class CliContext {
 
   /** Announces what the CLI committed to running replicas (PostgreSQL NOTIFY); publish-only, it never listens. */
   get signals(): ClusterSignals {
-    return (this.signalsInst ??= clusterSignalsFor(this.store, { log: this.log, clock: this.clock, keys: () => this.keys.ring }));
+    const deps = { log: this.log, clock: this.clock, keys: () => this.keys.ring };
+    return (this.signalsInst ??= clusterSignalsFor(this.deployment.topology, deps));
   }
 
   lifecycle(): ConnectionLifecycle {
@@ -83,7 +89,7 @@ export class CliContext {
 
   async close(): Promise<void> {
     await this.signalsInst?.close();
-    await this.storeInst?.close();
+    await this.deploymentInst?.store.close();
   }
 }
 

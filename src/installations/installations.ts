@@ -7,7 +7,7 @@ import type { SealedSecret } from "../vault/aead.js";
 import { newId } from "../domain/ids.js";
 import { InstallationError } from "./errors.js";
 import { TokenRefresh } from "./token-refresh.js";
-import type { Installation, InstallationBinding, InstallationMeta, InstallationRepo, InstallationTokens, TenantQuery } from "./installation.js";
+import type { Installation, InstallationBinding, InstallationMeta, InstallationRepo, InstallationTokens, TenantQuery } from "../store/installation-records.js";
 
 // The tenants of a deployment: which installation serves a team or an org, its tokens opened from
 // the vault, refreshed before expiry exactly once across replicas. Unknown, disabled and

@@ -2,7 +2,7 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { InstallationError } from "./errors.js";
-import type { InstallationHealth, InstallationRepo } from "./installation.js";
+import type { InstallationHealth, InstallationRepo } from "../store/installation-records.js";
 import type { Installations } from "./installations.js";
 
 // The host-token guard's tenant facts from the installations store, cached briefly: the guard asks

@@ -3,7 +3,7 @@ import type { Clock } from "../clock/clock.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { Logger } from "../log/logger.js";
 import type { Store } from "../store/store.js";
-import type { Installation, InstallationMeta, InstallationRepo, TenantQuery } from "./installation.js";
+import type { Installation, InstallationMeta, InstallationRepo, TenantQuery } from "../store/installation-records.js";
 import type { Installations } from "./installations.js";
 
 // What happens to a tenant when Slack or an operator ends its installation. Uninstalling wipes the

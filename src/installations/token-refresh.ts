@@ -1,7 +1,7 @@
 import { LRUCache } from "lru-cache";
 import type { AuditEvent } from "../audit/event.js";
 import { InstallationError } from "./errors.js";
-import type { Installation } from "./installation.js";
+import type { Installation } from "../store/installation-records.js";
 import type { InstallationsDeps, TokenRotation } from "./installations.js";
 
 // Slack's token rotation for one installation at a time: a rotating bot token lives 12 hours and

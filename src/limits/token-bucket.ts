@@ -1,6 +1,6 @@
 // The call-rate rule, on one screen: a token bucket as a pure function of its state, the time and
 // its rate. The in-memory limiter (SQLite, one process) and the PostgreSQL statement
-// (src/store/postgres/rate-buckets-repo.ts) compute exactly this; the table test pins it.
+// (src/topology/postgres/rate-buckets-repo.ts) compute exactly this; the table test pins it.
 
 /** A bucket's rate: `burst` tokens at most, refilled at `perMs` tokens a millisecond. */
 export interface BucketRate {

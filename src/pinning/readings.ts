@@ -9,7 +9,7 @@ import type { PinScope } from "./service.js";
 // What each live vendor serves, kept current. A vendor is read when it starts, again when it sends
 // `notifications/tools/list_changed`, on the broker's periodic re-list, and when a call finds its
 // reading out of date with the pin. Every read goes through the caller's bounded reader
-// (src/broker/tool-paging.ts); one vendor is never read twice at once, the vendors of one service
+// (src/pool/tool-paging.ts); one vendor is never read twice at once, the vendors of one service
 // in a team are read one at a time, and notifications re-read a vendor at most once per gap, so a
 // vendor that floods notifications costs one bounded read per gap.
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { listAllTools } from "../broker/tool-paging.js";
+import { listAllTools } from "./tool-paging.js";
 import type { Clock } from "../clock/clock.js";
 import type { Config } from "../config/env.js";
 import type { Service } from "../config/registry.js";

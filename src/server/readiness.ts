@@ -1,4 +1,4 @@
-import type { InstallationHealth } from "../installations/installation.js";
+import type { InstallationHealth } from "../store/installation-records.js";
 import type { Logger } from "../log/logger.js";
 
 /** Why the broker is not ready, or "ok" per condition: the body of GET /readyz. */

@@ -1,6 +1,6 @@
 import type { ApprovalCard, CardArgument } from "../approvals/card.js";
 import { approvalCard, countText as count } from "../cards/approval-cards.js";
-import type { Card, CardActionId } from "../cards/card.js";
+import type { Card, CardActionId } from "../domain/card.js";
 import type { Approval } from "../store/records.js";
 import { ACTIONS, approvalButtonValue } from "./blocks.js";
 import { contextBlock, esc, mrkdwnLine } from "./card-mrkdwn.js";

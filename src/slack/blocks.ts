@@ -4,7 +4,7 @@ import type { Service } from "../config/registry.js";
 import type { Approval, Connection, Grant, ToolPin } from "../store/records.js";
 import type { types } from "@slack/bolt";
 import type { Block } from "./slack-api.js";
-import type { Card } from "../cards/card.js";
+import type { Card } from "../domain/card.js";
 import { approvalSettledCard, approvalThreadNote } from "../cards/approval-cards.js";
 import { consentCard, type ConsentStep } from "../cards/notice-cards.js";
 import { contextBlock, esc, mrkdwnLine, mrkdwnSection, when } from "./card-mrkdwn.js";

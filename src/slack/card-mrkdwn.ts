@@ -1,4 +1,4 @@
-import type { Card, CardLine } from "../cards/card.js";
+import type { Card, CardLine } from "../domain/card.js";
 import type { Block } from "./slack-api.js";
 
 // Slack's renderer of card text: each span becomes mrkdwn, every piece of text escaped (inert), so

@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
 import type { SlackDistribution } from "../config/env.js";
-import type { OAuthStateRepo } from "../installations/installation.js";
+import type { OAuthStateRepo } from "../store/installation-records.js";
 import type { InstallInput, Installations } from "../installations/installations.js";
 import type { Logger } from "../log/logger.js";
 import { requiredBotScopes } from "./scopes.js";

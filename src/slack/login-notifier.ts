@@ -1,6 +1,6 @@
 import type { Service } from "../config/registry.js";
 import { connectionReadyCard, expiredCard, needsLoginCard, revokedCard } from "../cards/notice-cards.js";
-import type { Card } from "../cards/card.js";
+import type { Card } from "../domain/card.js";
 import type { LoginNotifier } from "../login/login-service.js";
 import type { Connection, LoginSession } from "../store/records.js";
 import type { ConnectionEnd, OwnerNotices } from "../workspace/workspace.js";

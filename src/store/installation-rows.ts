@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Installation, InstallationMeta, InstallationStatus } from "../installations/installation.js";
+import type { Installation, InstallationMeta, InstallationStatus } from "./installation-records.js";
 import type { SealedSecret } from "../vault/aead.js";
 import { StoreError } from "./errors.js";
 

@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
-import type { Card } from "../cards/card.js";
+import type { Card } from "../domain/card.js";
 import type {
   Approval,
   Connection,
@@ -17,7 +17,7 @@ import type {
 } from "./records.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { ResultRepo } from "./result-repo.js";
-import type { InstallationRepo, OAuthStateRepo } from "../installations/installation.js";
+import type { InstallationRepo, OAuthStateRepo } from "./installation-records.js";
 import type { SealedRows } from "../vault/rotate.js";
 
 // The storage port. The core only sees these interfaces; two adapters implement the same contract:
@@ -245,6 +245,16 @@ export interface ToolPinRepo {
   update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T>;
 }
 
+/**
+ * How many statements and write transactions a store has run (slaude_db_statements_total, the bench).
+ * SQLite: executions of prepared statements (BEGIN/COMMIT not included) and writeTx commits;
+ * PostgreSQL: statements sent and transactions committed.
+ */
+export interface DbCounts {
+  statements: number;
+  transactions: number;
+}
+
 /** The whole store; as SealedRows, `reencryptAll` re-seals connections and installations in one transaction (keys rotate). */
 export interface Store extends SealedRows {
   readonly connections: ConnectionRepo;
@@ -264,5 +274,7 @@ export interface Store extends SealedRows {
   readonly oauthStates: OAuthStateRepo;
   /** Whether the database answers a query now: the database condition of /readyz (never /healthz, the liveness probe). */
   ping(): Promise<boolean>;
+  /** The statement and transaction counters for /metrics. */
+  counts(): Readonly<DbCounts>;
   close(): Promise<void>;
 }

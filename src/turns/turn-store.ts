@@ -7,7 +7,7 @@ export type { Turn } from "./turn-state.js";
 /**
  * The port every turn reader and writer uses: host reports (POST /v1/turns, /v1/turns/end, the
  * embedded host), Slack messages, and the caller resolution of each tool call. Adapters: memory
- * (one process; SQLite deployments) and PostgreSQL (src/store/postgres/turns-repo.ts: every replica
+ * (one process; SQLite deployments) and PostgreSQL (src/topology/postgres/turns-repo.ts: every replica
  * sees a turn reported to any of them at its very next call). Both apply the rules of turn-rules.ts.
  */
 export interface TurnStore {

@@ -1,5 +1,20 @@
 import { z } from "zod";
-import type { InstallationBinding } from "../installations/installation.js";
+
+/** The tokens of an installation, in plaintext only in memory, never logged or stored. */
+export interface InstallationTokens {
+  readonly botToken: string;
+  /** Present when token rotation is on: single-use, exchanged for a new pair before `expiresAt`. */
+  readonly refreshToken?: string;
+}
+
+/** The fields that bind an installation's sealed tokens to its row (the AAD, with the key id). */
+export interface InstallationBinding {
+  readonly id: string;
+  readonly enterpriseId: string | null;
+  readonly teamId: string | null;
+  readonly isEnterpriseInstall: boolean;
+  readonly appId: string;
+}
 
 /**
  * What an installation's sealed tokens are bound to: its id and every field that decides whose

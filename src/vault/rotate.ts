@@ -1,5 +1,5 @@
 import type { Clock } from "../clock/clock.js";
-import type { InstallationBinding } from "../installations/installation.js";
+import type { InstallationBinding } from "./installation-binding.js";
 import type { SealedSecret } from "./aead.js";
 import { bindingOf, type BoundRow } from "./binding.js";
 import type { Vault } from "./vault.js";

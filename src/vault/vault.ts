@@ -3,8 +3,7 @@ import { credentialSchema, type Credential, type CredentialInput } from "./crede
 import { VaultError } from "./errors.js";
 import type { KeyRing } from "./keyring.js";
 import { resultAssociatedData, type ResultBinding } from "./result-binding.js";
-import type { InstallationBinding, InstallationTokens } from "../installations/installation.js";
-import { installationAssociatedData, installationTokensSchema } from "./installation-binding.js";
+import { installationAssociatedData, installationTokensSchema, type InstallationBinding, type InstallationTokens } from "./installation-binding.js";
 
 /** Encrypts credentials (connection rows), stored results and Slack installations' tokens, and decrypts them back, failing closed on any doubt. */
 export class Vault {

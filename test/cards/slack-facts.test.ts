@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { cardFacts as approvalArgFacts, type ApprovalCard } from "../../src/approvals/card.js";
 import { approvalCard, approvalSettledCard } from "../../src/cards/approval-cards.js";
-import { cardFactList, type Card } from "../../src/cards/card.js";
+import { cardFactList, type Card } from "../../src/domain/card.js";
 import { connectionReadyCard, consentCard, expiredCard, needsLoginCard, revokedCard } from "../../src/cards/notice-cards.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { Redactor } from "../../src/hygiene/redact.js";

@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cardFacts as approvalArgFacts, type ApprovalCard } from "../../src/approvals/card.js";
 import { approvalCard } from "../../src/cards/approval-cards.js";
-import { cardFactList, type Card, type CardFactList } from "../../src/cards/card.js";
+import { cardFactList, type Card, type CardFactList } from "../../src/domain/card.js";
 import { connectionReadyCard, consentCard, revokedCard } from "../../src/cards/notice-cards.js";
 import { CONSOLE_STATIC_DIR } from "../../src/console/static-files.js";
 import { parseRegistry } from "../../src/config/registry.js";

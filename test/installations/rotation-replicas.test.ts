@@ -11,6 +11,7 @@ import { InstallationSlackApis } from "../../src/slack/tenant-api.js";
 import type { PostgresStore } from "../../src/store/postgres/pg-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
+import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { postgresStores } from "../support/postgres-stores.js";
 
@@ -26,7 +27,7 @@ function replica(store: PostgresStore, vault: Vault, clock: ManualClock, apiUrl:
     clock,
     log: createLogger("error"),
     audit: store.audit,
-    lock: store.locks,
+    lock: new PostgresTopology(store.db).locks,
     rotation: new SlackTokenRotation(dist, options),
   });
 }

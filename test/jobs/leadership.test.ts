@@ -9,6 +9,7 @@ import { Leadership, MemoryLeaderLocks } from "../../src/jobs/leadership.js";
 import { PeriodicJob } from "../../src/jobs/periodic-job.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/pg-store.js";
+import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
 
 const LEADER_FIXTURE = fileURLToPath(new URL("../fixtures/pg-leader.ts", import.meta.url));
@@ -34,7 +35,7 @@ async function replica(url: string, name = "ttl reaper") {
   const { store } = await openPostgresStore({ url });
   stores.push(store);
   const log = memoryLogger();
-  const leadership = new Leadership({ locks: store.locks, log });
+  const leadership = new Leadership({ locks: new PostgresTopology(store.db).locks, log });
   let runs = 0;
   const job = new PeriodicJob({ name, intervalMs: 30_000, clock: new ManualClock(), log, leadership, run: async () => void runs++ });
   return { store, log, leadership, job, runs: () => runs };

@@ -15,6 +15,7 @@ import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { PostgresStore } from "../../src/store/postgres/pg-store.js";
+import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { BIN } from "../cli/run.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
 import { freePort } from "../support/ports.js";
@@ -76,9 +77,9 @@ async function load(base: string, linkUrl: string, cookie?: string): Promise<{ s
   return { status: res.status, text: await res.text(), cookie: res.headers.get("set-cookie")?.split(";")[0] };
 }
 
-function holders(a: RunningApp): PostgresStore["loginHolders"] {
+function holders(a: RunningApp): PostgresTopology["loginHolders"] {
   expect(a.store).toBeInstanceOf(PostgresStore);
-  return (a.store as PostgresStore).loginHolders;
+  return new PostgresTopology((a.store as PostgresStore).db).loginHolders;
 }
 
 describe("the holder of a login dies", () => {

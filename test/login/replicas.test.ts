@@ -18,6 +18,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { FORWARDED_HEADER } from "../../src/login/replica/forward.js";
 import { PostgresStore } from "../../src/store/postgres/pg-store.js";
+import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
@@ -160,9 +161,9 @@ async function openLink(a: RunningApp, linkUrl: string): Promise<{ status: numbe
   return { status: res.status, cookie: res.headers.get("set-cookie")?.split(";")[0] ?? "" };
 }
 
-function holders(a: RunningApp): PostgresStore["loginHolders"] {
+function holders(a: RunningApp): PostgresTopology["loginHolders"] {
   expect(a.store).toBeInstanceOf(PostgresStore);
-  return (a.store as PostgresStore).loginHolders;
+  return new PostgresTopology((a.store as PostgresStore).db).loginHolders;
 }
 
 /** Opens a live-view socket on `a` as a page served by `origin` would; resolves with the handshake status. */

@@ -4,7 +4,8 @@
 // concurrent writers from two replicas lose nothing, idle threads are reaped, a bad row fails closed.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/pg-store.js";
-import type { PgTurnStore } from "../../src/store/postgres/turns-repo.js";
+import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
+import type { PgTurnStore } from "../../src/topology/postgres/turns-repo.js";
 import type { TurnLimits } from "../../src/turns/turn-rules.js";
 import { MemoryTurnStore, type TurnStore } from "../../src/turns/turn-store.js";
 import { startPostgres, type PgCluster } from "../support/postgres.js";
@@ -37,7 +38,7 @@ async function pgReplicas(n: number, limits: Partial<TurnLimits> = {}): Promise<
   for (let i = 0; i < n; i++) {
     const { store } = await openPostgresStore({ url });
     open.push(store);
-    stores.push(store.turns.withLimits(limits));
+    stores.push(new PostgresTopology(store.db).turns(limits));
   }
   return { stores, pg: open.at(-1)! };
 }

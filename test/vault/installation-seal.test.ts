@@ -1,7 +1,7 @@
 // Sealing an installation's Slack tokens: AES-256-GCM under a subkey of its own, bound to the
 // installation's id, enterprise, team, org-wide flag, app and key id; every doubt fails closed.
 import { describe, expect, it } from "vitest";
-import type { InstallationBinding } from "../../src/installations/installation.js";
+import type { InstallationBinding } from "../../src/store/installation-records.js";
 import { sealWithAad } from "../../src/vault/aead.js";
 import { VaultError } from "../../src/vault/errors.js";
 import { installationAssociatedData } from "../../src/vault/installation-binding.js";

@@ -6,7 +6,7 @@ import { rotateKeys } from "../../src/vault/rotate.js";
 import { Vault } from "../../src/vault/vault.js";
 import { harness, newKeyB64, rows, TempDirs, threadInput, type Harness } from "../support/foundation.js";
 import { canaryTokens, installation, orgInstallation } from "../store/contract/installation-fixtures.js";
-import type { InstallationTokens } from "../../src/installations/installation.js";
+import type { InstallationTokens } from "../../src/store/installation-records.js";
 
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());

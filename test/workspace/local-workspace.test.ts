@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp, type RunningApp } from "../../src/app/app.js";
-import { cardFactList } from "../../src/cards/card.js";
+import { cardFactList } from "../../src/domain/card.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { memoryLogger } from "../../src/log/logger.js";

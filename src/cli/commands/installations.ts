@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { WebClient } from "@slack/web-api";
 import { TenantLifecycle } from "../../installations/tenant-lifecycle.js";
-import type { InstallationMeta } from "../../installations/installation.js";
+import type { InstallationMeta } from "../../store/installation-records.js";
 import { Installations, vaultSealer } from "../../installations/installations.js";
 import { slackErrorCode } from "../../installations/token-refresh.js";
 import { processRefreshLock } from "../../login/oauth/refresh-lock.js";

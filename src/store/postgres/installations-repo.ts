@@ -1,6 +1,6 @@
 import { xactLock } from "./lock-keys.js";
 import type { AuditEvent } from "../../audit/event.js";
-import type { Installation, InstallationMeta, InstallationRepo, InstallationStatus, TenantQuery } from "../../installations/installation.js";
+import type { Installation, InstallationMeta, InstallationRepo, InstallationStatus, TenantQuery } from "../installation-records.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import {
   checkInstallation,

@@ -1,5 +1,5 @@
 import { xactLock } from "./lock-keys.js";
-import type { OAuthStateRepo } from "../../installations/installation.js";
+import type { OAuthStateRepo } from "../installation-records.js";
 import { checkOAuthState, DEFAULT_MAX_LIVE_OAUTH_STATES } from "../installation-rows.js";
 import { type PgDb } from "./pg-db.js";
 

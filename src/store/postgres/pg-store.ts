@@ -1,27 +1,26 @@
 import type { MigrationReport } from "../sqlite/migrator.js";
 import type { AuditEvent } from "../../audit/event.js";
 import type { Resealers, RotatedCounts } from "../../vault/rotate.js";
-import type { Store } from "../store.js";
+import type { DbCounts, Store } from "../store.js";
 import { PgApprovalRepo } from "./approvals-repo.js";
 import { PgAuditRepo, writeAudit } from "./audit-repo.js";
 import { PgConnectionRepo, reencryptConnections } from "./connections-repo.js";
 import { PgInstallationRepo, reencryptInstallations } from "./installations-repo.js";
 import { PgOAuthStateRepo } from "./oauth-states-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
-import { PgLocks } from "./locks-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
-import { PgMcpSessionRepo } from "./mcp-sessions-repo.js";
-import { PgLoginHolders } from "./login-holders-repo.js";
 import { migratePg } from "./migrator.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
-import { PgRateBuckets } from "./rate-buckets-repo.js";
 import { PgResultRepo } from "./results-repo.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
 import { PgToolPinRepo } from "./tool-pins-repo.js";
-import { PgTurnStore } from "./turns-repo.js";
 import { PgWorkspaceRepo } from "./workspace-repo.js";
 
-/** The PostgreSQL store: the same contract as SqliteStore, shared by every replica of one deployment. */
+/**
+ * The PostgreSQL store: the same contract as SqliteStore, shared by every replica of one deployment.
+ * What only replicas need on this database (locks, signals, turns, session records) is the
+ * PostgreSQL topology (src/topology/postgres), built on the same PgDb.
+ */
 export class PostgresStore implements Store {
   readonly connections: PgConnectionRepo;
   readonly grants: PgGrantRepo;
@@ -34,16 +33,6 @@ export class PostgresStore implements Store {
   readonly toolPins: PgToolPinRepo;
   readonly installations: PgInstallationRepo;
   readonly oauthStates: PgOAuthStateRepo;
-  /** The turns of every thread, shared by the replicas (src/turns TurnStore port; not part of Store: SQLite keeps turns in memory). */
-  readonly turns: PgTurnStore;
-  /** MCP session records (PostgreSQL only): any replica serves a session opened on another. */
-  readonly mcpSessions: PgMcpSessionRepo;
-  /** Replica-wide locks: which replica leads each periodic job, and one OAuth refresh per connection. */
-  readonly locks: PgLocks;
-  /** Which replica holds each login flow (PostgreSQL only: src/login/replica/holders.ts). */
-  readonly loginHolders: PgLoginHolders;
-  /** The call-rate buckets of every user and team (PostgreSQL only: SQLite keeps them in memory). */
-  readonly rateBuckets: PgRateBuckets;
 
   constructor(readonly db: PgDb) {
     this.connections = new PgConnectionRepo(db);
@@ -57,11 +46,6 @@ export class PostgresStore implements Store {
     this.toolPins = new PgToolPinRepo(db);
     this.installations = new PgInstallationRepo(db);
     this.oauthStates = new PgOAuthStateRepo(db);
-    this.turns = new PgTurnStore(db);
-    this.mcpSessions = new PgMcpSessionRepo(db);
-    this.locks = new PgLocks(db);
-    this.loginHolders = new PgLoginHolders(db);
-    this.rateBuckets = new PgRateBuckets(db);
   }
 
   async reencryptAll(reseal: Resealers, audit: AuditEvent): Promise<RotatedCounts> {
@@ -71,6 +55,11 @@ export class PostgresStore implements Store {
       await writeAudit(q, [audit]);
       return { connections, installations };
     });
+  }
+
+  /** Statements sent and transactions committed through the pool. */
+  counts(): Readonly<DbCounts> {
+    return this.db.counts;
   }
 
   async ping(): Promise<boolean> {

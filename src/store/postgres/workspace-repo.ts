@@ -1,4 +1,4 @@
-import type { Card } from "../../cards/card.js";
+import type { Card } from "../../domain/card.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { InboxRecord, WorkspaceChannelRecord, WorkspaceUserRecord } from "../records.js";
 import { toInbox, type InboxRow } from "../sqlite/workspace-repo.js";

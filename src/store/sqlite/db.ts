@@ -3,6 +3,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { sleep, systemClock, type Clock } from "../../clock/clock.js";
 import { StoreError } from "../errors.js";
+import type { DbCounts } from "../store.js";
 
 /** A better-sqlite3 handle. */
 export type Db = Database.Database;
@@ -53,13 +54,8 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
   }
 }
 
-/** How many statements and write transactions a handle has run (slaude_db_statements_total, the bench). */
-export interface DbCounts {
-  /** Executions of prepared statements (run/get/all/iterate), transaction BEGIN/COMMIT not included. */
-  statements: number;
-  /** Write transactions committed by writeTx (each is one BEGIN IMMEDIATE … COMMIT). */
-  transactions: number;
-}
+
+export type { DbCounts };
 
 const counts = new WeakMap<Db, DbCounts>();
 

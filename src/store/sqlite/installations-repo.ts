@@ -1,5 +1,5 @@
 import type { AuditEvent } from "../../audit/event.js";
-import type { Installation, InstallationMeta, InstallationRepo, InstallationStatus, TenantQuery } from "../../installations/installation.js";
+import type { Installation, InstallationMeta, InstallationRepo, InstallationStatus, TenantQuery } from "../installation-records.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import {
   checkInstallation,

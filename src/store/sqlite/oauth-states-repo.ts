@@ -1,4 +1,4 @@
-import type { OAuthStateRepo } from "../../installations/installation.js";
+import type { OAuthStateRepo } from "../installation-records.js";
 import { checkOAuthState, DEFAULT_MAX_LIVE_OAUTH_STATES } from "../installation-rows.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
 

@@ -1,10 +1,10 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { Resealers, RotatedCounts } from "../../vault/rotate.js";
-import type { Store } from "../store.js";
+import type { DbCounts, Store } from "../store.js";
 import { SqliteApprovalRepo } from "./approvals-repo.js";
 import { makeAuditWriter, SqliteAuditRepo } from "./audit-repo.js";
 import { SqliteConnectionRepo } from "./connections-repo.js";
-import { DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, writeTx, type Db, type LockWait } from "./db.js";
+import { dbCounts, DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, writeTx, type Db, type LockWait } from "./db.js";
 import { SqliteGrantRepo } from "./grants-repo.js";
 import { SqliteInstallationRepo } from "./installations-repo.js";
 import { SqliteOAuthStateRepo } from "./oauth-states-repo.js";
@@ -59,6 +59,11 @@ export class SqliteStore implements Store {
       },
       this.wait,
     );
+  }
+
+  /** Prepared-statement runs and write transactions of this handle. */
+  counts(): Readonly<DbCounts> {
+    return dbCounts(this.db);
   }
 
   async ping(): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { Card } from "../../cards/card.js";
-import { parseCard } from "../../cards/card-schema.js";
+import type { Card } from "../../domain/card.js";
+import { parseCard } from "../../domain/card-schema.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { ConsentSubject, InboxRecord, WorkspaceChannelRecord, WorkspaceUserRecord } from "../records.js";
 import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../store.js";

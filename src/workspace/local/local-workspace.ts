@@ -1,7 +1,7 @@
 import type { AdminEntry } from "../../config/env.js";
 import { listedAdmin } from "../../installations/admin-entries.js";
 import type { ApprovalService, ClickResult } from "../../approvals/approval-service.js";
-import { plainLine, type Card, type CardLine } from "../../cards/card.js";
+import { plainLine, type Card, type CardLine } from "../../domain/card.js";
 import { consentCard } from "../../cards/notice-cards.js";
 import type { Clock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";

@@ -1,5 +1,5 @@
 import type { ClickResult } from "../../approvals/approval-service.js";
-import type { Card } from "../../cards/card.js";
+import type { Card } from "../../domain/card.js";
 import type { ThreadRef } from "../../domain/thread.js";
 
 // The local workspace's public shape: what the console (src/console) and the CLI read and do.

@@ -12,6 +12,7 @@ import { openPostgresStore, type PostgresStore } from "../../../src/store/postgr
 import { bindingOf } from "../../../src/vault/binding.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { Vault } from "../../../src/vault/vault.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { startFakeIdp, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
 import { newKeyB64 } from "../../support/foundation.js";
 import { startPostgres, type PgCluster } from "../../support/postgres.js";
@@ -64,7 +65,7 @@ async function twoReplicas(maxConnections?: number) {
     const { store } = await openPostgresStore({ url, ...(maxConnections ? { maxConnections } : {}) }, () => clock.now());
     stores.push(store);
     const log = memoryLogger();
-    replicas.push({ store, refresher: new OAuthRefresher({ store, vault, registry, clock, log, notifier: { needsLogin: async () => {} }, lock: store.locks }) });
+    replicas.push({ store, refresher: new OAuthRefresher({ store, vault, registry, clock, log, notifier: { needsLogin: async () => {} }, lock: new PostgresTopology(store.db).locks }) });
   }
   const lifecycle = new ConnectionLifecycle({ store: replicas[0]!.store, vault, registry, clock, log: memoryLogger() });
   const connect = async (owner: string) => {

@@ -1,6 +1,6 @@
 // Installations for the store, vault and CLI tests: a draft sealed for its own row with a test vault.
 import { randomBytes } from "node:crypto";
-import type { Installation, InstallationTokens } from "../../../src/installations/installation.js";
+import type { Installation, InstallationTokens } from "../../../src/store/installation-records.js";
 import type { Vault } from "../../../src/vault/vault.js";
 
 /** Canary Slack tokens: unique per call, with the real prefixes a leak scan looks for. */

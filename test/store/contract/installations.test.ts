@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
-import type { InstallationMeta } from "../../../src/installations/installation.js";
+import type { InstallationMeta } from "../../../src/store/installation-records.js";
 import { StoreError } from "../../../src/store/errors.js";
 import { VaultError } from "../../../src/vault/errors.js";
 import { bindingOf } from "../../../src/vault/binding.js";

@@ -1,7 +1,7 @@
 // The local workspace's store: every list is capped (oldest or settled pruned first) and a card read
 // back is parsed strictly (a tampered row is never shown). On SQLite and PostgreSQL.
 import { describe, expect, it } from "vitest";
-import type { Card } from "../../../src/cards/card.js";
+import type { Card } from "../../../src/domain/card.js";
 import type { InboxRecord } from "../../../src/store/records.js";
 import type { Store } from "../../../src/store/store.js";
 import { DEMO_TEAM, LOCAL_TEAM_ID } from "../../../src/workspace/local/model.js";

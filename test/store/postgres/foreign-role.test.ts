@@ -15,10 +15,11 @@ import { memoryLogger } from "../../../src/log/logger.js";
 import { LockKeys } from "../../../src/store/postgres/lock-keys.js";
 import { MIGRATION_LOCK } from "../../../src/store/postgres/migrator.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/pg-store.js";
-import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/store/postgres/signals-repo.js";
+import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/topology/postgres/signals-repo.js";
 import { StoreError } from "../../../src/store/errors.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { Vault } from "../../../src/vault/vault.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { newKeyB64, testRegistry, threadInput } from "../../support/foundation.js";
 import { startPostgres, type PgCluster } from "../../support/postgres.js";
 
@@ -69,7 +70,7 @@ describe("another role on the server: advisory locks", () => {
     const store = await replicaStore(url);
     const evil = await intruder(url);
     await readableKey(evil, "slaude-connect:public:job:ttl reaper");
-    const leadership = new Leadership({ locks: store.locks, log: memoryLogger() });
+    const leadership = new Leadership({ locks: new PostgresTopology(store.db).locks, log: memoryLogger() });
     expect(await leadership.lead("ttl reaper")).toBe(true);
     await leadership.close();
   });
@@ -94,7 +95,7 @@ describe("another role on the server: advisory locks", () => {
 
     // A lock held by a role that is not ours does not count: every replica runs the job.
     const log = memoryLogger();
-    const leaders = [new Leadership({ locks: store.locks, log }), new Leadership({ locks: other.locks, log: memoryLogger() })];
+    const leaders = [new Leadership({ locks: new PostgresTopology(store.db).locks, log }), new Leadership({ locks: new PostgresTopology(other.db).locks, log: memoryLogger() })];
     expect(await Promise.all(leaders.map((l) => l.lead("ttl reaper")))).toEqual([true, true]);
     expect(log.lines.filter((l) => l.includes("held by another database role") && l.includes(intruderRole.name))).toHaveLength(1);
     expect(await lifecycle.reapExpired()).toBe(1);
@@ -104,7 +105,7 @@ describe("another role on the server: advisory locks", () => {
 
     // Once it lets go, one replica leads again and the other does not.
     await evil.end();
-    await vi.waitFor(async () => expect(await store.locks.foreignHolder("job:ttl reaper")).toBeUndefined());
+    await vi.waitFor(async () => expect(await new PostgresTopology(store.db).locks.foreignHolder("job:ttl reaper")).toBeUndefined());
     const after = [await leaders[0]!.lead("ttl reaper"), await leaders[1]!.lead("ttl reaper")];
     expect(after).toEqual([true, false]);
     for (const l of leaders) await l.close();
@@ -117,7 +118,7 @@ describe("another role on the server: advisory locks", () => {
     await readableKey(evil, "slaude-connect:public:mcp-session-open");
     const init = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "host", version: "1" } };
     // Old code: the open waits for the other role's lock until lock_timeout, then fails as busy; every open does.
-    const opened = await store.mcpSessions.open({ id: "s1", teamId: "T1", threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: init, createdAt: 1_000, tokenDigest: "k1:" + "d".repeat(64) }, { max: 10, idleBefore: 0 });
+    const opened = await new PostgresTopology(store.db).mcpSessions.open({ id: "s1", teamId: "T1", threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: init, createdAt: 1_000, tokenDigest: "k1:" + "d".repeat(64) }, { max: 10, idleBefore: 0 });
     expect(opened.opened).toBe(true);
   });
 
@@ -161,8 +162,8 @@ describe("another role on the server: advisory locks", () => {
     for (const [oldRing, newRing] of steps) {
       const a = await replicaStore(url, { keys: oldRing });
       const b = await replicaStore(url, { keys: newRing });
-      const la = new Leadership({ locks: a.locks, log: memoryLogger() });
-      const lb = new Leadership({ locks: b.locks, log: memoryLogger() });
+      const la = new Leadership({ locks: new PostgresTopology(a.db).locks, log: memoryLogger() });
+      const lb = new Leadership({ locks: new PostgresTopology(b.db).locks, log: memoryLogger() });
       expect(await la.lead("ttl reaper")).toBe(true);
       expect(await lb.lead("ttl reaper")).toBe(false);
       await la.close();

@@ -1,6 +1,6 @@
 import { retryAtFor, fullAfterMs } from "../../limits/token-bucket.js";
 import type { BucketTake, RateBuckets, TakeResult } from "../../limits/call-rate.js";
-import type { PgDb } from "./pg-db.js";
+import type { PgDb } from "../../store/postgres/pg-db.js";
 
 // The call-rate buckets every replica shares (migrations/postgres/0010_tenant_limits.sql). One statement per call:
 // a chain of upserts, each taking a token by the rule of src/limits/token-bucket.ts under the row's

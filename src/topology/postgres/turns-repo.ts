@@ -17,8 +17,8 @@ import {
   type TurnResolution,
 } from "../../turns/turn-rules.js";
 import type { Turn, TurnStore } from "../../turns/turn-store.js";
-import { StoreError } from "../errors.js";
-import type { PgDb, Sql } from "./pg-db.js";
+import { StoreError } from "../../store/errors.js";
+import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
 
 // The turns of every thread in PostgreSQL, so a turn reported to any replica is in force at the
 // next call on every replica. One row per thread (turn_threads) holds its ThreadTurns value; every

@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/clock/clock.js";
 import { CallRateGate, MemoryRateBuckets, type CallRateLimits, type RateBuckets } from "../../../src/limits/call-rate.js";
 import { takeToken, type BucketState } from "../../../src/limits/token-bucket.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { postgresStores } from "../../support/postgres-stores.js";
 
-// The call-rate buckets on a real PostgreSQL, shared by two stores as two replicas hold them:
+// The call-rate buckets on a real PostgreSQL, shared by two topologies as two replicas hold them:
 // one bucket per user and per team across replicas, exact under concurrency, the same rule as
 // src/limits/token-bucket.ts (checked against it), and swept once full.
 
@@ -13,7 +14,7 @@ const perMin = (n: number) => ({ burst: n, perMs: n / 60_000 });
 
 async function replicas(limits: CallRateLimits) {
   const url = await pg.schema();
-  const [a, b] = [await pg.store(url), await pg.store(url)];
+  const [a, b] = [new PostgresTopology((await pg.store(url)).db), new PostgresTopology((await pg.store(url)).db)];
   const clock = new ManualClock(1_700_000_000_000);
   const gate = (buckets: RateBuckets) => new CallRateGate({ buckets, limits, clock });
   return { clock, one: gate(a.rateBuckets), two: gate(b.rateBuckets), a, b };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isLive, MemorySessionRecords, type SessionRecords } from "../../../src/server/session-records.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { postgresStores } from "../../support/postgres-stores.js";
 
 // The session records port against both adapters: the in-process one (SQLite deployments) and
@@ -26,7 +27,7 @@ const postgres: Adapter = {
   make: async () => {
     const url = await pg.schema();
     const [a, b] = [await pg.store(url), await pg.store(url)];
-    return { writer: a.mcpSessions, reader: b.mcpSessions };
+    return { writer: new PostgresTopology(a.db).mcpSessions, reader: new PostgresTopology(b.db).mcpSessions };
   },
 };
 

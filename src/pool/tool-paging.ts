@@ -4,7 +4,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { systemClock, type Clock } from "../clock/clock.js";
-import { PoolError } from "../pool/errors.js";
+import { PoolError } from "./errors.js";
 
 /** Limits on one tools/list read (every page together). Real vendors are far below them. */
 export interface ToolListLimits {

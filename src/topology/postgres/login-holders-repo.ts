@@ -1,5 +1,5 @@
 import type { LoginHolders } from "../../login/replica/holders.js";
-import type { PgDb } from "./pg-db.js";
+import type { PgDb } from "../../store/postgres/pg-db.js";
 
 /** The advisory lock a running replica holds on its own URL: free means that replica is gone. */
 export function replicaLockName(url: string): string {

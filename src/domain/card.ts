@@ -1,10 +1,34 @@
-import type { CardArguments } from "../approvals/card.js";
-import type { ThreadRef } from "../domain/thread.js";
+import type { ThreadRef } from "./thread.js";
 
 // One card model for everything the product tells a person on a card (approval, consent, ready,
 // needs-login, revoked, expired, settled). Builders in this folder fill it from real records;
 // renderers (Block Kit in src/slack, HTML in the console) only arrange it. A renderer never
 // decides what a card says or which answers it offers.
+
+/** The JSON type of an argument value, shown next to it so `"2"` and `2` cannot be confused. */
+export type ArgumentType = "string" | "number" | "boolean" | "null" | "array" | "object";
+
+/** One top-level argument exactly as the vendor will receive it. */
+export interface CardArgument {
+  /** The argument's name; a JSON string literal when `escaped`. */
+  readonly name: string;
+  readonly type: ArgumentType;
+  /** A string verbatim; anything else as indented JSON; a JSON literal with `\u` escapes when `escaped`. */
+  readonly text: string;
+  /** Invisible, control or bidi characters were written as `\uXXXX` escapes (exact, but unambiguous). */
+  readonly escaped: boolean;
+  /** The owner's credential appeared in it and was replaced by `[redacted]`: not what would run. */
+  readonly redacted: boolean;
+}
+
+/**
+ * Whether the card shows every argument exactly: `complete`; `redacted` (an argument holds the
+ * owner's credential, hidden); `too_large` (over the card limits, values not shown).
+ */
+export type CardArguments =
+  | { readonly shown: "complete"; readonly args: readonly CardArgument[]; readonly chars: number }
+  | { readonly shown: "redacted"; readonly args: readonly CardArgument[]; readonly chars: number }
+  | { readonly shown: "too_large"; readonly count: number; readonly chars: number };
 
 /**
  * A piece of a card's text. Semantic, not formatted: each renderer writes a user as a mention or a

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { systemClock } from "../../../src/clock/clock.js";
 import { memoryLogger } from "../../../src/log/logger.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/pg-store.js";
-import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/store/postgres/signals-repo.js";
+import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/topology/postgres/signals-repo.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { newKeyB64 } from "../../support/foundation.js";
 import { startPostgres, type PgCluster } from "../../support/postgres.js";

@@ -1,8 +1,8 @@
 import pg from "pg";
 import type { HeldLock, LeaderLocks } from "../../jobs/leadership.js";
 import type { RefreshLock } from "../../login/oauth/refresh-lock.js";
-import { KEY_PARAM } from "./lock-keys.js";
-import { mapPgError, type PgDb } from "./pg-db.js";
+import { KEY_PARAM } from "../../store/postgres/lock-keys.js";
+import { mapPgError, type PgDb } from "../../store/postgres/pg-db.js";
 
 // Named locks shared by every replica, on PostgreSQL session advisory locks: held by a session, they
 // die with it, so a killed replica frees its locks as soon as the server sees its connection close.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isLive } from "../../../src/server/session-records.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { postgresStores } from "../../support/postgres-stores.js";
 
 // The per-team cap on live MCP session records across replicas (issue 20 item 9): a team over it
@@ -12,7 +13,7 @@ const rec = (id: string, teamId: string, at: number) => ({ id, teamId, threadHea
 describe("mcp session records per team (PostgreSQL, two replicas)", () => {
   it("a team at its cap is refused on another replica while busy; another team opens; once idle, only its own session ends", async () => {
     const url = await pg.schema();
-    const [a, b] = [(await pg.store(url)).mcpSessions, (await pg.store(url)).mcpSessions];
+    const [a, b] = [new PostgresTopology((await pg.store(url)).db).mcpSessions, new PostgresTopology((await pg.store(url)).db).mcpSessions];
     const room = (idleBefore: number) => ({ max: 1_000, idleBefore, maxPerTeam: 2 });
     expect(await a.open(rec("ta1", "TA", 1_000), room(0))).toEqual({ opened: true, ended: 0 });
     expect(await b.open(rec("tb1", "TB", 1_000), room(0))).toEqual({ opened: true, ended: 0 });

@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { describe, expect, it, type TestContext } from "vitest";
-import { listAllTools, TOOL_LIST_LIMITS, type ToolListLimits } from "../../src/broker/tool-paging.js";
+import { listAllTools, TOOL_LIST_LIMITS, type ToolListLimits } from "../../src/pool/tool-paging.js";
 import { PoolError } from "../../src/pool/errors.js";
 import { HOSTILE_VENDOR_ARGS } from "../fixtures/paths.js";
 

@@ -1,6 +1,6 @@
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
-import { xactLock } from "./lock-keys.js";
-import type { PgDb, Sql } from "./pg-db.js";
+import { xactLock } from "../../store/postgres/lock-keys.js";
+import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
 
 // The MCP session records every replica shares (migrations/postgres/0005, and 0009 for the digest of
 // the host token that opened each session). One primary-key read per

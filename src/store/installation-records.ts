@@ -1,5 +1,8 @@
 import type { AuditEvent } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
+import type { InstallationBinding } from "../vault/installation-binding.js";
+
+export type { InstallationBinding, InstallationTokens } from "../vault/installation-binding.js";
 
 // A tenant is one Slack installation of the app: a workspace (team install) or a whole Enterprise
 // Grid org (org-wide install, `isEnterpriseInstall`). Its bot token and refresh token are sealed in
@@ -7,22 +10,6 @@ import type { SealedSecret } from "../vault/aead.js";
 
 /** Whether an installation may serve: `active`, `disabled` (an operator or tokens_revoked), `uninstalled` (app_uninstalled; kept only as a tombstone). */
 export type InstallationStatus = "active" | "disabled" | "uninstalled";
-
-/** The tokens of an installation, in plaintext only in memory, never logged or stored. */
-export interface InstallationTokens {
-  readonly botToken: string;
-  /** Present when token rotation is on: single-use, exchanged for a new pair before `expiresAt`. */
-  readonly refreshToken?: string;
-}
-
-/** The fields that bind an installation's sealed tokens to its row (the AAD, with the key id). */
-export interface InstallationBinding {
-  readonly id: string;
-  readonly enterpriseId: string | null;
-  readonly teamId: string | null;
-  readonly isEnterpriseInstall: boolean;
-  readonly appId: string;
-}
 
 /** One installation as stored: ids, scopes, status and the sealed tokens. */
 export interface Installation extends InstallationBinding {

@@ -4,7 +4,7 @@ import { decodeSignal, encodeSignal, type ClusterSignals, type SignalHandler, ty
 import { SignalSeal } from "../../cluster/signal-seal.js";
 import type { Logger } from "../../log/logger.js";
 import type { KeyRing } from "../../vault/keyring.js";
-import type { PgDb } from "./pg-db.js";
+import type { PgDb } from "../../store/postgres/pg-db.js";
 
 /** The NOTIFY channel every replica of one database listens on. */
 export const SIGNAL_CHANNEL = "slaude_signals";
