@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { Transport } from "@modelcontextprotocol/client";
+import { serializeMessage } from "@modelcontextprotocol/client";
+import type { JSONRPCMessage } from "@modelcontextprotocol/client";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { FrameReader, oversizedResponse } from "./frame-reader.js";
 
