@@ -1,6 +1,6 @@
 import { chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/client";
+import { Client, SdkError } from "@modelcontextprotocol/client";
 import { systemClock, type Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
@@ -201,7 +201,8 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       cleanOnce();
       const mismatch = this.incompatible(connection, service, cause);
       if (mismatch) throw mismatch;
-      const spawnError = (cause as NodeJS.ErrnoException).code;
+      // A spawn error's errno code; the SDK's own errors carry string codes too ("CONNECTION_CLOSED").
+      const spawnError = cause instanceof SdkError ? undefined : (cause as NodeJS.ErrnoException).code;
       const failure = typeof spawnError === "string" ? spawnError : "initialize_failed";
       this.book.startFailed(connection.id, failure);
       if (typeof spawnError === "string") throw new PoolError("spawn_failed", `could not start the ${service.displayName} vendor (${spawnError})`, { cause, detail: failure });
