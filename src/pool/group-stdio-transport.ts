@@ -65,6 +65,15 @@ export class GroupStdioTransport implements Transport {
     this.buffer = new FrameReader(spec.maxMessageBytes ?? 16 * 1024 * 1024);
   }
 
+  /**
+   * Never the child's stderr (it may echo the credential: it goes to `onStderr` only). Present so the
+   * SDK recognises a stdio transport (it looks for `stderr` and `pid`): a version probe the child
+   * never answers then means a 2025 server, not an outage.
+   */
+  get stderr(): null {
+    return null;
+  }
+
   /** The child's pid, which is also its process group id. */
   get pid(): number | undefined {
     return this.child?.pid;
