@@ -45,7 +45,12 @@ export interface DescribeResult {
   readonly tools: readonly DescribedTool[];
   readonly note?: string;
   /** The MCP era its vendor spoke at its last start since the broker started (src/pool/era.ts). */
-  readonly protocol?: { readonly version: string; readonly era: "modern" | "legacy"; readonly setting: string; readonly seenAt: string };
+  readonly protocol?: {
+    readonly version: string;
+    readonly era: "modern" | "legacy";
+    readonly setting: string;
+    readonly seenAt: string;
+  };
 }
 
 /** Whose vendor the metadata came from: its team keys the cache, its credential's redactor cleans it. */
@@ -128,13 +133,16 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins"> &
       .map((name) => ({ name, description: "", class: classOf(name) }));
   }
   const era = deps.backoff?.eraOf?.(service.name);
+  const protocol = era
+    ? { version: era.version, era: era.era, setting: era.protocol, seenAt: new Date(era.at).toISOString() }
+    : undefined;
   const head = {
     service: service.name,
     displayName: service.displayName,
     source,
     contentHash: meta?.contentHash ?? null,
     fetchedAt: meta ? new Date(meta.fetchedAt).toISOString() : null,
-    ...(era ? { protocol: { version: era.version, era: era.era, setting: era.protocol, seenAt: new Date(era.at).toISOString() } } : {}),
+    ...(protocol ? { protocol } : {}),
   };
   const changed = tools.filter((t) => t.pin === "quarantined" || t.pin === "rejected").map((t) => t.name);
   const quarantine = changed.length

@@ -39,8 +39,10 @@ export async function listAllTools(client: Pick<Client, "request">, limits: Tool
     if (left <= 0) throw vendorMisbehaved(`${limits.maxMs} ms`);
     let page;
     try {
-      // One page per request: the SDK's listTools() without a cursor walks every page itself (and may answer from its cache).
-      page = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, { timeout: left, maxTotalTimeout: left });
+      // One page per request: the SDK's listTools() without a cursor walks every page itself (and
+      // may answer from its cache).
+      const params = cursor ? { cursor } : {};
+      page = await client.request({ method: "tools/list", params }, { timeout: left, maxTotalTimeout: left });
     } catch (err) {
       // Our own deadline, not a vendor error code, decides that the time limit was passed.
       if (clock.now() >= deadline) throw vendorMisbehaved(`${limits.maxMs} ms`);

@@ -178,7 +178,8 @@ export const serviceSchema = z
   .superRefine((e, ctx) => {
     // The HTTP+SSE transport is 2024-era: it has no stateless requests to carry the 2026-07-28 revision.
     if (e.protocol === "2026-07-28" && e.transport.type === "http" && e.transport.protocol === "sse") {
-      ctx.addIssue({ code: "custom", path: ["protocol"], message: 'protocol "2026-07-28" needs the Streamable HTTP transport, not "sse"' });
+      const message = 'protocol "2026-07-28" needs the Streamable HTTP transport, not "sse"';
+      ctx.addIssue({ code: "custom", path: ["protocol"], message });
     }
   });
 

@@ -67,7 +67,7 @@ export class AvailabilityBook {
     this.put(connectionId, { reason: "start_failed", since: this.clock.now(), lastError });
   }
 
-  /** The vendor speaks another MCP protocol version: no backoff (waiting will not fix it, the registry's `protocol` will). */
+  /** The vendor speaks another MCP protocol version: no backoff (the registry's `protocol` fixes it, not waiting). */
   incompatible(connectionId: string, versions: string): void {
     this.put(connectionId, { reason: "incompatible", since: this.clock.now(), lastError: versions });
   }

@@ -1,4 +1,12 @@
-import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, UnsupportedProtocolVersionError, type Client, type ClientOptions } from "@modelcontextprotocol/client";
+import {
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  UnsupportedProtocolVersionError,
+  type Client,
+  type ClientOptions,
+} from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 
@@ -124,7 +132,8 @@ function rpcErrorIn(body: string): { code: unknown; data: unknown } | undefined 
   try {
     const doc: unknown = JSON.parse(body.slice(0, 64 * 1024));
     const error = typeof doc === "object" && doc !== null ? (doc as { error?: unknown }).error : undefined;
-    return typeof error === "object" && error !== null ? { code: (error as { code?: unknown }).code, data: (error as { data?: unknown }).data } : undefined;
+    if (typeof error !== "object" || error === null) return undefined;
+    return { code: (error as { code?: unknown }).code, data: (error as { data?: unknown }).data };
   } catch {
     return undefined;
   }

@@ -8,7 +8,15 @@ import type { Connection } from "../store/records.js";
 import { VERSION } from "../domain/version.js";
 import { killProcesses, processStartTicks } from "../proc/proc.js";
 import { AvailabilityBook, type BackoffState, type Unavailability } from "./availability.js";
-import { EraBook, eraOf, incompatibilityOf, incompatibilityText, negotiationOf, vendorProtocolOf, type EraFound } from "./era.js";
+import {
+  EraBook,
+  eraOf,
+  incompatibilityOf,
+  incompatibilityText,
+  negotiationOf,
+  vendorProtocolOf,
+  type EraFound,
+} from "./era.js";
 import type { ChildLedger } from "./child-ledger.js";
 import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
@@ -121,8 +129,10 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     if (!found) return undefined;
     const detail = incompatibilityText(found);
     this.book.incompatible(connection.id, detail);
-    this.opts.log.warn("vendor speaks another MCP protocol version", { service: service.name, connectionId: connection.id, detail });
-    return new PoolError("vendor_incompatible", `${service.displayName} speaks another MCP protocol version (${detail})`, { cause, detail });
+    const where = { service: service.name, connectionId: connection.id, detail };
+    this.opts.log.warn("vendor speaks another MCP protocol version", where);
+    const message = `${service.displayName} speaks another MCP protocol version (${detail})`;
+    return new PoolError("vendor_incompatible", message, { cause, detail });
   }
 
   async launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
