@@ -116,7 +116,7 @@ export function buildBroker(o: BrokerOptions): Broker {
     pool,
     approvals,
     ledger,
-    backoff: { backoffOf: (id) => launcher.backoffOf?.(id), unavailableOf: (id) => launcher.unavailableOf?.(id) },
+    backoff: { backoffOf: (id) => launcher.backoffOf?.(id), unavailableOf: (id) => launcher.unavailableOf?.(id), eraOf: (s) => launcher.eraOf?.(s) },
     metrics,
     limits,
     results,

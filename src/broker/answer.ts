@@ -1,3 +1,4 @@
+import type { CallToolResult as VendorResult } from "@modelcontextprotocol/client";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { failureMessage, retryAfterSeconds, type FailureCode, type MessageFacts } from "./outcome.js";
 import type { FullResultLink } from "./result-keep.js";
@@ -10,7 +11,7 @@ export type RanVia = "own" | "grant" | "shared" | "approval_once" | "approval_th
 
 /** The broker's answer to mcp_call, before it is shaped into an MCP result. */
 export type CallOutcome =
-  | { readonly kind: "ok"; readonly via: RanVia; readonly connectionId: string; readonly ownerUserId: string | null; readonly result: CallToolResult; readonly truncated: boolean; readonly fullResult?: FullResultLink }
+  | { readonly kind: "ok"; readonly via: RanVia; readonly connectionId: string; readonly ownerUserId: string | null; readonly result: VendorResult; readonly truncated: boolean; readonly fullResult?: FullResultLink }
   | { readonly kind: "failed"; readonly code: FailureCode; readonly facts: MessageFacts };
 
 /** A refusal: the code's one sentence (outcome.ts) as text and in structuredContent. */

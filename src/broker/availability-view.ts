@@ -47,6 +47,8 @@ export function unavailableText(u: ConnectionUnavailable, service: string): stri
       return `unavailable: the service rejected the stored credential (${u.lastError}); reconnect with connect(${service})`;
     case "start_failed":
       return `unavailable: its command failed to start (${u.lastError}) at ${u.since}; the next call tries again`;
+    case "incompatible":
+      return `unavailable: it speaks another MCP protocol version (${u.lastError}); an operator sets "protocol" in the registry entry, waiting will not help`;
   }
 }
 

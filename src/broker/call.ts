@@ -1,5 +1,5 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/client";
+import { CallToolResultSchema } from "@modelcontextprotocol/core";
 import type { AuditEvent } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";

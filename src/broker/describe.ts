@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { FAIL_CLOSED_CLASS, type Service, type ToolClass } from "../config/registry.js";
 import type { Redactor } from "../hygiene/redact.js";
 import type { PinStatus, ToolPin } from "../store/records.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import { definitionHash, definitionOf, type ToolDefinition } from "../pinning/definition.js";
+import { eraText } from "../pool/era.js";
 import { PoolError } from "../pool/errors.js";
 import type { BrokerDeps } from "./deps.js";
 import { listAllTools } from "../pool/tool-paging.js";
@@ -43,6 +44,13 @@ export interface DescribeResult {
   readonly fetchedAt: string | null;
   readonly tools: readonly DescribedTool[];
   readonly note?: string;
+  /** The MCP era its vendor spoke at its last start since the broker started (src/pool/era.ts). */
+  readonly protocol?: {
+    readonly version: string;
+    readonly era: "modern" | "legacy";
+    readonly setting: string;
+    readonly seenAt: string;
+  };
 }
 
 /** Whose vendor the metadata came from: its team keys the cache, its credential's redactor cleans it. */
@@ -102,7 +110,7 @@ export function rankTools<T extends { name: string; description: string }>(tools
 }
 
 /** Builds the describe answer from the caller's team's cache (spawning nothing), or from the registry when nothing is cached. */
-export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, service: Service, opts: { teamId: string; tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
+export async function describeService(deps: Pick<BrokerDeps, "store" | "pins"> & Partial<Pick<BrokerDeps, "backoff">>, service: Service, opts: { teamId: string; tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
   const meta = await deps.store.toolMetadata.get(opts.teamId, service.name);
   const pins = await deps.pins.pins({ teamId: opts.teamId, service: service.name });
   const classOf = (name: string) => {
@@ -124,12 +132,17 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, 
       .sort()
       .map((name) => ({ name, description: "", class: classOf(name) }));
   }
+  const era = deps.backoff?.eraOf?.(service.name);
+  const protocol = era
+    ? { version: era.version, era: era.era, setting: era.protocol, seenAt: new Date(era.at).toISOString() }
+    : undefined;
   const head = {
     service: service.name,
     displayName: service.displayName,
     source,
     contentHash: meta?.contentHash ?? null,
     fetchedAt: meta ? new Date(meta.fetchedAt).toISOString() : null,
+    ...(protocol ? { protocol } : {}),
   };
   const changed = tools.filter((t) => t.pin === "quarantined" || t.pin === "rejected").map((t) => t.name);
   const quarantine = changed.length
@@ -142,7 +155,8 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins">, 
       : `Not reviewed (calls are refused until an admin accepts them): ${fresh.join(", ")}. Their vendor started listing them after this service's tools were pinned; only their names are shown.`
     : undefined;
   const fetchNote = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
-  const note = [quarantine, unreviewed, fetchNote].filter((x) => x !== undefined).join(" ") || undefined;
+  const spoken = era ? `Its vendor speaks ${eraText(era)}.` : undefined;
+  const note = [quarantine, unreviewed, fetchNote, spoken].filter((x) => x !== undefined).join(" ") || undefined;
   if (opts.tool) {
     const t = tools.find((x) => x.name === opts.tool);
     if (!t) return { notFound: opts.tool };

@@ -23,6 +23,7 @@ export type FailureCode =
   | "vendor_misbehaved"
   | "vendor_error"
   | "vendor_unreachable"
+  | "vendor_incompatible"
   | "vendor_backoff"
   | "vendor_disconnected"
   | "vendor_start_failed"
@@ -112,6 +113,8 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
       return `${svc} reported an error${f.detail ? `: ${f.detail}` : "."}`;
     case "vendor_unreachable":
       return `${svc} cannot be reached right now${f.detail ? ` (${f.detail})` : ""}${f.retryAt ? `; the next attempt is after ${new Date(f.retryAt).toISOString()}` : ""}.`;
+    case "vendor_incompatible":
+      return `${svc} speaks another MCP protocol version than slaude-connect asked for (${f.detail ?? "no version in common"}), so nothing ran. Waiting will not fix this: the operator sets "protocol" in the service's registry entry to "auto" or to a version the vendor speaks ("2025-11-25" or "2026-07-28"; docs/service-registry.md).`;
     case "vendor_disconnected":
       return `The connection to ${svc} was lost during the call (${f.detail ?? "connection closed"}); the call was not retried, so check before repeating anything that writes. The next call opens a new connection.`;
     case "vendor_start_failed":

@@ -1,4 +1,4 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { Redactor } from "../hygiene/redact.js";
 import { redactToolResult } from "../hygiene/redact-result.js";
 import { countLines, jsonBytes } from "../hygiene/measure.js";

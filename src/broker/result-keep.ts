@@ -1,4 +1,4 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { KeptResult, ResultStore } from "../results/result-store.js";
 import type { CallPlan } from "./call-plan.js";
 import type { CleanResult } from "./result-hygiene.js";

@@ -67,7 +67,7 @@ const describedTool = z
 const listedService = z.object({ name: z.string(), displayName: z.string(), description: z.string(), loginStrategy: z.string() }).loose();
 
 const unavailable = {
-  reason: z.enum(["backoff", "credential_rejected", "start_failed"]).describe("backoff: a remote vendor's connects are failing; credential_rejected: the vendor refused the credential (reconnect); start_failed: the vendor's command did not start"),
+  reason: z.enum(["backoff", "credential_rejected", "start_failed", "incompatible"]).describe("backoff: a remote vendor's connects are failing; credential_rejected: the vendor refused the credential (reconnect); start_failed: the vendor's command did not start; incompatible: it speaks another MCP protocol version (the operator sets the registry's protocol)"),
   since: z.string(),
   retryAt: z.string().optional().describe("backoff: calls are refused until this time, then the next call tries to connect"),
   failures: z.number().optional(),

@@ -1,5 +1,4 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { CallToolResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, type CallToolResult, type Client } from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
 
 // One vendor tools/call with the broker's own deadline. How a call ended is decided from the
@@ -51,20 +50,19 @@ export async function callVendorTool(client: Client, name: string, args: Record<
   if (o.signal?.aborted) forward();
   else o.signal?.addEventListener("abort", forward, { once: true });
   try {
-    const r = await client.callTool({ name, arguments: args }, CallToolResultSchema, {
+    return await client.callTool({ name, arguments: args }, {
       signal: own.signal,
-      // The SDK's own timeout only backs ours up; ours fires first, so its McpError never decides.
+      // The SDK's own timeout only backs ours up; ours fires first, so its SdkError never decides.
       timeout: o.timeoutMs + 60_000,
       maxTotalTimeout: o.timeoutMs + 60_000,
       ...(o.onprogress ? { onprogress: o.onprogress } : {}),
     });
-    return r as CallToolResult;
   } catch (err) {
     if (o.signal?.aborted) throw new VendorCallError({ kind: "cancelled" });
     if (own.signal.aborted) throw new VendorCallError({ kind: "timeout" });
     // The SDK drops its transport when the transport reports close, before failing pending calls.
     if (client.transport === undefined) throw new VendorCallError({ kind: "closed" });
-    if (err instanceof McpError) throw new VendorCallError({ kind: "vendor_error", message: err.message });
+    if (err instanceof ProtocolError) throw new VendorCallError({ kind: "vendor_error", message: err.message });
     throw new VendorCallError({ kind: "other", error: err });
   } finally {
     timer.cancel();

@@ -1,5 +1,5 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/client";
 import { PinRefusedError } from "../pinning/errors.js";
 import { PoolError } from "../pool/errors.js";
 import { isStoreUnavailable } from "../store/errors.js";
@@ -102,6 +102,8 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
         return { code: "vendor_backoff", facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) } };
       case "vendor_unreachable":
         return { code: "vendor_unreachable", facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) } };
+      case "vendor_incompatible":
+        return { code: "vendor_incompatible", facts: { detail: err.detail ?? "no version in common" } };
       case "vendor_disconnected":
         d.log.warn("remote vendor session lost during a call", { connectionId, error: err.detail ?? "" });
         return { code: "vendor_disconnected", facts: { detail: err.detail ?? "connection_closed" } };

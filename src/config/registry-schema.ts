@@ -151,12 +151,18 @@ export const captureSchema = z.discriminatedUnion("strategy", [pasteCapture, coo
 
 const durationValue = z.union([z.string().regex(/^\d+(s|m|h|d)?$/, 'a duration like "30m", "8h", "7d"'), z.number().positive()]);
 
+/** The MCP protocol era a service's vendor is spoken to in (src/pool/era.ts). */
+export const mcpProtocol = z.enum(["auto", "2025-11-25", "2026-07-28"]);
+
 /** One service entry. */
 export const serviceSchema = z
   .object({
     displayName: z.string().min(1).optional(),
     description: z.string().optional(),
     transport: z.discriminatedUnion("type", [stdioTransport, httpTransport]),
+    protocol: mcpProtocol.optional().describe(
+      'The MCP protocol era to speak: "auto" probes with server/discover and falls back to the 2025 handshake; "2025-11-25" (initialize) or "2026-07-28" (stateless) pins one. Default: "auto" for http vendors, "2025-11-25" for stdio ones (some servers exit on a request before initialize).',
+    ),
     capture: captureSchema,
     loginDomains: z.array(hostPattern).default([]).describe("Hosts the confined login browser may load."),
     ttl: durationValue.default("8h").describe("How long a captured credential lives."),
@@ -168,7 +174,14 @@ export const serviceSchema = z
       .default(false)
       .describe("Let tools the vendor adds after its first listing run (under the fail-closed class) and show their text before an admin accepts them. Default: shown by name only and refused until accepted."),
   })
-  .strict();
+  .strict()
+  .superRefine((e, ctx) => {
+    // The HTTP+SSE transport is 2024-era: it has no stateless requests to carry the 2026-07-28 revision.
+    if (e.protocol === "2026-07-28" && e.transport.type === "http" && e.transport.protocol === "sse") {
+      const message = 'protocol "2026-07-28" needs the Streamable HTTP transport, not "sse"';
+      ctx.addIssue({ code: "custom", path: ["protocol"], message });
+    }
+  });
 
 /** The whole registry file. */
 export const registrySchema = z

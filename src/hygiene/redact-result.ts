@@ -1,4 +1,4 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { Redactor } from "./redact.js";
 
 // A tool result's content is text *and* binary: base64 fields are decoded, redacted and re-encoded

@@ -1,5 +1,4 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/client";
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
 import type { ToolDefinition } from "./definition.js";
@@ -53,7 +52,7 @@ export class VendorReadings {
   async watch(client: Client, watch: VendorWatch): Promise<void> {
     const r: Reading = { watch, observation: { kind: "unread" }, inFlight: undefined, stale: false, timer: undefined, lastReadAt: Number.NEGATIVE_INFINITY };
     this.readings.set(client, r);
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.listChanged(r));
+    client.setNotificationHandler("notifications/tools/list_changed", () => this.listChanged(r));
     await this.read(r, true);
   }
 

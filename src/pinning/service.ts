@@ -1,4 +1,4 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
 import type { ToolPin } from "../store/records.js";

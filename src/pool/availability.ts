@@ -22,7 +22,8 @@ export interface BackoffState {
 export type Unavailability =
   | { readonly reason: "backoff"; readonly since: number; readonly retryAt: number; readonly failures: number; readonly lastError: string }
   | { readonly reason: "credential_rejected"; readonly since: number; readonly lastError: string }
-  | { readonly reason: "start_failed"; readonly since: number; readonly lastError: string };
+  | { readonly reason: "start_failed"; readonly since: number; readonly lastError: string }
+  | { readonly reason: "incompatible"; readonly since: number; readonly lastError: string };
 
 /** Per-connection availability records, bounded; written by the launcher, read by the broker. */
 export class AvailabilityBook {
@@ -64,6 +65,11 @@ export class AvailabilityBook {
   /** A stdio command did not start (spawn error or no initialize); the next call tries again. */
   startFailed(connectionId: string, lastError: string): void {
     this.put(connectionId, { reason: "start_failed", since: this.clock.now(), lastError });
+  }
+
+  /** The vendor speaks another MCP protocol version: no backoff (the registry's `protocol` fixes it, not waiting). */
+  incompatible(connectionId: string, versions: string): void {
+    this.put(connectionId, { reason: "incompatible", since: this.clock.now(), lastError: versions });
   }
 
   /** The vendor started: whatever was recorded is over; true when something was. */

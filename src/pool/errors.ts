@@ -9,6 +9,7 @@ export type PoolErrorCode =
   | "vendor_error"
   | "vendor_misbehaved"
   | "vendor_unreachable"
+  | "vendor_incompatible"
   | "vendor_disconnected"
   | "credential_rejected"
   | "backoff"

@@ -1,5 +1,5 @@
-import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
-import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { deserializeMessage } from "@modelcontextprotocol/client";
+import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/client";
 import { z } from "zod";
 
 // Newline-delimited JSON-RPC framing of a vendor's stdout with a per-line cap. A line over the cap

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { Transport } from "@modelcontextprotocol/client";
+import { serializeMessage } from "@modelcontextprotocol/client";
+import type { JSONRPCMessage } from "@modelcontextprotocol/client";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { FrameReader, oversizedResponse } from "./frame-reader.js";
 
@@ -63,6 +63,15 @@ export class GroupStdioTransport implements Transport {
   constructor(private readonly spec: ChildSpec) {
     this.clock = spec.clock ?? systemClock;
     this.buffer = new FrameReader(spec.maxMessageBytes ?? 16 * 1024 * 1024);
+  }
+
+  /**
+   * Never the child's stderr (it may echo the credential: it goes to `onStderr` only). Present so the
+   * SDK recognises a stdio transport (it looks for `stderr` and `pid`): a version probe the child
+   * never answers then means a 2025 server, not an outage.
+   */
+  get stderr(): null {
+    return null;
   }
 
   /** The child's pid, which is also its process group id. */

@@ -8,6 +8,7 @@ import { processStartTicks } from "../proc/proc.js";
 import type { Connection } from "../store/records.js";
 import { ChildLedger } from "./child-ledger.js";
 import type { RenderedCredential } from "./credential-template.js";
+import type { EraFound } from "./era.js";
 import { ProductionLauncher, UidAllocator, type VendorHandle, type VendorLauncher } from "./launcher.js";
 
 // The vendors `registry inspect` starts hold a credential (with --connection, a user's stored one).
@@ -59,6 +60,11 @@ export class InspectionRun implements VendorLauncher {
 
   launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
     return this.launcher.launch(connection, service, secrets);
+  }
+
+  /** The MCP era the service's vendor spoke when this run started it. */
+  eraOf(service: string): EraFound | undefined {
+    return this.launcher.eraOf(service);
   }
 
   /**

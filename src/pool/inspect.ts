@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { listAllTools } from "./tool-paging.js";
 import type { Clock } from "../clock/clock.js";
 import type { Config } from "../config/env.js";
@@ -76,6 +76,6 @@ export async function listVendorTools(launcher: VendorLauncher, connection: Conn
 }
 
 /** Every tool of a started vendor's tools/list, through the broker's bounded reader (pages, tools, bytes, time). */
-export async function readToolList(client: Pick<Client, "listTools">): Promise<VendorTool[]> {
+export async function readToolList(client: Pick<Client, "request">): Promise<VendorTool[]> {
   return (await listAllTools(client)).map((t) => ({ name: t.name, title: t.title, annotations: t.annotations }));
 }

@@ -1,6 +1,6 @@
 import { chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { Client, SdkError } from "@modelcontextprotocol/client";
 import { systemClock, type Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import type { Logger } from "../log/logger.js";
@@ -8,6 +8,15 @@ import type { Connection } from "../store/records.js";
 import { VERSION } from "../domain/version.js";
 import { killProcesses, processStartTicks } from "../proc/proc.js";
 import { AvailabilityBook, type BackoffState, type Unavailability } from "./availability.js";
+import {
+  EraBook,
+  eraOf,
+  incompatibilityOf,
+  incompatibilityText,
+  negotiationOf,
+  vendorProtocolOf,
+  type EraFound,
+} from "./era.js";
 import type { ChildLedger } from "./child-ledger.js";
 import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
@@ -45,6 +54,8 @@ export interface BackoffSource {
   backoffOf(connectionId: string): BackoffState | undefined;
   /** Why the connection's vendor cannot be used now (backoff, rejected credential, failed start), if so. */
   unavailableOf?(connectionId: string): Unavailability | undefined;
+  /** The MCP era the service's vendor spoke at its last start, if one started since the broker did. */
+  eraOf?(service: string): EraFound | undefined;
 }
 
 /** Settings of the production launcher. */
@@ -85,6 +96,7 @@ export class UidAllocator {
 /** Starts stdio children and connects to remote vendors. */
 export class ProductionLauncher implements VendorLauncher, BackoffSource {
   private readonly book: AvailabilityBook;
+  private readonly eras = new EraBook();
 
   constructor(private readonly opts: LauncherOptions) {
     this.book = new AvailabilityBook(opts.clock);
@@ -98,6 +110,29 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
   /** Why a connection's vendor cannot be used now, as its last start or connect showed. */
   unavailableOf(connectionId: string): Unavailability | undefined {
     return this.book.of(connectionId);
+  }
+
+  eraOf(service: string): EraFound | undefined {
+    return this.eras.of(service);
+  }
+
+  /** A started vendor's era, remembered for its service. */
+  private started(connection: Connection, service: Service, client: Client): boolean {
+    const found = eraOf(client, vendorProtocolOf(service), this.opts.clock.now());
+    if (found) this.eras.record(service.name, found);
+    return this.book.started(connection.id);
+  }
+
+  /** A version mismatch, if `cause` is one: recorded (no backoff) and returned as the pool's refusal. */
+  private incompatible(connection: Connection, service: Service, cause: unknown): PoolError | undefined {
+    const found = incompatibilityOf(cause, vendorProtocolOf(service));
+    if (!found) return undefined;
+    const detail = incompatibilityText(found);
+    this.book.incompatible(connection.id, detail);
+    const where = { service: service.name, connectionId: connection.id, detail };
+    this.opts.log.warn("vendor speaks another MCP protocol version", where);
+    const message = `${service.displayName} speaks another MCP protocol version (${detail})`;
+    return new PoolError("vendor_incompatible", message, { cause, detail });
   }
 
   async launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
@@ -154,7 +189,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
         // Vendor stderr may echo its credential: it is dropped, never logged.
       },
     });
-    const client = new Client({ name: "slaude-connect", version: VERSION });
+    const client = new Client({ name: "slaude-connect", version: VERSION }, negotiationOf(vendorProtocolOf(service)));
     let closedCb: (() => void) | undefined;
     let cleaned = false;
     const cleanOnce = () => {
@@ -174,13 +209,16 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     } catch (cause) {
       await transport.kill();
       cleanOnce();
-      const spawnError = (cause as NodeJS.ErrnoException).code;
+      const mismatch = this.incompatible(connection, service, cause);
+      if (mismatch) throw mismatch;
+      // A spawn error's errno code; the SDK's own errors carry string codes too ("CONNECTION_CLOSED").
+      const spawnError = cause instanceof SdkError ? undefined : (cause as NodeJS.ErrnoException).code;
       const failure = typeof spawnError === "string" ? spawnError : "initialize_failed";
       this.book.startFailed(connection.id, failure);
       if (typeof spawnError === "string") throw new PoolError("spawn_failed", `could not start the ${service.displayName} vendor (${spawnError})`, { cause, detail: failure });
       throw new PoolError("initialize_failed", `the ${service.displayName} vendor did not start correctly`, { cause, detail: failure });
     }
-    this.book.started(connection.id);
+    this.started(connection, service, client);
     return {
       client,
       kind: "stdio",
@@ -204,7 +242,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     if (b) throw new PoolError("backoff", `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`, { retryAt: b.retryAt, detail: b.lastError });
     let session: RemoteSession;
     try {
-      const target = { url: new URL(t.url), protocol: t.protocol, headers: { [header.name]: header.value }, initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000 };
+      const target = { url: new URL(t.url), protocol: t.protocol, era: vendorProtocolOf(service), headers: { [header.name]: header.value }, initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000 };
       session = await connectRemote(target).catch((first: unknown) => {
         // A vendor restarted on the same port leaves a kept-alive socket that fails the next request
         // ("other side closed"): one fresh connect before counting a failure. Only the handshake is
@@ -213,6 +251,9 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
         return connectRemote(target);
       });
     } catch (cause) {
+      // A version mismatch answers with a 400 (-32022): permanent, so no backoff; the operator sets `protocol`.
+      const mismatch = this.incompatible(connection, service, cause);
+      if (mismatch) throw mismatch;
       const status = httpStatusOf(cause);
       const lastError = failureClass(cause);
       if (status === 401 || status === 403) {
@@ -231,7 +272,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
         detail: lastError,
       });
     }
-    if (this.book.started(connection.id)) this.opts.events?.emit(remoteRecovered(vendorTag(connection, service), this.opts.clock.now()));
+    if (this.started(connection, service, session.client)) this.opts.events?.emit(remoteRecovered(vendorTag(connection, service), this.opts.clock.now()));
     const { client } = session;
     let closedCb: (() => void) | undefined;
     client.onclose = () => {

@@ -1,4 +1,4 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import type { Service } from "../config/registry.js";
 import type { Redactor } from "../hygiene/redact.js";
 import type { Connection } from "../store/records.js";

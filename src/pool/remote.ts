@@ -1,9 +1,18 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
+import {
+  Client,
+  SdkError,
+  SdkHttpError,
+  SSEClientTransport,
+  SseError,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type Transport,
+  type TransportSendOptions,
+} from "@modelcontextprotocol/client";
 import { VERSION } from "../domain/version.js";
+import { LEGACY_REVISION, MODERN_REVISION, negotiationOf, type VendorProtocol } from "./era.js";
 
 // A remote vendor's MCP session and how it is lost. The SDK's HTTP transports never report close
 // when a POST fails (a 404 for a session the restarted server forgot, a refused connection) and
@@ -15,6 +24,8 @@ import { VERSION } from "../domain/version.js";
 export interface RemoteTarget {
   readonly url: URL;
   readonly protocol: "streamable-http" | "sse" | "auto";
+  /** The MCP era to speak (the registry entry's `protocol`; default auto, as for remote entries). */
+  readonly era?: VendorProtocol;
   /** The credential header (already rendered); sent on every request, the SSE stream included. */
   readonly headers: Readonly<Record<string, string>>;
   readonly initializeTimeoutMs: number;
@@ -36,6 +47,8 @@ export function failureClass(err: unknown): string {
   if (status === 404) return "session_not_found";
   if (status !== undefined && status > 0) return `http_${status}`;
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    // The SDK's own codes ("ERA_NEGOTIATION_FAILED") name its step, not what broke: read their cause.
+    if (e instanceof SdkError) continue;
     const code = (e as NodeJS.ErrnoException).code;
     if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,40}$/.test(code)) return code;
   }
@@ -47,7 +60,10 @@ export function failureClass(err: unknown): string {
 
 /** The HTTP status a transport error carries, when the server answered at all. */
 export function httpStatusOf(err: unknown): number | undefined {
-  if (err instanceof StreamableHTTPError || err instanceof SseError) return typeof err.code === "number" ? err.code : undefined;
+  if (err instanceof SdkHttpError) return err.status;
+  // A 401 without an auth provider: the SDK throws its UnauthorizedError, which carries no status.
+  if (err instanceof UnauthorizedError) return 401;
+  if (err instanceof SseError) return typeof err.code === "number" ? err.code : undefined;
   // The SSE transport's failed POST is a plain Error naming the status: only its digits are read.
   const m = err instanceof Error ? /^Error POSTing to endpoint \(HTTP (\d{3})\)/.exec(err.message) : null;
   return m ? Number(m[1]) : undefined;
@@ -55,23 +71,25 @@ export function httpStatusOf(err: unknown): number | undefined {
 
 /** Connects over Streamable HTTP (or SSE, or Streamable with the SSE fallback on 404/405); throws the SDK's error. */
 export async function connectRemote(t: RemoteTarget): Promise<RemoteSession> {
-  const attempt = async (make: () => Transport): Promise<RemoteSession> => {
+  const attempt = async (make: () => Transport, era: VendorProtocol): Promise<RemoteSession> => {
     const watched = new WatchedTransport(make());
-    const client = new Client({ name: "slaude-connect", version: VERSION });
+    const client = new Client({ name: "slaude-connect", version: VERSION }, negotiationOf(era));
     await client.connect(watched, { timeout: t.initializeTimeoutMs });
     watched.markConnected();
     return { client, lostReason: () => watched.lost };
   };
   const headers = { ...t.headers };
   const sse = () => new SSEClientTransport(t.url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders(headers) } });
-  if (t.protocol === "sse") return attempt(sse);
+  // HTTP+SSE is the 2024 transport: nothing to probe there (a pin to 2026-07-28 still fails as such).
+  const sseEra: VendorProtocol = t.era === MODERN_REVISION ? MODERN_REVISION : LEGACY_REVISION;
+  if (t.protocol === "sse") return attempt(sse, sseEra);
   try {
-    return await attempt(() => new StreamableHTTPClientTransport(t.url, { requestInit: { headers } }));
+    return await attempt(() => new StreamableHTTPClientTransport(t.url, { requestInit: { headers } }), t.era ?? "auto");
   } catch (first) {
     const code = httpStatusOf(first);
     // Only a server that does not speak Streamable HTTP (404/405) gets the SSE fallback.
     if (t.protocol !== "auto" || (code !== 404 && code !== 405)) throw first;
-    return attempt(sse);
+    return attempt(sse, sseEra);
   }
 }
 
@@ -90,7 +108,12 @@ class WatchedTransport implements Transport {
   private closed = false;
 
   constructor(private readonly inner: Transport) {
-    inner.onmessage = (m, extra) => this.onmessage?.(m, extra);
+    inner.onmessage = (m, extra) => {
+      // An answer before the session is up ends the version probe: a failed probe (a 2025 server's
+      // 400 to server/discover, before the fallback to initialize) is not a lost session.
+      if (!this.connected) this.lost = undefined;
+      this.onmessage?.(m, extra);
+    };
     inner.onclose = () => {
       if (this.closed) return;
       this.closed = true;
@@ -106,8 +129,17 @@ class WatchedTransport implements Transport {
     return this.inner.sessionId;
   }
 
+  /** One POST per request (Streamable HTTP): on the 2026-07-28 era, closing its stream is the cancellation. */
+  get hasPerRequestStream(): boolean {
+    return this.inner.hasPerRequestStream === true;
+  }
+
   setProtocolVersion(version: string): void {
     this.inner.setProtocolVersion?.(version);
+  }
+
+  setSupportedProtocolVersions(versions: string[]): void {
+    this.inner.setSupportedProtocolVersions?.(versions);
   }
 
   start(): Promise<void> {

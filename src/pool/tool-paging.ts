@@ -1,8 +1,8 @@
 // Reads a vendor's whole tools/list within fixed limits. A vendor that pages forever (always a
 // nextCursor), repeats a cursor, sends huge pages or drips pages slowly would otherwise grow the
 // broker without bound on one call; over any limit it is a misbehaving vendor, reported as such.
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/client";
+import type { Tool } from "@modelcontextprotocol/client";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { PoolError } from "./errors.js";
 
@@ -28,7 +28,7 @@ export function vendorMisbehaved(what: string): PoolError {
  * Every tool of every page, or a `vendor_misbehaved` PoolError once a limit is passed or a cursor
  * repeats. The time limit bounds real I/O with the vendor: wall time unless a clock is given.
  */
-export async function listAllTools(client: Pick<Client, "listTools">, limits: ToolListLimits = TOOL_LIST_LIMITS, clock: Clock = systemClock): Promise<Tool[]> {
+export async function listAllTools(client: Pick<Client, "request">, limits: ToolListLimits = TOOL_LIST_LIMITS, clock: Clock = systemClock): Promise<Tool[]> {
   const deadline = clock.now() + limits.maxMs;
   const seen = new Set<string>();
   const tools: Tool[] = [];
@@ -39,7 +39,10 @@ export async function listAllTools(client: Pick<Client, "listTools">, limits: To
     if (left <= 0) throw vendorMisbehaved(`${limits.maxMs} ms`);
     let page;
     try {
-      page = await client.listTools(cursor ? { cursor } : {}, { timeout: left, maxTotalTimeout: left });
+      // One page per request: the SDK's listTools() without a cursor walks every page itself (and
+      // may answer from its cache).
+      const params = cursor ? { cursor } : {};
+      page = await client.request({ method: "tools/list", params }, { timeout: left, maxTotalTimeout: left });
     } catch (err) {
       // Our own deadline, not a vendor error code, decides that the time limit was passed.
       if (clock.now() >= deadline) throw vendorMisbehaved(`${limits.maxMs} ms`);

@@ -1,8 +1,7 @@
 // An in-memory VendorLauncher: each launch is a real MCP SDK server and client over
 // InMemoryTransport (no process), so pool bookkeeping (cap, idle reaping, waits, eviction, crashes)
 // is tested in milliseconds. Launches can be held open, failed, and vendors crashed on demand.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { Client, InMemoryTransport } from "@modelcontextprotocol/client";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { parseRegistry, type Service } from "../../src/config/registry.js";

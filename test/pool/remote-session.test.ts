@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client";
 import { connectRemote, failureClass, httpStatusOf, type RemoteSession } from "../../src/pool/remote.js";
 import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
 
@@ -27,7 +26,7 @@ async function open(url: string, protocol: "streamable-http" | "sse" | "auto" = 
   return { ...s, closed };
 }
 
-const whoami = (s: RemoteSession) => s.client.callTool({ name: "whoami", arguments: {} }, CallToolResultSchema);
+const whoami = (s: RemoteSession) => s.client.callTool({ name: "whoami", arguments: {} });
 
 afterEach(async () => {
   for (const s of sessions.splice(0)) await s.client.close().catch(() => {});
@@ -114,7 +113,7 @@ describe("remote sessions (real server on loopback)", () => {
 
   it("failure classes carry no vendor text", () => {
     const body = "secret-looking body text";
-    expect(failureClass(new StreamableHTTPError(503, `Error POSTing to endpoint: ${body}`))).toBe("http_503");
+    expect(failureClass(new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${body}`, { status: 503, text: body }))).toBe("http_503");
     expect(failureClass(new Error(`Error POSTing to endpoint (HTTP 404): ${body}`))).toBe("session_not_found");
     expect(failureClass(new TypeError("fetch failed", { cause: Object.assign(new Error(body), { code: "ECONNRESET" }) }))).toBe("ECONNRESET");
     expect(failureClass(new Error(body))).toBe("transport_error");

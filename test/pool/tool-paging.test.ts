@@ -1,5 +1,5 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { describe, expect, it, type TestContext } from "vitest";
 import { listAllTools, TOOL_LIST_LIMITS, type ToolListLimits } from "../../src/pool/tool-paging.js";
 import { PoolError } from "../../src/pool/errors.js";

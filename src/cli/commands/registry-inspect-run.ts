@@ -1,5 +1,6 @@
 import type { Service } from "../../config/registry.js";
 import type { VendorTool } from "../../config/tool-inspection.js";
+import { eraText } from "../../pool/era.js";
 import { PoolError } from "../../pool/errors.js";
 import { InspectionInterrupted, inspectionLauncher, listVendorTools, sweepInspections } from "../../pool/inspect.js";
 import type { Connection } from "../../store/records.js";
@@ -36,7 +37,10 @@ export async function inspectVendor(ctx: CliContext, service: Service, connectio
   process.on("SIGINT", onInt);
   process.on("SIGTERM", onTerm);
   try {
-    return await listVendorTools(run, connection, service, credential, interrupted.signal);
+    const tools = await listVendorTools(run, connection, service, credential, interrupted.signal);
+    const era = run.eraOf(service.name);
+    if (era) ctx.err(`${service.displayName} speaks ${eraText(era)}`);
+    return tools;
   } catch (err) {
     if (received || err instanceof InspectionInterrupted) {
       ctx.err(`interrupted (${received ?? "signal"}): the ${service.displayName} vendor and every process it started were killed`);

@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { startAuthorization } from "@modelcontextprotocol/sdk/client/auth.js";
+import { startAuthorization } from "@modelcontextprotocol/client";
 import { OAuthError } from "./errors.js";
 import { checkEndpoint } from "./http.js";
 import { rethrowOwn, sdkMetadata } from "./sdk.js";

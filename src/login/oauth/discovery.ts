@@ -3,9 +3,9 @@ import {
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
-} from "@modelcontextprotocol/sdk/client/auth.js";
-import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { checkResourceAllowed } from "@modelcontextprotocol/sdk/shared/auth-utils.js";
+} from "@modelcontextprotocol/client";
+import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/client";
+import { checkResourceAllowed } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { OAuthError } from "./errors.js";
 import { checkDiscovered, checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";

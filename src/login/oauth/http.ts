@@ -1,4 +1,4 @@
-import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { FetchLike } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { systemClock, type Clock } from "../../clock/clock.js";
 import { judgeEndpoint, refusalText, type EndpointSource } from "./endpoint-policy.js";

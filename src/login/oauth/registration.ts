@@ -1,5 +1,5 @@
-import { registerClient as sdkRegisterClient } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { registerClient as sdkRegisterClient } from "@modelcontextprotocol/client";
+import type { OAuthClientInformationFull } from "@modelcontextprotocol/client";
 import { OAuthError } from "./errors.js";
 import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
 import { rethrowOwn, sdkMetadata } from "./sdk.js";

@@ -1,4 +1,4 @@
-import type { OAuthMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { OAuthMetadata } from "@modelcontextprotocol/client";
 import { OAuthError } from "./errors.js";
 
 // Glue to the MCP SDK's client/auth.js: the shapes it reads, and the rule that its errors never

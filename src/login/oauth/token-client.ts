@@ -1,5 +1,5 @@
-import { exchangeAuthorization, refreshAuthorization } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthTokens as SdkTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { exchangeAuthorization, refreshAuthorization } from "@modelcontextprotocol/client";
+import type { OAuthTokens as SdkTokens } from "@modelcontextprotocol/client";
 import type { Clock } from "../../clock/clock.js";
 import type { CredentialInput } from "../../vault/credential.js";
 import { OAuthError, type OAuthErrorCode } from "./errors.js";
