@@ -52,7 +52,7 @@ export async function candidateQuery(d: Pick<BrokerDeps, "turns" | "clock">, thr
 const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [], shared: undefined };
 
 /** Gathers the facts of `plan`: membership first (a non-member learns nothing), then one candidates query. */
-export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<ConnectionFacts> {
+export async function gatherCallFacts(d: BrokerDeps, plan: Pick<CallPlan, "caller" | "service" | "thread">): Promise<ConnectionFacts> {
   const { caller, service, thread } = plan;
   if (!caller || !service) return NONE;
   if (!(await isMember(d, thread, caller))) return NONE;
