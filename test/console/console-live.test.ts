@@ -87,7 +87,12 @@ async function noSlackMarkup(p: Page): Promise<void> {
 
 async function noSidewaysScroll(p: Page): Promise<void> {
   expect(
-    await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+    await p.evaluate(() => {
+      const root = (
+        globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+      ).document.documentElement;
+      return root.scrollWidth - root.clientWidth;
+    }),
   ).toBeLessThanOrEqual(0);
 }
 
@@ -197,7 +202,7 @@ async function story(viewport: { width: number; height: number }): Promise<void>
   await noSlackMarkup(bob.page);
   if (viewport.width === 1280) {
     // The README's picture: the top of Bob's page (thread, what each call gets, the tools).
-    await bob.page.evaluate(() => window.scrollTo(0, 0));
+    await bob.page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
     await bob.page.screenshot({ path: path.join(IMAGES, "console-1280x800.png") });
   }
 
@@ -289,7 +294,7 @@ async function story(viewport: { width: number; height: number }): Promise<void>
     expect(box!.x + box!.width).toBeLessThanOrEqual(viewport.width);
     await carol.page.screenshot({ path: path.join(ARTIFACTS, `audit-${size}.png`) });
     await tab(bob.page, /^Play a thread/);
-    await bob.page.evaluate(() => window.scrollTo(0, 0));
+    await bob.page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
     await bob.page.screenshot({ path: path.join(IMAGES, "console-390x844.png") });
   }
   for (const x of everyone) {
