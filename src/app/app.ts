@@ -223,7 +223,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   const liveView = mountLoginRoutes(http, logins, config, clock, log, loginReplica);
 
   const port = await http.listen(config.port, config.bindHost);
-  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, pins: broker.deps.pins, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
+  const consoleRun = workspace.local && workspace.adapters ? await startConsole({ http, port, config, workspace: workspace.local, admins: workspace.adapters.admins, store, lifecycle, pins: broker.deps.pins, broker: broker.deps, hostToken: () => hostTokens.tokens[0], clock, log }) : undefined;
   origin.allowPort(port);
   slackAuthJob?.start();
   if (slack) {

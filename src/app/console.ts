@@ -10,6 +10,8 @@ import { PinsApi } from "../console/pins-api.js";
 import { PlayApi } from "../console/play-api.js";
 import { consoleHandler } from "../console/routes.js";
 import { SseHub } from "../console/sse.js";
+import { StandingApi } from "../console/standing.js";
+import type { BrokerDeps } from "../broker/deps.js";
 import { loadStaticFiles } from "../console/static-files.js";
 import type { Logger } from "../log/logger.js";
 import { PinReview } from "../pinning/review.js";
@@ -36,6 +38,8 @@ export interface ConsoleWiring {
   readonly pins: PinService;
   /** The host token the console's agent host presents to /mcp and /v1/turns. */
   readonly hostToken: () => string | undefined;
+  /** The broker's dependencies: the Services panel gathers facts and decides as a call does. */
+  readonly broker: BrokerDeps;
   readonly clock: Clock;
   readonly log: Logger;
 }
@@ -72,7 +76,7 @@ export async function startConsole(w: ConsoleWiring): Promise<RunningConsole> {
   const tail = new AuditTail(w.store.audit, w.workspace.teamId, events, w.clock, w.log);
   await tail.start();
   const unsubscribe = w.workspace.subscribe((e) => events.broadcast({ type: e.type, data: e }));
-  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, pins, events, teamId: w.workspace.teamId }) });
+  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, pins, standing: new StandingApi({ workspace: w.workspace, broker: w.broker }), events, teamId: w.workspace.teamId, approvalTimeoutMs: w.config.approvalTimeoutMs }) });
   return {
     url: `${base}/console/?token=${token}`,
     async close() {

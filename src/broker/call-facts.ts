@@ -45,7 +45,7 @@ export async function candidateQuery(
 }
 
 /** The connection facts of one call: what the policy reads about rows and membership. */
-type ConnectionFacts = Pick<CallFacts, "callerIsMember" | "own" | "others" | "shared">;
+export type ConnectionFacts = Pick<CallFacts, "callerIsMember" | "own" | "others" | "shared">;
 
 const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [], shared: undefined };
 
@@ -63,7 +63,10 @@ export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<Ca
 }
 
 /** Membership first (a non-member learns nothing), then the own row, else one candidates query. */
-async function gatherConnectionFacts(d: BrokerDeps, plan: CallPlan): Promise<ConnectionFacts> {
+export async function gatherConnectionFacts(
+  d: BrokerDeps,
+  plan: Pick<CallPlan, "caller" | "service" | "thread">,
+): Promise<ConnectionFacts> {
   const { caller, service, thread } = plan;
   if (!caller || !service) return NONE;
   if (!(await isMember(d, thread, caller))) return NONE;

@@ -57,10 +57,17 @@ export function approvalCard(card: ApprovalCard): Card {
     tool: { name: card.tool, write: card.write },
     args: card.args,
     ...(notice ? { notice } : {}),
-    footer: [t("Expires "), { kind: "date", at: card.expiresAt }, t(". Every use is audited; you can revoke any time with /connections.")],
+    footer: [t("Expires "), { kind: "date", at: card.expiresAt }, t(". Every use is audited; you can revoke any time with "), { kind: "howto", howto: "revoke", service: card.service }, t(".")],
     actions: decisionActions(card.decisions),
   };
 }
+
+const OUTCOME_TITLE: Record<ApprovalOutcome, string> = {
+  allowed_thread: "Request allowed for this thread",
+  allowed_once: "Request allowed once",
+  denied: "Request denied",
+  expired: "Request expired",
+};
 
 const OUTCOME_TEXT: Record<ApprovalOutcome, string> = {
   allowed_thread: "allowed for this thread",
@@ -73,9 +80,9 @@ const OUTCOME_TEXT: Record<ApprovalOutcome, string> = {
 export function approvalSettledCard(a: Approval, outcome: ApprovalOutcome): Card {
   return {
     kind: "approval_settled",
-    title: [t(`Request ${outcome.replace("_", " ")}`)],
+    title: [t(OUTCOME_TITLE[outcome])],
     lines: [[user(a.borrowerUserId), t("'s request to run "), code(a.tool), t(" on your "), strong(a.service), t(" account: "), strong(OUTCOME_TEXT[outcome]), t(".")]],
-    footer: [t(`Request ${a.id}`)],
+    footer: [t("Asked "), { kind: "date", at: a.createdAt }, t(" in "), { kind: "thread", thread: { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs }, text: "the thread" }, t(".")],
     actions: [],
   };
 }

@@ -1,13 +1,14 @@
 import type { Service } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Connection } from "../store/records.js";
-import type { Card, CardAction, CardLine, CardSpan } from "../domain/card.js";
+import type { Card, CardAction, CardLine, CardSpan, Howto } from "../domain/card.js";
 
 // Consent and the owner notices (ready, needs login, revoked, expired), built from real records.
 
 const t = (text: string): CardSpan => ({ kind: "text", text });
 const strong = (text: string): CardSpan => ({ kind: "strong", text });
 const code = (text: string): CardSpan => ({ kind: "code", text });
+const howto = (h: Howto, service: string): CardSpan => ({ kind: "howto", howto: h, service });
 
 /** What a capture strategy collects, in a user's words. */
 export function captureDescription(service: Service): string {
@@ -51,7 +52,7 @@ export function consentCard(service: Service, step: ConsentStep, opts: { inThrea
       [strong("What is captured:"), t(` ${captureDescription(service)}`)],
       [strong("Storage:"), t(" encrypted (AES-256-GCM), never shown to the assistant")],
       [strong("Scope:"), t(` ${opts.inThread === false ? "the thread where you connect it" : "this thread only"}; others there can use it only with your approval`)],
-      [strong("Expires:"), t(` after ${ttl}, or when you revoke it (/connections)`)],
+      [strong("Expires:"), t(` after ${ttl}, or when you revoke it (`), howto("revoke", service.name), t(")")],
     ],
     ...(footer ? { footer } : {}),
     actions,
@@ -70,7 +71,7 @@ export function connectionReadyCard(connection: Connection, service: Service): C
   return {
     kind: "connection_ready",
     title: [t(`${service.displayName} connected`)],
-    lines: [[t(`Your ${service.displayName} connection is ready `), ...whereLine(connection), t(`. It is stored encrypted and expires in about ${hours} hour(s); revoke it any time with /connections.`)]],
+    lines: [[t(`Your ${service.displayName} connection is ready `), ...whereLine(connection), t(`. It is stored encrypted and expires in about ${hours} hour(s); revoke it any time with `), howto("revoke", connection.service), t(".")]],
     actions: [],
   };
 }
@@ -81,7 +82,7 @@ export function needsLoginCard(connection: Connection): Card {
   return {
     kind: "needs_login",
     title: [t(`${s} needs a new login`)],
-    lines: [[t(`Your ${s} connection stopped working: the service refused to renew its access. Connect it again with /connect ${s} (or ask the assistant to connect it in the thread).`)]],
+    lines: [[t(`Your ${s} connection stopped working: the service refused to renew its access. Connect it again with `), howto("connect", s), t(" (or ask the assistant to connect it in the thread).")]],
     actions: [],
   };
 }
@@ -93,7 +94,7 @@ export function revokedCard(connection: Connection, byAdmin?: string): Card {
   return {
     kind: "revoked",
     title: [t(`${s} connection revoked`)],
-    lines: [[...who, t(` Its credential was wiped and its grants revoked. Connect again with /connect ${s} if you still need it.`)]],
+    lines: [[...who, t(" Its credential was wiped and its grants revoked. Connect again with "), howto("connect", s), t(" if you still need it.")]],
     actions: [],
   };
 }
@@ -104,7 +105,18 @@ export function expiredCard(connection: Connection): Card {
   return {
     kind: "expired",
     title: [t(`${s} connection expired`)],
-    lines: [[t(`Your ${s} connection expired, so its credential was wiped and its grants revoked. Connect again with /connect ${s} if you still need it.`)]],
+    lines: [[t(`Your ${s} connection expired, so its credential was wiped and its grants revoked. Connect again with `), howto("connect", s), t(" if you still need it.")]],
+    actions: [],
+  };
+}
+
+/** A consent card once its sign-in finished: what was connected, no button (the link is used). */
+export function consentUsedCard(service: Service, connection: Connection): Card {
+  return {
+    kind: "consent_used",
+    title: [t(`${service.displayName} connected`)],
+    lines: [[t(`You signed in and connected ${service.displayName} `), ...whereLine(connection), t(". This card's sign-in link is used.")]],
+    footer: [t("Revoke it any time with "), howto("revoke", service.name), t(".")],
     actions: [],
   };
 }

@@ -21,6 +21,9 @@ const AUDIT_EVENTS = [
   "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed",
   "login_started", "login_completed", "login_refused", "keys_rotated", "admin_action", "tool_pin",
 ] as const satisfies readonly AuditEventKind[];
+const runsQuery = z.object({ channel: id, ts: z.string().regex(/^\d{1,12}\.\d{1,8}$/) }).strict();
+/** Audit rows read per event kind to find one thread's runs (newest first). */
+const RUNS_SCAN = 500;
 const auditQuery = z
   .object({
     event: z.enum(AUDIT_EVENTS).optional(),
@@ -107,7 +110,28 @@ export class ConnectionsApi {
     if (!conn || conn.teamId !== teamId) return refuse(res, 404, "unknown_connection", "No such connection.");
     const ended = await this.d.lifecycle.revoke(conn.id, `admin:${user}`, "revoked by admin");
     await this.d.store.audit.append([{ at: this.d.clock.now(), event: "admin_action", teamId, ownerUserId: conn.ownerUserId, connectionId: conn.id, service: conn.service, decision: "revoke", actor: user }]);
-    sendJson(res, 200, { ok: Boolean(ended), message: ended ? `Revoked ${conn.id} (${conn.service}).` : `${conn.id} was not active.` });
+    const what = await this.named(conn);
+    sendJson(res, 200, { ok: Boolean(ended), message: ended ? `Revoked ${what}. Its credential is wiped and every grant on it revoked.` : `${what} was not active.` });
+  }
+
+  /** A connection in words: "Alice's demo connection for the thread in #general" (names, not ids). */
+  private async named(c: Connection): Promise<string> {
+    const [users, channels] = await Promise.all([this.d.workspace.users(), this.d.workspace.channels()]);
+    const owner = c.ownerUserId ? `${users.find((u) => u.id === c.ownerUserId)?.name ?? c.ownerUserId}'s` : "the shared";
+    const where = c.scope === "thread" ? ` for the thread in #${channels.find((x) => x.id === c.channelId)?.name ?? c.channelId}` : c.scope === "user" ? " (everywhere)" : "";
+    return `${owner} ${c.service} connection${where}`;
+  }
+
+  /** GET /console/api/runs?channel=C&ts=T: the thread's finished and refused calls, newest first (from the audit). */
+  async runs(res: http.ServerResponse, url: URL): Promise<void> {
+    const q = query(res, url, runsQuery);
+    if (!q) return;
+    const teamId = this.d.workspace.teamId;
+    const [done, denied] = await Promise.all(
+      (["call", "call_denied"] as const).map((event) => this.d.store.audit.query({ teamId, event, limit: RUNS_SCAN, take: "latest" })),
+    );
+    const rows = [...done!, ...denied!].filter((r) => r.channelId === q.channel && r.threadTs === q.ts).sort((a, b) => b.seq - a.seq);
+    sendJson(res, 200, { rows: rows.slice(0, 50).map(auditView) });
   }
 
   /** GET /console/api/audit: the latest audit rows, optionally filtered by event, user or service. */

@@ -2,7 +2,8 @@ import type http from "node:http";
 import { z } from "zod";
 import { sendJson } from "../server/http-server.js";
 import { LocalWorkspaceError } from "../workspace/local/errors.js";
-import { BROKER_TOOLS, type HostAgent } from "./host-agent.js";
+import { slackTextLine } from "../cards/slack-text.js";
+import { BROKER_TOOLS, type HostAgent, type HostOutcome, type HostProgress } from "./host-agent.js";
 import { jsonBody, knownUser, query, refuse } from "./http.js";
 import type { ConsoleWorkspace } from "./ports.js";
 import type { SseHub } from "./sse.js";
@@ -96,8 +97,9 @@ export class PlayApi {
     const b = await jsonBody(req, res, hostBody);
     if (!b || !(await knownUser(this.d.workspace, res, b.userId))) return;
     const thread = { teamId: this.d.workspace.teamId, channelId: b.channelId, threadTs: b.threadTs };
-    const outcome = await this.d.host.call(thread, b.userId, b.tool, b.arguments, (p) => this.d.events.broadcast({ type: "progress", data: { runId: b.runId, ...p } }));
-    sendJson(res, outcome.kind === "host_error" && outcome.code === "busy" ? 429 : 200, { runId: b.runId, ...outcome });
+    const progress = (p: HostProgress) => this.d.events.broadcast({ type: "progress", data: { runId: b.runId, ...p, ...(p.message ? { messageLine: slackTextLine(p.message) } : {}) } });
+    const outcome = await this.d.host.call(thread, b.userId, b.tool, b.arguments, progress);
+    sendJson(res, outcome.kind === "host_error" && outcome.code === "busy" ? 429 : 200, { runId: b.runId, ...outcome, ...readable(outcome) });
   }
 
   /** GET /console/api/inbox?user=U: the user's cards, newest first. */
@@ -123,6 +125,16 @@ export class PlayApi {
     if ("url" in r) return sendJson(res, 200, { url: r.url });
     refuse(res, r.refused === "unknown_item" ? 404 : 403, r.refused, CONTINUE_MESSAGES[r.refused]);
   }
+}
+
+/**
+ * The broker's Slack text of an answer as card lines (mentions as people, no Slack markup), for
+ * the page to render: the result text and the structured answer's message.
+ */
+function readable(o: HostOutcome): Record<string, unknown> {
+  if (o.kind !== "result") return {};
+  const message = o.structured?.["message"];
+  return { textLine: slackTextLine(o.text), ...(typeof message === "string" ? { messageLine: slackTextLine(message) } : {}) };
 }
 
 const CONTINUE_MESSAGES = {

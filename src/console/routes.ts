@@ -7,6 +7,7 @@ import { refuse } from "./http.js";
 import type { PinsApi } from "./pins-api.js";
 import type { PlayApi } from "./play-api.js";
 import type { SseHub } from "./sse.js";
+import type { StandingApi } from "./standing.js";
 import type { StaticFile } from "./static-files.js";
 
 // The /console router: Host/Origin first (as on /mcp), then the session cookie on everything but
@@ -30,8 +31,12 @@ export interface ConsoleRouterDeps {
   readonly connections: ConnectionsApi;
   /** The admins' Tool changes panel (tool pinning). */
   readonly pins: PinsApi;
+  /** The Services panel: each service's next-call standing, decided by the broker's policy. */
+  readonly standing: StandingApi;
   readonly events: SseHub;
   readonly teamId: string;
+  /** How long a call waits for an owner's answer (the page shows the time left). */
+  readonly approvalTimeoutMs: number;
 }
 
 type Api = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, s: ConsoleSession) => Promise<void> | void;
@@ -39,13 +44,15 @@ type Api = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, s: Co
 /** Builds the handler of every request under /console. */
 export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
   const get: Record<string, Api> = {
-    session: (_q, res, _u, s) => sendJson(res, 200, { csrf: s.csrf, teamId: d.teamId }),
+    session: (_q, res, _u, s) => sendJson(res, 200, { csrf: s.csrf, teamId: d.teamId, approvalTimeoutMs: d.approvalTimeoutMs }),
     workspace: (_q, res) => d.play.workspace(res),
     threads: (_q, res, url) => d.play.threads(res, url),
     inbox: (_q, res, url) => d.play.inbox(res, url),
     notes: (_q, res, url) => d.play.notes(res, url),
     connections: (_q, res, url) => d.connections.list(res, url),
     audit: (_q, res, url) => d.connections.audit(res, url),
+    runs: (_q, res, url) => d.connections.runs(res, url),
+    standing: (_q, res, url) => d.standing.standing(res, url),
     "tool-changes": (_q, res, url) => d.pins.list(res, url),
     events: (_req, res) => d.events.open(res),
   };

@@ -14,6 +14,7 @@ const span = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("channel"), channelId: z.string() }).strict(),
   z.object({ kind: z.literal("thread"), thread, text: z.string() }).strict(),
   z.object({ kind: z.literal("date"), at: z.number() }).strict(),
+  z.object({ kind: z.literal("howto"), howto: z.enum(["revoke", "connect"]), service: z.string() }).strict(),
 ]);
 const line = z.array(span);
 
@@ -38,7 +39,7 @@ const action = z
 /** A card, strictly: unknown fields and kinds are refused. */
 export const cardSchema = z
   .object({
-    kind: z.enum(["approval", "approval_settled", "consent", "connection_ready", "needs_login", "revoked", "expired"]),
+    kind: z.enum(["approval", "approval_settled", "consent", "consent_used", "connection_ready", "needs_login", "revoked", "expired"]),
     title: line,
     summary: line.optional(),
     lines: z.array(line),

@@ -41,13 +41,26 @@ export type CardSpan =
   | { readonly kind: "user"; readonly userId: string }
   | { readonly kind: "channel"; readonly channelId: string }
   | { readonly kind: "thread"; readonly thread: ThreadRef; readonly text: string }
-  | { readonly kind: "date"; readonly at: number };
+  | { readonly kind: "date"; readonly at: number }
+  | { readonly kind: "howto"; readonly howto: Howto; readonly service: string };
+
+/** Where a person does something: Slack says the slash command, the console names its tab. */
+export type Howto = "revoke" | "connect";
+
+/** Where a card is read; each surface names the controls that exist there. */
+export type Surface = "slack" | "console";
+
+/** How `surface` tells a person to revoke or connect `service` (used after "with"). */
+export function howtoText(howto: Howto, service: string, surface: Surface): string {
+  if (surface === "slack") return howto === "revoke" ? "/connections" : `/connect ${service}`;
+  return howto === "revoke" ? "the Connections tab" : "the Connect button of Play a thread";
+}
 
 /** One line of a card: spans read left to right. */
 export type CardLine = readonly CardSpan[];
 
 /** What a card is about. */
-export type CardKind = "approval" | "approval_settled" | "consent" | "connection_ready" | "needs_login" | "revoked" | "expired";
+export type CardKind = "approval" | "approval_settled" | "consent" | "consent_used" | "connection_ready" | "needs_login" | "revoked" | "expired";
 
 /**
  * A button. Approval answers carry the decision as their id; `continue` mints a login link (Slack
@@ -84,7 +97,7 @@ export interface Card {
 }
 
 /** A card's text with people and places written by `names` (default: their ids), for facts and plain renderers. */
-export function plainLine(line: CardLine, names: (id: string) => string = (id) => id): string {
+export function plainLine(line: CardLine, names: (id: string) => string = (id) => id, surface: Surface = "slack"): string {
   return line
     .map((s) => {
       switch (s.kind) {
@@ -99,6 +112,8 @@ export function plainLine(line: CardLine, names: (id: string) => string = (id) =
           return `#${names(s.channelId)}`;
         case "date":
           return new Date(s.at).toISOString();
+        case "howto":
+          return howtoText(s.howto, s.service, surface);
       }
     })
     .join("");
@@ -118,15 +133,15 @@ export interface CardFactList {
 }
 
 /** Lists what `card` says (title, lines, every argument name and value, button labels). */
-export function cardFactList(card: Card, names?: (id: string) => string): CardFactList {
+export function cardFactList(card: Card, names?: (id: string) => string, surface: Surface = "slack"): CardFactList {
   const args = card.args && card.args.shown !== "too_large" ? card.args.args.map((a) => [a.name, a.text] as const) : [];
   return {
-    title: plainLine(card.title, names),
-    lines: card.lines.map((l) => plainLine(l, names)),
+    title: plainLine(card.title, names, surface),
+    lines: card.lines.map((l) => plainLine(l, names, surface)),
     ...(card.tool ? { tool: card.tool.name } : {}),
     args,
-    ...(card.notice ? { notice: plainLine(card.notice, names) } : {}),
-    ...(card.footer ? { footer: plainLine(card.footer, names) } : {}),
+    ...(card.notice ? { notice: plainLine(card.notice, names, surface) } : {}),
+    ...(card.footer ? { footer: plainLine(card.footer, names, surface) } : {}),
     actions: card.actions.map((a) => a.label),
   };
 }

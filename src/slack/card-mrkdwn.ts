@@ -1,4 +1,4 @@
-import type { Card, CardLine } from "../domain/card.js";
+import { howtoText, type Card, type CardLine } from "../domain/card.js";
 import type { Block } from "./slack-api.js";
 
 // Slack's renderer of card text: each span becomes mrkdwn, every piece of text escaped (inert), so
@@ -34,6 +34,8 @@ export function mrkdwnLine(line: CardLine): string {
           return `<https://slack.com/app_redirect?team=${s.thread.teamId}&channel=${s.thread.channelId}&message_ts=${s.thread.threadTs}|${esc(s.text)}>`;
         case "date":
           return when(s.at);
+        case "howto":
+          return esc(howtoText(s.howto, s.service, "slack"));
       }
     })
     .join("");

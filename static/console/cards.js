@@ -25,6 +25,8 @@ function span(s, names) {
       const d = new Date(s.at);
       return el("time", { datetime: d.toISOString(), text: d.toLocaleString() });
     }
+    // The console's own controls (Slack names its slash commands here).
+    case "howto": return document.createTextNode(s.howto === "revoke" ? "the Connections tab" : "the Connect button of Play a thread");
     default: return document.createTextNode("");
   }
 }

@@ -1,112 +1,76 @@
-// The Inbox, Connections, Workspace and Audit panels. Cards come from the server as the shared
-// card model and are rendered by cards.js; the page adds nothing to what they say.
+// The Connections, Workspace and Audit panels (the Inbox is inbox.js).
 
 import { getJson, postJson } from "./api.js";
-import { renderCard } from "./cards.js";
+import { refreshInbox } from "./inbox.js";
 import { refreshToolChanges } from "./pins.js";
-import { $, el, fillSelect, names, state, toast, when } from "./ui.js";
-
-// --- inbox
-
-const inboxItems = new Map(); // item id → item, of the inbox shown
-
-function cardItem(item) {
-  const answer = el("p", { class: "answer", role: "status" });
-  const card = renderCard(item.card, { names, onAction: (a, button) => act(item, a, button, answer) });
-  card.dataset.state = item.state;
-  card.dataset.item = item.id;
-  if (item.state === "settled") for (const b of card.querySelectorAll("button")) b.disabled = true;
-  card.append(answer);
-  return el("li", { "data-item": item.id }, card);
-}
-
-async function act(item, action, button, answer) {
-  if (action.id === "continue") {
-    // Opened inside the click (a popup needs the user's gesture), pointed at the link once minted.
-    const w = window.open("", "_blank");
-    if (w) w.opener = null;
-    try {
-      const { url } = await postJson("/console/api/continue", { itemId: item.id, asUserId: state.actor });
-      if (w) w.location.href = url;
-      answer.textContent = "The sign-in page opened in a new tab.";
-      answer.append(" ", el("a", { href: url, target: "_blank", rel: "noopener noreferrer", text: "Open it again" }));
-    } catch (err) {
-      w?.close();
-      answer.textContent = err.message;
-    }
-    return;
-  }
-  button.disabled = true;
-  try {
-    const r = await postJson("/console/api/decide", { approvalId: item.approvalId, decision: action.id, asUserId: state.actor });
-    answer.textContent = r.result === "applied" ? `${names(state.actor)} answered: ${action.label}.` : r.message;
-    if (r.result !== "applied") toast(r.message);
-  } catch (err) {
-    answer.textContent = err.message;
-  } finally {
-    button.disabled = false;
-  }
-}
-
-function drawInbox() {
-  const list = $("inbox");
-  list.textContent = "";
-  const items = [...inboxItems.values()].sort((a, b) => b.at - a.at);
-  for (const item of items) list.append(cardItem(item));
-  if (!items.length) list.append(el("li", { class: "hint", text: `${names(state.inboxUser)} has no cards.` }));
-  const open = items.filter((i) => i.state === "open").length;
-  $("inbox-count").textContent = open ? String(open) : "";
-  $("inbox-count").setAttribute("aria-label", open ? `${open} open` : "");
-}
-
-/** Reloads the inbox shown. */
-export async function refreshInbox() {
-  state.inboxUser = fillSelect($("inbox-user"), state.users.map((u) => [u.id, u.name]), state.inboxUser || state.actor);
-  const asked = state.inboxUser;
-  const { items } = await getJson("/console/api/inbox", { user: asked });
-  if (asked !== state.inboxUser) return; // another inbox was chosen meanwhile
-  inboxItems.clear();
-  for (const i of items) inboxItems.set(i.id, i);
-  drawInbox();
-}
-
-/** A card pushed by the server: shown at once when it is in the inbox shown. */
-export function onInbox(e) {
-  if (e.userId !== state.inboxUser) return;
-  const shown = $("inbox").querySelector(`li[data-item="${CSS.escape(e.item.id)}"]`);
-  inboxItems.set(e.item.id, e.item);
-  if (shown && e.item.state === "open") return; // keep an open card (and its answer line) as it is
-  drawInbox();
-}
+import { $, el, names, reveal, state, toast, when } from "./ui.js";
 
 // --- connections
 
-function revokeButton(kind, id, label) {
-  const b = el("button", { type: "button", class: "danger", text: label });
-  b.addEventListener("click", async () => {
-    b.disabled = true;
-    try {
-      const r = await postJson("/console/api/revoke", { kind, id, asUserId: state.actor });
-      toast(r.message);
-      await refreshConnections();
-    } catch (err) {
-      toast(err.message);
-      b.disabled = false;
-    }
-  });
-  return b;
-}
-
 function where(c) {
-  if (c.scope === "shared") return "shared identity";
+  if (c.scope === "shared") return "as the shared identity";
   if (c.scope === "user") return "everywhere";
-  return `thread ${c.channelId ? "#" + names(c.channelId) : ""}/${c.threadTs ?? ""}`;
+  return `for the thread in #${names(c.channelId ?? "")}`;
 }
 
+/**
+ * A revoke button that asks first, naming exactly what is revoked. The outcome is said under the
+ * list (`<list>-status`), which outlives the row: the list is redrawn once the revoke is seen.
+ */
+function revokeButton(kind, id, label, question, listId) {
+  const box = el("span", { class: "revoke" });
+  const status = $(`${listId}-status`);
+  const b = el("button", { type: "button", class: "danger", text: label });
+  const ask = () => {
+    const yes = el("button", { type: "button", class: "danger", text: "Yes, revoke" });
+    const no = el("button", { type: "button", text: "Cancel" });
+    const group = el(
+      "span",
+      { class: "confirm", role: "group", "aria-label": question },
+      el("span", { text: question }),
+      yes,
+      no,
+    );
+    no.addEventListener("click", () => {
+      group.replaceWith(b);
+      b.focus();
+    });
+    yes.addEventListener("click", async () => {
+      yes.disabled = no.disabled = true;
+      status.textContent = "Revoking…";
+      try {
+        const r = await postJson("/console/api/revoke", { kind, id, asUserId: state.actor });
+        status.textContent = r.message;
+        toast(r.message);
+        group.remove();
+      } catch (err) {
+        status.textContent = err.message;
+        group.replaceWith(b);
+      }
+      reveal(status);
+    });
+    b.replaceWith(group);
+    yes.focus();
+  };
+  b.addEventListener("click", ask);
+  box.append(b);
+  return box;
+}
+
+/** Redraws a list; a row whose revoke is being confirmed stays as it is (a live update never takes it away). */
 function fillList(id, rows, empty, render) {
   const list = $(id);
+  const asking = new Map(
+    [...list.querySelectorAll("li[data-key]")]
+      .filter((li) => li.querySelector(".confirm"))
+      .map((li) => [li.dataset.key, li]),
+  );
   list.textContent = "";
-  for (const r of rows) list.append(render(r));
+  for (const r of rows) {
+    const li = asking.get(r.id) ?? render(r);
+    li.dataset.key = r.id;
+    list.append(li);
+  }
   if (!rows.length) list.append(el("li", { class: "hint", text: empty }));
 }
 
@@ -115,50 +79,108 @@ export async function refreshConnections() {
   const asked = state.actor;
   const m = await getJson("/console/api/connections", { user: asked });
   if (asked !== state.actor) return; // someone else is acting now
-  fillList("my-connections", m.mine, "No connections.", (c) =>
-    el("li", {}, el("span", { class: "grow" }, el("strong", { text: c.service }), ` ${where(c)}, ${c.status}, expires ${when(c.expiresAt)}`), revokeButton("connection", c.id, `Revoke my ${c.service} connection`)));
+  fillList("my-connections", m.mine, "No connections yet: connect a service from Play a thread.", (c) =>
+    el(
+      "li",
+      {},
+      el(
+        "span",
+        { class: "grow" },
+        el("strong", { text: c.service }),
+        ` ${where(c)}, ${c.status === "active" ? "active" : "needs a new login"}, expires ${when(c.expiresAt)}`,
+      ),
+      revokeButton(
+        "connection",
+        c.id,
+        `Revoke my ${c.service} connection`,
+        `Revoke your ${c.service} connection ${where(c)}?`,
+        "my-connections",
+      ),
+    ),
+  );
   fillList("grants-given", m.grantsGiven, "None.", (g) =>
-    el("li", {}, el("span", { class: "grow", text: `${names(g.borrower)} may use your ${g.service} account in #${names(g.channelId)}/${g.threadTs}` }), revokeButton("grant", g.id, `Revoke ${names(g.borrower)}'s grant`)));
+    el(
+      "li",
+      {},
+      el("span", {
+        class: "grow",
+        text: `${names(g.borrower)} may use your ${g.service} account in a thread of #${names(g.channelId)}`,
+      }),
+      revokeButton(
+        "grant",
+        g.id,
+        `Revoke ${names(g.borrower)}'s grant`,
+        `Stop ${names(g.borrower)} using your ${g.service} account there?`,
+        "grants-given",
+      ),
+    ),
+  );
   fillList("grants-received", m.grantsReceived, "None.", (g) =>
-    el("li", {}, el("span", { class: "grow", text: `You may use ${names(g.owner)}'s ${g.service} account in #${names(g.channelId)}/${g.threadTs}` }), revokeButton("grant", g.id, `Give back ${names(g.owner)}'s grant`)));
+    el(
+      "li",
+      {},
+      el("span", {
+        class: "grow",
+        text: `You may use ${names(g.owner)}'s ${g.service} account in a thread of #${names(g.channelId)}`,
+      }),
+      revokeButton(
+        "grant",
+        g.id,
+        `Give back ${names(g.owner)}'s grant`,
+        `Give back ${names(g.owner)}'s ${g.service} grant?`,
+        "grants-received",
+      ),
+    ),
+  );
   $("admin-box").hidden = !m.admin;
   if (m.admin) {
-    fillList("team-connections", m.admin.all, "No connections in the team.", (c) =>
-      el("li", {}, el("span", { class: "grow" }, el("strong", { text: c.service }), ` of ${c.owner ? names(c.owner) : "the shared identity"}, ${where(c)}, ${c.status}`), revokeButton("admin", c.id, `Revoke ${c.owner ? names(c.owner) + "'s" : "the shared"} ${c.service} connection`)));
+    fillList("team-connections", m.admin.all, "No connections in the team.", (c) => {
+      const whose = c.owner ? `${names(c.owner)}'s` : "the shared";
+      return el(
+        "li",
+        {},
+        el(
+          "span",
+          { class: "grow" },
+          el("strong", { text: c.service }),
+          ` of ${c.owner ? names(c.owner) : "the shared identity"}, ${where(c)}, ${c.status === "active" ? "active" : "needs a new login"}`,
+        ),
+        revokeButton(
+          "admin",
+          c.id,
+          `Revoke ${whose} ${c.service} connection`,
+          `Revoke ${whose} ${c.service} connection ${where(c)}? Its credential is wiped and its grants end.`,
+          "team-connections",
+        ),
+      );
+    });
   }
   await refreshToolChanges(Boolean(m.admin));
 }
 
-// --- workspace
-
-/** Redraws people and channel membership. */
-export function drawWorkspace() {
-  fillList("users", state.users, "Nobody.", (u) => el("li", {}, el("strong", { text: u.name }), ` ${u.id}`, u.admin ? el("span", { class: "badge", text: "admin" }) : null));
-  const box = $("channels");
-  box.textContent = "";
-  for (const c of state.channels) {
-    const fs = el("fieldset", {}, el("legend", { text: `#${c.name} members` }));
-    for (const u of state.users) {
-      const cb = el("input", { type: "checkbox", id: `m-${c.id}-${u.id}` });
-      cb.checked = c.members.includes(u.id);
-      cb.addEventListener("change", async () => {
-        try {
-          await postJson("/console/api/membership", { channelId: c.id, userId: u.id, member: cb.checked });
-          toast(`${u.name} ${cb.checked ? "joined" : "left"} #${c.name}; the next call sees it.`);
-        } catch (err) {
-          cb.checked = !cb.checked;
-          toast(err.message);
-        }
-      });
-      fs.append(el("label", { class: "check", for: cb.id }, cb, `${u.name} is a member of #${c.name}`));
-    }
-    box.append(fs);
-  }
-}
-
 // --- audit
 
-const AUDIT_EVENTS = ["call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked", "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed", "login_started", "login_completed", "login_refused", "admin_action", "tool_pin"];
+const AUDIT_EVENTS = [
+  "call_started",
+  "call",
+  "call_denied",
+  "approval_requested",
+  "approval_decided",
+  "approval_rejected_click",
+  "grant_created",
+  "grant_revoked",
+  "connection_created",
+  "connection_replaced",
+  "connection_revoked",
+  "connection_expired",
+  "connection_needs_login",
+  "connection_refreshed",
+  "login_started",
+  "login_completed",
+  "login_refused",
+  "admin_action",
+  "tool_pin",
+];
 const MAX_AUDIT_ROWS = 500;
 const shownSeqs = new Set();
 
@@ -174,10 +196,36 @@ function matches(r, f) {
 }
 
 function auditRow(r) {
-  const answered = r.event === "approval_rejected_click" ? "clicked by" : r.event === "approval_decided" ? "answered by" : "approved by";
-  const actor = r.actor && r.actor !== r.callerUserId && r.actor !== r.approverUserId ? r.actor.replace(/^admin:/, "admin ") : "";
-  const who = [r.callerUserId && `caller ${names(r.callerUserId)}`, r.ownerUserId && `owner ${names(r.ownerUserId)}`, r.approverUserId && `${answered} ${names(r.approverUserId)}`, actor && `by ${actor.replace(/[A-Z][A-Z0-9_]+$/, (id) => names(id))}`].filter(Boolean).join(", ");
-  return el("tr", { "data-seq": String(r.seq) }, el("td", {}, el("time", { datetime: new Date(r.at).toISOString(), text: new Date(r.at).toLocaleTimeString() })), el("td", { text: r.event }), el("td", { text: who }), el("td", { text: [r.service, r.tool].filter(Boolean).join(" · ") }), el("td", { text: [r.decision, r.errorCode].filter(Boolean).join(" ") }));
+  const answered =
+    r.event === "approval_rejected_click"
+      ? "clicked by"
+      : r.event === "approval_decided"
+        ? "answered by"
+        : "approved by";
+  const actor =
+    r.actor && r.actor !== r.callerUserId && r.actor !== r.approverUserId ? r.actor.replace(/^admin:/, "admin ") : "";
+  const who = [
+    r.callerUserId && `caller ${names(r.callerUserId)}`,
+    r.ownerUserId && `owner ${names(r.ownerUserId)}`,
+    r.approverUserId && `${answered} ${names(r.approverUserId)}`,
+    actor && `by ${actor.replace(/[A-Z][A-Z0-9_]+$/, (id) => names(id))}`,
+  ]
+    .filter(Boolean)
+    .join(", ");
+  const decision = [...new Set([r.decision, r.errorCode].filter(Boolean))].join(", ");
+  // Each cell carries its column's name, shown only when rows are stacked (narrow screens).
+  const cell = (label, ...kids) =>
+    el("td", { role: "cell" }, el("span", { class: "cell-label", "aria-hidden": "true", text: label }), ...kids);
+  const at = new Date(r.at);
+  return el(
+    "tr",
+    { role: "row", "data-seq": String(r.seq) },
+    cell("When", el("time", { datetime: at.toISOString(), text: at.toLocaleTimeString() })),
+    cell("Event", r.event),
+    cell("Who", who),
+    cell("Service / tool", [r.service, r.tool].filter(Boolean).join(" · ")),
+    cell("Decision", decision),
+  );
 }
 
 /** Reloads the audit table with the filters. */
@@ -191,6 +239,7 @@ export async function refreshAudit() {
     shownSeqs.add(r.seq);
     body.append(auditRow(r));
   }
+  $("audit-empty").hidden = rows.length > 0;
 }
 
 /** New audit rows pushed by the server: prepended when they pass the filters. */
@@ -203,12 +252,19 @@ export function onAudit({ rows }) {
     body.prepend(auditRow(r));
   }
   while (body.rows.length > MAX_AUDIT_ROWS) body.deleteRow(-1);
+  $("audit-empty").hidden = body.rows.length > 0;
 }
 
 /** Wires the panels' controls. */
 export function initPanels() {
-  $("inbox-user").addEventListener("change", () => { state.inboxUser = $("inbox-user").value; refreshInbox().catch((e) => toast(e.message)); });
+  $("inbox-user").addEventListener("change", () => {
+    state.inboxUser = $("inbox-user").value;
+    refreshInbox().catch((e) => toast(e.message));
+  });
   for (const e of AUDIT_EVENTS) $("audit-event").append(el("option", { value: e, text: e }));
   $("audit-filters").addEventListener("change", () => refreshAudit().catch((e) => toast(e.message)));
-  $("audit-filters").addEventListener("submit", (ev) => { ev.preventDefault(); refreshAudit().catch((e) => toast(e.message)); });
+  $("audit-filters").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    refreshAudit().catch((e) => toast(e.message));
+  });
 }

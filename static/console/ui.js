@@ -9,6 +9,8 @@ export const state = {
   channelId: "",
   threadTs: "",
   inboxUser: "",
+  /** How long a call waits for an owner's answer (from the session). */
+  approvalTimeoutMs: 0,
 };
 
 /** document.getElementById. */
@@ -54,4 +56,25 @@ export function fillSelect(select, options, selected) {
 /** A date as the reader's local time. */
 export function when(at) {
   return new Date(at).toLocaleString();
+}
+
+/** Brings a piece of feedback into view (without moving the page when it is already visible). */
+export function reveal(node) {
+  node.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+}
+
+/** `fn` run once `ms` after the last of a burst of calls (a burst of events reloads a panel once). */
+export function debounce(fn, ms = 120) {
+  let timer;
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(fn, ms);
+  };
+}
+
+/** A fresh id for one broker call of the page (progress events name it). */
+export function newRunId() {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return "run_" + btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }

@@ -98,7 +98,7 @@ describe("one card rendered by Slack and by the console says the same facts", ()
     const card = approvalCard(m);
     const html = await htmlFacts(card);
     const { html: markup, ...facts } = html;
-    expect(facts).toEqual({ ...cardFactList(card), args: cardFactList(card).args.map(([k, v]) => [k, v]) });
+    expect(facts).toEqual({ ...cardFactList(card, undefined, "console"), args: cardFactList(card, undefined, "console").args.map(([k, v]) => [k, v]) });
     // The Slack renderer shows the same arguments and buttons.
     const blocks = approvalCardBlocks(approval, m);
     expect(facts.args).toEqual([...argumentsShown(blocks).entries()]);
@@ -116,7 +116,7 @@ describe("one card rendered by Slack and by the console says the same facts", ()
     const red = model({ token: "canary-secret-value-42" }, false, new Redactor(["canary-secret-value-42"]));
     const r = await htmlFacts(approvalCard(red));
     const { html, ...facts } = r;
-    expect(facts).toEqual({ ...cardFactList(approvalCard(red)), args: cardFactList(approvalCard(red)).args.map(([k, v]) => [k, v]) });
+    expect(facts).toEqual({ ...cardFactList(approvalCard(red), undefined, "console"), args: cardFactList(approvalCard(red), undefined, "console").args.map(([k, v]) => [k, v]) });
     expect(r.actions).toEqual(["Deny"]);
     expect(html).not.toContain("canary-secret-value-42");
   });
@@ -130,7 +130,7 @@ describe("one card rendered by Slack and by the console says the same facts", ()
     const conn: Connection = { id: "conn_1", teamId: "T_LOCAL", ownerUserId: "U_ALICE", service: "demo", scope: "thread", channelId: "C_GENERAL", threadTs: "1.000001", status: "active", sealed: null, label: null, createdBy: "U_ALICE", createdAt: 0, updatedAt: 0, expiresAt: 8 * 3_600_000, endedAt: null, endedReason: null };
     for (const card of [consentCard(demo, { kind: "continue" }), consentCard(demo, { kind: "link", url: "http://127.0.0.1:1/login/l/abc" }), connectionReadyCard(conn, demo), revokedCard(conn, "U_CAROL")]) {
       const { html: _html, ...facts } = await htmlFacts(card);
-      expect(facts).toEqual({ ...cardFactList(card), args: [] });
+      expect(facts).toEqual({ ...cardFactList(card, undefined, "console"), args: [] });
     }
   });
 });

@@ -72,9 +72,8 @@ describe("the console, as a new user meets it", () => {
     // --- Alice starts a thread and connects the demo service: consent card → live view → paste → saved.
     await actAs("Alice");
     await page.getByRole("button", { name: "Start a new thread" }).click();
-    await visible(page.getByText(/^Thread C_GENERAL\/\d+\.\d+; calls run as Alice\.$/));
+    await visible(page.getByText(/^Thread in #general; calls run as Alice\.$/));
     expect(await page.getByRole("combobox", { name: "Thread" }).locator("option:checked").textContent()).toMatch(/^Alice's thread/);
-    await page.getByRole("button", { name: "Refresh" }).click();
     await page.getByRole("button", { name: "Connect Demo notes" }).click();
     await finishedRun("Alice", "connect demo");
     await openTab(/^Inbox/);
@@ -143,13 +142,14 @@ describe("the console, as a new user meets it", () => {
     await actAs("Carol (admin)");
     await openTab(/^Connections/);
     await page.getByRole("button", { name: "Revoke Alice's demo connection" }).click();
-    await visible(page.getByRole("alert").filter({ hasText: /^Revoked conn_/ }));
+    await page.getByRole("button", { name: "Yes, revoke" }).click();
+    await visible(page.getByRole("alert").filter({ hasText: /^Revoked Alice's demo connection for the thread in #general\./ }));
     await actAs("Bob");
     await useTool("notes", "list_notes");
     await page.getByRole("button", { name: "Run list_notes" }).click();
     const refused = await finishedRun("Bob", "demo · list_notes");
     expect(await refused.getAttribute("data-state")).toBe("refused");
-    await visible(refused.getByRole("status").filter({ hasText: "Refused: needs_connect" }));
+    await visible(refused.getByRole("status").filter({ hasText: "Not run: needs_connect" }));
 
     // --- The audit tail shows each step.
     await openTab(/^Audit/);

@@ -3,13 +3,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DOCS, FILE_VARIANTS, ROOT, read, schemaVariables } from "./sources.js";
 
-// Docs say what is: the environment variables named by src/config/env.ts, the README's table and
+// Docs say what is: the environment variables named by src/config/env.ts, docs/configuration.md's table and
 // .env.example are the same set; every `src/…` path a doc names exists; nothing built is "coming".
 
-/** Names in the first cell of the README's environment table rows. */
+/** Names in the first cell of the environment table rows of docs/configuration.md. */
 function readmeVariables(): Set<string> {
   const names = new Set<string>();
-  for (const line of read("README.md").split("\n")) {
+  for (const line of read("docs/configuration.md").split("\n")) {
     const cell = /^\| ([^|]+) \|/.exec(line)?.[1];
     if (!cell) continue;
     for (const m of cell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
@@ -29,14 +29,14 @@ const minus = (a: Set<string>, b: Set<string>): string[] => sorted([...a].filter
 const FUTURE_MARKER = /\b(coming|not yet built|not built yet|not yet implemented|planned)\b/gi;
 
 describe("docs say what is", () => {
-  it("src/config/env.ts, the README environment table and .env.example name the same variables", () => {
+  it("src/config/env.ts, the environment table of docs/configuration.md and .env.example name the same variables", () => {
     const schema = schemaVariables();
     expect(schema.size).toBeGreaterThan(30);
     const known = new Set([...schema, ...FILE_VARIANTS]);
     const readme = readmeVariables();
     const example = exampleVariables();
-    expect(minus(schema, readme), "read by env.ts but missing from the README table").toEqual([]);
-    expect(minus(readme, known), "in the README table but read by nothing").toEqual([]);
+    expect(minus(schema, readme), "read by env.ts but missing from the docs/configuration.md table").toEqual([]);
+    expect(minus(readme, known), "in the docs/configuration.md table but read by nothing").toEqual([]);
     expect(minus(schema, example), "read by env.ts but missing from .env.example").toEqual([]);
     expect(minus(example, known), "in .env.example but read by nothing").toEqual([]);
   });

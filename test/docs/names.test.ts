@@ -110,8 +110,8 @@ describe("docs name what the code knows", () => {
     const vars = envVariables();
     expect(vars.size).toBeGreaterThan(30);
     const docs = DOCS.map((d) => [d, read(d)] as const);
-    const missing = sorted([...vars].filter((v) => !v.endsWith("_FILE") && !docs.some(([d, t]) => d !== "README.md" && new RegExp(`\\b${v}\\b`).test(t))));
-    expect(missing.map((v) => `environment variable ${v} is documented in no page under docs/ (only README.md or nowhere)`)).toEqual([]);
+    const missing = sorted([...vars].filter((v) => !v.endsWith("_FILE") && !docs.some(([d, t]) => d !== "README.md" && d !== "docs/configuration.md" && new RegExp(`\\b${v}\\b`).test(t))));
+    expect(missing.map((v) => `environment variable ${v} is documented in no topic page under docs/ (only the reference table or nowhere)`)).toEqual([]);
     const unknown: string[] = [];
     for (const [d, t] of docs) {
       for (const m of t.matchAll(/\b((?:SLAUDE|SLACK)_[A-Z0-9_]*[A-Z0-9])\b/g)) if (!vars.has(m[1]!)) unknown.push(`${d} names ${m[1]}, which src/config/env.ts does not read`);

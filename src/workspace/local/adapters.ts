@@ -2,7 +2,7 @@ import type { ApprovalCard } from "../../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../approvals/channel.js";
 import type { ConsentNotifier } from "../../broker/ports.js";
 import { approvalCard, approvalSettledCard, approvalThreadNote } from "../../cards/approval-cards.js";
-import { connectionReadyCard, consentCard, expiredCard, needsLoginCard, revokedCard } from "../../cards/notice-cards.js";
+import { connectionReadyCard, consentCard, consentUsedCard, expiredCard, needsLoginCard, revokedCard } from "../../cards/notice-cards.js";
 import type { Service, ServiceRegistry } from "../../config/registry.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { Logger } from "../../log/logger.js";
@@ -73,6 +73,7 @@ export class LocalConsent implements ConsentNotifier {
 export class LocalOwnerNotices implements OwnerNotices {
   constructor(private readonly ws: LocalWorkspaceService) {}
   async connectionReady(session: LoginSession, connection: Connection, service: Service): Promise<void> {
+    await this.ws.settleConsent(session.userId, service.name, consentUsedCard(service, connection));
     await this.ws.deliver(session.userId, connectionReadyCard(connection, service));
   }
   async needsLogin(connection: Connection): Promise<void> {

@@ -188,6 +188,13 @@ export class LocalWorkspaceService implements LocalWorkspace {
     if (item) await this.update(item.id, card, "settled");
   }
 
+  /** Settles the user's open consent cards of a service once a sign-in connected it (their links are used). */
+  async settleConsent(userId: string, service: string, card: Card): Promise<void> {
+    for (const r of await this.deps.store.workspace.inbox(this.teamId, userId, this.limits.inboxPerUser)) {
+      if (r.state === "open" && r.card.kind === "consent" && r.subject?.service === service) await this.update(r.id, card, "settled");
+    }
+  }
+
   private async update(id: string, card: Card, state: "open" | "settled"): Promise<void> {
     const updated = await this.deps.store.workspace.updateInbox(id, card, state);
     if (updated) this.emit({ type: "inbox", userId: updated.userId, item: toItem(updated) });

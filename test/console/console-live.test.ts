@@ -1,0 +1,315 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, startServe, type ServeProcess } from "./serve.js";
+
+// Three people at three open pages of one console (a server started as `npm start` starts it),
+// at 1280×800 and at 390×844: every panel follows what the others do without a reload (a connect,
+// a decision, a revoke), cards settle and leave the badge of the person acting, the Services panel
+// says what the next call answers (Carol revokes Alice's thread connection: the panel says needs
+// connect and the call answers needs_connect), the JSON arguments replace the form, every action
+// answers within the viewport, no Slack markup is ever visible and nothing scrolls sideways.
+
+const WAIT = 45_000;
+const IMAGES = fileURLToPath(new URL("../../docs/images/", import.meta.url));
+const SLACK_MARKUP = /<[@#!][A-Za-z0-9^|._-]*>/;
+
+let dir: string;
+let server: ServeProcess;
+let browser: Browser;
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  mkdirSync(IMAGES, { recursive: true });
+  dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-live-"));
+  server = await startServe(dir);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const visible = (l: Locator) => l.waitFor({ state: "visible", timeout: WAIT });
+
+interface Person {
+  readonly page: Page;
+  readonly context: BrowserContext;
+  readonly errors: string[];
+}
+
+async function open(name: string, viewport: { width: number; height: number }): Promise<Person> {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(server.consoleUrl);
+  await visible(page.getByRole("status").filter({ hasText: /^Live$/ }));
+  await page.getByLabel("Acting as").selectOption({ label: name });
+  await page
+    .getByText(new RegExp(`calls run as ${name.replace(/ \(admin\)$/, "")}\\.`))
+    .waitFor({ state: "attached", timeout: WAIT });
+  return { page, context, errors };
+}
+
+const tab = (p: Page, name: RegExp) => p.getByRole("tab", { name }).click();
+
+/** The Services panel's row of the demo service once it says `standing`. */
+async function demoStanding(p: Page, standing: string): Promise<Locator> {
+  const row = p.locator('#services li[data-service="demo"]');
+  await expect.poll(() => row.getAttribute("data-standing"), { timeout: WAIT }).toBe(standing);
+  return row;
+}
+
+/** The Inbox badge of the person acting ("" when nothing waits for them). */
+const badge = (p: Page) => p.locator("#inbox-count").textContent();
+
+/** Asserts `l` is (at least partly) inside the page's viewport: feedback the person sees where they act. */
+async function inViewport(p: Page, l: Locator): Promise<void> {
+  await visible(l);
+  const box = await l.boundingBox();
+  const v = p.viewportSize()!;
+  expect(box, "feedback has a box").not.toBeNull();
+  expect(
+    box!.y < v.height && box!.y + box!.height > 0 && box!.x < v.width && box!.x + box!.width > 0,
+    `in the ${v.width}×${v.height} viewport`,
+  ).toBe(true);
+}
+
+async function noSlackMarkup(p: Page): Promise<void> {
+  expect(await p.locator("body").innerText()).not.toMatch(SLACK_MARKUP);
+}
+
+async function noSidewaysScroll(p: Page): Promise<void> {
+  expect(
+    await p.evaluate(() => {
+      const root = (
+        globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+      ).document.documentElement;
+      return root.scrollWidth - root.clientWidth;
+    }),
+  ).toBeLessThanOrEqual(0);
+}
+
+async function useTool(p: Page, query: string, tool: string): Promise<void> {
+  await tab(p, /^Play a thread/);
+  await p.getByRole("searchbox", { name: "Search" }).fill(query);
+  await p.getByRole("button", { name: "Search tools" }).click();
+  await p.getByRole("button", { name: `Use ${tool}` }).click();
+  await visible(p.getByRole("button", { name: `Run ${tool}` }));
+}
+
+/** The newest run of `who` calling `label`, once it answered. */
+async function finishedRun(p: Page, who: string, label: string): Promise<Locator> {
+  const run = p.getByRole("article", { name: new RegExp(`^Run \\d+: ${who} · ${label}$`) }).first();
+  await visible(run);
+  await expect.poll(() => run.getAttribute("data-state"), { timeout: WAIT }).not.toBe("running");
+  return run;
+}
+
+async function story(viewport: { width: number; height: number }): Promise<void> {
+  const size = `${viewport.width}x${viewport.height}`;
+  const alice = await open("Alice", viewport);
+  const bob = await open("Bob", viewport);
+  const carol = await open("Carol (admin)", viewport);
+  const everyone = [alice, bob, carol];
+
+  // --- Alice starts a thread; Bob follows it. Nothing is connected there: both panels say so.
+  await alice.page.getByRole("button", { name: "Start a new thread" }).click();
+  await inViewport(
+    alice.page,
+    alice.page.getByRole("alert").filter({ hasText: "Alice started a thread in #general." }),
+  );
+  await demoStanding(alice.page, "needs_connect");
+  await expect
+    .poll(() => bob.page.getByRole("combobox", { name: "Thread" }).locator("option").count(), { timeout: WAIT })
+    .toBeGreaterThan(0);
+  await bob.page.getByRole("combobox", { name: "Thread" }).selectOption({ index: 0 });
+  await demoStanding(bob.page, "needs_connect");
+  // The tools of the first service are listed on first load, not an empty box.
+  await visible(alice.page.getByRole("button", { name: "Use list_notes" }));
+
+  // --- Alice connects: the consent card, its sign-in page, then every page follows without a reload.
+  const connectRow = await demoStanding(alice.page, "needs_connect");
+  await connectRow.getByRole("button", { name: "Connect Demo notes" }).click();
+  const connectRun = await finishedRun(alice.page, "Alice", "connect demo");
+  await inViewport(alice.page, connectRun.getByRole("status"));
+  await visible(connectRun.getByText("I've sent @Alice a private card to connect demo.", { exact: false }));
+  // The broker's sentence once (not again as the raw text beside it).
+  expect(await connectRun.locator("p.message, pre.text").filter({ hasText: "I've sent" }).count()).toBe(1);
+  await noSlackMarkup(alice.page);
+  await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("1");
+  await tab(alice.page, /^Inbox/);
+  const consent = alice.page
+    .getByRole("article")
+    .filter({ has: alice.page.getByRole("button", { name: "Continue" }) })
+    .first();
+  await visible(consent);
+  expect(await consent.innerText()).not.toContain("/connections");
+  const [login] = await Promise.all([
+    alice.context.waitForEvent("page", { timeout: WAIT }),
+    consent.getByRole("button", { name: "Continue" }).click(),
+  ]);
+  await login.waitForURL(/\/login\/l\//, { timeout: WAIT });
+  await login.getByLabel("Demo token").fill("demo-alice-a1b2c3d4");
+  await login.getByRole("button", { name: "Save" }).click();
+  await expect.poll(() => login.getByRole("status").getAttribute("data-state"), { timeout: WAIT }).toBe("captured");
+  await login.close();
+  // The used consent card settles and leaves the badge; no card offers a control that is not here.
+  await visible(alice.page.getByRole("heading", { name: "Demo notes connected" }).first());
+  await expect.poll(() => alice.page.locator('#inbox article[data-state="open"]').count(), { timeout: WAIT }).toBe(0);
+  await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("");
+  expect(await alice.page.locator("#inbox").innerText()).not.toMatch(/\/connect\b|\/connections\b/);
+  await tab(alice.page, /^Play a thread/);
+  const own = await demoStanding(alice.page, "own");
+  expect(await own.getByRole("button", { name: /Connect/ }).count()).toBe(0);
+  await demoStanding(bob.page, "needs_approval");
+  await tab(carol.page, /^Connections/);
+  await visible(carol.page.getByRole("button", { name: "Revoke Alice's demo connection" }));
+
+  // --- Bob borrows: his run shows the wait and its time left; Alice's decision in her page ends it.
+  await useTool(bob.page, "notes", "list_notes");
+  await bob.page.getByRole("button", { name: "Run list_notes" }).click();
+  const wait = bob.page.getByText(/^Waiting for Alice to approve list_notes: \d+:\d\d left\.$/);
+  await inViewport(bob.page, wait);
+  await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("1");
+  await tab(alice.page, /^Inbox/);
+  const ask = alice.page
+    .getByRole("article")
+    .filter({ has: alice.page.getByRole("button", { name: "Allow for thread" }) })
+    .first();
+  await visible(ask);
+  await noSlackMarkup(alice.page);
+  await alice.page.screenshot({ path: path.join(ARTIFACTS, `inbox-${size}.png`) });
+  await ask.getByRole("button", { name: "Allow for thread" }).click();
+  // The card settles where it was, with the outcome of the click beside it.
+  const settled = alice.page
+    .getByRole("article")
+    .filter({ has: alice.page.getByRole("heading", { name: "Request allowed for this thread" }) })
+    .first();
+  await inViewport(alice.page, settled);
+  await visible(settled.getByRole("status").filter({ hasText: "Alice answered: Allow for thread." }));
+  await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("");
+  const borrowed = await finishedRun(bob.page, "Bob", "demo · list_notes");
+  expect(await borrowed.getAttribute("data-state")).toBe("ok");
+  await inViewport(bob.page, borrowed.getByText("Ran on Alice's account (Alice allowed it for this thread)"));
+  await demoStanding(bob.page, "grant");
+  await noSlackMarkup(bob.page);
+  if (viewport.width === 1280) {
+    // The README's picture: the top of Bob's page (thread, what each call gets, the tools).
+    await bob.page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
+    await bob.page.screenshot({ path: path.join(IMAGES, "console-1280x800.png") });
+  }
+
+  // --- Bob writes through the JSON editor, which replaces the form: a bad object is refused beside it.
+  await useTool(bob.page, "note", "add_note");
+  await bob.page.getByRole("checkbox", { name: "Edit arguments as JSON" }).check();
+  expect(await bob.page.getByLabel("title (required)").isVisible()).toBe(false);
+  const editor = bob.page.getByRole("textbox", { name: "Arguments (JSON)" });
+  await editor.fill("{ title: Buy milk");
+  await bob.page.getByRole("button", { name: "Run add_note" }).click();
+  await inViewport(bob.page, bob.page.getByText(/^Not valid JSON/));
+  expect(await editor.getAttribute("aria-invalid")).toBe("true");
+  await editor.fill('{ "title": "Buy milk" }');
+  await bob.page.getByRole("button", { name: "Run add_note" }).click();
+  await visible(bob.page.getByText(/^Waiting for Alice to approve add_note/));
+  await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("1");
+  const once = alice.page
+    .getByRole("article")
+    .filter({ hasText: "add_note" })
+    .filter({ has: alice.page.getByRole("button", { name: "Just once" }) })
+    .first();
+  await once.getByRole("button", { name: "Just once" }).click();
+  const wrote = await finishedRun(bob.page, "Bob", "demo · add_note");
+  expect(await wrote.getAttribute("data-state")).toBe("ok");
+  await visible(wrote.getByText("Ran on Alice's account (Alice allowed it once)"));
+  await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("");
+
+  // --- Carol revokes Alice's thread connection, confirming what she revokes.
+  const revoke = carol.page.getByRole("button", { name: "Revoke Alice's demo connection" });
+  await revoke.click();
+  const confirm = carol.page.getByRole("group", {
+    name: /^Revoke Alice's demo connection for the thread in #general\?/,
+  });
+  await inViewport(carol.page, confirm);
+  await confirm.getByRole("button", { name: "Yes, revoke" }).click();
+  await inViewport(
+    carol.page,
+    carol.page.getByRole("status").filter({ hasText: /^Revoked Alice's demo connection for the thread in #general\./ }),
+  );
+  // Every open page follows: the panel says needs connect, and Alice's next call answers needs_connect.
+  await tab(alice.page, /^Play a thread/);
+  await demoStanding(alice.page, "needs_connect");
+  await demoStanding(bob.page, "needs_connect");
+  await tab(alice.page, /^Connections/);
+  await visible(alice.page.getByText("No connections yet: connect a service from Play a thread."));
+  await useTool(alice.page, "notes", "list_notes");
+  await alice.page.getByRole("button", { name: "Run list_notes" }).click();
+  const refused = await finishedRun(alice.page, "Alice", "demo · list_notes");
+  expect(await refused.getAttribute("data-code")).toBe("needs_connect");
+  await inViewport(alice.page, refused.getByRole("status"));
+  // Alice's notice tells her what works here (the console's control, not a Slack command).
+  await tab(alice.page, /^Inbox/);
+  const notice = alice.page
+    .getByRole("article")
+    .filter({ has: alice.page.getByRole("heading", { name: "demo connection revoked" }) })
+    .first();
+  await visible(notice.getByText(/Connect again with the Connect button of Play a thread/));
+  await tab(alice.page, /^Play a thread/);
+
+  // --- The audit names no code twice; the thread's runs outlive a reload.
+  await tab(carol.page, /^Audit/);
+  const audit = carol.page.getByRole("table", { name: /Audit log/ });
+  await visible(audit.getByRole("cell", { name: "connection_revoked", exact: true }).first());
+  expect(await audit.innerText()).not.toMatch(/needs_connect,? needs_connect/);
+  await bob.page.reload();
+  await visible(bob.page.getByRole("status").filter({ hasText: /^Live$/ }));
+  await bob.page.getByLabel("Acting as").selectOption({ label: "Bob" });
+  await bob.page.getByRole("combobox", { name: "Thread" }).selectOption({ index: 0 });
+  await visible(
+    bob.page.locator("#history li", { hasText: "Bob · demo · list_notes: ran on Alice's account" }).first(),
+  );
+
+  // --- Every panel of every page: no Slack markup, nothing sideways; at phone width every tab reachable.
+  for (const p of everyone.map((x) => x.page)) {
+    for (const name of [/^Play a thread/, /^Inbox/, /^Connections/, /^Workspace/, /^Audit/]) {
+      const t = p.getByRole("tab", { name });
+      const box = await t.boundingBox();
+      expect(box && box.x >= 0 && box.x + box.width <= viewport.width, `tab ${name} on screen`).toBe(true);
+      await t.click();
+      await noSlackMarkup(p);
+      await noSidewaysScroll(p);
+    }
+  }
+  if (viewport.width < 500) {
+    // The audit's Decision is on screen in a stacked row.
+    const cell = audit.getByRole("cell").filter({ hasText: "allowed_once" }).first();
+    await cell.scrollIntoViewIfNeeded();
+    const box = await cell.boundingBox();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(viewport.width);
+    await carol.page.screenshot({ path: path.join(ARTIFACTS, `audit-${size}.png`) });
+    await tab(bob.page, /^Play a thread/);
+    await bob.page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
+    await bob.page.screenshot({ path: path.join(IMAGES, "console-390x844.png") });
+  }
+  for (const x of everyone) {
+    await x.page.screenshot({
+      path: path.join(
+        ARTIFACTS,
+        `end-${size}-${(await x.page.getByLabel("Acting as").inputValue()).toLowerCase()}.png`,
+      ),
+    });
+    expect(x.errors).toEqual([]);
+    await x.context.close();
+  }
+}
+
+describe("the console is live, says what calls answer, and works on a phone", () => {
+  it("at 1280×800", () => story({ width: 1280, height: 800 }), 300_000);
+  it("at 390×844", () => story({ width: 390, height: 844 }), 300_000);
+});
