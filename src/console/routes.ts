@@ -1,6 +1,7 @@
 import type http from "node:http";
 import type { OriginGuard } from "../server/host-auth.js";
 import { sendJson, type RouteHandler } from "../server/http-server.js";
+import type { ActivityApi } from "./activity-api.js";
 import type { ConsoleAuth, ConsoleSession } from "./auth.js";
 import type { ConnectionsApi } from "./connections-api.js";
 import { refuse } from "./http.js";
@@ -32,6 +33,8 @@ export interface ConsoleRouterDeps {
   readonly pins: PinsApi;
   readonly events: SseHub;
   readonly teamId: string;
+  /** The Activity tab: calls per minute by outcome, latency p50/p95. */
+  readonly activity: ActivityApi;
 }
 
 type Api = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, s: ConsoleSession) => Promise<void> | void;
@@ -48,6 +51,7 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
     audit: (_q, res, url) => d.connections.audit(res, url),
     "tool-changes": (_q, res, url) => d.pins.list(res, url),
     events: (_req, res) => d.events.open(res),
+    activity: (_q, res, url) => d.activity.get(res, url),
   };
   const post: Record<string, Api> = {
     membership: (req, res) => d.play.membership(req, res),
