@@ -35,6 +35,11 @@ function html(tag, attrs = {}, text) {
 const hhmm = (t) => new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
+/** "own 1, borrowed 2, refused 0, failed 1", as `slaude-connect stats` words it. */
+function countsText(counts) {
+  return OUTCOMES.map(([k]) => `${k} ${counts[k]}`).join(", ");
+}
+
 /** The latency sentence, worded as `slaude-connect stats` words it. */
 function latencyLine(l) {
   return l.timed ? `p50 ${l.p50Ms} ms, p95 ${l.p95Ms} ms (${plural(l.timed, "call")})` : "no call was let through";
@@ -194,7 +199,7 @@ function draw(s) {
   const head = html(
     "p",
     { id: "activity-summary" },
-    `${plural(s.calls, "call")} in the last ${plural(minutes, "minute")}: ${OUTCOMES.map(([k]) => `${k} ${s.totals[k]}`).join(", ")}`,
+    `${plural(s.calls, "call")} in the last ${plural(minutes, "minute")}: ${countsText(s.totals)}`,
   );
   const lat = html("p", { id: "activity-latency-line" }, `Latency: ${latencyLine(s.latency)}`);
   body.append(head);
@@ -219,7 +224,8 @@ function draw(s) {
     html(
       "p",
       { class: "hint" },
-      "Refused calls never reached a vendor, so their time is not in the latency. A borrowed call's time includes the wait for the owner's answer.",
+      "Refused calls never reached a vendor, so their time is not in the latency. " +
+        "A borrowed call's time includes the wait for the owner's answer.",
     ),
   );
   panel.querySelector("#activity-body")?.replaceWith(body);

@@ -52,15 +52,16 @@ export function latencyLine(l: Latency): string {
 /** The summary as the text `stats` prints. */
 export function statsText(s: ActivitySummary, scope: string): string {
   const minutes = (s.until - s.since) / 60_000;
+  const span = `${formatTime(s.since)} to ${formatTime(s.until)} (${minutes} minute${minutes === 1 ? "" : "s"})`;
   const lines = [
-    `Calls from ${formatTime(s.since)} to ${formatTime(s.until)} (${minutes} minute${minutes === 1 ? "" : "s"}), ${scope}: ${s.calls}`,
+    `Calls from ${span}, ${scope}: ${s.calls}`,
     `  ${OUTCOMES.map((o) => `${o} ${s.totals[o]}`).join(", ")}`,
     `Latency: ${latencyLine(s.latency)}`,
   ];
-  if (s.partialBefore !== null)
-    lines.push(
-      `Partial: the window holds more calls than one read takes; rows up to ${formatTime(s.partialBefore)} may be missing.`,
-    );
+  if (s.partialBefore !== null) {
+    const upTo = formatTime(s.partialBefore);
+    lines.push(`Partial: the window holds more calls than one read takes; rows up to ${upTo} may be missing.`);
+  }
   const busy = s.minutes.filter((m) => OUTCOMES.some((o) => m.counts[o] > 0));
   const rows = busy.map((m) => [
     formatTime(m.start).slice(11, 16),
