@@ -1,6 +1,7 @@
 import type { Clock } from "../clock/clock.js";
 import type { Config } from "../config/env.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { ActivityApi } from "../console/activity-api.js";
 import { ConsoleAuth } from "../console/auth.js";
 import { AuditTail } from "../console/audit-tail.js";
 import { ConnectionsApi } from "../console/connections-api.js";
@@ -73,10 +74,11 @@ export async function startConsole(w: ConsoleWiring): Promise<RunningConsole> {
   const play = new PlayApi({ workspace: w.workspace, host, events });
   const connections = new ConnectionsApi({ workspace: w.workspace, admins: w.admins, store: w.store, lifecycle: w.lifecycle, clock: w.clock });
   const pins = new PinsApi({ workspace: w.workspace, review: new PinReview({ pins: w.pins, admins: w.admins, store: w.store, clock: w.clock }) });
+  const activity = new ActivityApi({ audit: w.store.audit, teamId: w.workspace.teamId, clock: w.clock });
   const tail = new AuditTail(w.store.audit, w.workspace.teamId, events, w.clock, w.log);
   await tail.start();
   const unsubscribe = w.workspace.subscribe((e) => events.broadcast({ type: e.type, data: e }));
-  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, pins, standing: new StandingApi({ workspace: w.workspace, broker: w.broker }), events, teamId: w.workspace.teamId, approvalTimeoutMs: w.config.approvalTimeoutMs }) });
+  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, pins, standing: new StandingApi({ workspace: w.workspace, broker: w.broker }), events, activity, teamId: w.workspace.teamId, approvalTimeoutMs: w.config.approvalTimeoutMs }) });
   return {
     url: `${base}/console/?token=${token}`,
     async close() {

@@ -80,3 +80,29 @@ export interface AuditQuery {
   /** "latest": the newest `limit` rows (still returned oldest first). Default "earliest". */
   readonly take?: "earliest" | "latest";
 }
+
+/** The calls in a time range, as the Activity view and `slaude-connect stats` read them (src/activity). */
+export interface CallSampleQuery {
+  /** Rows with `since <= at < until`. */
+  readonly since: number;
+  readonly until: number;
+  readonly teamId?: string;
+  /** At most this many rows, the newest kept. */
+  readonly limit: number;
+}
+
+/** One call's outcome row: a completion (`call`) or a refusal (`call_denied`), never its `call_started` row. */
+export interface CallSample {
+  readonly at: number;
+  readonly event: "call" | "call_denied";
+  /** The route it ran by (`own`, `grant`, `shared`, `approval_once`, `approval_thread`) or the refusal code. */
+  readonly decision: string | null;
+  readonly errorCode: string | null;
+  readonly durationMs: number | null;
+}
+
+/** The rows of a range, newest first; `truncated` when the range held more than the limit. */
+export interface CallSamples {
+  readonly samples: readonly CallSample[];
+  readonly truncated: boolean;
+}

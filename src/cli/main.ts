@@ -15,6 +15,7 @@ import { keysCommand, KEYS_HELP } from "./commands/keys.js";
 import { migrateCommand } from "./commands/migrate.js";
 import { migrateStoreCommand, MIGRATE_STORE_HELP } from "./commands/migrate-store.js";
 import { registryCommand, REGISTRY_HELP } from "./commands/registry.js";
+import { statsCommand, STATS_HELP } from "./commands/stats.js";
 import { CliContext, UsageError, type CliIo } from "./context.js";
 
 export const HELP = `slaude-connect: connection broker MCP server for Slack
@@ -30,6 +31,7 @@ usage: slaude-connect <command> [options]
   grants        list | revoke
   installations list | check | disable | enable (Slack workspaces and orgs)
   audit         Query or export (--jsonl) the audit log
+  stats         Calls per minute by outcome and latency p50/p95 over the last hour
   keys          rotate | generate
   registry      schema | check FILE | inspect SERVICE | changes | accept | reject
   doctor        Check the setup and say how to fix what is wrong
@@ -45,6 +47,8 @@ ${INSTALLATIONS_HELP}
 ${APPROVALS_HELP}
 
 ${AUDIT_HELP}
+
+${STATS_HELP}
 
 ${KEYS_HELP}
 
@@ -81,6 +85,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return await approvalsCommand(ctx, rest);
       case "audit":
         return await auditCommand(ctx, rest);
+      case "stats":
+        return await statsCommand(ctx, rest);
       case "keys":
         return await keysCommand(ctx, rest);
       case "registry":

@@ -1,6 +1,7 @@
 import type http from "node:http";
 import type { OriginGuard } from "../server/host-auth.js";
 import { sendJson, type RouteHandler } from "../server/http-server.js";
+import type { ActivityApi } from "./activity-api.js";
 import type { ConsoleAuth, ConsoleSession } from "./auth.js";
 import type { ConnectionsApi } from "./connections-api.js";
 import { refuse } from "./http.js";
@@ -37,6 +38,8 @@ export interface ConsoleRouterDeps {
   readonly teamId: string;
   /** How long a call waits for an owner's answer (the page shows the time left). */
   readonly approvalTimeoutMs: number;
+  /** The Activity tab: calls per minute by outcome, latency p50/p95. */
+  readonly activity: ActivityApi;
 }
 
 type Api = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, s: ConsoleSession) => Promise<void> | void;
@@ -55,6 +58,7 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
     standing: (_q, res, url) => d.standing.standing(res, url),
     "tool-changes": (_q, res, url) => d.pins.list(res, url),
     events: (_req, res) => d.events.open(res),
+    activity: (_q, res, url) => d.activity.get(res, url),
   };
   const post: Record<string, Api> = {
     membership: (req, res) => d.play.membership(req, res),

@@ -1,6 +1,6 @@
 // The rows both store adapters read back and how each becomes a record: the SQLite and the
 // PostgreSQL schemas name and type these columns alike, so one mapping serves both.
-import type { AuditEvent, AuditRecord } from "../audit/event.js";
+import type { AuditEvent, AuditRecord, CallSample } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
 import type { Approval, Connection, Grant, LoginSession } from "./records.js";
 import type { StoredResultMeta } from "./result-repo.js";
@@ -223,6 +223,29 @@ export function toRecord(r: AuditRow): AuditRecord {
     actor: r.actor,
     callId: r.call_id,
   };
+}
+
+/** The columns of an audit row that `callSamples` reads. */
+export interface CallSampleRow {
+  at: number;
+  event: string;
+  decision: string | null;
+  error_code: string | null;
+  duration_ms: number | null;
+}
+
+/** A `callSamples` row as a sample; the query only selects `call` and `call_denied` rows. */
+export function toCallSample(r: CallSampleRow): CallSample {
+  const event = r.event === "call" ? "call" : "call_denied";
+  return { at: r.at, event, decision: r.decision, errorCode: r.error_code, durationMs: r.duration_ms };
+}
+
+/** Largest `callSamples` limit honoured: the bound of one read, whatever a caller asks. */
+export const MAX_CALL_SAMPLES = 100_000;
+
+/** A `callSamples` limit as a whole number in 1..MAX_CALL_SAMPLES. */
+export function sampleLimit(limit: number): number {
+  return Math.max(1, Math.min(Math.floor(limit) || 1, MAX_CALL_SAMPLES));
 }
 
 /** A candidates-query row: a connection without its sealed secret, with its grant standing. */

@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditQuery, AuditRecord } from "../audit/event.js";
+import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../audit/event.js";
 import type { SealedSecret } from "../vault/aead.js";
 import type { Card } from "../domain/card.js";
 import type {
@@ -159,6 +159,8 @@ export interface AuditRepo {
   append(events: readonly AuditEvent[]): Promise<void>;
   query(q: AuditQuery): Promise<AuditRecord[]>;
   count(q?: AuditQuery): Promise<number>;
+  /** The call outcome rows of a time range: one statement over the time index, at most `q.limit` rows. */
+  callSamples(q: CallSampleQuery): Promise<CallSamples>;
 }
 
 /** Login flows: one-time links (stored as hashes) and their state. */

@@ -15,7 +15,7 @@ import { $, debounce, fillSelect, state, toast } from "./ui.js";
  * Tabs beyond the built-in ones: modules that call addTab() (./tabs.js) when imported, e.g.
  * "./activity.js". Each is loaded after the page is live.
  */
-const TAB_MODULES = [];
+const TAB_MODULES = ["./activity.js"];
 
 const report = (e) => toast(e.message);
 

@@ -16,6 +16,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { renderCredential } from "../../src/pool/credential-template.js";
 import { inspectionConnection, inspectionLauncher, readToolList } from "../../src/pool/inspect.js";
 import { startFakeGitlab } from "../fixtures/fake-gitlab-api.js";
+import { startFakeJira } from "../fixtures/fake-jira-api.js";
 import { startFakeNotion } from "../fixtures/fake-notion-api.js";
 import { TempDirs } from "../support/foundation.js";
 
@@ -28,10 +29,12 @@ const devDependencies = (JSON.parse(readFileSync(path.join(ROOT, "package.json")
 interface StdioCase {
   readonly pkg: string;
   /** Starts the fake API; `env` points the vendor at it (replacing the entry's public API URL). */
-  startFake(token: string): Promise<{ env: Record<string, string>; tokensSeen(): (string | undefined)[]; close(): Promise<void> }>;
+  startFake(token: string, fields: Record<string, string>): Promise<{ env: Record<string, string>; tokensSeen(): (string | undefined)[]; close(): Promise<void> }>;
   readonly readTool: { readonly name: string; readonly args: Record<string, unknown>; readonly expect: RegExp };
   /** Tools the entry classifies read although the vendor annotates them as writes (checked, so the list stays honest). */
   readonly readDespiteAnnotations: readonly string[];
+  /** The credential's other fields beside `token` (a two-field paste). */
+  readonly fields?: Record<string, string>;
 }
 
 const CASES: Record<string, StdioCase> = {
@@ -53,6 +56,16 @@ const CASES: Record<string, StdioCase> = {
     readTool: { name: "API-get-self", args: {}, expect: /"name":"Catalog bot"/ },
     // POST endpoints that only read; notion-mcp-server annotates every non-GET as destructive.
     readDespiteAnnotations: ["API-post-search", "API-query-data-source"],
+  },
+  jira: {
+    pkg: "@aaronsb/jira-cloud-mcp",
+    fields: { email: "catalog@example.com" },
+    async startFake(token, fields) {
+      const f = await startFakeJira({ [fields.email!]: { token, accountId: "acc-catalog", displayName: "Catalog user" } });
+      return { env: { JIRA_HOST: f.host }, tokensSeen: () => f.requests.map((r) => (r.accountId ? token : undefined)), close: () => f.close() };
+    },
+    readTool: { name: "manage_jira_project", args: { operation: "list" }, expect: /DEMO/ },
+    readDespiteAnnotations: [],
   },
 };
 
@@ -105,7 +118,7 @@ describe("services.example.json: stdio entries against the real packages", () =>
 
       // Same entry, same credential template; only the executable path and the API URL differ.
       const token = `catalog-${randomBytes(12).toString("hex")}`;
-      const fake = await c.startFake(token);
+      const fake = await c.startFake(token, c.fields ?? {});
       cleanups.push(() => fake.close());
       const raw = structuredClone(catalogDoc.services[name]!) as { transport: Record<string, unknown> };
       raw.transport = { ...raw.transport, command: process.execPath, args: [pkg.bin], env: { ...transport.env, ...fake.env } };
@@ -113,7 +126,7 @@ describe("services.example.json: stdio entries against the real packages", () =>
 
       const config = loadConfig({ SLAUDE_DATA_DIR: tmp.make("slaude-catalog-"), PATH: process.env.PATH });
       const launcher = inspectionLauncher(config, systemClock, memoryLogger("warn"));
-      const handle = await launcher.launch(inspectionConnection(runnable, Date.now()), runnable, renderCredential(runnable, { kind: "fields", fields: { token } }));
+      const handle = await launcher.launch(inspectionConnection(runnable, Date.now()), runnable, renderCredential(runnable, { kind: "fields", fields: { ...c.fields, token } }));
       cleanups.push(() => handle.kill());
 
       const offered = await readToolList(handle.client);

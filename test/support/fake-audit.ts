@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditQuery, AuditRecord } from "../../src/audit/event.js";
+import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../src/audit/event.js";
 import { StoreError } from "../../src/store/errors.js";
 import type { AuditRepo } from "../../src/store/store.js";
 
@@ -32,6 +32,23 @@ export class FakeAudit implements AuditRepo {
   async count(q: AuditQuery = {}): Promise<number> {
     if (this.down) throw new StoreError("unavailable", "the database is unavailable (ECONNREFUSED)");
     return this.matching(q).length;
+  }
+
+  async callSamples(q: CallSampleQuery): Promise<CallSamples> {
+    if (this.down) throw new StoreError("unavailable", "the database is unavailable (ECONNREFUSED)");
+    const inRange = (r: AuditEvent) =>
+      r.at >= q.since && r.at < q.until && (q.teamId === undefined || r.teamId === q.teamId);
+    const samples = this.rows
+      .filter((r) => (r.event === "call" || r.event === "call_denied") && inRange(r))
+      .reverse()
+      .map((r) => ({
+        at: r.at,
+        event: r.event === "call" ? ("call" as const) : ("call_denied" as const),
+        decision: r.decision ?? null,
+        errorCode: r.errorCode ?? null,
+        durationMs: r.durationMs ?? null,
+      }));
+    return { samples: samples.slice(0, q.limit), truncated: samples.length > q.limit };
   }
 
   private matching(q: AuditQuery): AuditEvent[] {

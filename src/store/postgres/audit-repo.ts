@@ -1,7 +1,7 @@
-import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
+import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
-import { toRecord, type AuditRow } from "../rows.js";
+import { sampleLimit, toCallSample, type CallSampleRow, toRecord, type AuditRow } from "../rows.js";
 
 const COLUMNS = "at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id";
 const PER_ROW = 18;
@@ -58,5 +58,15 @@ export class PgAuditRepo implements AuditRepo {
   async count(q: AuditQuery = {}): Promise<number> {
     const { sql, params } = whereOf(q);
     return (await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM audit ${sql}`, params)).rows[0]!.n;
+  }
+  async callSamples(q: CallSampleQuery): Promise<CallSamples> {
+    const n = sampleLimit(q.limit);
+    const params: unknown[] = [q.since, q.until];
+    const team = q.teamId === undefined ? "" : `AND team_id = $${params.push(q.teamId)}`;
+    const sql = `SELECT at, event, decision, error_code, duration_ms FROM audit
+      WHERE at >= $1 AND at < $2 AND event IN ('call', 'call_denied') ${team}
+      ORDER BY at DESC, seq DESC LIMIT ${n + 1}`;
+    const rows = (await this.db.query<CallSampleRow>(sql, params)).rows;
+    return { samples: rows.slice(0, n).map(toCallSample), truncated: rows.length > n };
   }
 }

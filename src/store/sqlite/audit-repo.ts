@@ -1,8 +1,8 @@
-import type { AuditEvent, AuditQuery, AuditRecord } from "../../audit/event.js";
+import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
 import type { AuditRepo } from "../store.js";
 import { AuditBatch } from "./audit-batch.js";
 import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-import { toRecord, type AuditRow } from "../rows.js";
+import { sampleLimit, toCallSample, type CallSampleRow, toRecord, type AuditRow } from "../rows.js";
 
 /** Writes audit rows; called inside the transaction of the change they describe. */
 export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
@@ -78,5 +78,16 @@ export class SqliteAuditRepo implements AuditRepo {
   async count(q: AuditQuery = {}): Promise<number> {
     const { sql, params } = whereOf(q);
     return (this.db.prepare(`SELECT count(*) AS n FROM audit ${sql}`).get(params) as { n: number }).n;
+  }
+  async callSamples(q: CallSampleQuery): Promise<CallSamples> {
+    const n = sampleLimit(q.limit);
+    const team = q.teamId === undefined ? "" : "AND team_id = @teamId";
+    const params = { since: q.since, until: q.until, ...(q.teamId === undefined ? {} : { teamId: q.teamId }) };
+    const rows = this.db
+      .prepare(`SELECT at, event, decision, error_code, duration_ms FROM audit
+        WHERE at >= @since AND at < @until AND event IN ('call', 'call_denied') ${team}
+        ORDER BY at DESC, seq DESC LIMIT ${n + 1}`)
+      .all(params) as CallSampleRow[];
+    return { samples: rows.slice(0, n).map(toCallSample), truncated: rows.length > n };
   }
 }
