@@ -1,7 +1,8 @@
 import type { Service } from "../../config/registry.js";
 import type { VendorTool } from "../../config/tool-inspection.js";
 import { PoolError } from "../../pool/errors.js";
-import { InspectionInterrupted, inspectionLauncher, listVendorTools, sweepInspections } from "../../pool/inspect.js";
+import { inspectionLauncher } from "../../app/launcher.js";
+import { InspectionInterrupted, listVendorTools, sweepInspections } from "../../pool/inspect.js";
 import type { Connection } from "../../store/records.js";
 import type { Credential } from "../../vault/credential.js";
 import type { CliContext } from "../context.js";
