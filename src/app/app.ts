@@ -26,25 +26,38 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   try {
     const topology = stops.add(buildTopology(core));
     const job = jobStarter(core, topology);
-    const w = buildWorkspaceStage(core, topology);
-    const b = stops.add(await buildBrokerStage(core, topology, w));
-    const h = stops.add(await buildHttp(core, w, b));
-    const l = stops.add(await buildLogin(core, topology, w, b, h, job));
-    stops.add(await buildRelays(core, topology, w, b, h, l, job));
-    stops.add(buildJobs(core, w, b, job));
-    const served = stops.add(await listen(core, topology, w, b, h, l));
+    const workspace = buildWorkspaceStage({ core, topology });
+    const broker = stops.add(await buildBrokerStage({ core, topology, workspace }));
+    const http = stops.add(await buildHttp({ core, workspace, broker }));
+    const login = stops.add(await buildLogin({ core, topology, job, workspace, broker, http }));
+    const parts = { core, topology, job, workspace, broker, http, login };
+    stops.add(await buildRelays(parts));
+    stops.add(buildJobs(parts));
+    const served = stops.add(await listen(parts));
     const { store } = core;
+    const built = workspace.workspace;
     let closing: Promise<void> | undefined;
     return {
-      ...{ port: served.port, url: served.url, banner: served.banner, store, lifecycle: b.lifecycle, broker: b.broker },
-      ...{ logins: l.logins, metrics: core.metrics, mcp: h.mcp, events: h.events },
-      workspace: { kind: w.workspace.kind, ...(w.workspace.local ? { local: w.workspace.local } : {}) },
-      hostToken: h.hostTokens.tokens[0],
-      hostTokenFile: h.hostTokens.file,
+      port: served.port,
+      url: served.url,
+      store,
+      lifecycle: broker.lifecycle,
+      broker: broker.broker,
+      logins: login.logins,
+      metrics: core.metrics,
+      mcp: http.mcp,
+      workspace: { kind: built.kind, ...(built.local ? { local: built.local } : {}) },
+      events: http.events,
+      hostToken: http.hostTokens.tokens[0],
+      hostTokenFile: http.hostTokens.file,
+      banner: served.banner,
       close: () => (closing ??= stops.stopAll().then(() => log.info("slaude-connect stopped"))),
     };
   } catch (err) {
-    await stops.unwind((e) => log.warn("a part started before the failure did not stop cleanly", { error: (e as Error).message }));
+    const failed = (e: unknown): void => {
+      log.warn("a part started before the failure did not stop cleanly", { error: (e as Error).message });
+    };
+    await stops.unwind(failed);
     throw err;
   }
 }

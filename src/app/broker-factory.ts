@@ -65,8 +65,11 @@ export const POOL_DEFAULTS = { maxChildren: 32, idleMs: 600_000, acquireTimeoutM
 /** Default bounds of a result shown inline (the rest is kept in the result store). */
 export const RESULT_LIMIT_DEFAULTS: ResultLimits = { maxBytes: 50_000, maxLines: 2_000 };
 
+/** What the result store is built from. */
+type ResultStoreSettings = Pick<BrokerOptions, "store" | "vault" | "clock" | "log" | "resultStore" | "limits">;
+
 /** The result store behind truncated results' resource links, with its TTL and per-team cap. */
-export function buildResultStore(o: Pick<BrokerOptions, "store" | "vault" | "clock" | "log" | "resultStore" | "limits">): ResultStore {
+export function buildResultStore(o: ResultStoreSettings): ResultStore {
   const { store, vault, clock, log } = o;
   return new ResultStore(
     { results: store.results, audit: store.audit, vault, clock, log },

@@ -9,6 +9,7 @@ import type { ResultStore } from "../results/result-store.js";
 import type { Core } from "./build-core.js";
 import type { Topology } from "./build-topology.js";
 import type { WorkspaceStage } from "./build-workspace.js";
+import type { Parts } from "./parts.js";
 import { buildBroker, buildResultStore, type BrokerOptions } from "./broker-factory.js";
 import type { Stoppable } from "./stop-stack.js";
 
@@ -35,7 +36,12 @@ function brokerSettings(config: Config): Omit<BrokerOptions, keyof Core | "lifec
   return {
     runDir: path.join(config.dataDir, "run"),
     childBaseEnv: config.childBaseEnv,
-    pool: { maxChildren: pool.maxChildren, idleMs: pool.idleMs, acquireTimeoutMs: pool.acquireTimeoutMs, childUidBase: pool.childUidBase },
+    pool: {
+      maxChildren: pool.maxChildren,
+      idleMs: pool.idleMs,
+      acquireTimeoutMs: pool.acquireTimeoutMs,
+      childUidBase: pool.childUidBase,
+    },
     limits: config.resultLimits,
     resultStore: config.resultStore,
     callTimeoutMs: pool.callTimeoutMs,
@@ -65,7 +71,8 @@ function buildRefresher(core: Core, topology: Topology, w: WorkspaceStage): OAut
 }
 
 /** Builds and starts the broker. */
-export async function buildBrokerStage(core: Core, topology: Topology, w: WorkspaceStage): Promise<BrokerStage> {
+export async function buildBrokerStage(p: Pick<Parts, "core" | "topology" | "workspace">): Promise<BrokerStage> {
+  const { core, topology, workspace: w } = p;
   const { opts, config, store, vault, registry, clock, log, metrics } = core;
   const { signals, turns, rateBuckets } = topology;
   const lifecycle = new ConnectionLifecycle({ store, vault, registry, clock, log, signals });
@@ -84,6 +91,7 @@ export async function buildBrokerStage(core: Core, topology: Topology, w: Worksp
     ...(rateBuckets ? { rateBuckets } : {}),
   });
   const idle = opts.idleReapIntervalMs;
-  await broker.start({ expireAbandoned: topology.expireAbandoned, ...(idle !== undefined ? { idleReapIntervalMs: idle } : {}) });
+  const reap = idle !== undefined ? { idleReapIntervalMs: idle } : {};
+  await broker.start({ expireAbandoned: topology.expireAbandoned, ...reap });
   return { lifecycle, broker, pins, results, stop: () => broker.shutdown() };
 }

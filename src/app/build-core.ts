@@ -43,10 +43,11 @@ function startupChecks(opts: AppOptions, log: Logger): { keys: KeyRing; choice: 
   const choice = workspaceChoiceOrThrow(config);
   if (root.level === "warn") log.warn(`RUNNING AS ROOT, VENDORS CAN READ THE BROKER'S SECRETS: ${root.message}`);
   if (keys.origin !== "env") {
-    log.warn(
-      "DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) before storing real credentials.",
-      { keyFile: keys.devKeyFile ?? null, generated: keys.origin === "dev-generated" },
-    );
+    const why =
+      "DEVELOPMENT ENCRYPTION KEY IN USE: SLAUDE_ENCRYPTION_KEY is not set, credentials are encrypted with a key " +
+      "stored next to the database. Set SLAUDE_ENCRYPTION_KEY (and NODE_ENV=production) " +
+      "before storing real credentials.";
+    log.warn(why, { keyFile: keys.devKeyFile ?? null, generated: keys.origin === "dev-generated" });
   }
   return { keys: keys.ring, choice };
 }

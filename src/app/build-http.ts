@@ -5,9 +5,8 @@ import { HttpServer } from "../server/http-server.js";
 import type { EventsEndpoint } from "../server/events-endpoint.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
 import { SlackAuthState } from "../server/readiness.js";
-import type { BrokerStage } from "./build-broker.js";
 import type { Core } from "./build-core.js";
-import type { WorkspaceStage } from "./build-workspace.js";
+import type { Parts } from "./parts.js";
 import { mountHostRoutes } from "./host-routes.js";
 import { mountProbes } from "./probes.js";
 import { mountInstallFlow, slackAuthCheck, tenantFacts } from "./slack-tenants.js";
@@ -38,30 +37,35 @@ function originGuard(core: Core): OriginGuard {
 function hostTokensOf(core: Core): HostTokenSource {
   const hostTokens = resolveHostTokens(core.config);
   if (hostTokens.file) {
-    const generated = hostTokens.origin === "dev-generated";
-    core.log.info(generated ? "development host token generated" : "development host token in use", { file: hostTokens.file });
+    const what = hostTokens.origin === "dev-generated" ? "generated" : "in use";
+    core.log.info(`development host token ${what}`, { file: hostTokens.file });
   }
   return hostTokens;
 }
 
 /** Builds the server and mounts every route but the login and console ones. */
-export async function buildHttp(core: Core, w: WorkspaceStage, b: BrokerStage): Promise<HttpStage> {
+export async function buildHttp(p: Pick<Parts, "core" | "workspace" | "broker">): Promise<HttpStage> {
+  const { core } = p;
   const { opts, config, clock, log, store, metrics, registry, keys } = core;
-  const { slack, installations } = w.workspace;
+  const { slack, installations } = p.workspace.workspace;
   const server = new HttpServer(log);
   const hostTokens = hostTokensOf(core);
   const origin = originGuard(core);
   // With SLACK_BOT_TOKEN: auth.test, and the token recorded as the one installation (again if Slack was down at start).
-  const slackAuth = slack && installations ? new SlackAuthState(slackAuthCheck(slack, installations, config), log) : undefined;
+  const authCheck = slack && installations ? slackAuthCheck(slack, installations, config) : undefined;
+  const slackAuth = authCheck ? new SlackAuthState(authCheck, log) : undefined;
   const facts = installations ? tenantFacts(installations, store, clock) : undefined;
   const intervalMs = opts.slackAuthCheckIntervalMs ?? 60_000;
-  const slackAuthJob = slackAuth ? new PeriodicJob({ name: "slack auth check", intervalMs, run: () => slackAuth.check(), log, clock, metrics }) : undefined;
+  const authJob = { name: "slack auth check", intervalMs, log, clock, metrics };
+  const slackAuthJob = slackAuth ? new PeriodicJob({ ...authJob, run: () => slackAuth.check() }) : undefined;
   const services = () => registry.list().length;
   const health = facts ? { installations: facts.health } : {};
-  mountProbes(server, { store, services, slack: slackAuth, ...health, metrics, metricsToken: config.metricsToken, origin });
+  const { metricsToken } = config;
+  mountProbes(server, { store, services, slack: slackAuth, ...health, metrics, metricsToken, origin });
   // Slack's tenants are its installations: a host request for a team none serves is refused, whatever the token.
   const tenants = opts.tenants ?? facts?.directory;
-  const hostDeps = { http: server, broker: b.broker, tokens: hostTokens.tokens, keys, origin, config, clock, log, store };
+  const { tokens } = hostTokens;
+  const hostDeps = { http: server, broker: p.broker.broker, tokens, keys, origin, config, clock, log, store };
   const { mcp, events } = await mountHostRoutes({ ...hostDeps, ...(tenants ? { tenants } : {}) });
   if (slack?.httpHandler) server.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   if (slack && installations) mountInstallFlow(server, slack, { installations, config, store, clock, log });

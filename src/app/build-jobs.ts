@@ -1,9 +1,8 @@
 import type { Installations } from "../installations/installations.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
-import type { BrokerStage } from "./build-broker.js";
 import type { Core } from "./build-core.js";
 import type { Topology } from "./build-topology.js";
-import type { WorkspaceStage } from "./build-workspace.js";
+import type { Parts } from "./parts.js";
 import { tenantJobs } from "./slack-tenants.js";
 import type { Stoppable } from "./stop-stack.js";
 
@@ -12,7 +11,12 @@ import type { Stoppable } from "./stop-stack.js";
 // runs it (src/jobs/leadership.ts). The jobs builder holds the sweeps nobody else owns.
 
 /** Starts one periodic job now (a first pass at once, then every `intervalMs`). */
-export type StartJob = (name: string, intervalMs: number, run: () => Promise<unknown>, leaderOnly?: boolean) => PeriodicJob;
+export type StartJob = (
+  name: string,
+  intervalMs: number,
+  run: () => Promise<unknown>,
+  leaderOnly?: boolean,
+) => PeriodicJob;
 
 /** The job starter of this app: its clock, log, metrics and (for leader-only jobs) leadership. */
 export function jobStarter(core: Core, topology: Topology): StartJob {
@@ -31,9 +35,10 @@ export async function stopJobs(jobs: readonly (PeriodicJob | undefined)[]): Prom
 }
 
 /** Starts the reapers of expired rows, the tenants' jobs and the membership cache sweep. */
-export function buildJobs(core: Core, w: WorkspaceStage, b: BrokerStage, job: StartJob): Stoppable {
+export function buildJobs(p: Pick<Parts, "core" | "workspace" | "broker" | "job">): Stoppable {
+  const { core, workspace: w, job } = p;
   const { opts, config, store, clock } = core;
-  const { lifecycle, broker, results } = b;
+  const { lifecycle, broker, results } = p.broker;
   const every = opts.reapIntervalMs ?? 30_000;
   const installations: Installations | undefined = w.workspace.installations;
   const jobs = [

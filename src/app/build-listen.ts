@@ -1,11 +1,6 @@
 import type { Config } from "../config/env.js";
 import { VERSION } from "../domain/version.js";
-import type { BrokerStage } from "./build-broker.js";
-import type { Core } from "./build-core.js";
-import type { HttpStage } from "./build-http.js";
-import type { LoginStage } from "./build-login.js";
-import type { Topology } from "./build-topology.js";
-import type { WorkspaceStage } from "./build-workspace.js";
+import type { Parts } from "./parts.js";
 import { startupBanner } from "./banner.js";
 import { startConsole, type RunningConsole } from "./console.js";
 import type { Stoppable } from "./stop-stack.js";
@@ -21,7 +16,7 @@ export interface Listening extends Stoppable {
   readonly banner: string;
 }
 
-/** The URL of `port` on the bound host, and one to connect to (loopback for a wildcard bind, which passes the Host check). */
+/** The URL of `port` on the bound host, and one to connect to: loopback for a wildcard bind (passes the Host check). */
 function addresses(config: Config, port: number): { url: string; reachable: string } {
   const host = config.bindHost;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -29,13 +24,18 @@ function addresses(config: Config, port: number): { url: string; reachable: stri
   return { url, reachable };
 }
 
-/** The start-up block; the local workspace has real threads, so its commands give a member the turn in one and call a tool. */
-async function bannerOf(core: Core, w: WorkspaceStage, h: HttpStage, reachable: string, run: RunningConsole | undefined): Promise<string> {
-  const { log, registry } = core;
-  const failed = (err: unknown): void => void log.warn("no example thread for the start-up block", { error: (err as Error).message });
-  const example = await w.workspace.local?.exampleThread().catch(failed);
+/**
+ * The start-up block. The local workspace has real threads: the block's commands give a member the
+ * turn in one and call a tool.
+ */
+async function bannerOf(p: Pick<Parts, "core" | "workspace" | "http">, reachable: string, run?: RunningConsole) {
+  const { log, registry } = p.core;
+  const failed = (err: unknown): void => {
+    log.warn("no example thread for the start-up block", { error: (err as Error).message });
+  };
+  const example = await p.workspace.workspace.local?.exampleThread().catch(failed);
   const service = registry.get("demo")?.name ?? registry.list()[0]?.name;
-  const { file, tokens } = h.hostTokens;
+  const { file, tokens } = p.http.hostTokens;
   const thread = example ? { ...example.thread, channelName: example.channel.name } : undefined;
   const user = example ? { userId: example.user.id, userName: example.user.name } : undefined;
   return startupBanner({
@@ -48,27 +48,33 @@ async function bannerOf(core: Core, w: WorkspaceStage, h: HttpStage, reachable: 
 }
 
 /** Listens, starts what needs the port, and writes the start-up block. */
-export async function listen(core: Core, t: Topology, w: WorkspaceStage, b: BrokerStage, h: HttpStage, l: LoginStage): Promise<Listening> {
-  const { config, clock, log, store, registry } = core;
+export async function listen(p: Parts): Promise<Listening> {
+  const { config, clock, log, store, registry } = p.core;
+  const h = p.http;
   const port = await h.server.listen(config.port, config.bindHost);
-  const { local, adapters, slack } = w.workspace;
-  const consoleDeps = { http: h.server, port, config, store, lifecycle: b.lifecycle, pins: b.pins, clock, log };
+  const { local, adapters, slack } = p.workspace.workspace;
+  const { lifecycle, pins } = p.broker;
   const hostToken = () => h.hostTokens.tokens[0];
-  const run = local && adapters ? await startConsole({ ...consoleDeps, workspace: local, admins: adapters.admins, hostToken }) : undefined;
+  const consoleDeps = { http: h.server, port, config, store, lifecycle, pins, hostToken, clock, log };
+  const admins = adapters?.admins;
+  const run = local && admins ? await startConsole({ ...consoleDeps, workspace: local, admins }) : undefined;
   h.origin.allowPort(port);
   h.slackAuthJob?.start();
   if (slack) {
     await slack.start();
     log.info("slack app ready", { mode: slack.mode });
   }
-  log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services: registry.list().length });
+  const services = registry.list().length;
+  log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services });
   const { url, reachable } = addresses(config, port);
   const loopbackOnly = /^(127\.|localhost$|\[::1\]$)/.test(new URL(reachable).hostname);
-  if (t.shared && !config.replicaUrl && loopbackOnly) {
-    const why = "SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine";
+  if (p.topology.shared && !config.replicaUrl && loopbackOnly) {
+    const why =
+      "SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, " +
+      "reachable only from this machine";
     log.warn(why, { replicaUrl: reachable });
   }
-  await l.replica.start(config.replicaUrl ?? new URL(reachable).origin);
-  const banner = await bannerOf(core, w, h, reachable, run);
+  await p.login.replica.start(config.replicaUrl ?? new URL(reachable).origin);
+  const banner = await bannerOf(p, reachable, run);
   return { port, url, banner, stop: async () => run?.close() };
 }

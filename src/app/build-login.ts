@@ -4,12 +4,8 @@ import { LoginService, type LoginBrowserFactory } from "../login/login-service.j
 import { deviceGrants } from "../login/oauth/device.js";
 import { oauthFlows } from "../login/oauth/flow.js";
 import { LoginReplica } from "../login/replica/replica.js";
-import type { BrokerStage } from "./build-broker.js";
 import type { Core } from "./build-core.js";
-import type { HttpStage } from "./build-http.js";
-import type { StartJob } from "./build-jobs.js";
-import type { Topology } from "./build-topology.js";
-import type { WorkspaceStage } from "./build-workspace.js";
+import type { Parts } from "./parts.js";
 import { mountLoginRoutes } from "./host-routes.js";
 import { sweepLeftovers } from "./leftovers.js";
 import { checkBareAdmins } from "./slack-tenants.js";
@@ -37,17 +33,19 @@ async function loginBrowsers(core: Core): Promise<{ browsers: LoginBrowserFactor
   return chromiumLogins({ ...paths, log, clock, spareBrowsers: login.spareBrowsers, registry: () => registry });
 }
 
+type LoginParts = Pick<Parts, "core" | "workspace" | "broker">;
+
 /** Builds the login service over `replica` and `browsers`. */
-function loginService(core: Core, w: WorkspaceStage, b: BrokerStage, replica: LoginReplica, browsers: LoginBrowserFactory): LoginService {
-  const { opts, config, clock, log, store, keys, registry, metrics } = core;
+function loginService(p: LoginParts, replica: LoginReplica, browsers: LoginBrowserFactory): LoginService {
+  const { opts, config, clock, log, store, keys, registry, metrics } = p.core;
   const { publicUrl, production, login } = config;
-  const notices = w.workspace.adapters?.notices;
+  const notices = p.workspace.workspace.adapters?.notices;
   return new LoginService({
     holding: replica,
     store,
     keys,
     registry,
-    lifecycle: b.lifecycle,
+    lifecycle: p.broker.lifecycle,
     clock,
     log,
     browsers,
@@ -67,12 +65,14 @@ function loginService(core: Core, w: WorkspaceStage, b: BrokerStage, replica: Lo
 }
 
 /** The gauges of /metrics over what the builders so far hold. */
-function watchGauges(core: Core, topology: Topology, b: BrokerStage, h: HttpStage, logins: LoginService): void {
-  const { metrics, store } = core;
-  const { broker } = b;
+function watchGauges(p: Pick<Parts, "core" | "topology" | "broker" | "http">, logins: LoginService): void {
+  const { metrics, store } = p.core;
+  const { broker } = p.broker;
+  const h = p.http;
   const flows = () => ({ flows: logins.activeFlows, browsers: logins.activeBrowsers });
-  metrics.watch({ pool: () => broker.pool.stats(), approvalsPending: () => broker.approvals.pendingCount, logins: flows });
-  metrics.watch({ db: () => storeCounts(store), leadership: () => topology.leadership.status() });
+  const approvalsPending = () => broker.approvals.pendingCount;
+  metrics.watch({ pool: () => broker.pool.stats(), approvalsPending, logins: flows });
+  metrics.watch({ db: () => storeCounts(store), leadership: () => p.topology.leadership.status() });
   // Tenants at each per-tenant limit: counts only, never a team id (src/limits).
   metrics.watch({
     tenantsAtLimit: () => ({
@@ -86,18 +86,19 @@ function watchGauges(core: Core, topology: Topology, b: BrokerStage, h: HttpStag
 }
 
 /** Builds the login side, mounts its routes and starts the workspace. */
-export async function buildLogin(core: Core, topology: Topology, w: WorkspaceStage, b: BrokerStage, h: HttpStage, job: StartJob): Promise<LoginStage> {
-  const { config, clock, log, store } = core;
-  const browsers = await loginBrowsers(core);
+export async function buildLogin(p: Omit<Parts, "login">): Promise<LoginStage> {
+  const { config, clock, log, store } = p.core;
+  const { workspace } = p.workspace;
+  const browsers = await loginBrowsers(p.core);
   // Replicas on PostgreSQL forward a login to the one holding it; with SQLite every flow is local.
-  const replica = new LoginReplica(topology.loginHolders, clock, log);
-  const logins = loginService(core, w, b, replica, browsers.browsers);
-  watchGauges(core, topology, b, h, logins);
-  await w.workspace.start({ approvals: b.broker.approvals, logins, lifecycle: b.lifecycle });
-  // Bare SLAUDE_ADMINS ids name no team: with several tenants they count nowhere, and production says so by not starting.
-  if (w.workspace.installations) await checkBareAdmins(config, store, log);
-  const reaper = job("login reaper", 30_000, () => logins.reap(), true);
-  const liveView = mountLoginRoutes(h.server, logins, config, clock, log, replica);
+  const replica = new LoginReplica(p.topology.loginHolders, clock, log);
+  const logins = loginService(p, replica, browsers.browsers);
+  watchGauges(p, logins);
+  await workspace.start({ approvals: p.broker.broker.approvals, logins, lifecycle: p.broker.lifecycle });
+  // Bare SLAUDE_ADMINS ids name no team: with several tenants they count nowhere; production refuses to start.
+  if (workspace.installations) await checkBareAdmins(config, store, log);
+  const reaper = p.job("login reaper", 30_000, () => logins.reap(), true);
+  const liveView = mountLoginRoutes(p.http.server, logins, config, clock, log, replica);
   const stop = async (): Promise<void> => {
     await logins.shutdown();
     await replica.close();

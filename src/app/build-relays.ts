@@ -1,14 +1,9 @@
 import { AuditTail } from "../events/audit-tail.js";
 import { EventRelay } from "../events/relay.js";
-import type { BrokerStage } from "./build-broker.js";
-import type { Core } from "./build-core.js";
-import type { HttpStage } from "./build-http.js";
-import { stopJobs, type StartJob } from "./build-jobs.js";
-import type { LoginStage } from "./build-login.js";
-import type { Topology } from "./build-topology.js";
-import type { WorkspaceStage } from "./build-workspace.js";
+import { stopJobs } from "./build-jobs.js";
 import { relayCancellations, startClusterSignals } from "./cluster.js";
 import { registerSlackApp } from "./slack-tenants.js";
+import type { Parts } from "./parts.js";
 import type { Stoppable } from "./stop-stack.js";
 
 // The relays builder: what reaches this replica from elsewhere. Cluster signals (decisions, ends,
@@ -18,17 +13,19 @@ import type { Stoppable } from "./stop-stack.js";
 // while Slack, HTTP and the store are still up, so the calls waiting on them answer before the drain.
 
 /** Subscribes the signals' consumers, registers Slack's listeners and starts the tails. */
-export async function buildRelays(core: Core, t: Topology, w: WorkspaceStage, b: BrokerStage, h: HttpStage, l: LoginStage, job: StartJob): Promise<Stoppable> {
-  const { opts, store, clock, log, keys, registry } = core;
-  const { broker, pins, lifecycle } = b;
-  const { signals, shared } = t;
-  const cache = w.membershipCache;
-  const cluster = await startClusterSignals(signals, { approvals: broker.approvals, broker, ...(cache ? { membership: cache } : {}) });
-  relayCancellations(signals, h.mcp);
-  const { slack, installations, adapters } = w.workspace;
+export async function buildRelays(p: Parts): Promise<Stoppable> {
+  const { opts, store, clock, log, keys, registry } = p.core;
+  const { broker, pins, lifecycle } = p.broker;
+  const { signals, shared } = p.topology;
+  const { job } = p;
+  const cache = p.workspace.membershipCache;
+  const consumers = { approvals: broker.approvals, broker, ...(cache ? { membership: cache } : {}) };
+  const cluster = await startClusterSignals(signals, consumers);
+  relayCancellations(signals, p.http.mcp);
+  const { slack, installations, adapters } = p.workspace.workspace;
   if (slack && installations) {
     const { approvals, turns } = broker;
-    const { logins } = l;
+    const { logins } = p.login;
     registerSlackApp(slack, {
       ...{ installations, store, lifecycle, registry, approvals, turns, pins, logins, clock, log },
       ...(adapters ? { admins: adapters.admins } : {}),
@@ -37,13 +34,15 @@ export async function buildRelays(core: Core, t: Topology, w: WorkspaceStage, b:
     });
   }
   // `slaude-connect approvals decide` writes the store from another process: waiting calls pick it up here.
-  const approvalPoll = job("approval decisions", opts.approvalPollIntervalMs ?? 1_000, () => broker.approvals.collectDecisions());
+  const pollMs = opts.approvalPollIntervalMs ?? 1_000;
+  const approvalPoll = job("approval decisions", pollMs, () => broker.approvals.collectDecisions());
   // Lifecycle events of committed audit rows, whoever wrote them (this replica, another, the CLI).
   const auditTail = new AuditTail(store.audit, broker.events, clock);
   await auditTail.start();
   const eventTail = job("event tail", opts.eventTailIntervalMs ?? 1_000, () => auditTail.poll());
   // Replicas hand each other the events that exist only where they happen (calls, vendor children).
-  const eventRelay = shared ? new EventRelay(broker.events, shared.db, keys.subkey("event-relay"), { log, clock }) : undefined;
+  const relayKey = keys.subkey("event-relay");
+  const eventRelay = shared ? new EventRelay(broker.events, shared.db, relayKey, { log, clock }) : undefined;
   await eventRelay?.start();
   const stop = async (): Promise<void> => {
     await stopJobs([approvalPoll, eventTail]);

@@ -1,8 +1,7 @@
 import type { ApprovalChannel } from "../approvals/channel.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
-import type { Core } from "./build-core.js";
-import type { Topology } from "./build-topology.js";
+import type { Parts } from "./parts.js";
 import { buildWorkspace, type BuiltWorkspace } from "./workspace.js";
 
 // The workspace builder: the Slack or local adapter set (or none), which is the membership source,
@@ -19,7 +18,8 @@ export interface WorkspaceStage {
 }
 
 /** Builds the workspace `core.choice` names. */
-export function buildWorkspaceStage(core: Core, topology: Topology): WorkspaceStage {
+export function buildWorkspaceStage(p: Pick<Parts, "core" | "topology">): WorkspaceStage {
+  const { core, topology } = p;
   const { opts, config, store, vault, registry, clock, log, metrics } = core;
   const workspace = buildWorkspace(core.choice, {
     config,
@@ -33,7 +33,8 @@ export function buildWorkspaceStage(core: Core, topology: Topology): WorkspaceSt
   });
   const membership = opts.membership ?? workspace.adapters?.membership;
   if (!membership) {
-    log.warn("no channel membership source (Slack not configured): every tool call is refused as not_member until Slack is set up");
+    const why = "every tool call is refused as not_member until Slack is set up";
+    log.warn(`no channel membership source (Slack not configured): ${why}`);
   }
   const cached = membership instanceof CachedMembership || membership instanceof ChannelMembership;
   return {
