@@ -23,8 +23,8 @@ export interface HttpStage extends Stoppable {
   readonly origin: OriginGuard;
   readonly mcp: McpEndpoint;
   readonly events: EventsEndpoint;
-  /** Slack's auth.test behind /readyz, repeated (started once the server listens). */
-  readonly slackAuthJob: PeriodicJob | undefined;
+  /** Starts Slack's side once the server listens: the auth check behind /readyz, and Socket Mode in that mode. */
+  startSlack(): Promise<void>;
 }
 
 /** The Host/Origin rule of every browser-reachable route (the bound port is added once known). */
@@ -69,12 +69,21 @@ export async function buildHttp(p: Pick<Parts, "core" | "workspace" | "broker">)
   const { mcp, events } = await mountHostRoutes({ ...hostDeps, ...(tenants ? { tenants } : {}) });
   if (slack?.httpHandler) server.route({ method: "POST", path: "/slack/events", handler: slack.httpHandler });
   if (slack && installations) mountInstallFlow(server, slack, { installations, config, store, clock, log });
+  let slackStarted = false;
+  const startSlack = async (): Promise<void> => {
+    slackAuthJob?.start();
+    if (!slack) return;
+    slackStarted = true;
+    await slack.start();
+    log.info("slack app ready", { mode: slack.mode });
+  };
   const stop = async (): Promise<void> => {
     await mcp.close();
     events.close();
-    await slack?.stop();
+    // A receiver that never started (the start failed before listening) has nothing to stop.
+    if (slackStarted) await slack?.stop();
     await server.close();
     await slackAuthJob?.stop();
   };
-  return { server, hostTokens, origin, mcp, events, slackAuthJob, stop };
+  return { server, hostTokens, origin, mcp, events, startSlack, stop };
 }

@@ -52,18 +52,14 @@ export async function listen(p: Parts): Promise<Listening> {
   const { config, clock, log, store, registry } = p.core;
   const h = p.http;
   const port = await h.server.listen(config.port, config.bindHost);
-  const { local, adapters, slack } = p.workspace.workspace;
+  const { local, adapters } = p.workspace.workspace;
   const { lifecycle, pins } = p.broker;
   const hostToken = () => h.hostTokens.tokens[0];
   const consoleDeps = { http: h.server, port, config, store, lifecycle, pins, hostToken, clock, log };
   const admins = adapters?.admins;
   const run = local && admins ? await startConsole({ ...consoleDeps, workspace: local, admins }) : undefined;
   h.origin.allowPort(port);
-  h.slackAuthJob?.start();
-  if (slack) {
-    await slack.start();
-    log.info("slack app ready", { mode: slack.mode });
-  }
+  await h.startSlack();
   const services = registry.list().length;
   log.info("slaude-connect listening", { host: config.bindHost, port, version: VERSION, services });
   const { url, reachable } = addresses(config, port);

@@ -41,8 +41,8 @@ export async function buildRelays(p: Parts): Promise<Stoppable> {
   await auditTail.start();
   const eventTail = job("event tail", opts.eventTailIntervalMs ?? 1_000, () => auditTail.poll());
   // Replicas hand each other the events that exist only where they happen (calls, vendor children).
-  const relayKey = keys.subkey("event-relay");
-  const eventRelay = shared ? new EventRelay(broker.events, shared.db, relayKey, { log, clock }) : undefined;
+  const relay = shared ? { db: shared.db, key: keys.subkey("event-relay") } : undefined;
+  const eventRelay = relay ? new EventRelay(broker.events, relay.db, relay.key, { log, clock }) : undefined;
   await eventRelay?.start();
   const stop = async (): Promise<void> => {
     await stopJobs([approvalPoll, eventTail]);
