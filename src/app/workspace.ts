@@ -46,75 +46,91 @@ export interface BuiltWorkspace {
   start(late: { approvals: ApprovalService; logins: LoginService; lifecycle: ConnectionLifecycle }): Promise<void>;
 }
 
+/** What a workspace adapter set is built from. */
+export interface WorkspaceDeps {
+  readonly config: Config;
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly refreshLock: RefreshLock;
+  readonly registry: ServiceRegistry;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly localLimits?: Partial<LocalWorkspaceLimits>;
+  readonly onInstallationRefresh?: (outcome: "ok" | "failed") => void;
+}
+
+/** Why this workspace was chosen (logged at its start). */
+type Chosen = { readonly why: string };
+
 /** Builds the adapter set `choice` names. */
-export function buildWorkspace(
-  choice: Exclude<WorkspaceChoice, { kind: "refused" }>,
-  deps: { config: Config; store: Store; vault: Vault; refreshLock: RefreshLock; registry: ServiceRegistry; clock: Clock; log: Logger; localLimits?: Partial<LocalWorkspaceLimits>; onInstallationRefresh?: (outcome: "ok" | "failed") => void },
-): BuiltWorkspace {
+export function buildWorkspace(choice: Exclude<WorkspaceChoice, { kind: "refused" }>, deps: WorkspaceDeps): BuiltWorkspace {
+  if (choice.kind === "slack") return slackWorkspace(choice, deps);
+  if (choice.kind === "local") return localWorkspace(choice, deps);
+  const { log } = deps;
+  return { kind: "none", adapters: undefined, slack: undefined, installations: undefined, local: undefined, start: async () => log.info("workspace: none", { why: choice.why }) };
+}
+
+/** Slack's installations, its runtime (Bolt) and the Slack adapter set over them. */
+function slackWorkspace(choice: Chosen, deps: WorkspaceDeps): BuiltWorkspace {
   const { config, store, vault, registry, clock, log } = deps;
-  if (choice.kind === "slack") {
-    const clientOptions = slackClientOptions(config.slack, log);
-    const dist = config.slack.distribution;
-    const installations = new Installations({
-      repo: store.installations,
-      sealer: vaultSealer(vault),
-      clock,
-      log,
-      audit: store.audit,
-      lock: deps.refreshLock,
-      ...(dist ? { rotation: new SlackTokenRotation(dist, clientOptions) } : {}),
-      orgTeams: new SlackOrgTeams(clientOptions),
-      ...(deps.onInstallationRefresh ? { onRefresh: deps.onInstallationRefresh } : {}),
-    });
-    const slack = createSlackRuntime(config.slack, { installations, audit: store.audit, clock, log });
-    const tenants = { single: async () => (await store.installations.countLive()) <= 1 };
-    const adapters: WorkspaceAdapters = {
-      kind: "slack",
-      membership: new ChannelMembership(new SlackMembership(slack.apis), clock, { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max }),
-      approvals: new SlackApprovalChannel(slack.apis, store, log, config.approvalTimeoutMs),
-      consent: new SlackConsent(slack.apis, registry),
-      admins: new AdminDirectory(config.admins, slack.apis, tenants, clock),
-      notices: new SlackOwnerNotices(slack.apis),
-    };
-    const botToken = config.slack.botToken;
-    return {
-      kind: "slack",
-      adapters,
-      slack,
-      installations,
-      local: undefined,
-      start: async () => {
-        // A single SLACK_BOT_TOKEN is simply the one installation (auth.test once); Slack down at
-        // start leaves it unrecorded, so its calls fail closed until the next try (the auth check job).
-        if (botToken) await recordConfiguredToken(installations, botToken, clientOptions, log);
-        log.info("workspace: slack", { why: choice.why, mode: slack.mode, installFlow: Boolean(dist) });
-      },
-    };
-  }
-  if (choice.kind === "none") {
-    return { kind: "none", adapters: undefined, slack: undefined, installations: undefined, local: undefined, start: async () => log.info("workspace: none", { why: choice.why }) };
-  }
-  const local = new LocalWorkspaceService({ store, clock, log, registry, admins: config.admins, ...(deps.localLimits ? { limits: deps.localLimits } : {}) });
-  const adapters = localAdapters(local, { registry, log, store, approvalTimeoutMs: config.approvalTimeoutMs });
-  return {
-    kind: "local",
-    adapters,
-    slack: undefined,
-    installations: undefined,
-    local,
-    start: async ({ approvals, logins, lifecycle }) => {
-      local.bind({ approvals, logins });
-      const seeded = await local.seed();
-      // Slack tells owners about an admin revoke from its handler; here every end that the owner
-      // did not cause becomes a card in their inbox.
-      lifecycle.onEnded(async (c) => {
-        const rows = c.status === "revoked" ? await store.audit.query({ connectionId: c.id, event: "connection_revoked", take: "latest", limit: 1 }) : [];
-        const end = endNotice(c, rows[0]?.actor);
-        if (end) await adapters.notices.connectionEnded(c, end).catch((err: unknown) => log.warn("could not tell the owner their connection ended", { connectionId: c.id, error: (err as Error).message }));
-      });
-      log.info("workspace: local (development only; state in the database)", { why: choice.why, team: local.teamId, seeded });
-    },
+  const clientOptions = slackClientOptions(config.slack, log);
+  const dist = config.slack.distribution;
+  const installations = new Installations({
+    repo: store.installations,
+    sealer: vaultSealer(vault),
+    clock,
+    log,
+    audit: store.audit,
+    lock: deps.refreshLock,
+    ...(dist ? { rotation: new SlackTokenRotation(dist, clientOptions) } : {}),
+    orgTeams: new SlackOrgTeams(clientOptions),
+    ...(deps.onInstallationRefresh ? { onRefresh: deps.onInstallationRefresh } : {}),
+  });
+  const slack = createSlackRuntime(config.slack, { installations, audit: store.audit, clock, log });
+  const tenants = { single: async () => (await store.installations.countLive()) <= 1 };
+  const membershipCache = { ttlMs: config.caches.membership.ttlMs, maxChannels: config.caches.membership.max };
+  const adapters: WorkspaceAdapters = {
+    kind: "slack",
+    membership: new ChannelMembership(new SlackMembership(slack.apis), clock, membershipCache),
+    approvals: new SlackApprovalChannel(slack.apis, store, log, config.approvalTimeoutMs),
+    consent: new SlackConsent(slack.apis, registry),
+    // The one admin directory (one cache): the Slack handlers and the grants service both ask it.
+    admins: new AdminDirectory(config.admins, slack.apis, tenants, clock),
+    notices: new SlackOwnerNotices(slack.apis),
   };
+  const botToken = config.slack.botToken;
+  const start = async (): Promise<void> => {
+    // A single SLACK_BOT_TOKEN is simply the one installation (auth.test once); Slack down at
+    // start leaves it unrecorded, so its calls fail closed until the next try (the auth check job).
+    if (botToken) await recordConfiguredToken(installations, botToken, clientOptions, log);
+    log.info("workspace: slack", { why: choice.why, mode: slack.mode, installFlow: Boolean(dist) });
+  };
+  return { kind: "slack", adapters, slack, installations, local: undefined, start };
+}
+
+/** The local workspace (development only; its state in the database) and its adapter set. */
+function localWorkspace(choice: Chosen, deps: WorkspaceDeps): BuiltWorkspace {
+  const { config, store, registry, clock, log } = deps;
+  const limits = deps.localLimits ? { limits: deps.localLimits } : {};
+  const local = new LocalWorkspaceService({ store, clock, log, registry, admins: config.admins, ...limits });
+  const adapters = localAdapters(local, { registry, log, store, approvalTimeoutMs: config.approvalTimeoutMs });
+  const start: BuiltWorkspace["start"] = async ({ approvals, logins, lifecycle }) => {
+    local.bind({ approvals, logins });
+    const seeded = await local.seed();
+    // Slack tells owners about an admin revoke from its handler; here every end that the owner
+    // did not cause becomes a card in their inbox.
+    lifecycle.onEnded(async (c) => {
+      const revoked = { connectionId: c.id, event: "connection_revoked", take: "latest", limit: 1 } as const;
+      const rows = c.status === "revoked" ? await store.audit.query(revoked) : [];
+      const end = endNotice(c, rows[0]?.actor);
+      if (!end) return;
+      await adapters.notices.connectionEnded(c, end).catch((err: unknown) => {
+        log.warn("could not tell the owner their connection ended", { connectionId: c.id, error: (err as Error).message });
+      });
+    });
+    log.info("workspace: local (development only; state in the database)", { why: choice.why, team: local.teamId, seeded });
+  };
+  return { kind: "local", adapters, slack: undefined, installations: undefined, local, start };
 }
 
 /** Records SLACK_BOT_TOKEN as an installation; false (logged, never thrown) when Slack could not be asked. */

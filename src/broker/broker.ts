@@ -2,71 +2,17 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { ApprovalService } from "../approvals/approval-service.js";
-import type { Clock } from "../clock/clock.js";
-import type { CacheLimits } from "../config/env.js";
-import type { ServiceRegistry } from "../config/registry.js";
-import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { CallEventBus } from "../events/event-bus.js";
-import type { ResultLimits } from "../hygiene/truncate.js";
-import type { Logger } from "../log/logger.js";
-import type { MembershipSource } from "../membership/membership.js";
-import type { CallRateGate } from "../limits/call-rate.js";
-import type { Metrics } from "../metrics/metrics.js";
-import type { BackoffSource } from "../pool/launcher.js";
-import { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
-import type { ResultStore } from "../results/result-store.js";
-import type { Store } from "../store/store.js";
 import { threadKey } from "../turns/turn-rules.js";
 import type { TurnStore } from "../turns/turn-store.js";
-import type { Vault } from "../vault/vault.js";
 import { answer, refusal } from "./answer.js";
 import { CallService } from "./call.js";
-import type { CompletionBacklog } from "./completion-backlog.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { refreshMetadata } from "./describe.js";
 import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
-import type { ConsentNotifier, CredentialRefresher, LeftoverSweeper } from "./ports.js";
-
-/**
- * Everything the broker is built from, adapters included: only the composition root (src/app/)
- * builds them; tests pass fakes (an in-memory launcher under a real pool, say).
- */
-export interface BrokerParts {
-  readonly store: Store;
-  readonly vault: Vault;
-  readonly registry: ServiceRegistry;
-  readonly lifecycle: ConnectionLifecycle;
-  readonly clock: Clock;
-  readonly log: Logger;
-  readonly membership: MembershipSource;
-  readonly turns: TurnStore;
-  readonly pool: VendorPool;
-  readonly approvals: ApprovalService;
-  /** Kills vendor processes a crashed predecessor left behind, at start. */
-  readonly ledger: LeftoverSweeper;
-  /** Remote vendors' connect backoff (reported by connections_list). */
-  readonly backoff: BackoffSource;
-  readonly metrics: Metrics;
-  /** The call event stream: the call path emits on it; metrics, the log and GET /v1/events subscribe. */
-  readonly events: CallEventBus;
-  readonly limits: ResultLimits;
-  /** The result store behind truncated results' resource links. */
-  readonly results: ResultStore;
-  readonly callTimeoutMs: number;
-  /** Refreshes OAuth credentials before calls (src/login/oauth). */
-  readonly refresher?: CredentialRefresher;
-  /** Delivers the consent card for `connect` (Slack in production). */
-  readonly consent?: ConsentNotifier;
-  /** Bounds the decrypted-credential cache (count and age). */
-  readonly credentialCache?: CacheLimits;
-  /** Where completion rows wait while the database is away (default: one with DEFAULT_COMPLETION_BACKLOG). */
-  readonly completions?: CompletionBacklog;
-  /** The call rate per user and per team (src/limits). */
-  readonly callRate?: CallRateGate;
-}
 
 /** How often every live vendor's tool list is read again when it never says it changed (60 s). */
 export const TOOL_RELIST_INTERVAL_MS = 60_000;
@@ -91,34 +37,12 @@ export class Broker {
   readonly calls: CallService;
   private readonly jobs: PeriodicJob[] = [];
 
-  constructor(private readonly o: BrokerParts) {
-    this.turns = o.turns;
-    this.pool = o.pool;
-    this.approvals = o.approvals;
-    this.events = o.events;
-    this.deps = {
-      store: o.store,
-      vault: o.vault,
-      registry: o.registry,
-      lifecycle: o.lifecycle,
-      pool: o.pool,
-      approvals: o.approvals,
-      membership: o.membership,
-      turns: o.turns,
-      clock: o.clock,
-      log: o.log,
-      metrics: o.metrics,
-      events: o.events,
-      limits: o.limits,
-      results: o.results,
-      callTimeoutMs: o.callTimeoutMs,
-      backoff: o.backoff,
-      pins: new PinService({ store: o.store, clock: o.clock, log: o.log }),
-      ...(o.refresher ? { refresher: o.refresher } : {}),
-      ...(o.credentialCache ? { credentialCache: o.credentialCache } : {}),
-      ...(o.completions ? { completions: o.completions } : {}),
-      ...(o.callRate ? { callRate: o.callRate } : {}),
-    };
+  constructor(deps: BrokerDeps & { readonly events: CallEventBus }) {
+    this.deps = deps;
+    this.turns = deps.turns;
+    this.pool = deps.pool;
+    this.approvals = deps.approvals;
+    this.events = deps.events;
     this.calls = new CallService(this.deps);
     // Metadata is cached per team, redacted with the credential of the connection whose child fetched
     // it; the vendor gets its first call once the (bounded) tool list is in and checked against the
@@ -132,7 +56,7 @@ export class Broker {
       });
     });
     // A revoked, replaced or expired connection's child dies with it, and its plaintext leaves memory.
-    o.lifecycle.onEnded((c) => {
+    deps.lifecycle.onEnded((c) => {
       this.calls.forget(c.id);
       return this.pool.drop(c.id, "kill");
     });
@@ -144,10 +68,10 @@ export class Broker {
    * abandoned; a dead replica's expire at their own expiry (the leader's approval-expiry job).
    */
   async start(opts: { idleReapIntervalMs?: number; expireAbandoned?: boolean; toolRelistIntervalMs?: number } = {}): Promise<void> {
-    const killed = this.o.ledger.sweep();
-    if (killed) this.o.log.warn("killed vendor processes left by a previous run", { count: killed });
+    const killed = this.deps.ledger.sweep();
+    if (killed) this.deps.log.warn("killed vendor processes left by a previous run", { count: killed });
     const abandoned = opts.expireAbandoned === false ? 0 : await this.approvals.expireAbandoned();
-    if (abandoned) this.o.log.info("expired approvals left pending by a previous run", { count: abandoned });
+    if (abandoned) this.deps.log.info("expired approvals left pending by a previous run", { count: abandoned });
     const idle = new PeriodicJob({
       name: "idle reaper",
       intervalMs: opts.idleReapIntervalMs ?? 15_000,
@@ -156,8 +80,8 @@ export class Broker {
         await this.pool.reapIdle();
         this.calls.sessions.opened.sweepExpired();
       },
-      log: this.o.log,
-      clock: this.o.clock,
+      log: this.deps.log,
+      clock: this.deps.clock,
       metrics: this.deps.metrics,
     });
     idle.start();
@@ -168,8 +92,8 @@ export class Broker {
       name: "tool relist",
       intervalMs: opts.toolRelistIntervalMs ?? TOOL_RELIST_INTERVAL_MS,
       run: () => this.deps.pins.relistAll(this.pool.liveClients()),
-      log: this.o.log,
-      clock: this.o.clock,
+      log: this.deps.log,
+      clock: this.deps.clock,
       metrics: this.deps.metrics,
     });
     relist.start();
@@ -191,8 +115,8 @@ export class Broker {
    * child (a replica's "connection ended" signal); true when it was ended. Never trusts the signal itself.
    */
   async reconcileConnection(id: string): Promise<boolean> {
-    const c = await this.o.store.connections.get(id);
-    if (c && c.status === "active" && c.expiresAt > this.o.clock.now()) return false;
+    const c = await this.deps.store.connections.get(id);
+    if (c && c.status === "active" && c.expiresAt > this.deps.clock.now()) return false;
     this.calls.forget(id);
     await this.pool.drop(id, "kill");
     return true;
@@ -204,9 +128,9 @@ export class Broker {
    */
   serverForThread(thread: ThreadRef): McpServer {
     // Served from now on (memory: at once; PostgreSQL: a write in flight, repeated by the first call).
-    this.turns.markServed(thread, this.o.clock.now()).catch((err: Error) => this.o.log.warn("could not mark a thread served", { error: err.message }));
+    this.turns.markServed(thread, this.deps.clock.now()).catch((err: Error) => this.deps.log.warn("could not mark a thread served", { error: err.message }));
     const resolve: CallerResolver = async (req) => {
-      const r = await this.turns.resolve(thread, req.turnId, this.o.clock.now());
+      const r = await this.turns.resolve(thread, req.turnId, this.deps.clock.now());
       if (r.kind === "caller") return { thread, userId: r.userId };
       return r.kind === "no_turn" ? { thread, userId: undefined } : r.kind;
     };
@@ -226,7 +150,7 @@ export class Broker {
       const key = threadKey(thread);
       bound ??= key;
       if (bound !== key) return "thread_mismatch";
-      await this.turns.set(thread, c.userId, this.o.clock.now());
+      await this.turns.set(thread, c.userId, this.deps.clock.now());
       return { thread, userId: c.userId };
     };
     return createBrokerServer(this.deps, resolve, { calls: this.calls, ...this.connectOptions() });
@@ -234,14 +158,14 @@ export class Broker {
 
   /** How the `connect` tool answers: a consent card through the consent port when one is configured. */
   private connectOptions(): Pick<BrokerServerOptions, "connectAvailable"> {
-    const consent = this.o.consent;
+    const consent = this.deps.consent;
     if (!consent) return {};
     return {
       connectAvailable: async (ctx, caller, service) => {
         try {
           await consent.sendConsent(ctx.thread, caller, service);
         } catch (err) {
-          this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
+          this.deps.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
           // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
           return refusal("consent_unavailable", { service });
         }

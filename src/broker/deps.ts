@@ -14,14 +14,18 @@ import type { PinService } from "../pinning/service.js";
 import type { VendorPool } from "../pool/pool.js";
 import type { CallTrace } from "./call-trace.js";
 import type { CompletionBacklog } from "./completion-backlog.js";
-import type { CredentialRefresher } from "./ports.js";
+import type { ConsentNotifier, CredentialRefresher, LeftoverSweeper } from "./ports.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
 import type { ResultStore } from "../results/result-store.js";
 import type { TurnStore } from "../turns/turn-store.js";
 import type { Vault } from "../vault/vault.js";
 
-/** What the broker core needs; built once by the composition root. */
+/**
+ * Everything the broker and its call path are built from, adapters included: the one settings
+ * object, built once by the composition root (src/app/broker-factory.ts) and held as it is; tests
+ * pass fakes (an in-memory launcher under a real pool, say).
+ */
 export interface BrokerDeps {
   readonly store: Store;
   readonly vault: Vault;
@@ -47,6 +51,10 @@ export interface BrokerDeps {
   readonly backoff: BackoffSource;
   /** Tool definition pins: the call path refuses a quarantined tool and checks the leased vendor's definition. */
   readonly pins: PinService;
+  /** Kills vendor processes a crashed predecessor left behind, at start. */
+  readonly ledger: LeftoverSweeper;
+  /** Delivers the consent card for `connect` (Slack in production). */
+  readonly consent?: ConsentNotifier;
   /** Bounds the decrypted-credential cache (SLAUDE_CREDENTIAL_CACHE_*); defaults 1,000 entries, 15 min. */
   readonly credentialCache?: CacheLimits;
   /** Where completion rows wait while the database is away; default one per call service with DEFAULT_COMPLETION_BACKLOG. */

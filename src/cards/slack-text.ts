@@ -1,4 +1,4 @@
-import type { CardLine, CardSpan } from "./card.js";
+import type { CardLine, CardSpan } from "../domain/card.js";
 
 // The broker's answers to a model are Slack text (the model writes them into a Slack thread), so
 // they carry Slack's markup: `<@U…>` mentions, `<#C…|name>` channels, `<!here>`, `<url|label>`,

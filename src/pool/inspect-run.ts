@@ -1,15 +1,12 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
-import type { Clock } from "../clock/clock.js";
-import type { Config } from "../config/env.js";
 import type { Service } from "../config/registry.js";
-import type { Logger } from "../log/logger.js";
 import { processStartTicks } from "../proc/proc.js";
 import type { Connection } from "../store/records.js";
 import { ChildLedger } from "./child-ledger.js";
 import type { RenderedCredential } from "./credential-template.js";
 import type { EraFound } from "./era.js";
-import { ProductionLauncher, UidAllocator, type VendorHandle, type VendorLauncher } from "./launcher.js";
+import type { BackoffSource, VendorHandle, VendorLauncher } from "./launcher.js";
 
 // The vendors `registry inspect` starts hold a credential (with --connection, a user's stored one).
 // Each CLI run gets its own directory, `<dataDir>/run/inspect/<pid>-<start ticks>/`, with its own
@@ -23,40 +20,22 @@ export function inspectionsDir(dataDir: string): string {
   return path.join(dataDir, "run", "inspect");
 }
 
-/** One CLI run's vendors: the broker's launcher over this run's own directory and ledger. */
-export class InspectionRun implements VendorLauncher {
-  /** This run's directory (removed by close()). */
-  readonly dir: string;
-  private readonly ledger: ChildLedger;
-  private readonly launcher: ProductionLauncher;
+/** This CLI run's directory: `<dataDir>/run/inspect/<pid>-<start ticks>` (the pid and start time name the owner). */
+export function inspectionRunDir(dataDir: string): string {
+  return path.join(inspectionsDir(dataDir), `${process.pid}-${processStartTicks(process.pid) ?? 0}`);
+}
 
-  /**
-   * Children live under the run's directory and, when root with SLAUDE_CHILD_UID_BASE, run under
-   * the uid just past the broker's range, so an inspected vendor never shares a uid with a live child.
-   */
-  constructor(config: Config, clock: Clock, log: Logger) {
-    const root = inspectionsDir(config.dataDir);
-    this.dir = path.join(root, `${process.pid}-${processStartTicks(process.pid) ?? 0}`);
-    const vendors = path.join(this.dir, "vendors");
-    const base = config.pool.childUidBase;
-    const perChildUid = base !== undefined && process.geteuid?.() === 0;
-    if (perChildUid) {
-      // As in the broker: a child under its own uid must traverse to its private HOME.
-      for (const d of [config.dataDir, path.dirname(root), root, this.dir, vendors]) {
-        mkdirSync(d, { recursive: true, mode: 0o711 });
-        chmodSync(d, 0o711);
-      }
-    }
-    this.ledger = new ChildLedger(path.join(this.dir, "children"), vendors);
-    this.launcher = new ProductionLauncher({
-      baseEnv: config.childBaseEnv,
-      runDir: vendors,
-      ledger: this.ledger,
-      uids: perChildUid ? new UidAllocator(base + config.pool.maxChildren, 1) : undefined,
-      clock,
-      log,
-    });
-  }
+/**
+ * One CLI run's vendors: the broker's launcher (built by the composition root's launcher builder,
+ * src/app/launcher.ts) over this run's own directory and ledger.
+ */
+export class InspectionRun implements VendorLauncher {
+  constructor(
+    /** This run's directory (removed by close()). */
+    readonly dir: string,
+    private readonly ledger: ChildLedger,
+    private readonly launcher: VendorLauncher & Pick<BackoffSource, "eraOf">,
+  ) {}
 
   launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
     return this.launcher.launch(connection, service, secrets);
@@ -64,7 +43,7 @@ export class InspectionRun implements VendorLauncher {
 
   /** The MCP era the service's vendor spoke when this run started it. */
   eraOf(service: string): EraFound | undefined {
-    return this.launcher.eraOf(service);
+    return this.launcher.eraOf?.(service);
   }
 
   /**

@@ -1,30 +1,18 @@
 import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/client";
 import { listAllTools } from "./tool-paging.js";
-import type { Clock } from "../clock/clock.js";
-import type { Config } from "../config/env.js";
 import type { Service } from "../config/registry.js";
 import type { VendorTool } from "../config/tool-inspection.js";
-import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
 import type { Credential } from "../vault/credential.js";
 import { renderCredential } from "./credential-template.js";
-import { InspectionRun } from "./inspect-run.js";
 import type { VendorLauncher } from "./launcher.js";
 
 // One-off vendor starts for `registry inspect` and `registry check --inspect`: the broker's own
-// launcher (allowlisted env, private HOME/TMPDIR, process group, child uid) and the broker's own
-// bounded tools/list reader, not second copies.
+// launcher (allowlisted env, private HOME/TMPDIR, process group, child uid; built by the root's
+// launcher builder, src/app/launcher.ts) and the broker's own bounded tools/list reader, not second copies.
 
 export { InspectionRun, sweepInspections } from "./inspect-run.js";
-
-/**
- * The production launcher as the CLI uses it: a fresh InspectionRun (its own directory and ledger
- * under `<dataDir>/run/inspect`, which a running broker's pool never sees). Close it when done.
- */
-export function inspectionLauncher(config: Config, clock: Clock, log: Logger): InspectionRun {
-  return new InspectionRun(config, clock, log);
-}
 
 /** A throwaway connection record for inspecting `service` with a credential that is not stored. */
 export function inspectionConnection(service: Service, now: number): Connection {

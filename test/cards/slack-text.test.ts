@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { plainLine } from "../../src/cards/card.js";
+import { plainLine } from "../../src/domain/card.js";
 import { slackTextLine } from "../../src/cards/slack-text.js";
 
 // The broker's Slack text read into card spans for a surface that is not Slack: no Slack markup

@@ -14,7 +14,8 @@ import { loadRegistry, parseRegistry, type Service } from "../../src/config/regi
 import { compareTools, type VendorTool } from "../../src/config/tool-inspection.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { renderCredential } from "../../src/pool/credential-template.js";
-import { inspectionConnection, inspectionLauncher, readToolList } from "../../src/pool/inspect.js";
+import { inspectionLauncher } from "../../src/app/launcher.js";
+import { inspectionConnection, readToolList } from "../../src/pool/inspect.js";
 import { startFakeGitlab } from "../fixtures/fake-gitlab-api.js";
 import { startFakeJira } from "../fixtures/fake-jira-api.js";
 import { startFakeNotion } from "../fixtures/fake-notion-api.js";

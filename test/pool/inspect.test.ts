@@ -12,7 +12,8 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { renderCredential } from "../../src/pool/credential-template.js";
 import { PoolError } from "../../src/pool/errors.js";
-import { inspectionConnection, inspectionLauncher, listVendorTools, readToolList } from "../../src/pool/inspect.js";
+import { inspectionLauncher } from "../../src/app/launcher.js";
+import { inspectionConnection, listVendorTools, readToolList } from "../../src/pool/inspect.js";
 import { HOSTILE_VENDOR_PATH, VENDOR_STDIO_PATH } from "../fixtures/paths.js";
 import { TempDirs } from "../support/foundation.js";
 
