@@ -166,7 +166,7 @@ describe("a host token bound to team TA, in team TB's threads", () => {
 
     const a = await session(TOKEN_A, THREAD_A);
     expect((await turn(TOKEN_A, THREAD_A, ALICE)).status).toBe(204);
-    await expect(a.client.readResource({ uri })).rejects.toMatchObject({ code: -32002 });
+    await expect(a.client.readResource({ uri })).rejects.toMatchObject({ code: -32602 });
 
     // TB's owner still reads it, in its session: the refused requests changed nothing.
     const page = await b.client.readResource({ uri });
