@@ -46,7 +46,10 @@ export class ModernLeg {
         return broker.serverForThread(thread);
       },
       // 2025-era traffic never reaches this handler: McpEndpoint serves it with sessions.
-      { legacy: "reject", onerror: (err) => this.log.debug("mcp 2026-07-28 request refused or failed", { error: err.message }) },
+      {
+        legacy: "reject",
+        onerror: (err) => this.log.debug("mcp 2026-07-28 request refused or failed", { error: err.message }),
+      },
     );
   }
 
@@ -54,7 +57,8 @@ export class ModernLeg {
   async serve(req: http.IncomingMessage, res: http.ServerResponse, caller: HostCaller, body: unknown): Promise<void> {
     const header = req.headers["x-slaude-thread"];
     const thread = parseThreadHeader(header);
-    if (!thread) return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: THREAD_REQUIRED }, id: idOf(body) });
+    if (!thread)
+      return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: THREAD_REQUIRED }, id: idOf(body) });
     // Every request, since nothing of an earlier one is remembered.
     const verdict = await this.tenants.check(caller.binding, thread.teamId);
     if (!verdict.ok) {
@@ -63,7 +67,12 @@ export class ModernLeg {
     }
     if (this.inFlight >= this.maxInFlight) {
       this.log.warn("mcp 2026-07-28 request refused: too many in progress", { maxInFlight: this.maxInFlight });
-      return sendJson(res, 503, { jsonrpc: "2.0", error: { code: -32000, message: busy(this.maxInFlight) }, id: idOf(body) }, { "retry-after": "5" });
+      return sendJson(
+        res,
+        503,
+        { jsonrpc: "2.0", error: { code: -32000, message: busy(this.maxInFlight) }, id: idOf(body) },
+        { "retry-after": "5" },
+      );
     }
     this.inFlight++;
     // The request's signal aborts when the client closes its response stream: the SDK then cancels the call.

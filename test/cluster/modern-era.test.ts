@@ -28,7 +28,12 @@ afterAll(async () => {
 /** A v2 client pinned to 2026-07-28 on `baseUrl`, for `thread`. */
 async function pinned(baseUrl: string, thread: ThreadRef): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${c.set.hostToken}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+    requestInit: {
+      headers: {
+        Authorization: `Bearer ${c.set.hostToken}`,
+        "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
   });
   const client = new Client({ name: "modern-host", version: "1" }, { versionNegotiation: { mode: { pin: MODERN } } });
   await client.connect(transport, { timeout: 60_000 });
@@ -42,7 +47,7 @@ const where = [
 ];
 
 describe.each(where)("a v2 client pinned to 2026-07-28, through $name", ({ url, thread: n }) => {
-  it("lists the tools, describes a service, and a borrowed call waits for the approval card with progress, then resumes", async () => {
+  it("lists, describes; a borrowed call waits for the card with progress, then resumes", async () => {
     const thread = c.thread(n);
     const before = c.set.proxy.routes.length;
     const bob = await pinned(url(), thread);
@@ -58,7 +63,14 @@ describe.each(where)("a v2 client pinned to 2026-07-28, through $name", ({ url, 
     const args = { id: `modern-${n}-${Date.now()}` };
     const pending = bob.callTool(
       { name: "mcp_call", arguments: { service: "stubborn", tool: "read_item", args, on_behalf_of: BOB } },
-      { timeout: 90_000, resetTimeoutOnProgress: true, onprogress: (p) => { progress.push(p.message ?? ""); waiting(); } },
+      {
+        timeout: 90_000,
+        resetTimeoutOnProgress: true,
+        onprogress: (p) => {
+          progress.push(p.message ?? "");
+          waiting();
+        },
+      },
     );
     const card = await approvalCard(c.fake, ALICE, n === 40 ? 0 : 2);
     // The heartbeat of the wait arrives on the call's own response before anyone clicks.
@@ -67,10 +79,14 @@ describe.each(where)("a v2 client pinned to 2026-07-28, through $name", ({ url, 
     const click = await c.set.click(card, ALICE, "approval_allow_once");
     expect(click.status).toBe(200);
     const r = await pending;
-    expect(r.structuredContent, JSON.stringify(r.structuredContent)).toMatchObject({ status: "ok", ranAs: "approval_once" });
+    expect(r.structuredContent, JSON.stringify(r.structuredContent)).toMatchObject({
+      status: "ok",
+      ranAs: "approval_once",
+    });
     // Stateless: nothing of it names a session.
     expect(c.set.proxy.routes.slice(before).every((route) => route.sessionId === undefined)).toBe(true);
-    if (url() === c.set.proxy.url) expect(new Set(c.set.proxy.routes.slice(before).map((route) => route.backend)).size).toBe(2);
+    if (url() === c.set.proxy.url)
+      expect(new Set(c.set.proxy.routes.slice(before).map((route) => route.backend)).size).toBe(2);
   });
 
   it("closing the waiting call's stream cancels it: the approval is withdrawn", async () => {
@@ -82,13 +98,22 @@ describe.each(where)("a v2 client pinned to 2026-07-28, through $name", ({ url, 
     const args = { id: `cancelled-${n}-${Date.now()}` };
     const pending = bob.callTool(
       { name: "mcp_call", arguments: { service: "stubborn", tool: "read_item", args, on_behalf_of: BOB } },
-      { signal: ac.signal, timeout: 90_000, resetTimeoutOnProgress: true, onprogress: () => ac.abort("the user gave up") },
+      {
+        signal: ac.signal,
+        timeout: 90_000,
+        resetTimeoutOnProgress: true,
+        onprogress: () => ac.abort("the user gave up"),
+      },
     );
     await expect(pending).rejects.toThrow();
     const threadTs = thread.threadTs;
     await vi.waitFor(
       async () => {
-        const rows = await query<{ status: string }>(c.set, "SELECT status FROM approvals WHERE borrower_user_id = $1 AND thread_ts = $2", [BOB, threadTs]);
+        const rows = await query<{ status: string }>(
+          c.set,
+          "SELECT status FROM approvals WHERE borrower_user_id = $1 AND thread_ts = $2",
+          [BOB, threadTs],
+        );
         expect(rows.map((row) => row.status)).toEqual(["expired"]);
       },
       { timeout: 20_000, interval: 200 },
