@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/server";
 import type { ApprovalService } from "../approvals/approval-service.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { ThreadRef } from "../domain/thread.js";

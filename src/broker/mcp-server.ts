@@ -1,5 +1,4 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { McpServer, type CallToolResult, type ServerContext } from "@modelcontextprotocol/server";
 import { VERSION } from "../domain/version.js";
 import { answer, callAnswer, refusal } from "./answer.js";
 import { serviceUnavailable, unavailableLine, unavailableText } from "./availability-view.js";
@@ -25,11 +24,11 @@ export interface CallerRequest {
 /** Resolves the caller of one tool call, live; a string is a refusal code. */
 export type CallerResolver = (req: CallerRequest) => Promise<CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown">;
 
-/** The turn a request names: the `X-Slaude-Turn` header the HTTP transport passes in `requestInfo`. */
-function callerRequest(extra: { requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): CallerRequest {
-  const v = extra.requestInfo?.headers?.["x-slaude-turn"];
-  // A repeated header is never guessed between: an impossible id is refused as unknown.
-  return v === undefined ? {} : { turnId: typeof v === "string" ? v : "(repeated)" };
+/** The turn a request names: the `X-Slaude-Turn` header of the HTTP request the transport hands over. */
+export function callerRequest(ctx: Pick<ServerContext, "http">): CallerRequest {
+  // A repeated header arrives joined ("a, b"): not a turn id, so it is refused as unknown, never guessed between.
+  const v = ctx.http?.req?.headers.get("x-slaude-turn");
+  return v === null || v === undefined ? {} : { turnId: v };
 }
 
 /** How the `connect` tool answers when a consent channel exists. */
@@ -88,13 +87,13 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       withCaller(
         extra,
         async (ctx) => {
-          const progressToken = extra._meta?.progressToken;
+          const progressToken = extra.mcpReq._meta?.progressToken;
           const callExtra: CallExtra = {
-            signal: extra.signal,
+            signal: extra.mcpReq.signal,
             ...(progressToken !== undefined
               ? {
                   progress: (p) =>
-                    extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
+                    extra.mcpReq.notify({ method: "notifications/progress", params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
                 }
               : {}),
           };
@@ -196,7 +195,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
   // registerTool turns listChanged on whatever was passed; the list never changes, so say so.
   server.server.registerCapabilities({ tools: { listChanged: false } });
   // Truncated results' full text, for their caller in this thread only (no listing of anyone's).
-  serveStoredResults(server, deps, (extra) => resolveCaller(callerRequest(extra)));
+  serveStoredResults(server, deps, (ctx) => resolveCaller(callerRequest(ctx)));
   return server;
 }
 

@@ -1,5 +1,4 @@
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ReadResourceRequestSchema, type ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, ResourceNotFoundError, type McpServer, type ReadResourceResult, type ServerContext } from "@modelcontextprotocol/server";
 import { RESULT_URI_TEMPLATE } from "../results/result-uri.js";
 import { isMember } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
@@ -9,32 +8,27 @@ import type { BrokerDeps, CallerContext } from "./deps.js";
 // are reached by the resource_link of the answer that produced them, never by browsing), and
 // resources/templates/list names the one URI template.
 
-/** JSON-RPC code of the one refusal (MCP "Resource not found"). */
-export const RESOURCE_NOT_FOUND = -32002;
+/**
+ * JSON-RPC code of the one refusal: "Resource not found" is -32602 with `data.uri` (the 2026-07-28
+ * spec; SDK v2 answers it so on both eras, where v1 sent -32002).
+ */
+export const RESOURCE_NOT_FOUND = -32602;
 
-/** The one answer to every refused read: no oracle between unknown, expired and someone else's. */
-class ResourceNotFound extends Error {
-  readonly code = RESOURCE_NOT_FOUND;
-  constructor(readonly data: { uri: string }) {
-    super("Resource not found");
+/** A page past the last one, answered only to the result's owner (SDK v2 keeps only a ProtocolError's code). */
+class InvalidPage extends ProtocolError {
+  constructor(message: string) {
+    super(-32602, message);
   }
 }
 
-/** A page past the last one, answered only to the result's owner. */
-class InvalidPage extends Error {
-  readonly code = -32602;
-}
-
-/** The part of a request the caller is resolved from (the HTTP headers, for X-Slaude-Turn). */
-export interface RequestFacts {
-  readonly requestInfo?: { readonly headers?: Record<string, string | string[] | undefined> };
-}
+/** The part of a request the caller is resolved from (the HTTP request, for X-Slaude-Turn). */
+export type RequestFacts = Pick<ServerContext, "http">;
 
 /** Adds stored-result resources to a session's server; `resolve` is the session's live caller (the same as its tools'). */
 export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "results" | "membership" | "log">, resolve: (extra: RequestFacts) => Promise<CallerContext | string>): void {
   server.server.registerCapabilities({ resources: { listChanged: false } });
-  server.server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
-  server.server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+  server.server.setRequestHandler("resources/list", () => ({ resources: [] }));
+  server.server.setRequestHandler("resources/templates/list", () => ({
     resourceTemplates: [
       {
         uriTemplate: RESULT_URI_TEMPLATE,
@@ -45,7 +39,7 @@ export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "resul
       },
     ],
   }));
-  server.server.setRequestHandler(ReadResourceRequestSchema, async (req, extra): Promise<ReadResourceResult> => {
+  server.server.setRequestHandler("resources/read", async (req, extra): Promise<ReadResourceResult> => {
     const uri = req.params.uri;
     const ctx = await resolve(extra);
     // A session that cannot name its caller reads as nobody: the same not-found as everything else.
@@ -54,7 +48,8 @@ export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "resul
     const out = await d.results.read(uri, { thread: reader.thread, userId: reader.userId, member });
     switch (out.kind) {
       case "not_found":
-        throw new ResourceNotFound({ uri });
+        // The one answer to every refused read: no oracle between unknown, expired and someone else's.
+        throw new ResourceNotFoundError(uri, "Resource not found");
       case "no_such_page":
         throw new InvalidPage(`This result has ${out.pages} page(s).`);
       case "page":

@@ -1,14 +1,17 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
 import { VERSION } from "../domain/version.js";
 
+/** The stateless protocol revision the console speaks to its own broker. */
+const MODERN_REVISION = "2026-07-28";
+
 // The console's "Play a thread" is an agent host like any other: it reports the turn on
-// POST /v1/turns and calls the broker's tools over a real MCP session on /mcp, with the host token
-// and X-Slaude-Thread. Each console action is one turn: an explicit turn is reported, an MCP
-// session names it in X-Slaude-Turn on every request, and the turn is ended afterwards, so two
-// console users acting at once in one thread never borrow each other's identity.
+// POST /v1/turns and calls the broker's tools on /mcp with a real MCP client pinned to the
+// stateless 2026-07-28 revision (no session to open or end), with the host token and
+// X-Slaude-Thread. Each console action is one turn: an explicit turn is reported, every request
+// names it in X-Slaude-Turn, and the turn is ended afterwards, so two console users acting at once
+// in one thread never borrow each other's identity.
 
 /** The broker's five tools, the only ones the console host may call. */
 export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
@@ -41,7 +44,7 @@ export interface HostAgentOptions {
   readonly log: Logger;
 }
 
-/** The server-side agent host of the console: one explicit turn and one MCP session per action. */
+/** The server-side agent host of the console: one explicit turn and one MCP client per action. */
 export class HostAgent {
   private inFlight = 0;
   private readonly maxConcurrent: number;
@@ -83,11 +86,12 @@ export class HostAgent {
     const transport = new StreamableHTTPClientTransport(new URL("/mcp", this.opts.baseUrl), {
       requestInit: { headers: { authorization: `Bearer ${token}`, "x-slaude-thread": `${t.teamId}/${t.channelId}/${t.threadTs}`, "x-slaude-turn": turnId } },
     });
-    const client = new Client({ name: "slaude-connect-console", version: VERSION });
+    // The broker is this process: it speaks 2026-07-28, so no probe and no fallback.
+    const client = new Client({ name: "slaude-connect-console", version: VERSION }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } });
     this.open.add(client);
     try {
       await client.connect(transport);
-      const r = await client.callTool({ name: tool, arguments: args }, undefined, {
+      const r = await client.callTool({ name: tool, arguments: args }, {
         timeout: this.opts.callTimeoutMs,
         resetTimeoutOnProgress: true,
         ...(onProgress ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onProgress({ progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) }) } : {}),
@@ -97,7 +101,6 @@ export class HostAgent {
       return { kind: "result", isError: r.isError === true, structured, text };
     } finally {
       this.open.delete(client);
-      await transport.terminateSession().catch(() => undefined);
       await client.close().catch(() => undefined);
     }
   }

@@ -1,5 +1,5 @@
 import type http from "node:http";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
 import { systemClock, type Clock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
@@ -10,6 +10,7 @@ import { singleInstallation } from "../tenancy/tenant-directory.js";
 import { BodyTooLargeError, readBody, type OriginGuard } from "./host-auth.js";
 import type { HostCaller, HostTeamAuth } from "./host-teams.js";
 import { sendJson, type RouteHandler } from "./http-server.js";
+import { isLegacyMessage, ModernLeg } from "./mcp-modern.js";
 import { McpSessionHost } from "./mcp-session-host.js";
 import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, sweepEveryMs, type SessionLimits } from "./mcp-sessions.js";
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, MemorySessionRecords, type SessionRecords } from "./session-records.js";
@@ -95,6 +96,8 @@ export class McpEndpoint {
   private readonly tenants: TenantGuard;
   /** Counts refusals by the per-team session cap (the limit refusals metric). */
   private readonly refused: LimitRefusals;
+  /** The stateless 2026-07-28 era: requests that carry their own protocol envelope. */
+  private readonly modern: ModernLeg;
 
   constructor(d: McpEndpointDeps) {
     const { broker, log } = d;
@@ -107,6 +110,8 @@ export class McpEndpoint {
     this.limits = limits;
     this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
+    // A modern request in progress holds what a busy session holds: at most as many as sessions.
+    this.modern = new ModernLeg(broker, this.tenants, log, limits.maxSessions);
     this.refused = (l) => broker.deps.metrics.limitRefused(l);
     this.sharedRecords = records.shared;
     // Idle sessions are closed within a quarter of the idle time (at most a minute) after expiring.
@@ -185,6 +190,8 @@ export class McpEndpoint {
         return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
       }
     }
+    // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
+    if (!(await isLegacyMessage(req, body))) return this.modern.serve(req, res, caller, body);
     if (typeof sessionId === "string") {
       const found = await this.host.lookup(sessionId, headerThread, caller);
       switch (found.kind) {
@@ -257,6 +264,7 @@ export class McpEndpoint {
 
   async close(): Promise<void> {
     await this.sweeper.stop();
+    await this.modern.close();
     await this.host.table.closeAll();
   }
 }

@@ -1,6 +1,5 @@
 import type http from "node:http";
-import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";

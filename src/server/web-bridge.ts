@@ -4,14 +4,17 @@ import type http from "node:http";
 // that transport ourselves (not the node wrapper, which hides it) so a session can also be fed an
 // internal request: the replayed initialize that rebuilds a session opened on another replica.
 
-/** A web Request with the method, path and headers of `req`; no body (the endpoint has parsed it already). */
-export function toWebRequest(req: http.IncomingMessage): Request {
+/**
+ * A web Request with the method, path and headers of `req`; no body (the endpoint has parsed it
+ * already). `signal`, when given, is the request's: the SDK ends the exchange when it aborts.
+ */
+export function toWebRequest(req: http.IncomingMessage, signal?: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, values] of Object.entries(req.headersDistinct)) {
     for (const v of values ?? []) headers.append(name, v);
   }
   // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard).
-  return new Request(new URL(req.url ?? "/mcp", "http://slaude-connect.invalid"), { method: req.method ?? "GET", headers });
+  return new Request(new URL(req.url ?? "/mcp", "http://slaude-connect.invalid"), { method: req.method ?? "GET", headers, ...(signal ? { signal } : {}) });
 }
 
 /**

@@ -154,7 +154,7 @@ describe("full results on demand over /mcp", () => {
   });
 
   it("another user in the thread, the owner in another thread or team, an unknown id: the same not-found", async () => {
-    const notFound = { code: -32002, message: expect.stringContaining("Resource not found") };
+    const notFound = { code: -32602, message: expect.stringContaining("Resource not found") };
     const answers: unknown[] = [];
     // Bob's turn in the same thread, same session.
     await turn(THREAD, BOB);
@@ -175,7 +175,7 @@ describe("full results on demand over /mcp", () => {
 
   it("an expired result is not found either, and the reaper deletes it", async () => {
     await clock.advanceAsync(120_000);
-    expect(await readError(alice, link.uri)).toEqual({ code: -32002, message: expect.stringContaining("Resource not found") });
+    expect(await readError(alice, link.uri)).toEqual({ code: -32602, message: expect.stringContaining("Resource not found") });
     expect(await app.broker.deps.results.reap()).toBe(1);
     expect(await app.store.results.get(link.uri.slice("slaude://results/".length))).toBeUndefined();
     const last = await app.store.audit.query({ event: "result_read", take: "latest", limit: 1 });

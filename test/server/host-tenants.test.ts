@@ -122,6 +122,33 @@ function namesNoToken(r: RawResponse): void {
 }
 
 describe("a host token bound to team TA, in team TB's threads", () => {
+  it("gets 403 tenant_forbidden on every 2026-07-28 request too; its own team's thread is served", async () => {
+    const envelope = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    const modern = (t: ThreadRef) =>
+      raw({
+        path: "/mcp",
+        headers: {
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${TOKEN_A}`,
+          "x-slaude-thread": header(t),
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tools/list",
+        },
+        body: { jsonrpc: "2.0", id: 5, method: "tools/list", params: { _meta: envelope } },
+      });
+    const refused = await modern(THREAD_B);
+    expect(refused.status).toBe(403);
+    expect(codeOf(refused)).toBe("tenant_forbidden");
+    namesNoToken(refused);
+    const own = await modern(THREAD_A);
+    expect(own.status, own.body).toBe(200);
+    expect(own.body).toContain("mcp_call");
+  });
+
   it("gets 403 tenant_forbidden on initialize, /v1/turns and /v1/turns/end, and nothing is opened or recorded", async () => {
     const before = app.mcp.sessionCount;
     const init = await mcp(TOKEN_A, { thread: THREAD_B, body: INIT });
@@ -166,7 +193,7 @@ describe("a host token bound to team TA, in team TB's threads", () => {
 
     const a = await session(TOKEN_A, THREAD_A);
     expect((await turn(TOKEN_A, THREAD_A, ALICE)).status).toBe(204);
-    await expect(a.client.readResource({ uri })).rejects.toMatchObject({ code: -32002 });
+    await expect(a.client.readResource({ uri })).rejects.toMatchObject({ code: -32602 });
 
     // TB's owner still reads it, in its session: the refused requests changed nothing.
     const page = await b.client.readResource({ uri });

@@ -1,0 +1,107 @@
+import type http from "node:http";
+import { createMcpHandler, isLegacyRequest, type McpHttpHandler } from "@modelcontextprotocol/server";
+import type { Broker } from "../broker/broker.js";
+import type { Logger } from "../log/logger.js";
+import type { HostCaller } from "./host-teams.js";
+import { sendJson } from "./http-server.js";
+import { refusalOf, sendMcpRefusal, type TenantGuard } from "./tenant-guard.js";
+import { parseThreadHeader } from "./thread-header.js";
+import { sendWebResponse, toWebRequest } from "./web-bridge.js";
+
+// The 2026-07-28 era on /mcp: no initialize and no session. Every request carries its revision,
+// client info and capabilities in `_meta`, and names its thread in X-Slaude-Thread; any replica
+// answers it with a server built for that one request (SDK v2's createMcpHandler, which also
+// answers server/discover and refuses a revision it does not speak with -32022). 2025-era
+// traffic (no envelope) keeps its sessions: McpEndpoint routes it away before this leg.
+
+/** The protocol revisions of the stateless era this broker speaks. */
+export const MODERN_REVISIONS = ["2026-07-28"] as const;
+
+/** Whether a parsed POST body (or a body-less GET/DELETE) belongs to the 2025 era, as the SDK routes it. */
+export function isLegacyMessage(req: http.IncomingMessage, body: unknown): Promise<boolean> {
+  if (req.method !== "POST") return Promise.resolve(true);
+  return isLegacyRequest(toWebRequest(req), body);
+}
+
+const THREAD_REQUIRED = "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required on every 2026-07-28 request";
+const busy = (max: number) => `Too many 2026-07-28 requests in progress here (the limit is ${max}); retry later`;
+
+/** Serves 2026-07-28 requests statelessly, each for the thread its X-Slaude-Thread names. */
+export class ModernLeg {
+  private readonly handler: McpHttpHandler;
+  private inFlight = 0;
+
+  constructor(
+    broker: Broker,
+    private readonly tenants: TenantGuard,
+    private readonly log: Logger,
+    /** Requests answered at once (a call waiting for an approval holds one); beyond it, 503. */
+    private readonly maxInFlight: number,
+  ) {
+    this.handler = createMcpHandler(
+      (ctx) => {
+        // Checked by serve() before the handler runs; a request without it never gets here.
+        const thread = parseThreadHeader(ctx.requestInfo?.headers.get("x-slaude-thread") ?? undefined);
+        if (!thread) throw new Error("a 2026-07-28 request reached the server factory without a thread");
+        return broker.serverForThread(thread);
+      },
+      // 2025-era traffic never reaches this handler: McpEndpoint serves it with sessions.
+      {
+        legacy: "reject",
+        onerror: (err) => this.log.debug("mcp 2026-07-28 request refused or failed", { error: err.message }),
+      },
+    );
+  }
+
+  /** Answers one modern request of `caller` whose body was read (and size-checked) by the endpoint. */
+  async serve(req: http.IncomingMessage, res: http.ServerResponse, caller: HostCaller, body: unknown): Promise<void> {
+    const header = req.headers["x-slaude-thread"];
+    const thread = parseThreadHeader(header);
+    if (!thread)
+      return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: THREAD_REQUIRED }, id: idOf(body) });
+    // Every request, since nothing of an earlier one is remembered.
+    const verdict = await this.tenants.check(caller.binding, thread.teamId);
+    if (!verdict.ok) {
+      const r = refusalOf(verdict.reason, thread.teamId);
+      return sendMcpRefusal(res, r.status, r.code, r.message);
+    }
+    if (this.inFlight >= this.maxInFlight) {
+      this.log.warn("mcp 2026-07-28 request refused: too many in progress", { maxInFlight: this.maxInFlight });
+      return sendJson(
+        res,
+        503,
+        { jsonrpc: "2.0", error: { code: -32000, message: busy(this.maxInFlight) }, id: idOf(body) },
+        { "retry-after": "5" },
+      );
+    }
+    this.inFlight++;
+    // The request's signal aborts when the client closes its response stream: the SDK then cancels the call.
+    const gone = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.once("close", onClose);
+    try {
+      await sendWebResponse(res, await this.handler.fetch(toWebRequest(req, gone.signal), { parsedBody: body }));
+    } finally {
+      res.off("close", onClose);
+      this.inFlight--;
+    }
+  }
+
+  /** Requests of this era being answered now. */
+  get inFlightCount(): number {
+    return this.inFlight;
+  }
+
+  /** Aborts the exchanges in flight (shutdown). */
+  close(): Promise<void> {
+    return this.handler.close();
+  }
+}
+
+/** The id of a single JSON-RPC request, echoed on a refusal (null for anything else). */
+function idOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
