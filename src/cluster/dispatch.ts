@@ -34,7 +34,10 @@ export class SignalDispatch {
   /** Adds a handler for `topic`; returns its removal. */
   subscribe<T extends SignalTopic>(topic: T, handler: SignalHandler<T>): () => void {
     let set = this.handlers.get(topic);
-    if (!set) this.handlers.set(topic, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.handlers.set(topic, set);
+    }
     const h = handler as AnyHandler;
     set.add(h);
     return () => void set.delete(h);

@@ -118,7 +118,7 @@ export class EventRelay {
       return;
     }
     this.queue.push(e);
-    if (!this.sending) (this.sending = true), queueMicrotask(() => void this.flush());
+    if (!this.sending) { this.sending = true; queueMicrotask(() => void this.flush()); }
   }
 
   private async flush(): Promise<void> {

@@ -161,7 +161,8 @@ export class GroupStdioTransport implements Transport {
 
   /** Stops the child and its whole group; resolves once the leader has exited (or KILL_WAIT_MS after its SIGKILL). */
   async close(): Promise<void> {
-    return (this.closing ??= this.stop());
+    this.closing ??= this.stop();
+    return this.closing;
   }
 
   private async stop(): Promise<void> {

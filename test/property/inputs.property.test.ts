@@ -144,7 +144,9 @@ beforeAll(async () => {
       if (result !== "applied") await h.clock.advanceAsync(APPROVAL_TIMEOUT_MS);
     }
   })();
-  stopResponder = () => void (stopped = true);
+  stopResponder = () => {
+    stopped = true;
+  };
 });
 afterAll(async () => {
   stopResponder();

@@ -118,7 +118,10 @@ export class PgConnectionRepo implements ConnectionRepo {
   async list(f: ConnectionFilter): Promise<Connection[]> {
     const clauses: string[] = [];
     const params: unknown[] = [];
-    const p = (v: unknown): string => (params.push(v), `$${params.length}`);
+    const p = (v: unknown): string => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     if (f.teamId) clauses.push(`team_id = ${p(f.teamId)}`);
     if (f.ownerUserId) clauses.push(`owner_user_id = ${p(f.ownerUserId)}`);
     if (f.service) clauses.push(`service = ${p(f.service)}`);

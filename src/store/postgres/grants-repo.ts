@@ -46,7 +46,10 @@ export class PgGrantRepo implements GrantRepo {
   async list(f: { teamId?: string; ownerUserId?: string; borrowerUserId?: string; connectionId?: string; liveOnly?: boolean }): Promise<Grant[]> {
     const clauses: string[] = [];
     const params: unknown[] = [];
-    const p = (v: unknown): string => (params.push(v), `$${params.length}`);
+    const p = (v: unknown): string => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     if (f.teamId) clauses.push(`team_id = ${p(f.teamId)}`);
     if (f.ownerUserId) clauses.push(`owner_user_id = ${p(f.ownerUserId)}`);
     if (f.borrowerUserId) clauses.push(`borrower_user_id = ${p(f.borrowerUserId)}`);

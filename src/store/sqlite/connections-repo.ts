@@ -51,13 +51,16 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   /** Prepared statements by SQL text (a few shapes each): candidates() is on every call's hot path. */
   private cached(sql: string): Statement<unknown[]> {
     let st = this.statements.get(sql);
-    if (!st) this.statements.set(sql, (st = this.db.prepare(sql)));
+    if (!st) {
+      st = this.db.prepare(sql);
+      this.statements.set(sql, st);
+    }
     return st;
   }
 
   /** A write transaction on connection rows: the memo is cleared inside it, so no stale row survives it. */
   private write<T>(fn: () => T): Promise<T> {
-    return writeTx(this.db, () => (this.memo.clear(), fn()), this.wait);
+    return writeTx(this.db, () => { this.memo.clear(); return fn(); }, this.wait);
   }
 
   private row(id: string): Connection | undefined {
@@ -171,10 +174,10 @@ export class SqliteConnectionRepo implements ConnectionRepo {
   async list(f: ConnectionFilter): Promise<Connection[]> {
     const clauses: string[] = [];
     const p: Record<string, unknown> = {};
-    if (f.teamId) (clauses.push("team_id = @teamId"), (p.teamId = f.teamId));
-    if (f.ownerUserId) (clauses.push("owner_user_id = @owner"), (p.owner = f.ownerUserId));
-    if (f.service) (clauses.push("service = @service"), (p.service = f.service));
-    if (f.scope) (clauses.push("scope = @scope"), (p.scope = f.scope));
+    if (f.teamId) { clauses.push("team_id = @teamId"); p.teamId = f.teamId; }
+    if (f.ownerUserId) { clauses.push("owner_user_id = @owner"); p.owner = f.ownerUserId; }
+    if (f.service) { clauses.push("service = @service"); p.service = f.service; }
+    if (f.scope) { clauses.push("scope = @scope"); p.scope = f.scope; }
     if (f.thread) {
       clauses.push("team_id = @tTeam AND channel_id = @tChannel AND thread_ts = @tTs");
       Object.assign(p, { tTeam: f.thread.teamId, tChannel: f.thread.channelId, tTs: f.thread.threadTs });

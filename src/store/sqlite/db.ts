@@ -80,7 +80,7 @@ function countStatements(db: Db): void {
     const st = prepare(sql);
     for (const m of ["run", "get", "all", "iterate"] as const) {
       const f = (st[m] as (...a: unknown[]) => unknown).bind(st);
-      Object.defineProperty(st, m, { value: (...a: unknown[]) => (c.statements++, f(...a)) });
+      Object.defineProperty(st, m, { value: (...a: unknown[]) => { c.statements++; return f(...a); } });
     }
     return st;
   }) as Db["prepare"];

@@ -48,10 +48,10 @@ export class SqliteGrantRepo implements GrantRepo {
   async list(f: { teamId?: string; ownerUserId?: string; borrowerUserId?: string; connectionId?: string; liveOnly?: boolean }): Promise<Grant[]> {
     const clauses: string[] = [];
     const p: Record<string, unknown> = {};
-    if (f.teamId) (clauses.push("team_id = @teamId"), (p.teamId = f.teamId));
-    if (f.ownerUserId) (clauses.push("owner_user_id = @owner"), (p.owner = f.ownerUserId));
-    if (f.borrowerUserId) (clauses.push("borrower_user_id = @borrower"), (p.borrower = f.borrowerUserId));
-    if (f.connectionId) (clauses.push("connection_id = @conn"), (p.conn = f.connectionId));
+    if (f.teamId) { clauses.push("team_id = @teamId"); p.teamId = f.teamId; }
+    if (f.ownerUserId) { clauses.push("owner_user_id = @owner"); p.owner = f.ownerUserId; }
+    if (f.borrowerUserId) { clauses.push("borrower_user_id = @borrower"); p.borrower = f.borrowerUserId; }
+    if (f.connectionId) { clauses.push("connection_id = @conn"); p.conn = f.connectionId; }
     if (f.liveOnly) clauses.push("revoked_at IS NULL");
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
     return (this.db.prepare(`SELECT * FROM grants ${where} ORDER BY created_at, id`).all(p) as GrantRow[]).map(toGrant);
