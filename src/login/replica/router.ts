@@ -86,7 +86,10 @@ export class LoginRouter {
   /** Upgrade handler for /login/ws in front of the endpoint's. */
   readonly upgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const { liveView, logins, forwarder, replica } = this.d;
-    if (!replica.holders.shared) return liveView.upgrade(req, socket, head);
+    if (!replica.holders.shared) {
+      liveView.upgrade(req, socket, head);
+      return;
+    }
     void (async () => {
       const sid = new URL(req.url ?? "/", "http://x").searchParams.get("s");
       const session = sid ? await logins.sessionOf(sid) : undefined;
