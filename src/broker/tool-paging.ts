@@ -37,7 +37,7 @@ export async function listAllTools(client: Pick<Client, "listTools">, limits: To
   for (let pages = 1; ; pages++) {
     const left = deadline - clock.now();
     if (left <= 0) throw vendorMisbehaved(`${limits.maxMs} ms`);
-    let page;
+    let page: Awaited<ReturnType<Client["listTools"]>>;
     try {
       page = await client.listTools(cursor ? { cursor } : {}, { timeout: left, maxTotalTimeout: left });
     } catch (err) {

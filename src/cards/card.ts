@@ -61,23 +61,24 @@ export interface Card {
 
 /** A card's text with people and places written by `names` (default: their ids), for facts and plain renderers. */
 export function plainLine(line: CardLine, names: (id: string) => string = (id) => id): string {
-  return line
-    .map((s) => {
-      switch (s.kind) {
-        case "text":
-        case "strong":
-        case "code":
-        case "thread":
-          return s.text;
-        case "user":
-          return `@${names(s.userId)}`;
-        case "channel":
-          return `#${names(s.channelId)}`;
-        case "date":
-          return new Date(s.at).toISOString();
-      }
-    })
-    .join("");
+  return line.map((s) => plainSpan(s, names)).join("");
+}
+
+/** One span as plain text; the switch is exhaustive, so a new span kind fails the typecheck here. */
+function plainSpan(s: CardSpan, names: (id: string) => string): string {
+  switch (s.kind) {
+    case "text":
+    case "strong":
+    case "code":
+    case "thread":
+      return s.text;
+    case "user":
+      return `@${names(s.userId)}`;
+    case "channel":
+      return `#${names(s.channelId)}`;
+    case "date":
+      return new Date(s.at).toISOString();
+  }
 }
 
 /** What a card says, flattened: every renderer must show each of these (the two-renderer test compares them). */

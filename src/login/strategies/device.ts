@@ -79,7 +79,7 @@ export class DeviceStrategy implements CaptureStrategy {
         await this.end(f, "expired_token");
         return;
       }
-      let r;
+      let r: Awaited<ReturnType<DeviceGrant["poll"]>>;
       try {
         r = await grant.poll();
       } catch (err) {
