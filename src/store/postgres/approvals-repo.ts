@@ -47,7 +47,7 @@ export class PgApprovalRepo implements ApprovalRepo {
       return true;
     });
   }
-  async consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+  async consume(id: string, argsHash: string, _at: number, audit: readonly AuditEvent[]): Promise<boolean> {
     return this.db.tx(async (q) => {
       const res = await q.query("UPDATE approvals SET status = 'consumed' WHERE id = $1 AND args_hash = $2 AND status IN ('allowed_once', 'allowed_thread')", [id, argsHash]);
       if (res.rowCount === 1) await writeAudit(q, audit);

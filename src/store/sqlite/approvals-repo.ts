@@ -50,7 +50,7 @@ export class SqliteApprovalRepo implements ApprovalRepo {
       return true;
     }, this.wait);
   }
-  async consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+  async consume(id: string, argsHash: string, _at: number, audit: readonly AuditEvent[]): Promise<boolean> {
     return writeTx(this.db, () => {
       const res = this.db
         .prepare("UPDATE approvals SET status = 'consumed' WHERE id = ? AND args_hash = ? AND status IN ('allowed_once', 'allowed_thread')")
