@@ -7,7 +7,9 @@ import type { Logger } from "../log/logger.js";
 import { isStoreUnavailable } from "../store/errors.js";
 
 /** A route handler; returns false to fall through to the next route. */
+// biome-ignore-start lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
 export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<boolean | void> | boolean | void;
+// biome-ignore-end lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
 
 /** A route: a method (or "*"), a path or path prefix, and its handler. */
 export interface Route {
