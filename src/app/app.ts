@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { systemClock } from "../clock/clock.js";
 import { resolveRegistry } from "../config/registry-source.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
@@ -238,7 +239,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
   if (sharedDb && !config.replicaUrl && /^(127\.|localhost$|\[::1\]$)/.test(new URL(reachable).hostname)) log.warn("SLAUDE_REPLICA_URL is not set: other replicas forward logins held here to this address, reachable only from this machine", { replicaUrl: reachable });
   await loginReplica.start(config.replicaUrl ?? new URL(reachable).origin);
   // The local workspace has real threads: the block's commands give a member the turn in one and call a tool.
-  const example = await workspace.local?.exampleThread().catch((err: unknown) => void log.warn("no example thread for the start-up block", { error: (err as Error).message }));
+  const example = await workspace.local?.exampleThread().catch((err: unknown) => void log.warn("no example thread for the start-up block", { error: errorMessage(err) }));
   const service = registrySource.registry.get("demo")?.name ?? registrySource.registry.list()[0]?.name;
   const banner = startupBanner({
     mcpUrl: `${reachable}/mcp`, ...(consoleRun ? { consoleUrl: consoleRun.url } : {}),

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -241,7 +242,7 @@ export class Broker {
         try {
           await consent.sendConsent(ctx.thread, caller, service);
         } catch (err) {
-          this.o.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
+          this.o.log.warn("consent card could not be delivered", { service, error: errorMessage(err) });
           // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
           return refusal("consent_unavailable", { service });
         }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { BorrowCandidate, CandidateConnection } from "../policy/resolve.js";
 import type { CandidateQuery, CandidateRow, ConnectionMeta } from "../store/store.js";
@@ -23,7 +24,7 @@ export async function isMember(d: Pick<BrokerDeps, "membership" | "log">, thread
   try {
     return await d.membership.isMember(thread.teamId, thread.channelId, userId);
   } catch (err) {
-    d.log.warn("membership check failed; treating as not a member", { channelId: thread.channelId, error: (err as Error).message });
+    d.log.warn("membership check failed; treating as not a member", { channelId: thread.channelId, error: errorMessage(err) });
     return false;
   }
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../domain/version.js";
@@ -69,7 +70,7 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
         deps.log.warn("broker tool refused: the database is unavailable", { error: err.message });
         return refusal("store_unavailable");
       }
-      deps.log.error("broker tool failed", { error: (err as Error).message });
+      deps.log.error("broker tool failed", { error: errorMessage(err) });
       return refusal("internal_error");
     }
   };

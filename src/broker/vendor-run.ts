@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { PinRefusedError } from "../pinning/errors.js";
@@ -109,14 +110,14 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
         return { code: "credential_rejected", facts: { detail: err.detail ?? "rejected" } };
       case "spawn_failed":
       case "initialize_failed":
-        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(err.cause === undefined ? "" : errorMessage(err.cause)).slice(0, 300) });
         return { code: "vendor_start_failed", facts: { detail: err.detail ?? err.code } };
       case "credential_incomplete":
         return { code: "credential_unusable" };
       case "vendor_misbehaved":
         return { code: "vendor_misbehaved" };
       default:
-        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(err.cause === undefined ? "" : errorMessage(err.cause)).slice(0, 300) });
         return { code: "vendor_crashed" };
     }
   }
@@ -137,6 +138,6 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
         err = err.end.error;
     }
   }
-  d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
+  d.log.error("vendor call failed", { connectionId, error: redactor.text(errorMessage(err) ?? String(err)) });
   return { code: "vendor_crashed" };
 }

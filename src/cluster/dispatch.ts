@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Signal, SignalHandler, SignalTopic } from "./signals.js";
 
@@ -102,7 +103,7 @@ export class SignalDispatch {
     try {
       await run();
     } catch (err) {
-      this.log.warn("cluster signal handler failed", { what, error: (err as Error).message });
+      this.log.warn("cluster signal handler failed", { what, error: errorMessage(err) });
     }
   }
 }

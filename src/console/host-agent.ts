@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ThreadRef } from "../domain/thread.js";
@@ -66,7 +67,7 @@ export class HostAgent {
         await this.post(token, "/v1/turns/end", { turn_id: turn.id }).catch(() => undefined);
       }
     } catch (err) {
-      this.opts.log.warn("console host agent call failed", { tool, error: (err as Error).message });
+      this.opts.log.warn("console host agent call failed", { tool, error: errorMessage(err) });
       return { kind: "host_error", code: "transport", message: "The console could not reach the broker's MCP endpoint." };
     } finally {
       this.inFlight--;

@@ -1,3 +1,4 @@
+import { asError } from "../domain/errors.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
@@ -118,7 +119,7 @@ export class GroupStdioTransport implements Transport {
         // Malformed or oversized output: this child can no longer be trusted to frame messages.
         // Stop reading at once (a flood would otherwise keep arriving) and kill, not ask.
         child.stdout?.destroy();
-        this.onerror?.(e as Error);
+        this.onerror?.(asError(e));
         void this.kill();
       }
     });
@@ -145,7 +146,7 @@ export class GroupStdioTransport implements Transport {
       try {
         this.onmessage?.(msg);
       } catch (e) {
-        this.onerror?.(e as Error);
+        this.onerror?.(asError(e));
       }
     });
   }

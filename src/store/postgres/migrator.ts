@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { StoreError } from "../errors.js";
@@ -51,7 +52,7 @@ async function applyPending(q: Sql, migrations: readonly Migration[], now: () =>
       await q.query("COMMIT");
     } catch (cause) {
       await q.query("ROLLBACK").catch(() => {});
-      throw new StoreError("migration_failed", `migration postgres/${label(m)} failed: ${(cause as Error).message}`, { cause });
+      throw new StoreError("migration_failed", `migration postgres/${label(m)} failed: ${errorMessage(cause)}`, { cause });
     }
     applied.push(m.version);
   }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
@@ -49,7 +50,7 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
     countStatements(db);
     return db;
   } catch (cause) {
-    throw new StoreError("open_failed", `cannot open database ${file}: ${(cause as Error).message}`, { cause });
+    throw new StoreError("open_failed", `cannot open database ${file}: ${errorMessage(cause)}`, { cause });
   }
 }
 

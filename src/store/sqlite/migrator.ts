@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -76,7 +77,7 @@ export function migrate(db: Db, migrations: readonly Migration[] = readMigration
         record.run(m.version, m.name, m.checksum, now());
       }).immediate();
     } catch (cause) {
-      throw new StoreError("migration_failed", `migration ${String(m.version).padStart(4, "0")}_${m.name}.sql failed: ${(cause as Error).message}`, { cause });
+      throw new StoreError("migration_failed", `migration ${String(m.version).padStart(4, "0")}_${m.name}.sql failed: ${errorMessage(cause)}`, { cause });
     }
     applied.push(m.version);
   }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import type { ApprovalCard } from "../../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../approvals/channel.js";
 import type { ConsentNotifier } from "../../broker/ports.js";
@@ -50,7 +51,7 @@ export class LocalApprovalChannel implements ApprovalChannel {
       await this.ws.note({ teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs }, approvalThreadNote(a, outcome, this.timeoutMs));
     } catch (err) {
       // The owner has the card; a missing thread note is worth a log line, not a refusal.
-      this.log.warn("could not post the note in the local thread", { approvalId: a.id, error: (err as Error).message });
+      this.log.warn("could not post the note in the local thread", { approvalId: a.id, error: errorMessage(err) });
     }
   }
 }
