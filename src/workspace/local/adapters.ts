@@ -1,3 +1,4 @@
+import { ConnectionError } from "../../connections/errors.js";
 import { errorMessage } from "../../domain/errors.js";
 import type { ApprovalCard } from "../../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../approvals/channel.js";
@@ -64,7 +65,7 @@ export class LocalConsent implements ConsentNotifier {
   ) {}
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
     const service = this.registry.get(serviceName);
-    if (!service) throw new Error(`unknown service ${serviceName}`);
+    if (!service) throw new ConnectionError("unknown_service", `unknown service ${serviceName}`);
     const card = consentCard(service, this.ws.loginAvailable ? { kind: "continue" } : { kind: "unavailable" }, { thread });
     await this.ws.deliver(userId, card, { subject: { service: service.name, channelId: thread.channelId, threadTs: thread.threadTs } });
   }
