@@ -111,7 +111,13 @@ export function buildWorkspace(
       lifecycle.onEnded(async (c) => {
         const rows = c.status === "revoked" ? await store.audit.query({ connectionId: c.id, event: "connection_revoked", take: "latest", limit: 1 }) : [];
         const end = endNotice(c, rows[0]?.actor);
-        if (end) await adapters.notices.connectionEnded(c, end).catch((err: unknown) => log.warn("could not tell the owner their connection ended", { connectionId: c.id, error: errorMessage(err) }));
+        if (end)
+          await adapters.notices.connectionEnded(c, end).catch((err: unknown) =>
+            log.warn("could not tell the owner their connection ended", {
+              connectionId: c.id,
+              error: errorMessage(err),
+            }),
+          );
       });
       log.info("workspace: local (development only; state in the database)", { why: choice.why, team: local.teamId, seeded });
     },
