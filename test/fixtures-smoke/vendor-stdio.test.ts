@@ -268,10 +268,10 @@ describe("vendor-stdio process lifecycle", () => {
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
     await until(() => readLines(eventLog).includes(`start ${pid}`), 30_000);
     child.stdin?.end();
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => readLines(eventLog).includes(`eof-ignored ${pid}`), 10_000, "the vendor to see stdin close");
     expect(isAlive(pid)).toBe(true);
     child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => readLines(eventLog).includes(`sigterm-ignored ${pid}`), 10_000, "the vendor to see SIGTERM");
     expect(isAlive(pid)).toBe(true);
     child.kill("SIGKILL");
     expect(await exited).toBe("SIGKILL");
