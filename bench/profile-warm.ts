@@ -35,7 +35,7 @@ const file = readdirSync(profDir).filter((f) => f.endsWith(".cpuprofile")).map((
 const prof = JSON.parse(readFileSync(file, "utf8")) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
 const self = new Map<number, number>();
-prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
+for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 const idle = [...self.entries()].filter(([id]) => byId.get(id)!.callFrame.functionName === "(idle)").reduce((a, [, v]) => a + v, 0);
 const busy = total - idle;

@@ -40,7 +40,10 @@ export async function bare(): Promise<Started & { url: string }> {
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/ping`, proc);
   const client = await httpClient(`${url}/mcp`);
-  return { client, proc, url, close: async () => (await client.close().catch(() => {}), await proc.stop()) };
+  return { client, proc, url, close: async () => {
+    await client.close().catch(() => {});
+    await proc.stop();
+  } };
 }
 
 /** mcp-proxy's CLI as people run it: its own process, Streamable HTTP, one stdio child. */
@@ -54,7 +57,10 @@ export async function mcpProxy(): Promise<Started> {
   );
   await waitForHttp(`http://127.0.0.1:${port}/ping`, proc);
   const client = await httpClient(`http://127.0.0.1:${port}/mcp`);
-  return { client, proc, close: async () => (await client.close().catch(() => {}), await proc.stop()) };
+  return { client, proc, close: async () => {
+    await client.close().catch(() => {});
+    await proc.stop();
+  } };
 }
 
 /** A broker session in `thread` where `user`'s turn is reported and whose own connection answers. */

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
@@ -105,7 +106,7 @@ export class ApprovalService {
     try {
       await delivery;
     } catch (err) {
-      this.deps.log.warn("approval could not be delivered", { approvalId: approval.id, error: (err as Error).message });
+      this.deps.log.warn("approval could not be delivered", { approvalId: approval.id, error: errorMessage(err) });
       this.waiting.get(approval.id)?.({ ...approval, status: "expired" });
       await this.expire(approval);
       return { kind: "unavailable" };
@@ -134,7 +135,7 @@ export class ApprovalService {
     try {
       await this.deps.channel.settled(a, outcome);
     } catch (err) {
-      this.deps.log.warn("approval card update failed", { approvalId: a.id, error: (err as Error).message });
+      this.deps.log.warn("approval card update failed", { approvalId: a.id, error: errorMessage(err) });
     }
   }
 

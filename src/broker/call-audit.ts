@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { AuditEvent } from "../audit/event.js";
 import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
@@ -29,7 +30,7 @@ export async function appendOrLog(repo: AuditRepo, log: Logger, events: readonly
       tool: e?.tool ?? null,
       outcome: e?.errorCode ?? "ok",
       code: (err as { code?: string }).code ?? "error",
-      error: (err as Error).message,
+      error: errorMessage(err),
     });
     return false;
   }
@@ -69,7 +70,7 @@ export class CallAudit {
         service: r.service ?? null,
         tool: r.tool ?? null,
         code: (err as { code?: string }).code ?? "error",
-        error: (err as Error).message,
+        error: errorMessage(err),
       });
       return isStoreUnavailable(err) ? "store_unavailable" : "audit_unavailable";
     }

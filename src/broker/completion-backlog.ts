@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
@@ -162,7 +163,7 @@ export class CompletionBacklog {
       ...ids(row),
       outcome: row.errorCode ?? "ok",
       code: (err as { code?: string }).code ?? "error",
-      error: (err as Error).message,
+      error: errorMessage(err),
     });
   }
 }

@@ -1,3 +1,4 @@
+import { errorName } from "../domain/errors.js";
 import { createHash } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/client";
 import { z } from "zod";
@@ -79,7 +80,7 @@ export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" |
     // A vendor over the paging limits is stopped by the pool (the error fails its calls).
     if (err instanceof PoolError && err.code === "vendor_misbehaved") throw err;
     // Only the error's kind: vendor text may carry the credential.
-    deps.log.warn("tools/list refresh failed", { service: service.name, error: (err as Error).name, code: String((err as { code?: unknown }).code ?? "") });
+    deps.log.warn("tools/list refresh failed", { service: service.name, error: errorName(err), code: String((err as { code?: unknown }).code ?? "") });
     return undefined;
   }
 }

@@ -1,3 +1,4 @@
+import { UsageError } from "./context.js";
 import type { Readable } from "node:stream";
 
 /** Reads all of standard input (capped at 1 MiB) and strips one trailing newline. */
@@ -7,7 +8,7 @@ export async function readSecretFromStdin(stdin: Readable, maxBytes = 1 << 20): 
   for await (const chunk of stdin) {
     const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
     size += b.length;
-    if (size > maxBytes) throw new Error("standard input is larger than 1 MiB");
+    if (size > maxBytes) throw new UsageError("standard input is larger than 1 MiB");
     chunks.push(b);
   }
   return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Signal, SignalHandler, SignalTopic } from "./signals.js";
 
@@ -34,7 +35,10 @@ export class SignalDispatch {
   /** Adds a handler for `topic`; returns its removal. */
   subscribe<T extends SignalTopic>(topic: T, handler: SignalHandler<T>): () => void {
     let set = this.handlers.get(topic);
-    if (!set) this.handlers.set(topic, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.handlers.set(topic, set);
+    }
     const h = handler as AnyHandler;
     set.add(h);
     return () => void set.delete(h);
@@ -99,7 +103,7 @@ export class SignalDispatch {
     try {
       await run();
     } catch (err) {
-      this.log.warn("cluster signal handler failed", { what, error: (err as Error).message });
+      this.log.warn("cluster signal handler failed", { what, error: errorMessage(err) });
     }
   }
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { parseDurationMs } from "./duration.js";
@@ -89,7 +90,7 @@ export function loadRegistry(path: string): ServiceRegistry {
   try {
     doc = JSON.parse(text);
   } catch (cause) {
-    throw new ConfigError("invalid_registry", `invalid service registry\n${path}: (root): not valid JSON: ${(cause as Error).message}`, { cause });
+    throw new ConfigError("invalid_registry", `invalid service registry\n${path}: (root): not valid JSON: ${errorMessage(cause)}`, { cause });
   }
   return parseRegistry(doc, path);
 }

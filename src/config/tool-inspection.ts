@@ -75,5 +75,6 @@ export function renderToolsBlock(suggestions: readonly ToolSuggestion[]): string
 
 /** A vendor-supplied name made safe to print on a terminal: control characters (C0, DEL, C1) become `\uXXXX`. */
 export function printableName(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

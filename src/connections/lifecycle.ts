@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Clock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import type { ServiceRegistry } from "../config/registry.js";
@@ -53,7 +54,7 @@ export class ConnectionLifecycle {
       try {
         await l(c);
       } catch (err) {
-        this.deps.log.error("connection end listener failed", { connectionId: c.id, error: (err as Error).message });
+        this.deps.log.error("connection end listener failed", { connectionId: c.id, error: errorMessage(err) });
       }
     }
   }

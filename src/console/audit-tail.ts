@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
 import type { AuditRepo } from "../store/store.js";
@@ -46,7 +47,7 @@ export class AuditTail {
       const mine = fresh.filter((r) => r.teamId === this.teamId || r.teamId == null);
       if (mine.length) this.events.broadcast({ type: "audit", data: { rows: mine.map(auditView) } });
     } catch (err) {
-      this.log.warn("console audit tail failed", { error: (err as Error).message });
+      this.log.warn("console audit tail failed", { error: errorMessage(err) });
     } finally {
       this.busy = false;
     }

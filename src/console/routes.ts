@@ -102,12 +102,18 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
 /** The token link: a matching token sets the session cookie and drops the token from the address bar. */
 function signIn(auth: ConsoleAuth, url: URL, res: http.ServerResponse): void {
   const token = url.searchParams.get("token") ?? "";
-  if (!auth.tokenMatches(token)) return refuse(res, 401, "bad_token", "This console link is not valid (the token changes at every start).");
+  if (!auth.tokenMatches(token)) {
+    refuse(res, 401, "bad_token", "This console link is not valid (the token changes at every start).");
+    return;
+  }
   res.writeHead(303, { location: "/console/", "set-cookie": auth.signIn(), "cache-control": "no-store" }).end();
 }
 
 function sendStatic(res: http.ServerResponse, status: number, file: StaticFile | undefined): void {
-  if (!file) return refuse(res, status, "no_session", "Open the console link printed when the server started.");
+  if (!file) {
+    refuse(res, status, "no_session", "Open the console link printed when the server started.");
+    return;
+  }
   res.writeHead(status, { "content-type": file.type, "cache-control": "no-store", "content-length": String(file.body.length) });
   res.end(file.body);
 }

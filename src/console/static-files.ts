@@ -1,3 +1,4 @@
+import { ConfigError } from "../config/errors.js";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,6 +29,6 @@ export function loadStaticFiles(dir: string = CONSOLE_STATIC_DIR): ReadonlyMap<s
     const type = TYPES[path.extname(name)];
     if (type && /^[a-z0-9-]+\.[a-z]+$/.test(name)) files.set(name, { body: readFileSync(path.join(dir, name)), type });
   }
-  if (!files.has("index.html")) throw new Error(`console assets missing: no index.html in ${dir}`);
+  if (!files.has("index.html")) throw new ConfigError("missing_assets", `console assets missing: no index.html in ${dir}`);
   return files;
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
@@ -118,7 +119,7 @@ export class EventRelay {
       return;
     }
     this.queue.push(e);
-    if (!this.sending) (this.sending = true), queueMicrotask(() => void this.flush());
+    if (!this.sending) { this.sending = true; queueMicrotask(() => void this.flush()); }
   }
 
   private async flush(): Promise<void> {
@@ -137,7 +138,7 @@ export class EventRelay {
           this.o.log.warn("events relay: an event too large to send was dropped", { type: batch[0]!.type });
           continue;
         }
-        await this.transport.notify(this.o.channel ?? EVENTS_CHANNEL, wire).catch((err: unknown) => this.o.log.warn("events relay: could not send", { error: (err as Error).message, events: batch.length }));
+        await this.transport.notify(this.o.channel ?? EVENTS_CHANNEL, wire).catch((err: unknown) => this.o.log.warn("events relay: could not send", { error: errorMessage(err), events: batch.length }));
       }
     } finally {
       this.sending = false;
@@ -174,7 +175,7 @@ export class EventRelay {
       this.listener = l;
       this.retryMs = 100;
     } catch (err) {
-      this.o.log.warn("events relay: cannot LISTEN, retrying", { error: (err as Error).message, retryMs: this.retryMs });
+      this.o.log.warn("events relay: cannot LISTEN, retrying", { error: errorMessage(err), retryMs: this.retryMs });
       this.schedule();
     }
   }

@@ -46,7 +46,7 @@ export function secretVariants(values: readonly string[], extra: readonly string
   for (const v of raw) addForms(v);
   // Pairs include non-secret companions such as an email: base64("email:token") leaks the token.
   const companions = [...new Set([...values, ...extra, ...companionsIn].filter((v) => v.length > 0))];
-  for (const a of companions) for (const b of raw) if (a !== b) addForms(`${a}:${b}`), addForms(`${b}:${a}`);
+  for (const a of companions) for (const b of raw) if (a !== b) { addForms(`${a}:${b}`); addForms(`${b}:${a}`); }
   return [...out].filter((v) => v.length >= MIN_SECRET_LENGTH).sort((x, y) => y.length - x.length);
 }
 

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 
 // Which replica runs the jobs that sweep the shared database (TTL reaper, result reaper, approval and
@@ -94,7 +95,7 @@ export class Leadership {
     try {
       lock = await this.o.locks.tryHold(`job:${job}`, (err) => this.lost(job, lock, err));
     } catch (err) {
-      this.o.log.warn("leadership check failed; not leading until it succeeds", { job, error: (err as Error).message });
+      this.o.log.warn("leadership check failed; not leading until it succeeds", { job, error: errorMessage(err) });
       this.set(job, false, "check failed");
       return false;
     }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -68,7 +69,7 @@ export class PeriodicJob {
       },
       (err: unknown) => {
         this.o.metrics?.jobRan(name, "failed", (clock.now() - t0) / 1000);
-        log.error(`${name} failed`, { error: (err as Error).message });
+        log.error(`${name} failed`, { error: errorMessage(err) });
       },
     );
     this.running = pass;

@@ -1,6 +1,7 @@
 // How a login flow ends: completed (the credential stored for the user the link was minted for,
 // the owner told), or cancelled, expired or failed (nothing stored). Either way the flow leaves the
 // registry, its browser is closed and its slot given back, and the end is recorded and audited.
+import { errorMessage, errorName } from "../domain/errors.js";
 import type { Clock } from "../clock/clock.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { Logger } from "../log/logger.js";
@@ -51,7 +52,7 @@ export class FlowOutcomes {
         createdBy: s.userId,
       });
     } catch (err) {
-      log.warn("captured credential could not be stored", { sessionId: s.id, error: (err as Error).name });
+      log.warn("captured credential could not be stored", { sessionId: s.id, error: errorName(err) });
       f.ended = false;
       await this.end(f, "failed", "The captured credential could not be stored.");
       return;
@@ -59,13 +60,13 @@ export class FlowOutcomes {
     const now = this.deps.clock.now();
     await store.loginSessions.end(s.id, "completed", now, connection.id, [
       { at: now, event: "login_completed", teamId: s.teamId, channelId: s.channelId, threadTs: s.threadTs, callerUserId: s.userId, ownerUserId: connection.ownerUserId, connectionId: connection.id, service: s.service, decision: f.service.entry.capture.strategy },
-    ]).catch((err: unknown) => log.warn("login completion could not be recorded", { sessionId: s.id, error: (err as Error).message }));
+    ]).catch((err: unknown) => log.warn("login completion could not be recorded", { sessionId: s.id, error: errorMessage(err) }));
     f.send?.({ type: "status", state: "captured", message: `Connected. Your ${f.service.displayName} credential is stored encrypted; you can close this page.` });
     await this.teardown(f);
     try {
       await this.deps.notifier?.connectionReady(s, connection, f.service);
     } catch (err) {
-      log.warn("could not tell the owner their connection is ready", { sessionId: s.id, error: (err as Error).message });
+      log.warn("could not tell the owner their connection is ready", { sessionId: s.id, error: errorMessage(err) });
     }
   }
 
@@ -79,7 +80,7 @@ export class FlowOutcomes {
         { at: now, event: "login_refused", teamId: f.session.teamId, callerUserId: f.session.userId, service: f.session.service, decision },
       ]);
     } catch (err) {
-      this.deps.log.warn("login end could not be recorded", { sessionId: f.session.id, error: (err as Error).message });
+      this.deps.log.warn("login end could not be recorded", { sessionId: f.session.id, error: errorMessage(err) });
     }
     f.send?.({ type: "status", state: status, message });
     await this.teardown(f);
@@ -87,7 +88,7 @@ export class FlowOutcomes {
 
   /** Closes a browser, logging (not throwing) a failure. */
   async closeBrowser(b: LoginBrowser): Promise<void> {
-    await b.close().catch((err: unknown) => this.deps.log.warn("login browser close failed", { error: (err as Error).message }));
+    await b.close().catch((err: unknown) => this.deps.log.warn("login browser close failed", { error: errorMessage(err) }));
   }
 
   private async teardown(f: Flow): Promise<void> {

@@ -1,5 +1,6 @@
 // The live-view HTTP page, its static assets and its WebSocket, mounted on the broker's server by
 // src/app (the handlers are plain node:http functions: this layer does not import the server's).
+import { errorMessage } from "../domain/errors.js";
 import { randomBytes } from "node:crypto";
 import type http from "node:http";
 import type { Duplex } from "node:stream";
@@ -130,7 +131,7 @@ export class LiveViewEndpoint {
       if (!session) return reject(socket, 401);
       this.wss.handleUpgrade(req, socket, head, (ws) => this.run(ws, session.id));
     })().catch((err: unknown) => {
-      this.log.warn("live-view upgrade failed", { error: (err as Error).message });
+      this.log.warn("live-view upgrade failed", { error: errorMessage(err) });
       reject(socket, 500);
     });
   };
@@ -152,7 +153,7 @@ export class LiveViewEndpoint {
       return;
     }
     const viewer: Viewer = claimed;
-    const warn = (what: string) => (err: unknown) => this.log.warn(what, { sessionId, error: (err as Error).message });
+    const warn = (what: string) => (err: unknown) => this.log.warn(what, { sessionId, error: errorMessage(err) });
     const inputs = new InputQueue<ClientMessage>(MAX_QUEUED_INPUTS, (m) => this.logins.input(viewer, m), warn("live-view input failed"));
     let attached = false;
     let alive = true;

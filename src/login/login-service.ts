@@ -1,6 +1,7 @@
 // The login service: the one object the HTTP endpoint, Slack and the app talk to. It wires the
 // links (links.ts), the running flows (flow-registry.ts), the capture strategies (strategies/)
 // and how flows end (flow-outcome.ts), and routes each viewer's messages to them.
+import { errorMessage } from "../domain/errors.js";
 import type { Clock } from "../clock/clock.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
@@ -187,7 +188,7 @@ export class LoginService {
       await strategy.start(f, viewport);
       if (strategy.browserSignsIn && !f.ended) f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
     } catch (err) {
-      this.deps.log.warn("login browser failed to start", { sessionId: f.session.id, error: (err as Error).message });
+      this.deps.log.warn("login browser failed to start", { sessionId: f.session.id, error: errorMessage(err) });
       // The paste form works without its token page; a sign-in without its browser cannot.
       if (strategy.browserSignsIn) await this.outcomes.end(f, "failed", "The sign-in page could not be opened. Try again later.");
       else f.send?.({ type: "status", state: "waiting", message: "The token page could not be shown here; open it in your own browser, then paste your token below." });
@@ -257,7 +258,7 @@ export class LoginService {
 
   /** Runs work started by a timer or a browser callback: a failure is logged, never an unhandled rejection. */
   private background(what: string, p: Promise<void>): void {
-    p.catch((err: unknown) => this.deps.log.warn(`login ${what} failed`, { error: (err as Error).message }));
+    p.catch((err: unknown) => this.deps.log.warn(`login ${what} failed`, { error: errorMessage(err) }));
   }
 }
 

@@ -63,7 +63,10 @@ export class StaticMembership implements MembershipSource {
   add(teamId: string, channelId: string, ...users: string[]): this {
     const key = `${teamId}/${channelId}`;
     let s = this.members.get(key);
-    if (!s) this.members.set(key, (s = new Set()));
+    if (!s) {
+      s = new Set();
+      this.members.set(key, s);
+    }
     for (const u of users) s.add(u);
     return this;
   }

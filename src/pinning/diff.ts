@@ -30,7 +30,7 @@ export function diffDefinitions(before: string | null, after: string | null): Di
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
-    if (i < n && j < m && a.lines[i] === b.lines[j]) (out.push({ op: " ", text: a.lines[i]! }), i++, j++);
+    if (i < n && j < m && a.lines[i] === b.lines[j]) { out.push({ op: " ", text: a.lines[i]! }); i++; j++; }
     // Removals before additions at a tie, as `diff -u` prints them.
     else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) out.push({ op: "-", text: a.lines[i++]! });
     else out.push({ op: "+", text: b.lines[j++]! });

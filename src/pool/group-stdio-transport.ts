@@ -1,3 +1,4 @@
+import { asError } from "../domain/errors.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/client";
 import { serializeMessage } from "@modelcontextprotocol/client";
@@ -127,7 +128,7 @@ export class GroupStdioTransport implements Transport {
         // Malformed or oversized output: this child can no longer be trusted to frame messages.
         // Stop reading at once (a flood would otherwise keep arriving) and kill, not ask.
         child.stdout?.destroy();
-        this.onerror?.(e as Error);
+        this.onerror?.(asError(e));
         void this.kill();
       }
     });
@@ -154,7 +155,7 @@ export class GroupStdioTransport implements Transport {
       try {
         this.onmessage?.(msg);
       } catch (e) {
-        this.onerror?.(e as Error);
+        this.onerror?.(asError(e));
       }
     });
   }
@@ -170,7 +171,8 @@ export class GroupStdioTransport implements Transport {
 
   /** Stops the child and its whole group; resolves once the leader has exited (or KILL_WAIT_MS after its SIGKILL). */
   async close(): Promise<void> {
-    return (this.closing ??= this.stop());
+    this.closing ??= this.stop();
+    return this.closing;
   }
 
   private async stop(): Promise<void> {

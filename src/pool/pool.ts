@@ -142,7 +142,7 @@ export class VendorPool {
         const existing = this.entries.get(id);
         if (existing && !existing.dead && existing.secretVersion === lease.version) {
           // A turn that turned out not to be needed passes to the next waiting call.
-          if (myTurn) (giveBack(), this.wake());
+          if (myTurn) { giveBack(); this.wake(); }
           return this.join(existing);
         }
         if (existing) {
@@ -248,8 +248,8 @@ export class VendorPool {
       if (handle === LATE) {
         // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
         this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
-        void entry.ready.then((h) => (report(), this.stopHandle(entry.connectionId, h, "kill")), () => {});
-      } else if (handle) (report(), await this.stopHandle(entry.connectionId, handle, how));
+        void entry.ready.then((h) => { report(); return this.stopHandle(entry.connectionId, h, "kill"); }, () => {});
+      } else if (handle) { report(); await this.stopHandle(entry.connectionId, handle, how); }
     } finally {
       this.entries.stopped(entry);
       this.wake();

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { Clock } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
 import type { VendorHandle } from "./launcher.js";
@@ -19,7 +20,7 @@ export function within<T>(clock: Clock, p: Promise<T>, ms: number): Promise<T | 
 export async function stopVendor(o: { clock: Clock; log: Logger; deadlineMs: number }, connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
   const attempt = (h: "close" | "kill") =>
     within(o.clock, h === "kill" ? handle.kill() : handle.close(), o.deadlineMs).catch((err: unknown) => {
-      o.log.warn("vendor stop failed", { connectionId, error: (err as Error).message });
+      o.log.warn("vendor stop failed", { connectionId, error: errorMessage(err) });
       return undefined;
     });
   if ((await attempt(how)) !== LATE) return;

@@ -37,7 +37,7 @@ export async function listAllTools(client: Pick<Client, "request">, limits: Tool
   for (let pages = 1; ; pages++) {
     const left = deadline - clock.now();
     if (left <= 0) throw vendorMisbehaved(`${limits.maxMs} ms`);
-    let page;
+    let page: Awaited<ReturnType<Client["listTools"]>>;
     try {
       // One page per request: the SDK's listTools() without a cursor walks every page itself (and
       // may answer from its cache).

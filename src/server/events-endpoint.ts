@@ -163,7 +163,10 @@ export class EventsEndpoint {
         res.destroy();
       },
     });
-    if (!maybeSub) return this.full(res);
+    if (!maybeSub) {
+      this.full(res);
+      return;
+    }
     const sub = maybeSub;
     const heartbeat = this.o.clock.setInterval(
       () => {

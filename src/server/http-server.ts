@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { STORE_RETRY_SECONDS } from "../broker/outcome.js";
@@ -7,7 +8,9 @@ import type { Logger } from "../log/logger.js";
 import { isStoreUnavailable } from "../store/errors.js";
 
 /** A route handler; returns false to fall through to the next route. */
+// biome-ignore-start lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
 export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<boolean | void> | boolean | void;
+// biome-ignore-end lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
 
 /** A route: a method (or "*"), a path or path prefix, and its handler. */
 export interface Route {
@@ -92,7 +95,7 @@ export class HttpServer {
       // Login link paths are bearer secrets: never logged.
       const path = url.pathname.startsWith("/login/l/") ? "/login/l/[link]" : url.pathname;
       if (isStoreUnavailable(err)) this.log.warn("request refused: the database is unavailable", { path, error: err.message });
-      else this.log.error("http handler failed", { path, error: (err as Error).message });
+      else this.log.error("http handler failed", { path, error: errorMessage(err) });
       const answer = failureAnswer(err, route?.jsonRpc === true);
       if (!res.headersSent) sendJson(res, answer.status, answer.body, answer.headers);
       else res.end();

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { ApprovalCard } from "../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../approvals/channel.js";
 import type { Logger } from "../log/logger.js";
@@ -37,7 +38,7 @@ export class SlackApprovalChannel implements ApprovalChannel {
       await api.postMessage({ channel: approval.channelId, threadTs: approval.threadTs, text: threadNoteText(approval, "asked", this.timeoutMs) });
     } catch (err) {
       // The owner has the card; a missing thread note is worth a log line, not a refusal.
-      this.log.warn("could not post the waiting note in the thread", { approvalId: approval.id, error: (err as Error).message });
+      this.log.warn("could not post the waiting note in the thread", { approvalId: approval.id, error: errorMessage(err) });
     }
   }
 

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { App } from "@slack/bolt";
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { Logger } from "../log/logger.js";
@@ -35,7 +36,7 @@ export function registerApprovalViewHandler(app: App, d: ApprovalViewDeps): void
     const seen = v ? await d.approvals.viewCard(v.a, v.n, click.body.user.id) : { kind: "unknown" as const };
     if (seen.kind !== "ok") {
       if (!click.body.response_url) return;
-      await respond({ response_type: "ephemeral", replace_original: false, text: REFUSALS[seen.kind] }).catch((err: unknown) => d.log.warn("could not answer a click", { error: (err as Error).message }));
+      await respond({ response_type: "ephemeral", replace_original: false, text: REFUSALS[seen.kind] }).catch((err: unknown) => d.log.warn("could not answer a click", { error: errorMessage(err) }));
       return;
     }
     const { approval, card } = seen;
@@ -43,7 +44,7 @@ export function registerApprovalViewHandler(app: App, d: ApprovalViewDeps): void
       // The trigger lives about 3 seconds: open the modal before anything slower.
       await (await d.apis.forTeam(click.teamId)).openView(triggerId, approvalArgsView(approval, card));
     } catch (err) {
-      d.log.warn("could not open the arguments view", { approvalId: approval.id, error: (err as Error).message });
+      d.log.warn("could not open the arguments view", { approvalId: approval.id, error: errorMessage(err) });
     }
   });
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { RespondFn } from "@slack/bolt";
 import type { Logger } from "../log/logger.js";
 import { blockActionBody, buttonAction, tenantContext, type BlockActionBody } from "./payloads.js";
@@ -25,6 +26,6 @@ export async function reply(respond: RespondFn, body: BlockActionBody, text: str
   try {
     await respond({ response_type: "ephemeral", replace_original: false, text });
   } catch (err) {
-    log.warn("could not answer a click", { error: (err as Error).message });
+    log.warn("could not answer a click", { error: errorMessage(err) });
   }
 }

@@ -1,3 +1,4 @@
+import { ConnectionError } from "../connections/errors.js";
 import type { ConsentNotifier } from "../broker/ports.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
@@ -18,7 +19,7 @@ export class SlackConsent implements ConsentNotifier {
 
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
     const service = this.registry.get(serviceName);
-    if (!service) throw new Error(`unknown service ${serviceName}`);
+    if (!service) throw new ConnectionError("unknown_service", `unknown service ${serviceName}`);
     const api = await this.apis.forTeam(thread.teamId);
     const dm = await api.openDm(userId);
     const card = consentCard(service, { kind: "continue" }, { thread });

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { App } from "@slack/bolt";
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { Clock } from "../clock/clock.js";
@@ -143,7 +144,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
       if (!body.response_url) return;
       await respond({ response_type: "ephemeral", replace_original: true, text: `Sign in to ${service.displayName}`, blocks: consentBlocks(service, { loginAvailable: true, loginUrl: link.url, inThread: Boolean(v.t) }) });
     } catch (err) {
-      d.log.warn("could not mint a login link", { service: v.s, error: (err as Error).message });
+      d.log.warn("could not mint a login link", { service: v.s, error: errorMessage(err) });
       await reply(respond, body, mintFailureReply(err, service), d.log);
     }
   });
@@ -193,7 +194,7 @@ export function registerSlackHandlers(app: App, d: SlackHandlerDeps): void {
         deleted = true;
       } catch (err) {
         // A bot token can only delete the bot's own messages; say so rather than claim it is gone.
-        d.log.warn("could not delete a message carrying a secret", { channel: m.channel, error: (err as Error).message });
+        d.log.warn("could not delete a message carrying a secret", { channel: m.channel, error: errorMessage(err) });
       }
       const text = deleted
         ? ":warning: Your message looked like it contained a password or token, so I removed it. Please rotate that secret, and use /connect to connect accounts."

@@ -1,3 +1,4 @@
+import { SlackApiError } from "./errors.js";
 import { WebClient, type WebClientOptions } from "@slack/web-api";
 import { z } from "zod";
 import type { SlackDistribution } from "../config/env.js";
@@ -49,7 +50,7 @@ export class SlackOrgTeams implements OrgTeams {
     const out: string[] = [];
     let pages = 0;
     for await (const page of client.paginate("auth.teams.list", { limit: 1000 })) {
-      if (++pages > MAX_TEAM_PAGES) throw new Error(`auth.teams.list: more than ${MAX_TEAM_PAGES} pages`);
+      if (++pages > MAX_TEAM_PAGES) throw new SlackApiError("too_many_pages", `auth.teams.list: more than ${MAX_TEAM_PAGES} pages`);
       out.push(...teamsPage.parse(page).teams.map((t) => t.id));
     }
     return out;

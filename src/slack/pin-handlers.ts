@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { App, RespondFn } from "@slack/bolt";
 import type { Clock } from "../clock/clock.js";
 import type { Logger } from "../log/logger.js";
@@ -23,7 +24,7 @@ async function tell(d: PinHandlerDeps, respond: RespondFn, body: BlockActionBody
     const api = await d.apis.forTeam(teamId);
     await api.postMessage({ channel: await api.openDm(body.user.id), text });
   } catch (err) {
-    d.log.warn("could not tell an admin how a tool decision went", { error: (err as Error).message });
+    d.log.warn("could not tell an admin how a tool decision went", { error: errorMessage(err) });
   }
 }
 
@@ -49,6 +50,6 @@ export function registerPinHandlers(app: App, d: PinHandlerDeps): void {
     const r = await d.review.decide(v.t, body.user.id, decision);
     await tell(d, respond, body, teamId, r.kind === "done" ? doneSentence(decision) : refusalSentence(r.kind === "not_admin" ? "not_admin" : r.reason));
     // The Home tab has no response_url: redrawing it is how the clicker sees the outcome.
-    await publishHome(d, v.t, body.user.id).catch((err: unknown) => d.log.warn("could not republish the App Home", { error: (err as Error).message }));
+    await publishHome(d, v.t, body.user.id).catch((err: unknown) => d.log.warn("could not republish the App Home", { error: errorMessage(err) }));
   });
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import type { App } from "@slack/bolt";
 import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Logger } from "../log/logger.js";
@@ -73,7 +74,7 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
         const dm = await api.openDm(conn.ownerUserId);
         await api.postMessage({ channel: dm, text: noticeText(revokedCard(conn, admin)) });
       } catch (err) {
-        d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: (err as Error).message });
+        d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: errorMessage(err) });
       }
     }
     await reply(respond, body, ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.`, d.log);

@@ -1,3 +1,4 @@
+import { SlackApiError } from "./errors.js";
 import type { types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
@@ -36,12 +37,12 @@ export class WebClientSlackApi implements SlackApi {
   async openDm(userId: string): Promise<string> {
     const r = await this.client.conversations.open({ users: userId });
     const id = r.channel?.id;
-    if (!id) throw new Error("conversations.open returned no channel");
+    if (!id) throw new SlackApiError("unexpected_response", "conversations.open returned no channel");
     return id;
   }
   async postMessage(m: { channel: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<{ channel: string; ts: string }> {
     const r = await this.client.chat.postMessage({ channel: m.channel, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
-    if (!r.ts || !r.channel) throw new Error("chat.postMessage returned no ts");
+    if (!r.ts || !r.channel) throw new SlackApiError("unexpected_response", "chat.postMessage returned no ts");
     return { channel: r.channel, ts: r.ts };
   }
   async updateMessage(m: { channel: string; ts: string; text: string; blocks?: Block[] }): Promise<void> {
@@ -58,7 +59,7 @@ export class WebClientSlackApi implements SlackApi {
     let pages = 0;
     // The WebClient follows response_metadata.next_cursor; we only bound how far.
     for await (const page of this.client.paginate("conversations.members", { channel, limit: 1000 })) {
-      if (++pages > MAX_MEMBER_PAGES) throw new Error(`conversations.members: more than ${MAX_MEMBER_PAGES} pages for one channel`);
+      if (++pages > MAX_MEMBER_PAGES) throw new SlackApiError("too_many_pages", `conversations.members: more than ${MAX_MEMBER_PAGES} pages for one channel`);
       out.push(...(membersPage.parse(page).members ?? []));
     }
     return out;

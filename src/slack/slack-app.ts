@@ -40,7 +40,9 @@ export function slackLibraryLogger(log: OurLogger, msg = "slack", errorsAs: "err
     info: () => {},
     warn: (...m: unknown[]) => log.warn(msg, { detail: m.map(String).join(" ").slice(0, 300) }),
     error: (...m: unknown[]) => log[errorsAs](msg, { detail: m.map(String).join(" ").slice(0, 300) }),
-    setLevel: (l: typeof level) => void (level = l),
+    setLevel: (l: typeof level) => {
+      level = l;
+    },
     getLevel: () => level,
     setName: () => {},
   };

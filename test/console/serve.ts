@@ -35,11 +35,13 @@ export async function startServe(dir: string, extraEnv: Record<string, string> =
   let dead = false;
   void exited.then(() => (dead = true));
   const deadline = Date.now() + 60_000;
-  let link: RegExpExecArray | null = null;
-  while (!(link = /(http:\/\/127\.0\.0\.1:\d+)\/console\/\?token=[A-Za-z0-9_-]+/.exec(err))) {
+  const linkPattern = /(http:\/\/127\.0\.0\.1:\d+)\/console\/\?token=[A-Za-z0-9_-]+/;
+  let link = linkPattern.exec(err);
+  while (!link) {
     if (dead) throw new Error(`serve exited during start-up:\n${err}`);
     if (Date.now() > deadline) throw new Error(`no console link printed in 60 s:\n${err}`);
     await new Promise((r) => setTimeout(r, 100));
+    link = linkPattern.exec(err);
   }
   return {
     proc,

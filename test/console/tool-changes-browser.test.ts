@@ -44,7 +44,7 @@ describe("console Tool changes panel in Chromium", () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     const dialogs: string[] = [];
-    page.on("dialog", (d) => void (dialogs.push(d.message()), d.dismiss()));
+    page.on("dialog", (d) => { dialogs.push(d.message()); void d.dismiss(); });
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(link);

@@ -57,7 +57,7 @@ describe("eventFromAudit", () => {
       "tool.pinned", "tool.pinned", "tool.new", "tool.quarantined", "tool.accepted", "tool.rejected", undefined, undefined, undefined,
     ]);
     // Every audit-derived kind names the audit kind it comes from.
-    for (const [type, kind] of Object.entries(AUDIT_LIFECYCLE_TYPES)) expect(EVENT_TYPES).toContain(type), expect(Object.keys(EXPECTED)).toContain(kind);
+    for (const [type, kind] of Object.entries(AUDIT_LIFECYCLE_TYPES)) { expect(EVENT_TYPES).toContain(type); expect(Object.keys(EXPECTED)).toContain(kind); }
   });
 
   it("never carries the arguments' hash, an operator's name, or a row without a team", () => {

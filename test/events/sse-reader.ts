@@ -40,8 +40,7 @@ export class SseReader {
         const text = dec.decode(value, { stream: true });
         this.raw += text;
         this.buf += text;
-        let cut: number;
-        while ((cut = this.buf.indexOf("\n\n")) >= 0) {
+        for (let cut = this.buf.indexOf("\n\n"); cut >= 0; cut = this.buf.indexOf("\n\n")) {
           const frame = this.buf.slice(0, cut);
           this.buf = this.buf.slice(cut + 2);
           const fields = new Map<string, string>();

@@ -8,6 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VENDOR_STDIO_ARGS, VENDOR_STDIO_PATH } from "../fixtures/paths.js";
+import { until } from "../support/until.js";
 
 const TOKEN = "tok/en+secret=1 ü&x";
 const USER = "alice";
@@ -26,14 +27,6 @@ function isAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("waitFor timed out");
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -202,7 +195,7 @@ describe("vendor-stdio fixture", () => {
       onprogress: () => ac.abort("test abort"),
     });
     await expect(call).rejects.toThrow();
-    await waitFor(() => readLines(join(dir, "events.log")).filter((l) => /^cancelled \d+$/.test(l)).length > before);
+    await until(() => readLines(join(dir, "events.log")).filter((l) => /^cancelled \d+$/.test(l)).length > before);
   });
 
   it("hang is ended by a request timeout (and the cancellation reaches the vendor)", async () => {
@@ -210,7 +203,7 @@ describe("vendor-stdio fixture", () => {
     await expect(client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 300 })).rejects.toThrow(
       /timed out/i,
     );
-    await waitFor(() => readLines(join(dir, "events.log")).filter((l) => l.startsWith("cancelled")).length > before);
+    await until(() => readLines(join(dir, "events.log")).filter((l) => l.startsWith("cancelled")).length > before);
   });
 
   it("flood returns exactly the requested bytes in 100-char lines", async () => {
@@ -238,14 +231,14 @@ describe("vendor-stdio process lifecycle", () => {
       closed = true;
     };
     await expect(client.callTool({ name: "crash", arguments: {} })).rejects.toThrow();
-    await waitFor(() => closed);
+    await until(() => closed);
   });
 
   it("exits promptly when its stdin closes", async () => {
     const { client, transport } = await connectVendor();
     const pid = transport.pid ?? -1;
     await client.close();
-    await waitFor(() => !isAlive(pid), 10_000);
+    await until(() => !isAlive(pid), 10_000);
     // The SDK escalates to SIGTERM after 2 s; the vendor's own log says stdin EOF ended it.
     expect(readLines(join(dir, "events.log"))).toContain(`eof-exit ${pid}`);
   });
@@ -258,7 +251,7 @@ describe("vendor-stdio process lifecycle", () => {
     };
     pidsToKill.add(gc);
     await client.close();
-    await waitFor(() => !isAlive(pid), 10_000);
+    await until(() => !isAlive(pid), 10_000);
     expect(readLines(join(dir, "events.log"))).toContain(`eof-exit ${pid}`);
     // The orphaned grandchild survives: killing the whole group is the broker's job.
     expect(isAlive(gc)).toBe(true);
@@ -273,12 +266,12 @@ describe("vendor-stdio process lifecycle", () => {
     const pid = child.pid ?? -1;
     pidsToKill.add(pid);
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
-    await waitFor(() => readLines(eventLog).includes(`start ${pid}`), 30_000);
+    await until(() => readLines(eventLog).includes(`start ${pid}`), 30_000);
     child.stdin?.end();
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => readLines(eventLog).includes(`eof-ignored ${pid}`), 10_000, "the vendor to see stdin close");
     expect(isAlive(pid)).toBe(true);
     child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => readLines(eventLog).includes(`sigterm-ignored ${pid}`), 10_000, "the vendor to see SIGTERM");
     expect(isAlive(pid)).toBe(true);
     child.kill("SIGKILL");
     expect(await exited).toBe("SIGKILL");

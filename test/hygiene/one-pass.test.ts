@@ -18,8 +18,8 @@ function referenceCut(text: string, limits: { maxBytes: number; maxLines: number
   let out = text;
   let truncated = false;
   const lines = out.split("\n");
-  if (lines.length > limits.maxLines) (out = lines.slice(0, limits.maxLines).join("\n")), (truncated = true);
-  if (Buffer.byteLength(out) > limits.maxBytes) (out = Buffer.from(out).subarray(0, limits.maxBytes).toString("utf8").replace(/\uFFFD$/, "")), (truncated = true);
+  if (lines.length > limits.maxLines) { out = lines.slice(0, limits.maxLines).join("\n"); truncated = true; }
+  if (Buffer.byteLength(out) > limits.maxBytes) { out = Buffer.from(out).subarray(0, limits.maxBytes).toString("utf8").replace(/\uFFFD$/, ""); truncated = true; }
   return { text: out, truncated };
 }
 

@@ -32,7 +32,7 @@ async function orgDeployment(): Promise<{ installations: Installations; lists: s
     log: createLogger("error"),
     audit: store.audit,
     lock: processRefreshLock,
-    orgTeams: { teamsOf: async (token) => (lists.push(token), ["T0GRID001", "T0GRID002"]) },
+    orgTeams: { teamsOf: async (token) => { lists.push(token); return ["T0GRID001", "T0GRID002"]; } },
   });
   await installations.record({ enterpriseId: "E0ORG0001", enterpriseName: "Org", teamId: null, teamName: null, isEnterpriseInstall: true, appId: "A0APP0001", botId: "B0BOT0001", botUserId: "W0BOT0001", scopes: [], tokens: { botToken: "xoxb-org-canary" }, tokenExpiresAt: null, installedBy: null }, "test");
   return { installations, lists, clock };

@@ -114,7 +114,9 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
       // The CLI ends the row in the database; the broker learns it only on its next pass.
       await h.store.connections.end(connection.id, { status: "revoked", reason: "cli", at: Date.now(), actor: "cli:test", audit: [] });
     }
-    ctx.onTestFinished(() => grandchildren.forEach((g) => isAlive(g) && process.kill(g, "SIGKILL")));
+    ctx.onTestFinished(() => {
+      for (const g of grandchildren) if (isAlive(g)) process.kill(g, "SIGKILL");
+    });
     void s;
     expect(await h.broker.reconcile()).toBe(2);
     expect(await waitDead(grandchildren, 10_000)).toEqual([]);
@@ -147,7 +149,9 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
       grandchildren.push((JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild);
       tokens.push(token);
     }
-    ctx.onTestFinished(() => grandchildren.forEach((g) => isAlive(g) && process.kill(g, "SIGKILL")));
+    ctx.onTestFinished(() => {
+      for (const g of grandchildren) if (isAlive(g)) process.kill(g, "SIGKILL");
+    });
     void s;
     // As after a SIGKILL of the broker: the records stay, and one of them was lost (torn or removed).
     const ledgerDir = path.join(h.dir, "run", "children");

@@ -24,7 +24,8 @@ afterEach(async () => {
 });
 
 it("runs in Socket Mode against a fake WebSocket server: commands are acked and answered, events become turns", async () => {
-  const f = (fake = await startFakeSlack());
+  fake = await startFakeSlack();
+  const f = fake;
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-socket-"));
   const config = loadConfig({
     NODE_ENV: "test",
@@ -37,7 +38,8 @@ it("runs in Socket Mode against a fake WebSocket server: commands are acked and 
     SLACK_API_URL: fake.apiUrl,
     PATH: process.env.PATH ?? "",
   });
-  const a = (app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") }));
+  app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") });
+  const a = app;
   await fake.socketMode.waitForConnection(10_000);
   expect(fake.callsOf("apps.connections.open")[0]?.token).toBe(fake.appToken);
 
@@ -76,7 +78,8 @@ it("serves the install flow on the broker's own server in Socket Mode (no second
     SLACK_OAUTH_AUTHORIZE_URL: fake.authorizeUrl,
     PATH: process.env.PATH ?? "",
   });
-  const a = (app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") }));
+  app = await startApp({ config, registry: parseRegistry(fixtureRegistryDoc(), "test") });
+  const a = app;
   await fake.socketMode.waitForConnection(10_000);
   const start = await fetch(`${base}/slack/install`, { redirect: "manual" });
   expect(start.status).toBe(302);

@@ -12,6 +12,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { appHomeOpenedEvent, blockActionPayload, messageEvent, postSlackEvent, postSlackInteraction, postSlashCommand, slashCommand } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc, mcpCall } from "./broker-harness.js";
+import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 const BOB = "UBOB0002";
@@ -382,9 +383,9 @@ describe("consent leads to a one-time login link", () => {
     ws.on("message", (d) => seen.push(JSON.parse(String(d)) as { type: string }));
     await new Promise((r) => ws.once("open", r));
     ws.send(JSON.stringify({ type: "viewport", width: 800, height: 600 }));
-    await waitUntil(() => seen.some((m) => m.type === "paste_form"));
+    await until(() => seen.some((m) => m.type === "paste_form"));
     ws.send(JSON.stringify({ type: "paste", fields: { token: "canary-" + randomBytes(8).toString("hex"), user: "alice" } }));
-    await waitUntil(() => seen.some((m) => m.state === "captured"));
+    await until(() => seen.some((m) => m.state === "captured"));
     ws.close();
     const [conn] = await app.store.connections.list({ ownerUserId: ALICE });
     expect(conn).toMatchObject({ service: "vendor", scope: "user", status: "active" });
@@ -412,18 +413,18 @@ describe("membership and turns from events", () => {
     app.broker.serverForThread(witness);
     const msg = (user: string, botId?: string, t = thread) => postSlackEvent(events(), SECRET, messageEvent({ teamId: t.teamId, channelId: t.channelId, user, text: "hello", threadTs: t.threadTs, ...(botId ? { botId } : {}) }));
     await msg(ALICE);
-    await waitUntil(async () => (await app.broker.turns.current(thread)) === ALICE);
+    await until(async () => (await app.broker.turns.current(thread)) === ALICE);
     await msg(BOB, "B0SOMEBOT");
     await msg(CAROL, undefined, witness);
-    await waitUntil(async () => (await app.broker.turns.current(witness)) === CAROL);
+    await until(async () => (await app.broker.turns.current(witness)) === CAROL);
     expect(await app.broker.turns.current(thread)).toBe(ALICE);
     await msg(BOB);
-    await waitUntil(async () => (await app.broker.turns.current(thread)) === BOB);
+    await until(async () => (await app.broker.turns.current(thread)) === BOB);
     // A thread nobody serves is not tracked.
     const other = { ...thread, threadTs: "1700000000.999999" };
     await msg(ALICE, undefined, other);
     await msg(ALICE, undefined, witness);
-    await waitUntil(async () => (await app.broker.turns.current(witness)) === ALICE);
+    await until(async () => (await app.broker.turns.current(witness)) === ALICE);
     expect(await app.broker.turns.current(other)).toBeUndefined();
   });
 });
@@ -436,9 +437,9 @@ describe("ordering and deduplication of message events", () => {
     const now = Math.floor(Date.now() / 1000);
     const aliceTs = `${now - 120}.000100`;
     expect((await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs))).status).toBe(200);
-    await waitUntil(async () => (await app.broker.turns.current(thread)) === ALICE);
+    await until(async () => (await app.broker.turns.current(thread)) === ALICE);
     expect((await postSlackEvent(events(), SECRET, msgAt(BOB, `${now - 60}.000100`))).status).toBe(200);
-    await waitUntil(async () => (await app.broker.turns.current(thread)) === BOB);
+    await until(async () => (await app.broker.turns.current(thread)) === BOB);
     // Alice's earlier message again, within Slack's 5-minute window, as a retry and as a replay.
     const replay = await postSlackEvent(events(), SECRET, msgAt(ALICE, aliceTs), { headers: { "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout" } });
     expect(replay.status).toBe(200);
@@ -449,11 +450,11 @@ describe("ordering and deduplication of message events", () => {
     expect(await app.broker.turns.current(thread)).toBe(BOB);
     // A newer message by Carol is applied, and with her turn set Bob's older message is ignored too.
     await postSlackEvent(events(), SECRET, msgAt(CAROL, `${now - 30}.000100`));
-    await waitUntil(async () => (await app.broker.turns.current(thread)) === CAROL);
+    await until(async () => (await app.broker.turns.current(thread)) === CAROL);
     await postSlackEvent(events(), SECRET, msgAt(BOB, `${now - 60}.000200`));
     expect(await app.broker.turns.current(thread)).toBe(CAROL);
     await postSlackEvent(events(), SECRET, msgAt(ALICE, `${now}.000100`));
-    await waitUntil(async () => (await app.broker.turns.current(thread)) === ALICE);
+    await until(async () => (await app.broker.turns.current(thread)) === ALICE);
   });
 
   it("a duplicated event_id is applied once", async () => {
@@ -474,9 +475,6 @@ describe("ordering and deduplication of message events", () => {
 });
 
 async function waitForResponse(id: string): Promise<void> {
-  await waitUntil(() => fake.responses.some((r) => r.id === id));
+  await until(() => fake.responses.some((r) => r.id === id));
 }
 
-async function waitUntil(cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  await vi.waitFor(async () => expect(await cond()).toBe(true), { timeout: ms, interval: 20 });
-}

@@ -85,7 +85,7 @@ describe("PeriodicJob", () => {
     const l = log();
     const clock = new ManualClock();
     let runs = 0;
-    const job = new PeriodicJob({ name: "stuck", intervalMs: 60_000, run: () => (runs++, new Promise<never>(() => {})), log: l, clock, deadlineMs: 10 });
+    const job = new PeriodicJob({ name: "stuck", intervalMs: 60_000, run: () => { runs++; return new Promise<never>(() => {}); }, log: l, clock, deadlineMs: 10 });
     for (let i = 0; i < 8; i++) {
       const t = job.tick();
       await clock.advanceAsync(10);

@@ -150,9 +150,9 @@ describe("device-code login", () => {
     auth.queued.push("slow_down");
     await pollTo(clock, auth, 5000, 1);
     as!.approve(auth.userCode);
-    // 5 s later the old interval would poll; the widened one (10 s) must not.
+    // 5 s later the old interval would poll; the widened one (10 s) must not. A poll only starts when
+    // a clock timer fires, and the fake records each poll at the clock's time: the times below prove it.
     await clock.advanceAsync(5000);
-    await new Promise((r) => setTimeout(r, 300));
     expect(auth.polls).toHaveLength(1);
     await pollTo(clock, auth, 5000, 2);
     expect(auth.polls.map((t) => t - START)).toEqual([5000, 15000]);

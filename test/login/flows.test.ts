@@ -18,6 +18,7 @@ import { chromiumBrowsers } from "../../src/login/browser/browser-factory.js";
 import type { LoginBrowserFactory } from "../../src/login/login-service.js";
 import { createLogger } from "../../src/log/logger.js";
 import { centerOf, LOGIN_LAYOUT, SSO_LAYOUT, startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
+import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 const PUBLIC_URL = "http://slaude.test";
@@ -83,14 +84,6 @@ afterEach(async () => {
   await app.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function until(cond: () => Promise<boolean> | boolean, ms = 20_000, what = "condition"): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** Opens the link in the user's browser and waits for the first streamed frame. */
 async function openLiveView(service: string, waitForFrame = true): Promise<{ page: Page; sessionId: string }> {

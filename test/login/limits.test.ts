@@ -15,6 +15,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
 import { cmdlineOf, processesReferencing, waitFor } from "../support/proc.js";
+import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -66,14 +67,6 @@ function browserRoots(): number[] {
     const argv = cmdlineOf(pid).split("\0");
     return argv.includes("--remote-debugging-pipe") && !argv.some((a) => a.startsWith("--type="));
   });
-}
-
-async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Mints a link and loads its page once, as the user's browser would. */

@@ -15,6 +15,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { Vault } from "../../src/vault/vault.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 let app: RunningApp;
@@ -78,14 +79,6 @@ function viewer(sessionId: string, cookie: string | undefined, origin = app.url)
     ws.once("unexpected-response", () => resolve(false));
   });
   return { ws, messages, opened, send: (m: unknown) => ws.send(JSON.stringify(m)) };
-}
-
-async function until(cond: () => boolean, ms = 5_000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe("one-time login links", () => {

@@ -9,6 +9,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { PrometheusMetrics } from "../../src/metrics/prometheus.js";
 import { ALICE, BOB, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
 import { holdWriteLock, type HeldLock } from "../support/db-lock.js";
+import { until } from "../support/until.js";
 
 // The metrics the core reports, read back through the real prom-client exposition: the real
 // broker (SQLite file, pool, fixture vendor children), approvals clicked through the approval
@@ -39,14 +40,6 @@ function gateFile(): string {
   const d = mkdtempSync(path.join(os.tmpdir(), "slaude-metrics-"));
   dirs.push(d);
   return path.join(d, "gate");
-}
-
-async function until(cond: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe("Prometheus metrics from the broker core", () => {

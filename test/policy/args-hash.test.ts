@@ -92,8 +92,10 @@ describe("RFC 8785 canonical JSON (canonicalize)", () => {
   });
 
   it("matches the RFC 8785 sample's number forms and key order", () => {
+    // biome-ignore-start lint/correctness/noPrecisionLoss: RFC 8785's own test vector, written as the RFC prints it
     expect(canonicalJson({ numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001], "\u20ac": "Euro Sign", "\r": "Carriage Return", "1": "One", "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis" })).toBe(
       '{"\\r":"Carriage Return","1":"One","numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"\u0080":"Control","ö":"Latin Small Letter O With Diaeresis","€":"Euro Sign"}',
+    // biome-ignore-end lint/correctness/noPrecisionLoss: RFC 8785's own test vector, written as the RFC prints it
     );
   });
 

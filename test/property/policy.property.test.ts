@@ -171,7 +171,7 @@ describe("resolveCall properties", () => {
         const without = resolveCall({ ...f, others: f.others.filter((o) => o.ownerIsMember) });
         expect(without).toEqual(d);
         if ((d.kind === "run" || d.kind === "ask_owner") && connectionOf(f, d.connectionId)?.kind === "other") {
-          expect((connectionOf(f, d.connectionId)?.c as BorrowCandidate).ownerIsMember).toBe(true);
+          expect((connectionOf(f, d.connectionId)!.c as BorrowCandidate).ownerIsMember).toBe(true);
         }
       }),
     );

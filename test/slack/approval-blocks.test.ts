@@ -47,7 +47,6 @@ function card(args: Record<string, unknown>, write = true): ApprovalCard {
   };
 }
 
-type Node = Record<string, unknown>;
 
 const HOSTILE = ["<!channel>", "<!here|here>", "*bold* _it_ ~strike~", "```fence```", "`tick`", "<@UALICE01>", "<https://evil.example|click me>", "&lt;b&gt;", "<#C0THREAD1>"];
 

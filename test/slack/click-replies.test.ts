@@ -15,6 +15,7 @@ import { consentValue } from "../../src/slack/blocks.js";
 import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { blockActionPayload, postSlackInteraction } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 const SECRET = "signing-secret-" + randomBytes(8).toString("hex");
@@ -57,17 +58,6 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function waitUntil<T>(get: () => T | undefined, ms = 15_000): Promise<T> {
-  return vi.waitFor(
-    () => {
-      const v = get();
-      if (v === undefined) throw new Error("condition not met yet");
-      return v;
-    },
-    { timeout: ms, interval: 20 },
-  );
-}
-
 /** Clicks `actionId` with `value` as Alice on a card in a DM, and returns the ephemeral answer's text. */
 async function clickAndRead(actionId: string, value: string, id: string): Promise<string> {
   const r = await postSlackInteraction(
@@ -76,7 +66,7 @@ async function clickAndRead(actionId: string, value: string, id: string): Promis
     blockActionPayload({ userId: ALICE, teamId: thread.teamId, actionId, value, channelId: "D" + ALICE, messageTs: "1700000000.000200", responseUrl: fake.responseUrl(id) }),
   );
   expect(r.status).toBe(200);
-  const answer = await waitUntil(() => fake.responses.find((x) => x.id === id));
+  const answer = await until(() => fake.responses.find((x) => x.id === id));
   return String((answer.body as { text?: string }).text);
 }
 

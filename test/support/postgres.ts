@@ -190,12 +190,17 @@ export async function startPostgres(): Promise<PgCluster> {
       if (stopped) throw new Error("the test PostgreSQL is stopped");
       const down = run("pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"]);
       if (down.status !== 0) throw new Error(`PostgreSQL did not stop: ${down.stderr || down.stdout}`);
-      try {
-        await whileDown?.();
-      } finally {
-        const up = startServer();
-        if (up.status !== 0) throw new Error(`PostgreSQL did not start again on port ${port}: ${up.stderr || up.stdout}\n${readFileSync(path.join(dir, "server.log"), "utf8").slice(-4_000)}`);
+      // The server comes back whatever `whileDown` did; its failure, if any, is thrown after that.
+      const during = await whileDown?.().then(
+        () => undefined,
+        (err: unknown) => ({ err }),
+      );
+      const up = startServer();
+      if (up.status !== 0) {
+        const log = readFileSync(path.join(dir, "server.log"), "utf8").slice(-4_000);
+        throw new Error(`PostgreSQL did not start again on port ${port}: ${up.stderr || up.stdout}\n${log}`, { cause: during?.err });
       }
+      if (during) throw during.err;
     },
     async stop(): Promise<void> {
       process.removeListener("exit", onExit);

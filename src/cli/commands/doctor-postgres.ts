@@ -3,6 +3,7 @@
 // to the database (PUBLIC's default CONNECT and TEMP revoked), and that every stored credential
 // is sealed under a configured key. Read-only: it never migrates or writes. The URL's password is
 // never printed: findings name the server as host:port/database.
+import { errorMessage } from "../../domain/errors.js";
 import pg from "pg";
 import type { Config } from "../../config/env.js";
 import { readPgMigrations } from "../../store/postgres/migrator.js";
@@ -29,7 +30,7 @@ export async function checkPostgres(config: Config, url: string): Promise<Findin
   try {
     await client.connect();
   } catch (e) {
-    out.push({ check: "database", level: "error", message: `cannot connect to ${where}: ${(e as Error).message}`, fix: "check SLAUDE_DATABASE_URL (host, port, database, user, password, sslmode) and that the server accepts this host" });
+    out.push({ check: "database", level: "error", message: `cannot connect to ${where}: ${errorMessage(e)}`, fix: "check SLAUDE_DATABASE_URL (host, port, database, user, password, sslmode) and that the server accepts this host" });
     await client.end().catch(() => {});
     return out;
   }
@@ -40,7 +41,7 @@ export async function checkPostgres(config: Config, url: string): Promise<Findin
     const keys = await checkStoredKeys(client, config);
     if (keys) out.push(keys);
   } catch (e) {
-    out.push({ check: "database", level: "error", message: `${where}: ${(e as Error).message}` });
+    out.push({ check: "database", level: "error", message: `${where}: ${errorMessage(e)}` });
   } finally {
     await client.end().catch(() => {});
   }

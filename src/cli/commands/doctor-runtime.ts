@@ -1,6 +1,7 @@
 // `doctor` checks of what will fail at run time, beyond the settings being well-formed: credentials
 // no configured key can open, vendor commands the children cannot find, and Slack scopes the bot
 // token lacks. (Running as root is the process-user check in doctor.ts, reported once.)
+import { errorMessage } from "../../domain/errors.js";
 import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../../config/env.js";
@@ -47,7 +48,7 @@ export function checkKeyIds(config: Config): Finding {
   try {
     lost = unopenableCredentials(config);
   } catch (e) {
-    return { check: "stored credentials", level: "error", message: (e as Error).message };
+    return { check: "stored credentials", level: "error", message: errorMessage(e) };
   }
   return storedKeysFinding(lost);
 }

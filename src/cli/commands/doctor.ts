@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import { accessSync, constants, existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
@@ -33,13 +34,13 @@ function checkKey(config: Config): Finding[] {
       decodeMasterKey(config.encryptionKey);
       out.push({ check: "encryption key", level: "ok", message: "SLAUDE_ENCRYPTION_KEY is a valid 32-byte key" });
     } catch (e) {
-      out.push({ check: "encryption key", level: "error", message: (e as Error).message, fix: "generate one with `slaude-connect keys generate`" });
+      out.push({ check: "encryption key", level: "error", message: errorMessage(e), fix: "generate one with `slaude-connect keys generate`" });
     }
     config.previousEncryptionKeys.forEach((k, i) => {
       try {
         decodeMasterKey(k, `SLAUDE_ENCRYPTION_KEY_PREVIOUS[${i}]`);
       } catch (e) {
-        out.push({ check: "previous keys", level: "error", message: (e as Error).message });
+        out.push({ check: "previous keys", level: "error", message: errorMessage(e) });
       }
     });
   } else if (config.production) {
@@ -75,7 +76,7 @@ function checkDatabase(config: Config): Finding {
       db.close();
     }
   } catch (e) {
-    return { check: "database", level: "error", message: (e as Error).message };
+    return { check: "database", level: "error", message: errorMessage(e) };
   }
 }
 
@@ -95,7 +96,7 @@ function checkRegistry(config: Config, cwd: string): Finding {
     if (!src.path) return { check: "service registry", level: "warn", message: src.note ?? "no registry", fix };
     return { check: "service registry", level: "ok", message: `${src.path}: ${src.registry.list().length} service(s): ${src.registry.list().map((s) => s.name).join(", ")}` };
   } catch (e) {
-    return { check: "service registry", level: "error", message: (e as Error).message };
+    return { check: "service registry", level: "error", message: errorMessage(e) };
   }
 }
 
@@ -165,7 +166,7 @@ export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = pro
   try {
     config = loadConfig(env);
   } catch (e) {
-    return [{ check: "environment", level: "error", message: (e as Error).message, fix: "see .env.example" }];
+    return [{ check: "environment", level: "error", message: errorMessage(e), fix: "see .env.example" }];
   }
   const keys = checkKey(config);
   const registry = checkRegistry(config, cwd);

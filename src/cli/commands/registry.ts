@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../../config/errors.js";
@@ -37,14 +38,14 @@ function readRegistryFile(ctx: CliContext, file: string): ServiceRegistry | numb
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    ctx.err(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    ctx.err(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)})`);
     return 2;
   }
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    ctx.err(`${file}: not valid JSON: ${(e as Error).message}`);
+    ctx.err(`${file}: not valid JSON: ${errorMessage(e)}`);
     return 1;
   }
   try {

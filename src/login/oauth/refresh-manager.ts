@@ -1,3 +1,4 @@
+import { errorName } from "../../domain/errors.js";
 import type { AuditEvent } from "../../audit/event.js";
 import type { Clock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";
@@ -190,7 +191,7 @@ export class OAuthRefresher {
       try {
         await this.deps.notifier.needsLogin(updated);
       } catch (err) {
-        this.deps.log.error("needs-login notification failed", { connectionId: row.id, error: (err as Error).name });
+        this.deps.log.error("needs-login notification failed", { connectionId: row.id, error: errorName(err) });
       }
     }
     throw new OAuthError("needs_login", `the ${row.service} connection ${row.id} needs a new login`);

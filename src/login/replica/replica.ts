@@ -1,6 +1,7 @@
 // This replica's place among the others for logins: its own URL (SLAUDE_REPLICA_URL), recorded as
 // the holder of every flow whose link it opens, and its liveness mark (held while it runs), by
 // which another replica that cannot reach it tells "stopped" from "unreachable".
+import { errorMessage } from "../../domain/errors.js";
 import type { Clock, Timer } from "../../clock/clock.js";
 import type { Logger } from "../../log/logger.js";
 import type { LoginHolders } from "./holders.js";
@@ -67,7 +68,7 @@ export class LoginReplica implements HolderRecord {
       void this.tryMark().then((ok) => ok || this.retryLater());
     };
     mark = await this.holders.hold(this.url, lost).catch((err: unknown) => {
-      this.log.warn("replica liveness mark failed", { error: (err as Error).message });
+      this.log.warn("replica liveness mark failed", { error: errorMessage(err) });
       return undefined;
     });
     if (!mark || lostEarly) return false;

@@ -2,6 +2,7 @@
 // holds it (the one that opened its link). Any other replica forwards the viewer's requests there,
 // only to the holder recorded in the database, and a forwarded request is never forwarded again.
 // A holder that stopped (its liveness mark is free) is taken over: the flow starts again here.
+import { errorMessage } from "../../domain/errors.js";
 import type http from "node:http";
 import type { Duplex } from "node:stream";
 import { parseReplicaUrl } from "../../config/replica-url.js";
@@ -86,7 +87,10 @@ export class LoginRouter {
   /** Upgrade handler for /login/ws in front of the endpoint's. */
   readonly upgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const { liveView, logins, forwarder, replica } = this.d;
-    if (!replica.holders.shared) return liveView.upgrade(req, socket, head);
+    if (!replica.holders.shared) {
+      liveView.upgrade(req, socket, head);
+      return;
+    }
     void (async () => {
       const sid = new URL(req.url ?? "/", "http://x").searchParams.get("s");
       const session = sid ? await logins.sessionOf(sid) : undefined;
@@ -99,7 +103,7 @@ export class LoginRouter {
       if (logins.resume(r.session) !== "running") return reject(socket, 503);
       liveView.upgrade(req, socket, head);
     })().catch((err: unknown) => {
-      this.d.log.warn("login routing failed", { error: (err as Error).message });
+      this.d.log.warn("login routing failed", { error: errorMessage(err) });
       reject(socket, 500);
     });
   };

@@ -2,6 +2,7 @@
 // the private live-view page shows the verification URL and user code, the user signs in on any
 // device of theirs, and the broker polls the token endpoint on the Clock (interval, slow_down +5 s,
 // authorization_pending, expired_token, access_denied), then stores the tokens like oauth does.
+import { errorName } from "../../domain/errors.js";
 import type { Flow } from "../flow-registry.js";
 import type { DeviceGrant, DeviceGrantFactory } from "../ports.js";
 import type { ServerMessage } from "../protocol.js";
@@ -79,13 +80,13 @@ export class DeviceStrategy implements CaptureStrategy {
         await this.end(f, "expired_token");
         return;
       }
-      let r;
+      let r: Awaited<ReturnType<DeviceGrant["poll"]>>;
       try {
         r = await grant.poll();
       } catch (err) {
         const code = (err as { code?: string }).code;
         // An OAuthError's fields name the host, status and standard error only.
-        log.warn("device login poll failed", { sessionId: f.session.id, error: (err as Error).name, code });
+        log.warn("device login poll failed", { sessionId: f.session.id, error: errorName(err), code });
         // Transient: keep polling at the same pace until the code expires.
         if (code === "network" || code === "server_error") continue;
         await this.end(f, code);

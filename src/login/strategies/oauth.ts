@@ -1,6 +1,7 @@
 // The oauth strategy: the authorization request runs inside the confined browser; the redirect to
 // the broker's callback is intercepted there and turned into tokens by the OAuthFlowFactory port
 // (src/login/oauth builds it).
+import { errorName } from "../../domain/errors.js";
 import type { Flow } from "../flow-registry.js";
 import type { OAuthFlowFactory } from "../ports.js";
 import type { CaptureStrategy, FlowControl, Viewport } from "./strategy.js";
@@ -33,7 +34,7 @@ export class OAuthStrategy implements CaptureStrategy {
     try {
       await this.run.complete(f, await f.oauth.complete(url));
     } catch (err) {
-      this.run.log.warn("oauth completion failed", { sessionId: f.session.id, error: (err as Error).name });
+      this.run.log.warn("oauth completion failed", { sessionId: f.session.id, error: errorName(err) });
       await this.run.fail(f, "Signing in did not complete. Ask for a new link with /connect.");
     }
   }

@@ -47,7 +47,7 @@ export class PgApprovalRepo implements ApprovalRepo {
       return true;
     });
   }
-  async consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+  async consume(id: string, argsHash: string, _at: number, audit: readonly AuditEvent[]): Promise<boolean> {
     return this.db.tx(async (q) => {
       const res = await q.query("UPDATE approvals SET status = 'consumed' WHERE id = $1 AND args_hash = $2 AND status IN ('allowed_once', 'allowed_thread')", [id, argsHash]);
       if (res.rowCount === 1) await writeAudit(q, audit);
@@ -77,7 +77,10 @@ export class PgApprovalRepo implements ApprovalRepo {
   async list(filter: { teamId?: string; ownerUserId?: string; pendingAt?: number; limit: number }): Promise<Approval[]> {
     const clauses: string[] = [];
     const params: unknown[] = [];
-    const p = (v: unknown): string => (params.push(v), `$${params.length}`);
+    const p = (v: unknown): string => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     if (filter.teamId !== undefined) clauses.push(`team_id = ${p(filter.teamId)}`);
     if (filter.ownerUserId !== undefined) clauses.push(`owner_user_id = ${p(filter.ownerUserId)}`);
     if (filter.pendingAt !== undefined) clauses.push(`status = 'pending' AND expires_at > ${p(filter.pendingAt)}`);

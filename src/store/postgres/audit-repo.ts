@@ -24,7 +24,10 @@ export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise
 function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {
   const clauses: string[] = [];
   const params: unknown[] = [];
-  const p = (v: unknown): string => (params.push(v), `$${params.length}`);
+  const p = (v: unknown): string => {
+    params.push(v);
+    return `$${params.length}`;
+  };
   if (q.since !== undefined) clauses.push(`at >= ${p(q.since)}`);
   if (q.until !== undefined) clauses.push(`at < ${p(q.until)}`);
   if (q.teamId) clauses.push(`team_id = ${p(q.teamId)}`);

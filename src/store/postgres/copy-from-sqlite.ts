@@ -69,7 +69,7 @@ async function copyTable(q: Sql, src: Db, table: string, identity: string | unde
   const flush = async (): Promise<void> => {
     if (!batch.length) return;
     const values: unknown[] = [];
-    const tuples = batch.map((row) => `(${row.map((v) => (values.push(v), `$${values.length}`)).join(", ")})`);
+    const tuples = batch.map((row) => `(${row.map((v) => { values.push(v); return `$${values.length}`; }).join(", ")})`);
     // OVERRIDING SYSTEM VALUE is harmless for BY DEFAULT identities and keeps SQLite's numbers.
     await q.query(`INSERT INTO ${table} (${list}) ${identity ? "OVERRIDING SYSTEM VALUE " : ""}VALUES ${tuples.join(", ")}`, values);
     batch = [];

@@ -1,3 +1,4 @@
+import { asError } from "../../domain/errors.js";
 import pg from "pg";
 import { StoreError } from "../errors.js";
 import { KEY_PARAM, LockKeys } from "./lock-keys.js";
@@ -146,7 +147,7 @@ export class PgDb implements Sql {
       try {
         await client.query("ROLLBACK");
       } catch (e) {
-        broken = e as Error; // the connection is unusable: the pool must not hand it out again
+        broken = asError(e); // the connection is unusable: the pool must not hand it out again
       }
       throw mapPgError(err);
     } finally {

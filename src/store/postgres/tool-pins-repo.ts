@@ -21,7 +21,10 @@ export class PgToolPinRepo implements ToolPinRepo {
   async undecided(f: { teamId?: string; service?: string; tool?: string; limit: number }): Promise<ToolPin[]> {
     const where = ["status <> 'pinned'"];
     const params: (string | number)[] = [];
-    const p = (v: string | number): string => (params.push(v), `$${params.length}`);
+    const p = (v: string | number): string => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     if (f.teamId !== undefined) where.push(`team_id = ${p(f.teamId)}`);
     if (f.service !== undefined) where.push(`service = ${p(f.service)}`);
     if (f.tool !== undefined) where.push(`tool = ${p(f.tool)}`);

@@ -50,7 +50,7 @@ export class SqliteApprovalRepo implements ApprovalRepo {
       return true;
     }, this.wait);
   }
-  async consume(id: string, argsHash: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
+  async consume(id: string, argsHash: string, _at: number, audit: readonly AuditEvent[]): Promise<boolean> {
     return writeTx(this.db, () => {
       const res = this.db
         .prepare("UPDATE approvals SET status = 'consumed' WHERE id = ? AND args_hash = ? AND status IN ('allowed_once', 'allowed_thread')")
@@ -82,9 +82,9 @@ export class SqliteApprovalRepo implements ApprovalRepo {
   async list(filter: { teamId?: string; ownerUserId?: string; pendingAt?: number; limit: number }): Promise<Approval[]> {
     const where: string[] = [];
     const params: (string | number)[] = [];
-    if (filter.teamId !== undefined) (where.push("team_id = ?"), params.push(filter.teamId));
-    if (filter.ownerUserId !== undefined) (where.push("owner_user_id = ?"), params.push(filter.ownerUserId));
-    if (filter.pendingAt !== undefined) (where.push("status = 'pending' AND expires_at > ?"), params.push(filter.pendingAt));
+    if (filter.teamId !== undefined) { where.push("team_id = ?"); params.push(filter.teamId); }
+    if (filter.ownerUserId !== undefined) { where.push("owner_user_id = ?"); params.push(filter.ownerUserId); }
+    if (filter.pendingAt !== undefined) { where.push("status = 'pending' AND expires_at > ?"); params.push(filter.pendingAt); }
     const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, filter.limit) as ApprovalRow[]).map(toApproval);
   }

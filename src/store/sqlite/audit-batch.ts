@@ -60,7 +60,10 @@ export class AuditBatch {
       for (const w of batch) w.resolve();
     } catch (err) {
       // A held lock (already waited out) or a lone append: every caller gets the error as it is.
-      if (batch.length === 1 || (err as { code?: unknown }).code === "busy") return batch.forEach((w) => w.reject(err));
+      if (batch.length === 1 || (err as { code?: unknown }).code === "busy") {
+        for (const w of batch) w.reject(err);
+        return;
+      }
       // One bad row must not sink the others: each append is tried alone, and fails alone.
       for (const w of batch) {
         try {

@@ -39,16 +39,16 @@ export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void
 function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> } {
   const clauses: string[] = [];
   const params: Record<string, unknown> = {};
-  if (q.since !== undefined) (clauses.push("at >= @since"), (params.since = q.since));
-  if (q.until !== undefined) (clauses.push("at < @until"), (params.until = q.until));
-  if (q.teamId) (clauses.push("team_id = @teamId"), (params.teamId = q.teamId));
-  if (q.userId) (clauses.push("(caller_user_id = @userId OR owner_user_id = @userId OR approver_user_id = @userId)"), (params.userId = q.userId));
-  if (q.connectionId) (clauses.push("connection_id = @connectionId"), (params.connectionId = q.connectionId));
-  if (q.service) (clauses.push("service = @service"), (params.service = q.service));
-  if (q.event) (clauses.push("event = @event"), (params.event = q.event));
-  if (q.callId) (clauses.push("call_id = @callId"), (params.callId = q.callId));
-  if (q.afterSeq !== undefined) (clauses.push("seq > @afterSeq"), (params.afterSeq = q.afterSeq));
-  if (q.seqs) (clauses.push("seq IN (SELECT value FROM json_each(@seqs))"), (params.seqs = JSON.stringify(q.seqs.slice(0, 1000))));
+  if (q.since !== undefined) { clauses.push("at >= @since"); params.since = q.since; }
+  if (q.until !== undefined) { clauses.push("at < @until"); params.until = q.until; }
+  if (q.teamId) { clauses.push("team_id = @teamId"); params.teamId = q.teamId; }
+  if (q.userId) { clauses.push("(caller_user_id = @userId OR owner_user_id = @userId OR approver_user_id = @userId)"); params.userId = q.userId; }
+  if (q.connectionId) { clauses.push("connection_id = @connectionId"); params.connectionId = q.connectionId; }
+  if (q.service) { clauses.push("service = @service"); params.service = q.service; }
+  if (q.event) { clauses.push("event = @event"); params.event = q.event; }
+  if (q.callId) { clauses.push("call_id = @callId"); params.callId = q.callId; }
+  if (q.afterSeq !== undefined) { clauses.push("seq > @afterSeq"); params.afterSeq = q.afterSeq; }
+  if (q.seqs) { clauses.push("seq IN (SELECT value FROM json_each(@seqs))"); params.seqs = JSON.stringify(q.seqs.slice(0, 1000)); }
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 

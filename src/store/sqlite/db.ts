@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
@@ -50,7 +51,7 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
     countStatements(db);
     return db;
   } catch (cause) {
-    throw new StoreError("open_failed", `cannot open database ${file}: ${(cause as Error).message}`, { cause });
+    throw new StoreError("open_failed", `cannot open database ${file}: ${errorMessage(cause)}`, { cause });
   }
 }
 
@@ -76,7 +77,7 @@ function countStatements(db: Db): void {
     const st = prepare(sql);
     for (const m of ["run", "get", "all", "iterate"] as const) {
       const f = (st[m] as (...a: unknown[]) => unknown).bind(st);
-      Object.defineProperty(st, m, { value: (...a: unknown[]) => (c.statements++, f(...a)) });
+      Object.defineProperty(st, m, { value: (...a: unknown[]) => { c.statements++; return f(...a); } });
     }
     return st;
   }) as Db["prepare"];

@@ -100,9 +100,9 @@ export class SqliteToolPinRepo implements ToolPinRepo {
   async undecided(f: { teamId?: string; service?: string; tool?: string; limit: number }): Promise<ToolPin[]> {
     const where = ["status <> 'pinned'"];
     const params: (string | number)[] = [];
-    if (f.teamId !== undefined) (where.push("team_id = ?"), params.push(f.teamId));
-    if (f.service !== undefined) (where.push("service = ?"), params.push(f.service));
-    if (f.tool !== undefined) (where.push("tool = ?"), params.push(f.tool));
+    if (f.teamId !== undefined) { where.push("team_id = ?"); params.push(f.teamId); }
+    if (f.service !== undefined) { where.push("service = ?"); params.push(f.service); }
+    if (f.tool !== undefined) { where.push("tool = ?"); params.push(f.tool); }
     params.push(Math.max(0, Math.floor(f.limit)));
     return this.db.prepare(`SELECT * FROM tool_pins WHERE ${where.join(" AND ")} ORDER BY changed_at DESC, team_id, service, tool LIMIT ?`).all(...params).map(toPin);
   }

@@ -1,3 +1,4 @@
+import { StoreError } from "../errors.js";
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
 import { xactLock } from "../../store/postgres/lock-keys.js";
 import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
@@ -11,10 +12,10 @@ function toRecord(r: Record<string, unknown>): SessionRecord {
   try {
     init = JSON.parse(String(r.initialize));
   } catch (err) {
-    throw new Error(`mcp_sessions row ${String(r.id)}: initialize is not JSON`, { cause: err });
+    throw new StoreError("invalid_record", `mcp_sessions row ${String(r.id)}: initialize is not JSON`, { cause: err });
   }
   const parsed = InitializeParamsSchema.safeParse(init);
-  if (!parsed.success) throw new Error(`mcp_sessions row ${String(r.id)}: initialize does not parse (${parsed.error.message})`);
+  if (!parsed.success) throw new StoreError("invalid_record", `mcp_sessions row ${String(r.id)}: initialize does not parse (${parsed.error.message})`);
   return {
     id: String(r.id),
     teamId: String(r.team_id),
@@ -44,7 +45,7 @@ export class PgMcpSessionRepo implements SessionRecords {
 
   async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number; teamFull?: boolean }> {
     const init = JSON.stringify(r.initialize);
-    if (init.length > MAX_INITIALIZE_JSON) throw new Error(`initialize parameters over ${MAX_INITIALIZE_JSON} bytes`);
+    if (init.length > MAX_INITIALIZE_JSON) throw new StoreError("invalid_record", `initialize parameters over ${MAX_INITIALIZE_JSON} bytes`);
     return this.db.tx(async (q) => {
       // Opens are serialised across replicas (a transaction lock, per schema), so the count holds until commit.
       // Keyed under the key ring: another role on the server cannot hold it and stall every open.

@@ -44,7 +44,10 @@ export class PgRateBuckets implements RateBuckets {
   async take(takes: readonly BucketTake[], now: number): Promise<TakeResult> {
     if (takes.length === 0) return { granted: true };
     let sql = this.statements.get(takes.length);
-    if (!sql) this.statements.set(takes.length, (sql = takeStatement(takes.length)));
+    if (!sql) {
+      sql = takeStatement(takes.length);
+      this.statements.set(takes.length, sql);
+    }
     const params: unknown[] = [Math.floor(now)];
     for (const t of takes) params.push(t.key, t.rate.burst, t.rate.perMs);
     const row = (await this.db.query<Record<string, number | boolean | null>>(sql, params)).rows[0] ?? {};

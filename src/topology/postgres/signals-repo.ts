@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import type { Clock, Timer } from "../../clock/clock.js";
 import { DISPATCH_DEFAULTS, SignalDispatch, type DispatchLimits } from "../../cluster/dispatch.js";
 import { decodeSignal, encodeSignal, type ClusterSignals, type SignalHandler, type SignalPayload, type SignalTopic } from "../../cluster/signals.js";
@@ -64,7 +65,7 @@ export class PgClusterSignals implements ClusterSignals {
       await this.db.notify(this.channel, this.seal.seal(wire));
     } catch (err) {
       // The change is committed; the others find it by their polls or their next gap re-read.
-      this.o.log.warn("cluster signal could not be sent", { topic, error: (err as Error).message });
+      this.o.log.warn("cluster signal could not be sent", { topic, error: errorMessage(err) });
     }
   }
 
@@ -100,7 +101,7 @@ export class PgClusterSignals implements ClusterSignals {
         this.dispatch.gap();
       }
     } catch (err) {
-      this.o.log.warn("cluster signals: cannot LISTEN, retrying", { error: (err as Error).message, retryMs: this.delayMs });
+      this.o.log.warn("cluster signals: cannot LISTEN, retrying", { error: errorMessage(err), retryMs: this.delayMs });
       this.schedule();
     }
   }

@@ -1,3 +1,5 @@
+import { ConnectionError } from "../../connections/errors.js";
+import { errorMessage } from "../../domain/errors.js";
 import type { ApprovalCard } from "../../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../approvals/channel.js";
 import type { ConsentNotifier } from "../../broker/ports.js";
@@ -50,7 +52,7 @@ export class LocalApprovalChannel implements ApprovalChannel {
       await this.ws.note({ teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs }, approvalThreadNote(a, outcome, this.timeoutMs));
     } catch (err) {
       // The owner has the card; a missing thread note is worth a log line, not a refusal.
-      this.log.warn("could not post the note in the local thread", { approvalId: a.id, error: (err as Error).message });
+      this.log.warn("could not post the note in the local thread", { approvalId: a.id, error: errorMessage(err) });
     }
   }
 }
@@ -63,7 +65,7 @@ export class LocalConsent implements ConsentNotifier {
   ) {}
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
     const service = this.registry.get(serviceName);
-    if (!service) throw new Error(`unknown service ${serviceName}`);
+    if (!service) throw new ConnectionError("unknown_service", `unknown service ${serviceName}`);
     const card = consentCard(service, this.ws.loginAvailable ? { kind: "continue" } : { kind: "unavailable" }, { thread });
     await this.ws.deliver(userId, card, { subject: { service: service.name, channelId: thread.channelId, threadTs: thread.threadTs } });
   }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../../domain/errors.js";
 import type { AdminEntry } from "../../config/env.js";
 import { listedAdmin } from "../../installations/admin-entries.js";
 import type { ApprovalService, ClickResult } from "../../approvals/approval-service.js";
@@ -156,7 +157,7 @@ export class LocalWorkspaceService implements LocalWorkspace {
       await this.update(item.id, consentCard(service, { kind: "link", url: link.url }, { inThread: Boolean(threadTs) }), "open");
       return { url: link.url };
     } catch (err) {
-      this.deps.log.warn("could not mint a login link", { service: service.name, error: (err as Error).message });
+      this.deps.log.warn("could not mint a login link", { service: service.name, error: errorMessage(err) });
       return { refused: "unavailable" };
     }
   }
@@ -215,7 +216,7 @@ export class LocalWorkspaceService implements LocalWorkspace {
         l(e);
       } catch (err) {
         // One broken watcher must not stop the others or the change itself.
-        this.deps.log.warn("local workspace listener failed", { error: (err as Error).message });
+        this.deps.log.warn("local workspace listener failed", { error: errorMessage(err) });
       }
     }
   }

@@ -546,7 +546,7 @@ function filesContaining(root: string, needle: string): string[] {
     }
     for (const name of names) {
       const p = path.join(dir, name);
-      let st;
+      let st: ReturnType<typeof statSync>;
       try {
         st = statSync(p);
       } catch {

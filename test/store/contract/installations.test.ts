@@ -239,7 +239,7 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     const other = await h.reopen();
     const drafts = Array.from({ length: 6 }, (_, k) => installation(h.vault, { installedAt: 1_000 + k, updatedAt: 1_000 + k }));
     const previous: (string | undefined)[] = [];
-    await Promise.all(drafts.map((d, k) => (k % 2 ? other : h.store).installations.upsert(d, (prev) => (previous.push(prev?.id), []))));
+    await Promise.all(drafts.map((d, k) => (k % 2 ? other : h.store).installations.upsert(d, (prev) => { previous.push(prev?.id); return []; })));
     const live = await h.rows<{ id: string }>("SELECT id FROM installations WHERE status <> 'uninstalled'");
     expect(live).toHaveLength(1);
     // Each install replaced the one before it: a chain, no install lost to a unique-index failure.

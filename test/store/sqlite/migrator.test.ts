@@ -72,7 +72,7 @@ describe("readMigrations", () => {
   it("finds the repository's own migrations, starting at 0001", () => {
     const ms = readMigrations();
     expect(ms[0]).toMatchObject({ version: 1, name: "init" });
-    ms.forEach((m, i) => expect(m.version).toBe(i + 1));
+    for (const [i, m] of ms.entries()) expect(m.version).toBe(i + 1);
   });
 });
 
