@@ -1,4 +1,4 @@
-import { StoreError } from "../errors.js";
+import { StoreError } from "../../store/errors.js";
 import { InitializeParamsSchema, MAX_INITIALIZE_JSON, type SessionRecord, type SessionRecords, type SessionRoom } from "../../server/session-records.js";
 import { xactLock } from "../../store/postgres/lock-keys.js";
 import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
