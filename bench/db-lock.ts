@@ -16,7 +16,7 @@ import { loadConfig } from "../src/config/env.js";
 import { parseRegistry } from "../src/config/registry.js";
 import { memoryLogger } from "../src/log/logger.js";
 import { StaticMembership } from "../src/membership/membership.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall } from "../test/integration/broker-harness.js";
+import { ALICE, fixtureRegistryDoc, mcpCall, THREAD } from "../test/integration/broker-harness.js";
 import { holdWriteLock } from "../test/support/db-lock.js";
 
 const HOST_TOKEN = `bench-${randomBytes(8).toString("hex")}`;
@@ -48,17 +48,46 @@ async function main(): Promise<void> {
     SLAUDE_DB_LOCK_WAIT_MS: String(LOCK_WAIT_MS),
     PATH: process.env.PATH ?? "/usr/bin:/bin",
   });
-  const app = await startApp({ config, log: memoryLogger("warn"), reapIntervalMs: 50, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "bench") });
+  const app = await startApp({
+    config,
+    log: memoryLogger("warn"),
+    reapIntervalMs: 50,
+    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE),
+    registry: parseRegistry(fixtureRegistryDoc(), "bench"),
+  });
   const client = new Client({ name: "bench-host", version: "1" });
   try {
-    await app.lifecycle.create({ teamId: THREAD.teamId, ownerUserId: ALICE, service: "vendor", scope: "thread", channelId: THREAD.channelId, threadTs: THREAD.threadTs, credential: { kind: "fields", fields: { token: "bench-token", user: ALICE } }, createdBy: ALICE });
+    await app.lifecycle.create({
+      teamId: THREAD.teamId,
+      ownerUserId: ALICE,
+      service: "vendor",
+      scope: "thread",
+      channelId: THREAD.channelId,
+      threadTs: THREAD.threadTs,
+      credential: { kind: "fields", fields: { token: "bench-token", user: ALICE } },
+      createdBy: ALICE,
+    });
     const turn = await fetch(`${app.url}/v1/turns`, {
       method: "POST",
       headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
+      body: JSON.stringify({
+        team_id: THREAD.teamId,
+        channel_id: THREAD.channelId,
+        thread_ts: THREAD.threadTs,
+        user_id: ALICE,
+      }),
     });
     if (turn.status !== 204) throw new Error(`/v1/turns answered ${turn.status}`);
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${HOST_TOKEN}`, "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+        requestInit: {
+          headers: {
+            Authorization: `Bearer ${HOST_TOKEN}`,
+            "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`,
+          },
+        },
+      }),
+    );
     await mcpCall(client, { tool: "echo", args: { text: "warm" }, on_behalf_of: ALICE });
 
     const unlocked: number[] = [];
@@ -66,16 +95,24 @@ async function main(): Promise<void> {
     while (performance.now() < until) unlocked.push(await probe(app.url));
 
     const lock = await holdWriteLock(config.dbPath);
-    const calls = Array.from({ length: WAITING_CALLS }, (_, i) => mcpCall(client, { tool: "write_item", args: { id: `b${i}`, value: "v" }, on_behalf_of: ALICE }));
+    const calls = Array.from({ length: WAITING_CALLS }, (_, i) =>
+      mcpCall(client, { tool: "write_item", args: { id: `b${i}`, value: "v" }, on_behalf_of: ALICE }),
+    );
     let settled = 0;
-    for (const c of calls) void c.then(() => settled++, () => settled++);
+    for (const c of calls)
+      void c.then(
+        () => settled++,
+        () => settled++,
+      );
     const locked: number[] = [];
     while (settled < calls.length) locked.push(await probe(app.url));
     await lock.release();
     const codes = (await Promise.all(calls)).map((r) => r.structured.code ?? r.structured.status);
 
     console.log(`/healthz, no lock held:                    ${summary(unlocked)}`);
-    console.log(`/healthz, another process holds the lock:  ${summary(locked)}  (${WAITING_CALLS} mcp_calls and the reaper waiting; calls ended: ${[...new Set(codes)].join(", ")})`);
+    console.log(
+      `/healthz, another process holds the lock:  ${summary(locked)}  (${WAITING_CALLS} mcp_calls and the reaper waiting; calls ended: ${[...new Set(codes)].join(", ")})`,
+    );
   } finally {
     await client.close().catch(() => {});
     await app.close();

@@ -9,18 +9,27 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { chromium, type Browser } from "playwright-core";
-import { startApp, type RunningApp } from "../src/app/app.js";
+import { type Browser, chromium } from "playwright-core";
+import { type RunningApp, startApp } from "../src/app/app.js";
 import { loadConfig } from "../src/config/env.js";
 import { parseRegistry, type ServiceRegistry } from "../src/config/registry.js";
-import { chromiumLogins, type ChromiumLogins } from "../src/login/browser/browser-factory.js";
-import type { LoginBrowserFactory } from "../src/login/login-service.js";
 import { createLogger } from "../src/log/logger.js";
+import { type ChromiumLogins, chromiumLogins } from "../src/login/browser/browser-factory.js";
+import type { LoginBrowserFactory } from "../src/login/login-service.js";
 import { centerOf, LOGIN_LAYOUT, startFakeIdp } from "../test/fixtures/idp/fake-idp.js";
 import { pct } from "./lib/stats.js";
 
 const CHROMIUM = process.env.SLAUDE_CHROMIUM_PATH ?? "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const RUNS = Number(process.env.BENCH_LOGIN_RUNS ?? 10);
 const JSON_OUT = process.argv.includes("--json");
 const MODES = ["spare", "cold"] as const;
@@ -52,11 +61,26 @@ function pssKb(pid: number): number {
 async function startRig(mode: Mode, dir: string, registry: ServiceRegistry): Promise<Rig> {
   const data = path.join(dir, mode);
   const homes = path.join(data, "login-browsers-bench");
-  const config = loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: data, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), SLAUDE_PUBLIC_URL: "http://slaude.test", SLAUDE_LOGIN_SPARE_BROWSERS: mode === "spare" ? "1" : "0", PATH: process.env.PATH ?? "" });
+  const config = loadConfig({
+    NODE_ENV: "test",
+    SLAUDE_DATA_DIR: data,
+    PORT: "0",
+    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+    SLAUDE_PUBLIC_URL: "http://slaude.test",
+    SLAUDE_LOGIN_SPARE_BROWSERS: mode === "spare" ? "1" : "0",
+    PATH: process.env.PATH ?? "",
+  });
   mkdirSync(homes, { recursive: true });
   const log = createLogger("error");
   // The production login browsers, wrapped only to see which processes belong to the login running now.
-  const browsers = chromiumLogins({ chromiumPath: CHROMIUM, log, homesDir: homes, searchPath: config.childBaseEnv.PATH, spareBrowsers: config.login.spareBrowsers, registry: () => registry });
+  const browsers = chromiumLogins({
+    chromiumPath: CHROMIUM,
+    log,
+    homesDir: homes,
+    searchPath: config.childBaseEnv.PATH,
+    spareBrowsers: config.login.spareBrowsers,
+    registry: () => registry,
+  });
   const seen: { current: Rig["current"] } = { current: undefined };
   const factory: LoginBrowserFactory = async (req) => {
     const b = await browsers.browsers(req);
@@ -78,7 +102,13 @@ async function startRig(mode: Mode, dir: string, registry: ServiceRegistry): Pro
 }
 
 async function oneLogin(rig: Rig, viewer: Browser, into: Samples): Promise<void> {
-  const link = await rig.app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: "1700000000.000100", userId: "UBENCH01", service: "idp" });
+  const link = await rig.app.logins.mint({
+    teamId: "T1",
+    channelId: "C1",
+    threadTs: "1700000000.000100",
+    userId: "UBENCH01",
+    service: "idp",
+  });
   const ctx = await viewer.newContext({ viewport: { width: 1100, height: 900 } });
   const page = await ctx.newPage();
   try {
@@ -94,7 +124,11 @@ async function oneLogin(rig: Rig, viewer: Browser, into: Samples): Promise<void>
     const t1 = performance.now();
     await page.mouse.click(box.x + at.x, box.y + at.y);
     type Doc = { document: { querySelector(s: string): { getAttribute(n: string): string | null } | null } };
-    await page.waitForFunction((b) => (globalThis as unknown as Doc).document.querySelector("#screen")?.getAttribute("src") !== b, before, { timeout: 20_000, polling: "raf" });
+    await page.waitForFunction(
+      (b) => (globalThis as unknown as Doc).document.querySelector("#screen")?.getAttribute("src") !== b,
+      before,
+      { timeout: 20_000, polling: "raf" },
+    );
     into.inputToFrame.push(performance.now() - t1);
     const pids = rig.current?.pids() ?? [];
     into.procs.push(pids.length);
@@ -130,18 +164,30 @@ async function main(): Promise<void> {
   const idp = await startFakeIdp();
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-bench-login-"));
   const registry = parseRegistry(
-    { services: { idp: { transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] }, loginDomains: [new URL(idp.url).host] } } },
+    {
+      services: {
+        idp: {
+          transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } },
+          capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] },
+          loginDomains: [new URL(idp.url).host],
+        },
+      },
+    },
     "bench",
   );
   const load0 = os.loadavg();
   const rigs = new Map<Mode, Rig>();
-  const samples = new Map<Mode, Samples>(MODES.map((m) => [m, { firstFrame: [], inputToFrame: [], procs: [], pssMb: [] }]));
+  const samples = new Map<Mode, Samples>(
+    MODES.map((m) => [m, { firstFrame: [], inputToFrame: [], procs: [], pssMb: [] }]),
+  );
   const viewer = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
     for (const m of MODES) rigs.set(m, await startRig(m, dir, registry));
     // One warm-up login per mode (first use loads playwright-core and the page assets), not counted.
-    for (const m of MODES) await oneLogin(rigs.get(m)!, viewer, { firstFrame: [], inputToFrame: [], procs: [], pssMb: [] });
-    for (let i = 0; i < RUNS; i++) for (const m of i % 2 ? [...MODES].reverse() : MODES) await oneLogin(rigs.get(m)!, viewer, samples.get(m)!);
+    for (const m of MODES)
+      await oneLogin(rigs.get(m)!, viewer, { firstFrame: [], inputToFrame: [], procs: [], pssMb: [] });
+    for (let i = 0; i < RUNS; i++)
+      for (const m of i % 2 ? [...MODES].reverse() : MODES) await oneLogin(rigs.get(m)!, viewer, samples.get(m)!);
   } finally {
     await viewer.close();
     for (const rig of rigs.values()) {
@@ -154,25 +200,29 @@ async function main(): Promise<void> {
   const load1 = os.loadavg();
   const results = Object.fromEntries(MODES.map((m) => [m, summary(samples.get(m)!)]));
   if (JSON_OUT) {
-    process.stdout.write(JSON.stringify({ runs: RUNS, loadavgBefore: load0, loadavgAfter: load1, cpus: os.cpus().length, results }, null, 2) + "\n");
+    process.stdout.write(
+      `${JSON.stringify({ runs: RUNS, loadavgBefore: load0, loadavgAfter: load1, cpus: os.cpus().length, results }, null, 2)}\n`,
+    );
     return;
   }
   const f = (x: number | undefined) => (x ?? Number.NaN).toFixed(0).padStart(6);
-  const lines = [`login live view: ${RUNS} logins per mode, alternating, real Chromium on both sides; ${os.cpus().length} CPUs, load average ${load0[0]!.toFixed(1)} before, ${load1[0]!.toFixed(1)} after`];
+  const lines = [
+    `login live view: ${RUNS} logins per mode, alternating, real Chromium on both sides; ${os.cpus().length} CPUs, load average ${load0[0]!.toFixed(1)} before, ${load1[0]!.toFixed(1)} after`,
+  ];
   for (const m of MODES) {
     const r = results[m]!;
     lines.push(
-      `  ${m === "spare" ? "with the spare (warm)" : "without the spare   "}  link open → first frame p50 ${f(r["firstFrameP50"])} ms  p95 ${f(r["firstFrameP95"])} ms  (min ${f(r["firstFrameMin"])}, max ${f(r["firstFrameMax"])})`,
-      `                         input → changed frame   p50 ${f(r["inputToFrameP50"])} ms  p95 ${f(r["inputToFrameP95"])} ms`,
-      `                         Chromium processes ${f(r["procsP50"])}   PSS ${f(r["pssMbP50"])} MB (min ${f(r["pssMbMin"])}, max ${f(r["pssMbMax"])})`,
+      `  ${m === "spare" ? "with the spare (warm)" : "without the spare   "}  link open → first frame p50 ${f(r.firstFrameP50)} ms  p95 ${f(r.firstFrameP95)} ms  (min ${f(r.firstFrameMin)}, max ${f(r.firstFrameMax)})`,
+      `                         input → changed frame   p50 ${f(r.inputToFrameP50)} ms  p95 ${f(r.inputToFrameP95)} ms`,
+      `                         Chromium processes ${f(r.procsP50)}   PSS ${f(r.pssMbP50)} MB (min ${f(r.pssMbMin)}, max ${f(r.pssMbMax)})`,
     );
   }
-  const s = results["spare"]!;
+  const s = results.spare!;
   lines.push(
-    `  ${s["firstFrameP50"]! <= 800 ? "PASS" : "FAIL"} link open → first frame p50 with the spare ≤ 800 ms (${f(s["firstFrameP50"])} ms)`,
-    `  ${s["inputToFrameP50"]! <= 100 ? "PASS" : "FAIL"} input → changed frame p50 ≤ 100 ms (${f(s["inputToFrameP50"])} ms)`,
+    `  ${s.firstFrameP50! <= 800 ? "PASS" : "FAIL"} link open → first frame p50 with the spare ≤ 800 ms (${f(s.firstFrameP50)} ms)`,
+    `  ${s.inputToFrameP50! <= 100 ? "PASS" : "FAIL"} input → changed frame p50 ≤ 100 ms (${f(s.inputToFrameP50)} ms)`,
   );
-  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(`${lines.join("\n")}\n`);
 }
 
 await main();

@@ -5,9 +5,9 @@
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, launchBroker } from "./lib/broker-proc.js";
 import { brokerCaller } from "./sections/latency.js";
-import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 
 const calls = Number(process.argv[2] ?? 3000);
 const profDir = process.argv[3] ?? mkdtempSync(path.join(os.tmpdir(), "slaude-prof-"));
@@ -17,7 +17,11 @@ const team = fake.teamId;
 const alice = { user: "U0ALICE", thread: { teamId: team, channelId: "C0BENCH", threadTs: "1700000000.000001" } };
 fake.setMembers("C0BENCH", [alice.user]);
 const broker = await launchBroker(
-  { dir: path.join(tmp, "broker"), slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: "prof-signing" }, nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] },
+  {
+    dir: path.join(tmp, "broker"),
+    slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: "prof-signing" },
+    nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`],
+  },
   (env) => cliAdd(env, { team, scope: "user", owner: alice.user, token: "alice-token" }),
 );
 const me = await brokerCaller(broker, alice.thread, alice.user);
@@ -30,14 +34,24 @@ await broker.stop();
 await fake.close();
 process.stdout.write(`${calls} warm calls, ${(ms / calls).toFixed(3)} ms/call wall\n`);
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-const file = readdirSync(profDir).filter((f) => f.endsWith(".cpuprofile")).map((f) => path.join(profDir, f)).sort().at(-1)!;
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+const file = readdirSync(profDir)
+  .filter((f) => f.endsWith(".cpuprofile"))
+  .map((f) => path.join(profDir, f))
+  .sort()
+  .at(-1)!;
 const prof = JSON.parse(readFileSync(file, "utf8")) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
 const self = new Map<number, number>();
 for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
 const total = [...self.values()].reduce((a, b) => a + b, 0);
-const idle = [...self.entries()].filter(([id]) => byId.get(id)!.callFrame.functionName === "(idle)").reduce((a, [, v]) => a + v, 0);
+const idle = [...self.entries()]
+  .filter(([id]) => byId.get(id)!.callFrame.functionName === "(idle)")
+  .reduce((a, [, v]) => a + v, 0);
 const busy = total - idle;
 const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
 const fns = new Map<string, number>();
@@ -45,10 +59,19 @@ const files = new Map<string, number>();
 for (const [id, us] of self) {
   const f = byId.get(id)!.callFrame;
   if (f.functionName === "(idle)") continue;
-  const short = f.url.replace(/^file:\/\//, "").replace(/.*node_modules\//, "nm/").replace(/.*\/dist\//, "dist/");
+  const short = f.url
+    .replace(/^file:\/\//, "")
+    .replace(/.*node_modules\//, "nm/")
+    .replace(/.*\/dist\//, "dist/");
   add(fns, `${f.functionName || "(anon)"} ${short}:${f.lineNumber + 1}`, us);
   add(files, short || f.functionName, us);
 }
 const show = (m: Map<string, number>, n: number) =>
-  [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `  ${((v / busy) * 100).toFixed(1).padStart(5)}%  ${(v / 1000 / calls).toFixed(3)} ms/call  ${k}`).join("\n");
-process.stdout.write(`busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`);
+  [...m.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `  ${((v / busy) * 100).toFixed(1).padStart(5)}%  ${(v / 1000 / calls).toFixed(3)} ms/call  ${k}`)
+    .join("\n");
+process.stdout.write(
+  `busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`,
+);

@@ -13,9 +13,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
-import { cliAdd, launchBroker, metricValue, others, seed, type BrokerProc } from "./lib/broker-proc.js";
+import { type BrokerProc, cliAdd, launchBroker, metricValue, others, seed } from "./lib/broker-proc.js";
 import { rssMb } from "./lib/procs.js";
-import { ms, showSpread, showTarget, target, timeCalls, type TargetResult } from "./lib/stats.js";
+import { ms, showSpread, showTarget, type TargetResult, target, timeCalls } from "./lib/stats.js";
 import { approvalRoundTrip } from "./sections/approval.js";
 import { cold } from "./sections/cold.js";
 import { hygiene } from "./sections/hygiene.js";
@@ -30,23 +30,60 @@ const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
 const P = quick
-  ? { rounds: 3, n: 50, warmup: 20, tpRounds: 2, tpPerWorker: 20, cold: 2, stored: 1_000, scaleRows: [100, 2_000] as [number, number], scaleRounds: 2, scaleN: 10, overload: 3, approvals: 3, lists: 20, calls: 1_000 }
-  : { rounds: 10, n: 300, warmup: 100, tpRounds: 4, tpPerWorker: 125, cold: 5, stored: 10_000, scaleRows: [100, 100_000] as [number, number], scaleRounds: 6, scaleN: 50, overload: 10, approvals: 20, lists: 20, calls: 10_000 };
+  ? {
+      rounds: 3,
+      n: 50,
+      warmup: 20,
+      tpRounds: 2,
+      tpPerWorker: 20,
+      cold: 2,
+      stored: 1_000,
+      scaleRows: [100, 2_000] as [number, number],
+      scaleRounds: 2,
+      scaleN: 10,
+      overload: 3,
+      approvals: 3,
+      lists: 20,
+      calls: 1_000,
+    }
+  : {
+      rounds: 10,
+      n: 300,
+      warmup: 100,
+      tpRounds: 4,
+      tpPerWorker: 125,
+      cold: 5,
+      stored: 10_000,
+      scaleRows: [100, 100_000] as [number, number],
+      scaleRounds: 6,
+      scaleN: 50,
+      overload: 10,
+      approvals: 20,
+      lists: 20,
+      calls: 10_000,
+    };
 
 // The SDK's HTTP client hands one long-lived AbortSignal to every fetch; past 1,500 calls Node warns
 // once per call. That is the bench's clients, not a server under test: count, don't print.
 let abortWarnings = 0;
 process.removeAllListeners("warning");
-process.on("warning", (w) => (w.name === "MaxListenersExceededWarning" ? abortWarnings++ : process.stderr.write(`${w.name}: ${w.message}\n`)));
+process.on("warning", (w) =>
+  w.name === "MaxListenersExceededWarning" ? abortWarnings++ : process.stderr.write(`${w.name}: ${w.message}\n`),
+);
 
 const out: string[] = [];
 const say = (line = "") => {
   out.push(line);
-  process.stdout.write(line + "\n");
+  process.stdout.write(`${line}\n`);
 };
 const progress = (what: string) => process.stderr.write(`[bench] ${what}\n`);
 const targets: TargetResult[] = [];
-const figures: Record<string, unknown> = { quick, at: new Date().toISOString(), node: process.version, cpus: os.cpus().length };
+const figures: Record<string, unknown> = {
+  quick,
+  at: new Date().toISOString(),
+  node: process.version,
+  cpus: os.cpus().length,
+};
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "slaude-bench-"));
 const signingSecret = `bench-signing-${randomBytes(8).toString("hex")}`;
@@ -56,21 +93,47 @@ const CHANNEL = "C0BENCH";
 const alice = { user: "U0ALICE", thread: { teamId: team, channelId: CHANNEL, threadTs: "1700000000.000001" } };
 const tpUsers = usersWithThreads(team, CHANNEL, "UTP", 50, 1700000001);
 const coldUsers = usersWithThreads(team, CHANNEL, "UCOLD", P.cold, 1700000002);
-const borrow = { owner: "U0OWNER", borrower: "U0BORROW", thread: { teamId: team, channelId: CHANNEL, threadTs: "1700000003.000001" } };
-fake.setMembers(CHANNEL, [alice.user, ...tpUsers.map((u) => u.user), ...coldUsers.map((u) => u.user), borrow.owner, borrow.borrower]);
+const borrow = {
+  owner: "U0OWNER",
+  borrower: "U0BORROW",
+  thread: { teamId: team, channelId: CHANNEL, threadTs: "1700000003.000001" },
+};
+fake.setMembers(CHANNEL, [
+  alice.user,
+  ...tpUsers.map((u) => u.user),
+  ...coldUsers.map((u) => u.user),
+  borrow.owner,
+  borrow.borrower,
+]);
 
 let broker: BrokerProc | undefined;
 const closers: (() => Promise<unknown>)[] = [];
 try {
-  say(`slaude-connect bench${quick ? " (--quick)" : ""}: ${os.cpus().length} CPUs, load ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`);
+  say(
+    `slaude-connect bench${quick ? " (--quick)" : ""}: ${os.cpus().length} CPUs, load ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ")}`,
+  );
   progress("starting the broker and the paths");
-  broker = await launchBroker({ dir: path.join(tmp, "broker"), slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret } }, async (env) => {
-    await cliAdd(env, { team, scope: "user", owner: alice.user, token: "alice-token" });
-    await seed(env, team, [...others(team, P.stored), ...[...tpUsers, ...coldUsers].map((u) => ({ owner: u.user })), { owner: borrow.owner, thread: borrow.thread }]);
-  });
+  broker = await launchBroker(
+    { dir: path.join(tmp, "broker"), slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret } },
+    async (env) => {
+      await cliAdd(env, { team, scope: "user", owner: alice.user, token: "alice-token" });
+      await seed(env, team, [
+        ...others(team, P.stored),
+        ...[...tpUsers, ...coldUsers].map((u) => ({ owner: u.user })),
+        { owner: borrow.owner, thread: borrow.thread },
+      ]);
+    },
+  );
   const b = broker;
   const [d, ba, mp] = [await direct(), await bare(), await mcpProxy()];
-  closers.push(() => d.close(), () => ba.close(), () => mp.close());
+  closers.push(
+    () => d.close(),
+    () => ba.close(),
+    () => mp.close(),
+  );
   const me = await brokerCaller(b, alice.thread, alice.user);
   closers.push(() => me.client.close());
 
@@ -86,9 +149,21 @@ try {
   progress("latency");
   const lat = await latency(
     [
-      { key: "direct", name: "direct client → child", call: () => d.client.callTool({ name: "echo", arguments: { text: "ping" } }) },
-      { key: "bare", name: "client → bare SDK pass-through → child", call: () => ba.client.callTool({ name: "echo", arguments: { text: "ping" } }) },
-      { key: "mcpProxy", name: "client → mcp-proxy CLI → child", call: () => mp.client.callTool({ name: "echo", arguments: { text: "ping" } }) },
+      {
+        key: "direct",
+        name: "direct client → child",
+        call: () => d.client.callTool({ name: "echo", arguments: { text: "ping" } }),
+      },
+      {
+        key: "bare",
+        name: "client → bare SDK pass-through → child",
+        call: () => ba.client.callTool({ name: "echo", arguments: { text: "ping" } }),
+      },
+      {
+        key: "mcpProxy",
+        name: "client → mcp-proxy CLI → child",
+        call: () => mp.client.callTool({ name: "echo", arguments: { text: "ping" } }),
+      },
       { key: "broker", name: "client → slaude-connect serve → child", call: me.call },
     ],
     P.rounds,
@@ -99,12 +174,31 @@ try {
   figures.latency = lat;
   say();
   say(`warm call latency, HTTP in, ${lat.rounds} rotated rounds of ${P.n} calls (ms; per-round p50 median (min–max))`);
-  for (const [k, v] of Object.entries(lat.perPath)) say(`  ${k.padEnd(10)} p50 ${showSpread(v.p50, "", 3)}   p99 ${showSpread(v.p99, "", 3)}`);
+  for (const [k, v] of Object.entries(lat.perPath))
+    say(`  ${k.padEnd(10)} p50 ${showSpread(v.p50, "", 3)}   p99 ${showSpread(v.p99, "", 3)}`);
   say(`  broker ÷ bare pass-through   ${showSpread(lat.ratios.brokerOverBare)}`);
   say(`  broker ÷ mcp-proxy           ${showSpread(lat.ratios.brokerOverMcpProxy)}`);
   say(`  bare ÷ direct                ${showSpread(lat.ratios.bareOverDirect)}`);
-  targets.push(target("warm mcp_call p50 ÷ bare pass-through", lat.ratios.brokerOverBare.median, "<=", 1.05, showSpread(lat.ratios.brokerOverBare), "×"));
-  targets.push(target("warm mcp_call p50 ÷ mcp-proxy", lat.ratios.brokerOverMcpProxy.median, "<=", 0.7, showSpread(lat.ratios.brokerOverMcpProxy), "×"));
+  targets.push(
+    target(
+      "warm mcp_call p50 ÷ bare pass-through",
+      lat.ratios.brokerOverBare.median,
+      "<=",
+      1.05,
+      showSpread(lat.ratios.brokerOverBare),
+      "×",
+    ),
+  );
+  targets.push(
+    target(
+      "warm mcp_call p50 ÷ mcp-proxy",
+      lat.ratios.brokerOverMcpProxy.median,
+      "<=",
+      0.7,
+      showSpread(lat.ratios.brokerOverMcpProxy),
+      "×",
+    ),
+  );
 
   // What one warm call costs the store: statements and write transactions, read from /metrics.
   const dbBefore = await b.metrics();
@@ -113,9 +207,15 @@ try {
   brokerCalls += dbCalls;
   const dbAfter = await b.metrics();
   const perCall = (name: string) => (metricValue(dbAfter, name) - metricValue(dbBefore, name)) / dbCalls;
-  const db = { statementsPerCall: perCall("slaude_db_statements_total"), transactionsPerCall: perCall("slaude_db_transactions_total"), calls: dbCalls };
+  const db = {
+    statementsPerCall: perCall("slaude_db_statements_total"),
+    transactionsPerCall: perCall("slaude_db_transactions_total"),
+    calls: dbCalls,
+  };
   figures.db = db;
-  say(`  SQLite statements per warm call ${db.statementsPerCall.toFixed(2)}, write transactions per warm call ${db.transactionsPerCall.toFixed(2)} (${dbCalls} calls, one client)`);
+  say(
+    `  SQLite statements per warm call ${db.statementsPerCall.toFixed(2)}, write transactions per warm call ${db.transactionsPerCall.toFixed(2)} (${dbCalls} calls, one client)`,
+  );
 
   progress("throughput");
   const tpDbBefore = await b.metrics();
@@ -128,9 +228,16 @@ try {
   say();
   say(`throughput, 8 workers over 50 connections (50 live children each side), ${P.tpRounds} alternating rounds`);
   say(`  bare     ${showSpread(tp.bare.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.bare.p99, " ms", 1)}`);
-  say(`  broker   ${showSpread(tp.broker.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.broker.p99, " ms", 1)}   errors ${tp.errors}`);
-  say(`  SQLite per broker call under 8 workers: ${tpPerCall("slaude_db_statements_total").toFixed(2)} statements, ${tpPerCall("slaude_db_transactions_total").toFixed(2)} write transactions`);
-  figures.throughputDb = { statementsPerCall: tpPerCall("slaude_db_statements_total"), transactionsPerCall: tpPerCall("slaude_db_transactions_total") };
+  say(
+    `  broker   ${showSpread(tp.broker.callsPerSec, " calls/s", 0)}   p99 ${showSpread(tp.broker.p99, " ms", 1)}   errors ${tp.errors}`,
+  );
+  say(
+    `  SQLite per broker call under 8 workers: ${tpPerCall("slaude_db_statements_total").toFixed(2)} statements, ${tpPerCall("slaude_db_transactions_total").toFixed(2)} write transactions`,
+  );
+  figures.throughputDb = {
+    statementsPerCall: tpPerCall("slaude_db_statements_total"),
+    transactionsPerCall: tpPerCall("slaude_db_transactions_total"),
+  };
   targets.push(target("throughput ÷ bare pass-through", tp.ratio.median, ">=", 0.95, showSpread(tp.ratio), "×"));
 
   // Top up to the memory figure's call count, then the listing.
@@ -138,21 +245,57 @@ try {
   rss.after10kCalls = rssMb(b.proc.pid);
   const list = await timeCalls(() => me.client.callTool({ name: "connections_list", arguments: {} }), P.lists);
   rss.afterLists = rssMb(b.proc.pid);
-  figures.memory = { storedConnections: P.stored, liveChildren: tpUsers.length + 1, calls: brokerCalls, rssMb: rss, listMs: list };
+  figures.memory = {
+    storedConnections: P.stored,
+    liveChildren: tpUsers.length + 1,
+    calls: brokerCalls,
+    rssMb: rss,
+    listMs: list,
+  };
   say();
   say(`broker RSS (children excluded) with ${P.stored} stored connections and ${tpUsers.length + 1} live children`);
-  say(`  after warm-up ${rss.afterWarmup!.toFixed(0)} MB, after ${brokerCalls} calls ${rss.after10kCalls!.toFixed(0)} MB, after ${P.lists} connections_list ${rss.afterLists!.toFixed(0)} MB`);
-  targets.push(target(`broker RSS, ${P.stored} connections, 50 children`, rss.afterLists!, "<=", 150, `${rss.afterLists!.toFixed(0)} MB`, " MB"));
+  say(
+    `  after warm-up ${rss.afterWarmup!.toFixed(0)} MB, after ${brokerCalls} calls ${rss.after10kCalls!.toFixed(0)} MB, after ${P.lists} connections_list ${rss.afterLists!.toFixed(0)} MB`,
+  );
+  targets.push(
+    target(
+      `broker RSS, ${P.stored} connections, 50 children`,
+      rss.afterLists!,
+      "<=",
+      150,
+      `${rss.afterLists!.toFixed(0)} MB`,
+      " MB",
+    ),
+  );
 
   progress("cold first call");
   const c = await cold(b, coldUsers, tmp);
   figures.cold = c;
   say();
-  say(`cold first call (ms, ${P.cold} pairs): vendor's own spawn+initialize+call ${showSpread(c.vendor, "", 1)}, broker ${showSpread(c.broker, "", 1)}`);
-  targets.push(target("cold first call − vendor's own spawn+initialize", c.extra.median, "<=", 20, showSpread(c.extra, " ms", 1), " ms"));
+  say(
+    `cold first call (ms, ${P.cold} pairs): vendor's own spawn+initialize+call ${showSpread(c.vendor, "", 1)}, broker ${showSpread(c.broker, "", 1)}`,
+  );
+  targets.push(
+    target(
+      "cold first call − vendor's own spawn+initialize",
+      c.extra.median,
+      "<=",
+      20,
+      showSpread(c.extra, " ms", 1),
+      " ms",
+    ),
+  );
 
   progress("approval round trip");
-  const appr = await approvalRoundTrip(fake, b, signingSecret, borrow.thread, borrow.owner, borrow.borrower, P.approvals);
+  const appr = await approvalRoundTrip(
+    fake,
+    b,
+    signingSecret,
+    borrow.thread,
+    borrow.owner,
+    borrow.borrower,
+    P.approvals,
+  );
   figures.approval = appr;
   say();
   say(`Slack approval click → resumed call's result (ms, ${P.approvals} rounds): ${showSpread(appr, "", 1)}`);
@@ -161,34 +304,92 @@ try {
   broker = undefined;
 
   progress(`scale: seeding ${P.scaleRows.join(" and ")} connections`);
-  const sc = await scale(fake, [path.join(tmp, "small"), path.join(tmp, "large")], signingSecret, P.scaleRows, P.scaleRounds, P.scaleN);
+  const sc = await scale(
+    fake,
+    [path.join(tmp, "small"), path.join(tmp, "large")],
+    signingSecret,
+    P.scaleRows,
+    P.scaleRounds,
+    P.scaleN,
+  );
   figures.scale = sc;
   say();
   say(`stored connections ${sc.small} vs ${sc.large} (seeded in ${sc.seedSeconds.toFixed(0)} s), p50 ms small / large`);
-  say(`  shared fallback   ${ms(sc.p50.small.shared)} ${ms(sc.p50.large.shared)}   ratio ${showSpread(sc.sharedRatio)}`);
-  say(`  borrowed (grant)  ${ms(sc.p50.small.borrowed)} ${ms(sc.p50.large.borrowed)}   ratio ${showSpread(sc.borrowedRatio)}`);
+  say(
+    `  shared fallback   ${ms(sc.p50.small.shared)} ${ms(sc.p50.large.shared)}   ratio ${showSpread(sc.sharedRatio)}`,
+  );
+  say(
+    `  borrowed (grant)  ${ms(sc.p50.small.borrowed)} ${ms(sc.p50.large.borrowed)}   ratio ${showSpread(sc.borrowedRatio)}`,
+  );
   say(`  connections_list  ${ms(sc.p50.small.list)} ${ms(sc.p50.large.list)}`);
-  targets.push(target(`shared call at ${sc.large} ÷ at ${sc.small} connections`, sc.sharedRatio.median, "<=", 1.2, showSpread(sc.sharedRatio), "×"));
-  targets.push(target(`borrowed call at ${sc.large} ÷ at ${sc.small} connections`, sc.borrowedRatio.median, "<=", 1.2, showSpread(sc.borrowedRatio), "×"));
-  targets.push(target(`connections_list p50 at ${sc.large} connections`, sc.p50.large.list, "<=", 10, `${sc.p50.large.list.toFixed(2)} ms`, " ms"));
+  targets.push(
+    target(
+      `shared call at ${sc.large} ÷ at ${sc.small} connections`,
+      sc.sharedRatio.median,
+      "<=",
+      1.2,
+      showSpread(sc.sharedRatio),
+      "×",
+    ),
+  );
+  targets.push(
+    target(
+      `borrowed call at ${sc.large} ÷ at ${sc.small} connections`,
+      sc.borrowedRatio.median,
+      "<=",
+      1.2,
+      showSpread(sc.borrowedRatio),
+      "×",
+    ),
+  );
+  targets.push(
+    target(
+      `connections_list p50 at ${sc.large} connections`,
+      sc.p50.large.list,
+      "<=",
+      10,
+      `${sc.p50.large.list.toFixed(2)} ms`,
+      " ms",
+    ),
+  );
 
   progress("overload");
   const ov = await overload(fake, path.join(tmp, "overload"), signingSecret, P.overload);
   figures.overload = ov;
   say();
-  say(`overload: 16 busy connections, pool cap 4, ${ov.calls} calls of 20 ms: ${ov.spawns} spawns (${ov.spawnsPerCall.toFixed(2)} per call), p50 ${ov.p50.toFixed(0)} ms, p99 ${ov.p99.toFixed(0)} ms, errors ${ov.errors}`);
+  say(
+    `overload: 16 busy connections, pool cap 4, ${ov.calls} calls of 20 ms: ${ov.spawns} spawns (${ov.spawnsPerCall.toFixed(2)} per call), p50 ${ov.p50.toFixed(0)} ms, p99 ${ov.p99.toFixed(0)} ms, errors ${ov.errors}`,
+  );
 
   progress("replicas: SQLite vs PostgreSQL, 1 vs 3 replicas");
-  const rp = await replicaBench(fake, path.join(tmp, "replicas"), signingSecret, "C0REPLICAS", quick ? { rounds: 3, n: 30, warmup: 10, tpRounds: 2, workers: 6, perWorker: 15, users: 6 } : { rounds: 8, n: 200, warmup: 50, tpRounds: 4, workers: 12, perWorker: 80, users: 12 });
+  const rp = await replicaBench(
+    fake,
+    path.join(tmp, "replicas"),
+    signingSecret,
+    "C0REPLICAS",
+    quick
+      ? { rounds: 3, n: 30, warmup: 10, tpRounds: 2, workers: 6, perWorker: 15, users: 6 }
+      : { rounds: 8, n: 200, warmup: 50, tpRounds: 4, workers: 12, perWorker: 80, users: 12 },
+  );
   figures.replicas = rp;
   say();
   say(`warm mcp_call, SQLite vs PostgreSQL (each broker its own process; ${rp.warm.ratio.n} rotated rounds; p50 ms)`);
-  say(`  SQLite ${showSpread(rp.warm.sqliteP50, "", 3)}   PostgreSQL ${showSpread(rp.warm.postgresP50, "", 3)}   PostgreSQL ÷ SQLite ${showSpread(rp.warm.ratio)}`);
+  say(
+    `  SQLite ${showSpread(rp.warm.sqliteP50, "", 3)}   PostgreSQL ${showSpread(rp.warm.postgresP50, "", 3)}   PostgreSQL ÷ SQLite ${showSpread(rp.warm.ratio)}`,
+  );
   const rt = rp.throughput;
-  say(`throughput on PostgreSQL, 1 vs 3 replicas (a client per replica, directly; ${rt.ratio.n} alternating rounds; errors ${rt.errors})`);
-  say(`  1 replica  ${showSpread(rt.one, " calls/s", 0)}   p99 ${showSpread(rt.p99.one, " ms", 1)}   broker CPU ${showSpread(rt.cpuMsPerCall.one, " ms/call", 3)}`);
-  say(`  3 replicas ${showSpread(rt.three, " calls/s", 0)}   p99 ${showSpread(rt.p99.three, " ms", 1)}   broker CPU ${showSpread(rt.cpuMsPerCall.three, " ms/call", 3)}`);
-  say(`  3 ÷ 1 ${showSpread(rt.ratio)}; per replica CPU per call it served: ${rt.perReplicaCpuMsPerCall.map((x) => x.median.toFixed(3)).join(" / ")} ms (${os.cpus().length} CPUs)`);
+  say(
+    `throughput on PostgreSQL, 1 vs 3 replicas (a client per replica, directly; ${rt.ratio.n} alternating rounds; errors ${rt.errors})`,
+  );
+  say(
+    `  1 replica  ${showSpread(rt.one, " calls/s", 0)}   p99 ${showSpread(rt.p99.one, " ms", 1)}   broker CPU ${showSpread(rt.cpuMsPerCall.one, " ms/call", 3)}`,
+  );
+  say(
+    `  3 replicas ${showSpread(rt.three, " calls/s", 0)}   p99 ${showSpread(rt.p99.three, " ms", 1)}   broker CPU ${showSpread(rt.cpuMsPerCall.three, " ms/call", 3)}`,
+  );
+  say(
+    `  3 ÷ 1 ${showSpread(rt.ratio)}; per replica CPU per call it served: ${rt.perReplicaCpuMsPerCall.map((x) => x.median.toFixed(3)).join(" / ")} ms (${os.cpus().length} CPUs)`,
+  );
 
   const hy = hygiene(5_000_000, quick ? 5 : 20);
   figures.hygiene = hy;
@@ -198,8 +399,9 @@ try {
 
   say();
   say("targets (issue 13; login targets: npm run bench:login)");
-  for (const t of targets) say("  " + showTarget(t));
-  if (abortWarnings) say(`  (${abortWarnings} MaxListenersExceededWarning from the SDK HTTP client's shared AbortSignal, not printed)`);
+  for (const t of targets) say(`  ${showTarget(t)}`);
+  if (abortWarnings)
+    say(`  (${abortWarnings} MaxListenersExceededWarning from the SDK HTTP client's shared AbortSignal, not printed)`);
   figures.targets = targets;
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify(figures, null, 2));
 } finally {

@@ -15,7 +15,7 @@ import { ManualClock } from "../src/clock/clock.js";
 import { loadConfig } from "../src/config/env.js";
 import { memoryLogger } from "../src/log/logger.js";
 
-const n = Math.min(Number(process.env["BENCH_SESSIONS"] ?? 2000), 100_000);
+const n = Math.min(Number(process.env.BENCH_SESSIONS ?? 2000), 100_000);
 const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-bench-sessions-"));
 const token = `bench-${randomBytes(12).toString("hex")}`;
 const clock = new ManualClock(Date.now());
@@ -25,8 +25,8 @@ const config = loadConfig({
   PORT: "0",
   SLAUDE_HOST_TOKENS: token,
   SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-  PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-  ...(process.env["BENCH_MAX_SESSIONS"] ? { SLAUDE_MCP_MAX_SESSIONS: process.env["BENCH_MAX_SESSIONS"] } : {}),
+  PATH: process.env.PATH ?? "/usr/bin:/bin",
+  ...(process.env.BENCH_MAX_SESSIONS ? { SLAUDE_MCP_MAX_SESSIONS: process.env.BENCH_MAX_SESSIONS } : {}),
 });
 const app = await startApp({ config, log: memoryLogger("error"), clock });
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -35,8 +35,18 @@ const heapMb = (): number => {
   gc?.();
   return Math.round(process.memoryUsage().heapUsed / 1_048_576);
 };
-const init = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } });
-const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${token}`, "x-slaude-thread": "T1/C1/1700000000.000001" };
+const init = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
+});
+const headers = {
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+  authorization: `Bearer ${token}`,
+  "x-slaude-thread": "T1/C1/1700000000.000001",
+};
 
 const before = heapMb();
 let refused = 0;
@@ -46,7 +56,18 @@ for (let i = 0; i < n; i++) {
   if (r.status !== 200) refused++;
 }
 const opened = heapMb();
-console.log(JSON.stringify({ initializes: n, refused, held: app.mcp.sessionCount, cap: config.mcpSessions.maxSessions, heapBeforeMb: before, heapAfterMb: opened, growthMb: opened - before, gcExposed: gc !== undefined }));
+console.log(
+  JSON.stringify({
+    initializes: n,
+    refused,
+    held: app.mcp.sessionCount,
+    cap: config.mcpSessions.maxSessions,
+    heapBeforeMb: before,
+    heapAfterMb: opened,
+    growthMb: opened - before,
+    gcExposed: gc !== undefined,
+  }),
+);
 clock.advance(config.mcpSessions.idleMs + 1);
 const swept = app.mcp.sweepIdle();
 await new Promise((r) => setTimeout(r, 500)); // closing is asynchronous

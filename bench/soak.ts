@@ -19,12 +19,12 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { startApp, type RunningApp } from "../src/app/app.js";
+import { type RunningApp, startApp } from "../src/app/app.js";
 import { loadConfig } from "../src/config/env.js";
 import { parseRegistry } from "../src/config/registry.js";
+import type { ThreadRef } from "../src/domain/thread.js";
 import { memoryLogger } from "../src/log/logger.js";
 import { StaticMembership } from "../src/membership/membership.js";
-import type { ThreadRef } from "../src/domain/thread.js";
 import { fixtureRegistryDoc } from "../test/integration/broker-harness.js";
 
 /** The shape of one load run. */
@@ -151,7 +151,12 @@ async function bootLoadApp(o: LoadOptions) {
   const membership = new StaticMembership().add(TEAM, CHANNEL, ...userIds);
   // Warnings and errors only: a soak of thousands of calls must not keep every debug line in memory.
   const log = memoryLogger("warn");
-  const app = await startApp({ config, log, membership, registry: parseRegistry(fixtureRegistryDoc(), "load-registry") });
+  const app = await startApp({
+    config,
+    log,
+    membership,
+    registry: parseRegistry(fixtureRegistryDoc(), "load-registry"),
+  });
   const users: { user: string; connectionId: string }[] = [];
   for (const user of userIds) {
     const c = await app.lifecycle.create({
@@ -164,7 +169,11 @@ async function bootLoadApp(o: LoadOptions) {
     });
     users.push({ user, connectionId: c.id });
   }
-  const threads: ThreadRef[] = Array.from({ length: o.sessions }, (_, s) => ({ teamId: TEAM, channelId: CHANNEL, threadTs: `1700000100.${String(s).padStart(6, "0")}` }));
+  const threads: ThreadRef[] = Array.from({ length: o.sessions }, (_, s) => ({
+    teamId: TEAM,
+    channelId: CHANNEL,
+    threadTs: `1700000100.${String(s).padStart(6, "0")}`,
+  }));
   return { dir, app, hostToken, threads, users, log };
 }
 
@@ -172,7 +181,12 @@ async function reportTurn(app: RunningApp, hostToken: string, thread: ThreadRef,
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${hostToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: user }),
+    body: JSON.stringify({
+      team_id: thread.teamId,
+      channel_id: thread.channelId,
+      thread_ts: thread.threadTs,
+      user_id: user,
+    }),
   });
   if (r.status !== 204) throw new Error(`/v1/turns answered ${r.status}`);
 }
@@ -207,7 +221,12 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   try {
     for (const thread of threads) {
       const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${hostToken}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+        requestInit: {
+          headers: {
+            Authorization: `Bearer ${hostToken}`,
+            "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+          },
+        },
       });
       const client = new Client({ name: "load-host", version: "1" });
       await client.connect(transport);
@@ -237,11 +256,15 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
             const payload = `load-${k}-${made}`;
             const ts = performance.now();
             try {
-              const r = await client.callTool({ name: "mcp_call", arguments: { service: "vendor", tool: "echo", args: { text: payload }, on_behalf_of: user } });
+              const r = await client.callTool({
+                name: "mcp_call",
+                arguments: { service: "vendor", tool: "echo", args: { text: payload }, on_behalf_of: user },
+              });
               latencies.push(performance.now() - ts);
               const s = r.structuredContent as { status?: string; code?: string; ranAs?: string } | undefined;
               const text = (r.content as { type: string; text?: string }[]).map((c) => c.text ?? "").join("\n");
-              if (r.isError || s?.ranAs !== "own" || !text.includes(payload)) errors.push(`${user}: ${s?.code ?? s?.status ?? "?"} ${text.slice(0, 200)}`);
+              if (r.isError || s?.ranAs !== "own" || !text.includes(payload))
+                errors.push(`${user}: ${s?.code ?? s?.status ?? "?"} ${text.slice(0, 200)}`);
             } catch (err) {
               latencies.push(performance.now() - ts);
               errors.push(`${user}: threw ${(err as Error).message}`);
@@ -272,7 +295,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   for (const r of rows) if (r.connectionId) rowsPer.set(r.connectionId, (rowsPer.get(r.connectionId) ?? 0) + 1);
   const auditMismatches: string[] = [];
   for (const id of new Set([...perConnection.keys(), ...rowsPer.keys()])) {
-    if ((perConnection.get(id) ?? 0) !== (rowsPer.get(id) ?? 0)) auditMismatches.push(`${id}: calls ${perConnection.get(id) ?? 0}, audit rows ${rowsPer.get(id) ?? 0}`);
+    if ((perConnection.get(id) ?? 0) !== (rowsPer.get(id) ?? 0))
+      auditMismatches.push(`${id}: calls ${perConnection.get(id) ?? 0}, audit rows ${rowsPer.get(id) ?? 0}`);
   }
   const spawned = app.broker.pool.stats().spawned;
   for (const c of clients) await c.close().catch(() => {});
@@ -319,7 +343,8 @@ async function main(): Promise<void> {
   let clientAbortListenerWarnings = 0;
   process.removeAllListeners("warning");
   process.on("warning", (w) => {
-    if (w.name === "MaxListenersExceededWarning" && w.message.includes("abort listeners added to [AbortSignal]")) clientAbortListenerWarnings++;
+    if (w.name === "MaxListenersExceededWarning" && w.message.includes("abort listeners added to [AbortSignal]"))
+      clientAbortListenerWarnings++;
     else process.stderr.write(`${w.name}: ${w.message}\n`);
   });
   const num = (name: string, dflt: number) => {
@@ -336,12 +361,13 @@ async function main(): Promise<void> {
     turnLength: num("SOAK_TURN_LENGTH", 2),
     maxMs: Math.min(num("SOAK_MAX_SECONDS", 300), 3600) * 1000,
     sampleEveryMs: 10,
-    progress: (l) => process.stdout.write(l + "\n"),
+    progress: (l) => process.stdout.write(`${l}\n`),
   };
   process.stdout.write(`soak: ${o.calls} calls max, ${o.maxMs / 1000} s max\n`);
   const r = await runLoad(o);
-  process.stdout.write(formatLoadReport(o, r) + "\n");
-  if (clientAbortListenerWarnings) process.stdout.write(`  (${clientAbortListenerWarnings} client-side MaxListenersExceededWarning, not printed)\n`);
+  process.stdout.write(`${formatLoadReport(o, r)}\n`);
+  if (clientAbortListenerWarnings)
+    process.stdout.write(`  (${clientAbortListenerWarnings} client-side MaxListenersExceededWarning, not printed)\n`);
   const problems = [
     ...r.errors.slice(0, 10),
     ...(r.auditCalls !== r.calls ? [`audit rows ${r.auditCalls} != calls ${r.calls}`] : []),

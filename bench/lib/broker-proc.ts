@@ -9,15 +9,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { systemClock } from "../../src/clock/clock.js";
-import { parseRegistry } from "../../src/config/registry.js";
 import { loadConfig } from "../../src/config/env.js";
+import { parseRegistry } from "../../src/config/registry.js";
 import { ConnectionLifecycle } from "../../src/connections/lifecycle.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { resolveKeyRing } from "../../src/vault/key-source.js";
 import { Vault } from "../../src/vault/vault.js";
-import { freePort, httpClient, startProc, waitForHttp, type Proc } from "./procs.js";
+import { freePort, httpClient, type Proc, startProc, waitForHttp } from "./procs.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const ECHO_VENDOR = path.join(ROOT, "bench/servers/echo-vendor.mjs");
@@ -28,7 +28,12 @@ export function benchRegistryDoc(): unknown {
   return {
     services: {
       echo: {
-        transport: { type: "stdio", command: process.execPath, args: [ECHO_VENDOR], credentialEnv: { VENDOR_TOKEN: "{{token}}" } },
+        transport: {
+          type: "stdio",
+          command: process.execPath,
+          args: [ECHO_VENDOR],
+          credentialEnv: { VENDOR_TOKEN: "{{token}}" },
+        },
         capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }] },
         scopes: ["thread", "user", "shared"],
         tools: { echo: ["borrowable", "read"], slow: ["borrowable", "read"], big: ["borrowable", "read"] },
@@ -87,7 +92,10 @@ export function brokerEnv(s: BrokerSetup, port: number): Record<string, string> 
 }
 
 /** Stores one connection through the CLI, the way an admin would (token on stdin). */
-export async function cliAdd(env: Record<string, string>, c: { team: string; scope: "thread" | "user" | "shared"; owner?: string; thread?: ThreadRef; token: string }): Promise<void> {
+export async function cliAdd(
+  env: Record<string, string>,
+  c: { team: string; scope: "thread" | "user" | "shared"; owner?: string; thread?: ThreadRef; token: string },
+): Promise<void> {
   const args = [BIN, "connections", "add", "--team", c.team, "--service", "echo", "--scope", c.scope];
   if (c.owner) args.push("--owner", c.owner);
   if (c.thread) args.push("--channel", c.thread.channelId, "--thread", c.thread.threadTs);
@@ -95,7 +103,7 @@ export async function cliAdd(env: Record<string, string>, c: { team: string; sco
   let out = "";
   child.stdout.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr.on("data", (b: Buffer) => (out += b.toString()));
-  child.stdin.end(c.token + "\n");
+  child.stdin.end(`${c.token}\n`);
   const code = await new Promise<number | null>((r) => child.once("exit", r));
   if (code !== 0) throw new Error(`connections add exited ${code}: ${out}`);
 }
@@ -110,7 +118,9 @@ export interface SeedRow {
 export function others(team: string, n: number): SeedRow[] {
   return Array.from({ length: n }, (_, i) => ({
     owner: `USEED${String(i).padStart(6, "0")}`,
-    ...(i % 2 === 0 ? { thread: { teamId: team, channelId: `CSEED${i % 97}`, threadTs: `1600000000.${String(i).padStart(6, "0")}` } } : {}),
+    ...(i % 2 === 0
+      ? { thread: { teamId: team, channelId: `CSEED${i % 97}`, threadTs: `1600000000.${String(i).padStart(6, "0")}` } }
+      : {}),
   }));
 }
 
@@ -118,7 +128,13 @@ export function others(team: string, n: number): SeedRow[] {
 export async function seed(env: Record<string, string>, team: string, rows: readonly SeedRow[]): Promise<void> {
   const config = loadConfig(env);
   const { store } = openSqliteStore(config.dbPath, () => Date.now());
-  const lifecycle = new ConnectionLifecycle({ store, vault: new Vault(resolveKeyRing(config).ring), registry: parseRegistry(benchRegistryDoc(), "bench"), clock: systemClock, log: memoryLogger("error") });
+  const lifecycle = new ConnectionLifecycle({
+    store,
+    vault: new Vault(resolveKeyRing(config).ring),
+    registry: parseRegistry(benchRegistryDoc(), "bench"),
+    clock: systemClock,
+    log: memoryLogger("error"),
+  });
   try {
     for (const [i, r] of rows.entries()) {
       await lifecycle.create({
@@ -139,7 +155,10 @@ export async function seed(env: Record<string, string>, team: string, rows: read
 /** Starts `node bin/slaude-connect.js serve` on a free port and waits for /readyz. */
 export async function startBroker(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<BrokerProc> {
   const port = Number(env.PORT);
-  const proc = startProc(process.execPath, [...nodeArgs, BIN, "serve"], { ...env, NODE_ENV: env.NODE_ENV ?? "development" });
+  const proc = startProc(process.execPath, [...nodeArgs, BIN, "serve"], {
+    ...env,
+    NODE_ENV: env.NODE_ENV ?? "development",
+  });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/healthz`, proc);
   const hostToken = env.SLAUDE_HOST_TOKENS!;
@@ -149,7 +168,8 @@ export async function startBroker(env: Record<string, string>, nodeArgs: readonl
     proc,
     env,
     hostToken,
-    session: (t) => httpClient(`${url}/mcp`, { ...auth, "X-Slaude-Thread": `${t.teamId}/${t.channelId}/${t.threadTs}` }),
+    session: (t) =>
+      httpClient(`${url}/mcp`, { ...auth, "X-Slaude-Thread": `${t.teamId}/${t.channelId}/${t.threadTs}` }),
     async turn(t, userId) {
       const r = await fetch(`${url}/v1/turns`, {
         method: "POST",
@@ -167,7 +187,10 @@ export async function startBroker(env: Record<string, string>, nodeArgs: readonl
 }
 
 /** Starts a broker with a fresh port; `prepare` runs on its database before it starts. */
-export async function launchBroker(s: BrokerSetup, prepare?: (env: Record<string, string>) => Promise<void>): Promise<BrokerProc> {
+export async function launchBroker(
+  s: BrokerSetup,
+  prepare?: (env: Record<string, string>) => Promise<void>,
+): Promise<BrokerProc> {
   const env = brokerEnv(s, await freePort());
   await prepare?.(env);
   return startBroker(env, s.nodeArgs);

@@ -1,5 +1,5 @@
 // Processes for the bench: every server measured runs in its own process group, killed on exit.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -72,7 +72,8 @@ export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000): 
       await r.body?.cancel();
       return;
     } catch (err) {
-      if (proc.child.exitCode !== null) throw new Error(`${url}: the process exited (${proc.child.exitCode}):\n${proc.tail()}`);
+      if (proc.child.exitCode !== null)
+        throw new Error(`${url}: the process exited (${proc.child.exitCode}):\n${proc.tail()}`);
       if (Date.now() > deadline) throw new Error(`${url} did not come up: ${(err as Error).message}\n${proc.tail()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -83,7 +84,9 @@ export async function waitForHttp(url: string, proc: Proc, timeoutMs = 60_000): 
 export async function httpClient(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: "bench", version: "1" });
   // A generous initialize timeout: a pass-through spawns its child while answering initialize.
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { timeout: 300_000 });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), {
+    timeout: 300_000,
+  });
   return client;
 }
 

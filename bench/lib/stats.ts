@@ -32,7 +32,14 @@ export interface TargetResult {
   readonly pass: boolean;
 }
 
-export function target(name: string, value: number, op: "<=" | ">=", limit: number, figure: string, unit = ""): TargetResult {
+export function target(
+  name: string,
+  value: number,
+  op: "<=" | ">=",
+  limit: number,
+  figure: string,
+  unit = "",
+): TargetResult {
   const pass = Number.isFinite(value) && (op === "<=" ? value <= limit : value >= limit);
   return { name, figure, limit: `${op} ${limit}${unit}`, pass };
 }

@@ -4,7 +4,7 @@
 // `Bearer` form the vendor receives): the cost the broker adds to every byte a vendor returns.
 import { cleanResult } from "../../src/broker/result-hygiene.js";
 import { Redactor } from "../../src/hygiene/redact.js";
-import { spread, type Spread } from "../lib/stats.js";
+import { type Spread, spread } from "../lib/stats.js";
 
 export interface HygieneResult {
   readonly bytes: number;
@@ -15,7 +15,7 @@ export interface HygieneResult {
 const LIMITS = { maxBytes: 50_000, maxLines: 2_000 };
 
 export function hygiene(bytes: number, rounds: number): HygieneResult {
-  const secret = "tok_" + "x".repeat(28);
+  const secret = `tok_${"x".repeat(28)}`;
   const redactor = new Redactor([secret], [`Bearer ${secret}`]);
   const text = "lorem ipsum dolor sit amet\n".repeat(Math.ceil(bytes / 27)).slice(0, bytes);
   const result = { content: [{ type: "text" as const, text }] };

@@ -4,9 +4,9 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
-import { ECHO_VENDOR, ROOT, type BrokerProc } from "../lib/broker-proc.js";
-import { freePort, httpClient, startProc, waitForHttp, type Proc } from "../lib/procs.js";
-import { pct, spread, timeCalls, type Spread } from "../lib/stats.js";
+import { type BrokerProc, ECHO_VENDOR, ROOT } from "../lib/broker-proc.js";
+import { freePort, httpClient, type Proc, startProc, waitForHttp } from "../lib/procs.js";
+import { pct, type Spread, spread, timeCalls } from "../lib/stats.js";
 
 const MCP_PROXY_BIN = path.join(ROOT, "node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs");
 const BARE_PROXY = path.join(ROOT, "bench/servers/bare-proxy.mjs");
@@ -29,21 +29,38 @@ export interface Started {
 /** The direct floor: an SDK client over stdio to the vendor, no proxy at all. */
 export async function direct(): Promise<Started> {
   const client = new Client({ name: "bench", version: "1" });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [ECHO_VENDOR], env: { PATH: process.env.PATH ?? "", VENDOR_TOKEN: "direct" }, stderr: "ignore" }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [ECHO_VENDOR],
+      env: { PATH: process.env.PATH ?? "", VENDOR_TOKEN: "direct" },
+      stderr: "ignore",
+    }),
+  );
   return { client, close: () => client.close() };
 }
 
 /** The bare SDK HTTP→stdio pass-through, its own process. */
 export async function bare(): Promise<Started & { url: string }> {
   const port = await freePort();
-  const proc = startProc(process.execPath, [BARE_PROXY, String(port), ECHO_VENDOR], { PATH: process.env.PATH ?? "" }, ROOT);
+  const proc = startProc(
+    process.execPath,
+    [BARE_PROXY, String(port), ECHO_VENDOR],
+    { PATH: process.env.PATH ?? "" },
+    ROOT,
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/ping`, proc);
   const client = await httpClient(`${url}/mcp`);
-  return { client, proc, url, close: async () => {
-    await client.close().catch(() => {});
-    await proc.stop();
-  } };
+  return {
+    client,
+    proc,
+    url,
+    close: async () => {
+      await client.close().catch(() => {});
+      await proc.stop();
+    },
+  };
 }
 
 /** mcp-proxy's CLI as people run it: its own process, Streamable HTTP, one stdio child. */
@@ -51,24 +68,46 @@ export async function mcpProxy(): Promise<Started> {
   const port = await freePort();
   const proc = startProc(
     process.execPath,
-    [MCP_PROXY_BIN, "--port", String(port), "--host", "127.0.0.1", "--server", "stream", "--", process.execPath, ECHO_VENDOR],
+    [
+      MCP_PROXY_BIN,
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--server",
+      "stream",
+      "--",
+      process.execPath,
+      ECHO_VENDOR,
+    ],
     { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", VENDOR_TOKEN: "mcp-proxy" },
     ROOT,
   );
   await waitForHttp(`http://127.0.0.1:${port}/ping`, proc);
   const client = await httpClient(`http://127.0.0.1:${port}/mcp`);
-  return { client, proc, close: async () => {
-    await client.close().catch(() => {});
-    await proc.stop();
-  } };
+  return {
+    client,
+    proc,
+    close: async () => {
+      await client.close().catch(() => {});
+      await proc.stop();
+    },
+  };
 }
 
 /** A broker session in `thread` where `user`'s turn is reported and whose own connection answers. */
-export async function brokerCaller(b: BrokerProc, thread: ThreadRef, user: string): Promise<{ client: Client; call(): Promise<unknown> }> {
+export async function brokerCaller(
+  b: BrokerProc,
+  thread: ThreadRef,
+  user: string,
+): Promise<{ client: Client; call(): Promise<unknown> }> {
   await b.turn(thread, user);
   const client = await b.session(thread);
   const call = async () => {
-    const r = await client.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: ECHO, on_behalf_of: user } });
+    const r = await client.callTool({
+      name: "mcp_call",
+      arguments: { service: "echo", tool: "echo", args: ECHO, on_behalf_of: user },
+    });
     if (r.isError) throw new Error(`broker call failed: ${JSON.stringify(r.content)}`);
     return r;
   };
@@ -78,12 +117,22 @@ export async function brokerCaller(b: BrokerProc, thread: ThreadRef, user: strin
 export interface LatencyResult {
   readonly rounds: number;
   readonly perPath: Record<PathUnderTest["key"], { p50: Spread; p99: Spread; pooledP50: number; pooledP99: number }>;
-  readonly ratios: { brokerOverBare: Spread; brokerOverMcpProxy: Spread; bareOverDirect: Spread; brokerOverDirect: Spread };
+  readonly ratios: {
+    brokerOverBare: Spread;
+    brokerOverMcpProxy: Spread;
+    bareOverDirect: Spread;
+    brokerOverDirect: Spread;
+  };
   readonly calls: number;
 }
 
 /** Runs `rounds` rounds of `n` calls per path, rotating which path goes first each round. */
-export async function latency(paths: readonly PathUnderTest[], rounds: number, n: number, warmup: number): Promise<LatencyResult> {
+export async function latency(
+  paths: readonly PathUnderTest[],
+  rounds: number,
+  n: number,
+  warmup: number,
+): Promise<LatencyResult> {
   for (const p of paths) await timeCalls(() => p.call(), warmup);
   const p50s = new Map<string, number[]>(paths.map((p) => [p.key, []]));
   const p99s = new Map<string, number[]>(paths.map((p) => [p.key, []]));
@@ -102,12 +151,25 @@ export async function latency(paths: readonly PathUnderTest[], rounds: number, n
   const per = (k: string, j: number) => p50s.get(k)![j]!;
   const ratio = (a: string, b: string) => spread(Array.from({ length: rounds }, (_, j) => per(a, j) / per(b, j)));
   const perPath = Object.fromEntries(
-    paths.map((p) => [p.key, { p50: spread(p50s.get(p.key)!), p99: spread(p99s.get(p.key)!), pooledP50: pct(all.get(p.key)!, 50), pooledP99: pct(all.get(p.key)!, 99) }]),
+    paths.map((p) => [
+      p.key,
+      {
+        p50: spread(p50s.get(p.key)!),
+        p99: spread(p99s.get(p.key)!),
+        pooledP50: pct(all.get(p.key)!, 50),
+        pooledP99: pct(all.get(p.key)!, 99),
+      },
+    ]),
   ) as LatencyResult["perPath"];
   return {
     rounds,
     perPath,
-    ratios: { brokerOverBare: ratio("broker", "bare"), brokerOverMcpProxy: ratio("broker", "mcpProxy"), bareOverDirect: ratio("bare", "direct"), brokerOverDirect: ratio("broker", "direct") },
+    ratios: {
+      brokerOverBare: ratio("broker", "bare"),
+      brokerOverMcpProxy: ratio("broker", "mcpProxy"),
+      bareOverDirect: ratio("bare", "direct"),
+      brokerOverDirect: ratio("broker", "direct"),
+    },
     calls,
   };
 }

@@ -14,16 +14,36 @@ export interface OverloadResult {
   readonly p99: number;
 }
 
-export async function overload(fake: FakeSlack, dir: string, signingSecret: string, perConn: number): Promise<OverloadResult> {
+export async function overload(
+  fake: FakeSlack,
+  dir: string,
+  signingSecret: string,
+  perConn: number,
+): Promise<OverloadResult> {
   const CONNS = 16;
   const team = fake.teamId;
   const channel = "COVERLOAD";
   const users = Array.from({ length: CONNS }, (_, i) => `UOVER${String(i).padStart(2, "0")}`);
   fake.setMembers(channel, users);
-  const threads: ThreadRef[] = users.map((_, i) => ({ teamId: team, channelId: channel, threadTs: `1700000200.${String(i).padStart(6, "0")}` }));
-  const broker = await launchBroker({ dir, slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret }, env: { SLAUDE_POOL_MAX_CHILDREN: "4", SLAUDE_POOL_ACQUIRE_TIMEOUT_SECONDS: "120" } }, async (env) => {
-    await seed(env, team, users.map((owner) => ({ owner })));
-  });
+  const threads: ThreadRef[] = users.map((_, i) => ({
+    teamId: team,
+    channelId: channel,
+    threadTs: `1700000200.${String(i).padStart(6, "0")}`,
+  }));
+  const broker = await launchBroker(
+    {
+      dir,
+      slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret },
+      env: { SLAUDE_POOL_MAX_CHILDREN: "4", SLAUDE_POOL_ACQUIRE_TIMEOUT_SECONDS: "120" },
+    },
+    async (env) => {
+      await seed(
+        env,
+        team,
+        users.map((owner) => ({ owner })),
+      );
+    },
+  );
   try {
     const sessions = [];
     for (const [i, u] of users.entries()) {
@@ -37,7 +57,14 @@ export async function overload(fake: FakeSlack, dir: string, signingSecret: stri
       sessions.map(async (s, j) => {
         for (let i = 0; i < perConn; i++) {
           const t = performance.now();
-          const r = await s.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "slow", args: { ms: 20 }, on_behalf_of: users[j]! } }, undefined, { timeout: 180_000 });
+          const r = await s.callTool(
+            {
+              name: "mcp_call",
+              arguments: { service: "echo", tool: "slow", args: { ms: 20 }, on_behalf_of: users[j]! },
+            },
+            undefined,
+            { timeout: 180_000 },
+          );
           lat.push(performance.now() - t);
           if (r.isError) errors++;
         }

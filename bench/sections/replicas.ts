@@ -16,9 +16,9 @@ import { resolveKeyRing } from "../../src/vault/key-source.js";
 import { Vault } from "../../src/vault/vault.js";
 import type { FakeSlack } from "../../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../../test/support/postgres.js";
-import { benchRegistryDoc, brokerEnv, cliAdd, startBroker, type BrokerProc } from "../lib/broker-proc.js";
+import { type BrokerProc, benchRegistryDoc, brokerEnv, cliAdd, startBroker } from "../lib/broker-proc.js";
 import { freePort } from "../lib/procs.js";
-import { pct, spread, timeCalls, type Spread } from "../lib/stats.js";
+import { pct, type Spread, spread, timeCalls } from "../lib/stats.js";
 import { brokerCaller } from "./latency.js";
 
 /** How much to measure. */
@@ -56,9 +56,23 @@ const cpuMs = (pid: number): number => (readStat(pid)?.cpuTicks ?? Number.NaN) *
 async function seedPostgres(env: Record<string, string>, team: string, owners: readonly string[]): Promise<void> {
   const config = loadConfig(env);
   const { store } = await openPostgresStore({ url: config.databaseUrl! });
-  const lifecycle = new ConnectionLifecycle({ store, vault: new Vault(resolveKeyRing(config).ring), registry: parseRegistry(benchRegistryDoc(), "bench"), clock: systemClock, log: memoryLogger("error") });
+  const lifecycle = new ConnectionLifecycle({
+    store,
+    vault: new Vault(resolveKeyRing(config).ring),
+    registry: parseRegistry(benchRegistryDoc(), "bench"),
+    clock: systemClock,
+    log: memoryLogger("error"),
+  });
   try {
-    for (const owner of owners) await lifecycle.create({ teamId: team, ownerUserId: owner, service: "echo", scope: "user", credential: { kind: "fields", fields: { token: `pg-${owner}` } }, createdBy: "cli:bench" });
+    for (const owner of owners)
+      await lifecycle.create({
+        teamId: team,
+        ownerUserId: owner,
+        service: "echo",
+        scope: "user",
+        credential: { kind: "fields", fields: { token: `pg-${owner}` } },
+        createdBy: "cli:bench",
+      });
   } finally {
     await store.close();
   }
@@ -67,7 +81,12 @@ async function seedPostgres(env: Record<string, string>, team: string, owners: r
 type Caller = () => Promise<unknown>;
 
 /** `workers` loops over `callers`; calls/s, p99 and the CPU each of `pids` spent, ms. */
-async function run(callers: readonly Caller[], workers: number, perWorker: number, pids: readonly number[]): Promise<{ perSec: number; p99: number; cpu: number[]; errors: number }> {
+async function run(
+  callers: readonly Caller[],
+  workers: number,
+  perWorker: number,
+  pids: readonly number[],
+): Promise<{ perSec: number; p99: number; cpu: number[]; errors: number }> {
   const lat: number[] = [];
   let errors = 0;
   const cpu0 = pids.map(cpuMs);
@@ -82,15 +101,29 @@ async function run(callers: readonly Caller[], workers: number, perWorker: numbe
     }),
   );
   const secs = (performance.now() - t0) / 1000;
-  return { perSec: (workers * perWorker) / secs, p99: pct(lat, 99), cpu: pids.map((p, i) => cpuMs(p) - cpu0[i]!), errors };
+  return {
+    perSec: (workers * perWorker) / secs,
+    p99: pct(lat, 99),
+    cpu: pids.map((p, i) => cpuMs(p) - cpu0[i]!),
+    errors,
+  };
 }
 
 /** Runs the section: its own PostgreSQL, one SQLite broker, three PostgreSQL replicas; `channel` must be the section's own (its members are set here). */
-export async function replicaBench(fake: FakeSlack, dir: string, signingSecret: string, channel: string, P: ReplicaBenchParams): Promise<ReplicaBenchResult> {
+export async function replicaBench(
+  fake: FakeSlack,
+  dir: string,
+  signingSecret: string,
+  channel: string,
+  P: ReplicaBenchParams,
+): Promise<ReplicaBenchResult> {
   const team = fake.teamId;
   const slack = { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret };
   const warmUser = { user: "U0PGWARM", thread: { teamId: team, channelId: channel, threadTs: "1700000100.000001" } };
-  const users = Array.from({ length: P.users }, (_, i) => ({ user: `UPGTP${String(i).padStart(3, "0")}`, thread: { teamId: team, channelId: channel, threadTs: `1700000101.${String(i).padStart(6, "0")}` } }));
+  const users = Array.from({ length: P.users }, (_, i) => ({
+    user: `UPGTP${String(i).padStart(3, "0")}`,
+    thread: { teamId: team, channelId: channel, threadTs: `1700000101.${String(i).padStart(6, "0")}` },
+  }));
   fake.setMembers(channel, [warmUser.user, ...users.map((u) => u.user)]);
   const pg = await startPostgres();
   const brokers: BrokerProc[] = [];
@@ -102,7 +135,13 @@ export async function replicaBench(fake: FakeSlack, dir: string, signingSecret: 
     const env0 = brokerEnv({ dir: path.join(dir, "pg-0"), slack, env: { SLAUDE_DATABASE_URL: url } }, await freePort());
     await seedPostgres(env0, team, [warmUser.user, ...users.map((u) => u.user)]);
     const envs = [env0];
-    for (let i = 1; i < 3; i++) envs.push({ ...env0, PORT: String(await freePort()), SLAUDE_DATA_DIR: path.join(dir, `pg-${i}`), HOME: path.join(dir, `pg-${i}`) });
+    for (let i = 1; i < 3; i++)
+      envs.push({
+        ...env0,
+        PORT: String(await freePort()),
+        SLAUDE_DATA_DIR: path.join(dir, `pg-${i}`),
+        HOME: path.join(dir, `pg-${i}`),
+      });
     const [sqlite, ...replicas] = await Promise.all([startBroker(sqliteEnv), ...envs.map((e) => startBroker(e))]);
     brokers.push(sqlite!, ...replicas);
 
@@ -115,7 +154,16 @@ export async function replicaBench(fake: FakeSlack, dir: string, signingSecret: 
     const sq: number[] = [];
     const pq: number[] = [];
     for (let r = 0; r < P.rounds; r++) {
-      for (const [call, out] of r % 2 === 0 ? ([[s.call, sq], [p.call, pq]] as const) : ([[p.call, pq], [s.call, sq]] as const)) out.push(pct(await timeCalls(call, P.n), 50));
+      for (const [call, out] of r % 2 === 0
+        ? ([
+            [s.call, sq],
+            [p.call, pq],
+          ] as const)
+        : ([
+            [p.call, pq],
+            [s.call, sq],
+          ] as const))
+        out.push(pct(await timeCalls(call, P.n), 50));
     }
     await s.client.close().catch(() => {});
     await sqlite!.stop();
@@ -136,7 +184,16 @@ export async function replicaBench(fake: FakeSlack, dir: string, signingSecret: 
     const o: Awaited<ReturnType<typeof run>>[] = [];
     const t: Awaited<ReturnType<typeof run>>[] = [];
     for (let r = 0; r < P.tpRounds; r++) {
-      for (const [callers, out] of r % 2 === 0 ? ([[one, o], [three, t]] as const) : ([[three, t], [one, o]] as const)) out.push(await run(callers, P.workers, P.perWorker, pids));
+      for (const [callers, out] of r % 2 === 0
+        ? ([
+            [one, o],
+            [three, t],
+          ] as const)
+        : ([
+            [three, t],
+            [one, o],
+          ] as const))
+        out.push(await run(callers, P.workers, P.perWorker, pids));
     }
     const calls = P.workers * P.perWorker;
     const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
@@ -148,7 +205,10 @@ export async function replicaBench(fake: FakeSlack, dir: string, signingSecret: 
         one: spread(o.map((x) => x.perSec)),
         three: spread(t.map((x) => x.perSec)),
         ratio: spread(t.map((x, i) => x.perSec / o[i]!.perSec)),
-        cpuMsPerCall: { one: spread(o.map((x) => sum(x.cpu) / calls)), three: spread(t.map((x) => sum(x.cpu) / calls)) },
+        cpuMsPerCall: {
+          one: spread(o.map((x) => sum(x.cpu) / calls)),
+          three: spread(t.map((x) => sum(x.cpu) / calls)),
+        },
         perReplicaCpuMsPerCall: [0, 1, 2].map((k) => spread(t.map((x) => x.cpu[k]! / (calls * share(k))))),
         p99: { one: spread(o.map((x) => x.p99)), three: spread(t.map((x) => x.p99)) },
         errors: sum([...o, ...t].map((x) => x.errors)),

@@ -3,9 +3,9 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import type { FakeSlack } from "../../test/fixtures/slack/fake-slack-api.js";
-import { cliAdd, launchBroker, others, seed, type BrokerProc } from "../lib/broker-proc.js";
+import { type BrokerProc, cliAdd, launchBroker, others, seed } from "../lib/broker-proc.js";
 import { clickCard } from "../lib/click.js";
-import { pct, spread, timeCalls, type Spread } from "../lib/stats.js";
+import { pct, type Spread, spread, timeCalls } from "../lib/stats.js";
 
 interface Side {
   readonly rows: number;
@@ -29,12 +29,19 @@ function mustRun(kind: string, want: string) {
   return (x: unknown) => {
     const r = x as { isError?: boolean; structuredContent?: unknown; content?: unknown };
     const ranAs = (r.structuredContent as { ranAs?: string } | undefined)?.ranAs;
-    if (r.isError || ranAs !== want) throw new Error(`${kind} call did not run as ${want}: ${JSON.stringify(r.content)}`);
+    if (r.isError || ranAs !== want)
+      throw new Error(`${kind} call did not run as ${want}: ${JSON.stringify(r.content)}`);
     return r;
   };
 }
 
-async function side(fake: FakeSlack, dir: string, signingSecret: string, rows: number, tag: string): Promise<Side & { seedMs: number }> {
+async function side(
+  fake: FakeSlack,
+  dir: string,
+  signingSecret: string,
+  rows: number,
+  tag: string,
+): Promise<Side & { seedMs: number }> {
   const team = fake.teamId;
   const channel = `CSCALE${tag}`;
   const [alice, bob, nobody] = [`UA${tag}`, `UB${tag}`, `UN${tag}`];
@@ -42,18 +49,24 @@ async function side(fake: FakeSlack, dir: string, signingSecret: string, rows: n
   const borrowThread: ThreadRef = { teamId: team, channelId: channel, threadTs: "1700000100.000001" };
   const sharedThread: ThreadRef = { teamId: team, channelId: channel, threadTs: "1700000100.000002" };
   let seedMs = 0;
-  const broker = await launchBroker({ dir, slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret } }, async (env) => {
-    const t = performance.now();
-    await seed(env, team, others(team, rows));
-    seedMs = performance.now() - t;
-    await cliAdd(env, { team, scope: "shared", token: `shared-${tag}` });
-    await cliAdd(env, { team, scope: "thread", owner: alice, thread: borrowThread, token: `alice-${tag}` });
-  });
+  const broker = await launchBroker(
+    { dir, slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret } },
+    async (env) => {
+      const t = performance.now();
+      await seed(env, team, others(team, rows));
+      seedMs = performance.now() - t;
+      await cliAdd(env, { team, scope: "shared", token: `shared-${tag}` });
+      await cliAdd(env, { team, scope: "thread", owner: alice, thread: borrowThread, token: `alice-${tag}` });
+    },
+  );
   // Alice speaks in her thread first (a participant), then Bob, who borrows her connection.
   await broker.turn(borrowThread, alice);
   await broker.turn(borrowThread, bob);
   const bobs = await broker.session(borrowThread);
-  const first = bobs.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "hi" }, on_behalf_of: bob } });
+  const first = bobs.callTool({
+    name: "mcp_call",
+    arguments: { service: "echo", tool: "echo", args: { text: "hi" }, on_behalf_of: bob },
+  });
   const click = await clickCard(fake, broker.url, signingSecret, alice, 0, "approval_allow_thread");
   await click.sent;
   mustRun("first borrowed", "approval_thread")(await first);
@@ -64,14 +77,42 @@ async function side(fake: FakeSlack, dir: string, signingSecret: string, rows: n
     seedMs,
     broker,
     clients: [bobs, nobodys],
-    shared: async () => mustRun("shared", "shared")(await nobodys.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "s" }, on_behalf_of: nobody } })),
-    borrowed: async () => mustRun("borrowed", "grant")(await bobs.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "b" }, on_behalf_of: bob } })),
+    shared: async () =>
+      mustRun(
+        "shared",
+        "shared",
+      )(
+        await nobodys.callTool({
+          name: "mcp_call",
+          arguments: { service: "echo", tool: "echo", args: { text: "s" }, on_behalf_of: nobody },
+        }),
+      ),
+    borrowed: async () =>
+      mustRun(
+        "borrowed",
+        "grant",
+      )(
+        await bobs.callTool({
+          name: "mcp_call",
+          arguments: { service: "echo", tool: "echo", args: { text: "b" }, on_behalf_of: bob },
+        }),
+      ),
     list: () => bobs.callTool({ name: "connections_list", arguments: {} }),
   };
 }
 
-export async function scale(fake: FakeSlack, dirs: [string, string], signingSecret: string, rows: [number, number], rounds: number, n: number): Promise<ScaleResult> {
-  const sides = [await side(fake, dirs[0], signingSecret, rows[0], "S"), await side(fake, dirs[1], signingSecret, rows[1], "L")] as const;
+export async function scale(
+  fake: FakeSlack,
+  dirs: [string, string],
+  signingSecret: string,
+  rows: [number, number],
+  rounds: number,
+  n: number,
+): Promise<ScaleResult> {
+  const sides = [
+    await side(fake, dirs[0], signingSecret, rows[0], "S"),
+    await side(fake, dirs[1], signingSecret, rows[1], "L"),
+  ] as const;
   try {
     const acc = sides.map(() => ({ shared: [] as number[], borrowed: [] as number[], list: [] as number[] }));
     for (const s of sides) for (const f of [s.shared, s.borrowed, s.list]) await timeCalls(f, 20);
@@ -85,8 +126,19 @@ export async function scale(fake: FakeSlack, dirs: [string, string], signingSecr
       }
     }
     const ratio = (key: "shared" | "borrowed") => spread(acc[1]![key].map((x, j) => x / acc[0]![key][j]!));
-    const p50 = (k: 0 | 1) => ({ shared: pct(acc[k]!.shared, 50), borrowed: pct(acc[k]!.borrowed, 50), list: pct(acc[k]!.list, 50) });
-    return { small: rows[0], large: rows[1], seedSeconds: (sides[0].seedMs + sides[1].seedMs) / 1000, sharedRatio: ratio("shared"), borrowedRatio: ratio("borrowed"), p50: { small: p50(0), large: p50(1) } };
+    const p50 = (k: 0 | 1) => ({
+      shared: pct(acc[k]!.shared, 50),
+      borrowed: pct(acc[k]!.borrowed, 50),
+      list: pct(acc[k]!.list, 50),
+    });
+    return {
+      small: rows[0],
+      large: rows[1],
+      seedSeconds: (sides[0].seedMs + sides[1].seedMs) / 1000,
+      sharedRatio: ratio("shared"),
+      borrowedRatio: ratio("borrowed"),
+      p50: { small: p50(0), large: p50(1) },
+    };
   } finally {
     for (const s of sides) {
       for (const c of s.clients) await c.close().catch(() => {});

@@ -4,7 +4,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import type { BrokerProc } from "../lib/broker-proc.js";
 import { httpClient } from "../lib/procs.js";
-import { pct, spread, type Spread } from "../lib/stats.js";
+import { pct, type Spread, spread } from "../lib/stats.js";
 
 export interface ThroughputResult {
   readonly bare: { callsPerSec: Spread; p99: Spread };
@@ -24,22 +24,33 @@ export async function bareCallers(url: string, n: number): Promise<{ callers: Ca
 }
 
 /** 50 broker sessions, one thread each with its user's turn; each call runs on that user's own connection. */
-export async function brokerCallers(b: BrokerProc, threads: readonly { thread: ThreadRef; user: string }[]): Promise<{ callers: Caller[]; clients: Client[] }> {
+export async function brokerCallers(
+  b: BrokerProc,
+  threads: readonly { thread: ThreadRef; user: string }[],
+): Promise<{ callers: Caller[]; clients: Client[] }> {
   const clients: Client[] = [];
   for (const t of threads) {
     await b.turn(t.thread, t.user);
     clients.push(await b.session(t.thread));
   }
   const callers = clients.map((c, i) => async () => {
-    const r = await c.callTool({ name: "mcp_call", arguments: { service: "echo", tool: "echo", args: { text: "ping" }, on_behalf_of: threads[i]!.user } });
-    if (r.isError || (r.structuredContent as { ranAs?: string } | undefined)?.ranAs !== "own") throw new Error(`broker call failed: ${JSON.stringify(r.content)}`);
+    const r = await c.callTool({
+      name: "mcp_call",
+      arguments: { service: "echo", tool: "echo", args: { text: "ping" }, on_behalf_of: threads[i]!.user },
+    });
+    if (r.isError || (r.structuredContent as { ranAs?: string } | undefined)?.ranAs !== "own")
+      throw new Error(`broker call failed: ${JSON.stringify(r.content)}`);
     return r;
   });
   return { clients, callers };
 }
 
 /** `workers` loops, worker k calling callers k, k+workers, … `perWorker` times. */
-async function run(callers: readonly Caller[], workers: number, perWorker: number): Promise<{ perSec: number; p99: number; errors: number }> {
+async function run(
+  callers: readonly Caller[],
+  workers: number,
+  perWorker: number,
+): Promise<{ perSec: number; p99: number; errors: number }> {
   const lat: number[] = [];
   let errors = 0;
   const t0 = performance.now();
@@ -59,14 +70,29 @@ async function run(callers: readonly Caller[], workers: number, perWorker: numbe
   return { perSec: (workers * perWorker) / ((performance.now() - t0) / 1000), p99: pct(lat, 99), errors };
 }
 
-export async function throughput(bareC: readonly Caller[], brokerC: readonly Caller[], rounds: number, workers: number, perWorker: number): Promise<ThroughputResult> {
+export async function throughput(
+  bareC: readonly Caller[],
+  brokerC: readonly Caller[],
+  rounds: number,
+  workers: number,
+  perWorker: number,
+): Promise<ThroughputResult> {
   // Warm every child on both sides first: throughput measures calls, not spawns.
   for (const c of [...bareC, ...brokerC]) await c();
   const b: { perSec: number; p99: number }[] = [];
   const k: { perSec: number; p99: number }[] = [];
   let errors = 0;
   for (let r = 0; r < rounds; r++) {
-    const pairs: [readonly Caller[], { perSec: number; p99: number }[]][] = r % 2 === 0 ? [[bareC, b], [brokerC, k]] : [[brokerC, k], [bareC, b]];
+    const pairs: [readonly Caller[], { perSec: number; p99: number }[]][] =
+      r % 2 === 0
+        ? [
+            [bareC, b],
+            [brokerC, k],
+          ]
+        : [
+            [brokerC, k],
+            [bareC, b],
+          ];
     for (const [callers, out] of pairs) {
       const x = await run(callers, workers, perWorker);
       errors += x.errors;

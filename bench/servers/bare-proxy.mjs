@@ -7,7 +7,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, CallToolResultSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  CallToolResultSchema,
+  ListToolsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 const [port, vendor] = process.argv.slice(2);
 const sessions = new Map();
@@ -15,11 +19,23 @@ let children = 0;
 
 async function newSession() {
   const upstream = new Client({ name: "bare-proxy", version: "1" });
-  await upstream.connect(new StdioClientTransport({ command: process.execPath, args: [vendor], env: { PATH: process.env.PATH ?? "", VENDOR_TOKEN: `bare-${++children}` }, stderr: "ignore" }));
+  await upstream.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [vendor],
+      env: { PATH: process.env.PATH ?? "", VENDOR_TOKEN: `bare-${++children}` },
+      stderr: "ignore",
+    }),
+  );
   const server = new Server({ name: "bare-proxy", version: "1" }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => upstream.listTools());
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => upstream.callTool(req.params, CallToolResultSchema, { signal: extra.signal }));
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => sessions.set(id, transport) });
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) =>
+    upstream.callTool(req.params, CallToolResultSchema, { signal: extra.signal }),
+  );
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (id) => sessions.set(id, transport),
+  });
   transport.onclose = () => {
     if (transport.sessionId) sessions.delete(transport.sessionId);
     void upstream.close();

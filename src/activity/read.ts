@@ -1,5 +1,5 @@
 import type { AuditRepo } from "../store/store.js";
-import { summarise, windowEndingAt, type ActivitySummary } from "./summary.js";
+import { type ActivitySummary, summarise, windowEndingAt } from "./summary.js";
 
 // Reads one window's call rows from the audit log (one bounded statement) and summarises them.
 

@@ -1,5 +1,5 @@
 import type { CallSample } from "../audit/event.js";
-import { isTimed, noCalls, outcomeOf, type OutcomeCounts } from "./outcome.js";
+import { isTimed, noCalls, type OutcomeCounts, outcomeOf } from "./outcome.js";
 
 // The Activity figures: calls per minute by outcome and latency p50/p95, for the whole window and
 // per minute. Pure: rows in, figures out, the window given. At most 60 one-minute buckets.

@@ -33,7 +33,12 @@ function shellWord(s: string): string {
 }
 
 /** The MCP Inspector (CLI mode) command with the host token and a thread; `method` and its arguments last. */
-export function inspectorCommand(mcpUrl: string, tokenRef: string, exampleThread: string, method: readonly string[] = ["--method", "tools/list"]): string {
+export function inspectorCommand(
+  mcpUrl: string,
+  tokenRef: string,
+  exampleThread: string,
+  method: readonly string[] = ["--method", "tools/list"],
+): string {
   return [
     "npx @modelcontextprotocol/inspector --cli",
     shellWord(mcpUrl),
@@ -48,13 +53,22 @@ export function inspectorCommand(mcpUrl: string, tokenRef: string, exampleThread
 export function turnCommand(mcpUrl: string, tokenRef: string, t: BannerTry): string {
   const turnsUrl = new URL("/v1/turns", mcpUrl).toString();
   const body = JSON.stringify({ team_id: t.teamId, channel_id: t.channelId, thread_ts: t.threadTs, user_id: t.userId });
-  return ["curl -fsS -X POST", shellWord(turnsUrl), `-H "Authorization: Bearer ${tokenRef}"`, "-H 'Content-Type: application/json'", "-d", shellWord(body)].join(" ");
+  return [
+    "curl -fsS -X POST",
+    shellWord(turnsUrl),
+    `-H "Authorization: Bearer ${tokenRef}"`,
+    "-H 'Content-Type: application/json'",
+    "-d",
+    shellWord(body),
+  ].join(" ");
 }
 
 /** The lines that call a tool: the turn, then the Inspector's tools/call (mcp_describe of a service, else connections_list). */
 function tryLines(mcpUrl: string, tokenRef: string, t: BannerTry): string[] {
   const thread = `${t.teamId}/${t.channelId}/${t.threadTs}`;
-  const call = t.service ? ["--method", "tools/call", "--tool-name", "mcp_describe", "--tool-arg", `service=${t.service}`] : ["--method", "tools/call", "--tool-name", "connections_list"];
+  const call = t.service
+    ? ["--method", "tools/call", "--tool-name", "mcp_describe", "--tool-arg", `service=${t.service}`]
+    : ["--method", "tools/call", "--tool-name", "connections_list"];
   return [
     `  Call a tool as ${t.userName}, in ${t.userName}'s thread in #${t.channelName} (${thread}):`,
     `  1. Give ${t.userName} the turn there, as an agent host does when someone writes (POST /v1/turns):`,
@@ -69,14 +83,24 @@ function tryLines(mcpUrl: string, tokenRef: string, t: BannerTry): string[] {
 export function startupBanner(b: BannerInput): string {
   const rule = "=".repeat(72);
   const lines = [rule, "slaude-connect is ready"];
-  if (b.consoleUrl) lines.push("", `  Console:     ${b.consoleUrl}`, "               (open it once: the link carries this run's console token)");
+  if (b.consoleUrl)
+    lines.push(
+      "",
+      `  Console:     ${b.consoleUrl}`,
+      "               (open it once: the link carries this run's console token)",
+    );
   lines.push("", `  MCP URL:     ${b.mcpUrl}`);
   if (!b.hostToken) {
     lines.push("  Host token:  none configured: every agent host is refused (set SLAUDE_HOST_TOKENS)", rule);
-    return lines.join("\n") + "\n";
+    return `${lines.join("\n")}\n`;
   }
   const tokenRef = "file" in b.hostToken ? `$(cat ${shellWord(b.hostToken.file)})` : "<one of SLAUDE_HOST_TOKENS>";
-  lines.push("file" in b.hostToken ? `  Host token:  ${b.hostToken.file} (send it as Authorization: Bearer <token>)` : "  Host token:  one of SLAUDE_HOST_TOKENS (send it as Authorization: Bearer <token>)", "");
+  lines.push(
+    "file" in b.hostToken
+      ? `  Host token:  ${b.hostToken.file} (send it as Authorization: Bearer <token>)`
+      : "  Host token:  one of SLAUDE_HOST_TOKENS (send it as Authorization: Bearer <token>)",
+    "",
+  );
   if (b.tryCall) lines.push(...tryLines(b.mcpUrl, tokenRef, b.tryCall));
   else
     lines.push(
@@ -84,5 +108,5 @@ export function startupBanner(b: BannerInput): string {
       `    ${inspectorCommand(b.mcpUrl, tokenRef, b.exampleThread)}`,
     );
   lines.push(rule);
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }

@@ -1,15 +1,15 @@
 import path from "node:path";
 import { ApprovalService } from "../approvals/approval-service.js";
-import { noApprovalChannel, type ApprovalChannel } from "../approvals/channel.js";
-import type { ClusterSignals } from "../cluster/signals.js";
+import { type ApprovalChannel, noApprovalChannel } from "../approvals/channel.js";
 import { Broker } from "../broker/broker.js";
 import type { BrokerDeps } from "../broker/deps.js";
+import type { ClusterSignals } from "../cluster/signals.js";
 import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
 import { CallEventBus, type CallEventSink } from "../events/event-bus.js";
-import { CallRateGate, MemoryRateBuckets, type CallRateLimits, type RateBuckets } from "../limits/call-rate.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
+import { CallRateGate, type CallRateLimits, MemoryRateBuckets, type RateBuckets } from "../limits/call-rate.js";
 import { noMembership } from "../membership/membership.js";
-import { noMetrics, type Metrics } from "../metrics/metrics.js";
+import { type Metrics, noMetrics } from "../metrics/metrics.js";
 import { PinService } from "../pinning/service.js";
 import { ChildLedger } from "../pool/child-ledger.js";
 import type { BackoffSource, VendorLauncher } from "../pool/launcher.js";
@@ -130,7 +130,11 @@ export function buildBroker(o: BrokerOptions): Broker {
     pool,
     approvals,
     ledger,
-    backoff: { backoffOf: (id) => launcher.backoffOf?.(id), unavailableOf: (id) => launcher.unavailableOf?.(id), eraOf: (s) => launcher.eraOf?.(s) },
+    backoff: {
+      backoffOf: (id) => launcher.backoffOf?.(id),
+      unavailableOf: (id) => launcher.unavailableOf?.(id),
+      eraOf: (s) => launcher.eraOf?.(s),
+    },
     events,
     ...(callRate ? { callRate } : {}),
   });

@@ -1,16 +1,16 @@
 import path from "node:path";
 import type { Broker } from "../broker/broker.js";
-import { envSecretSource, type Config } from "../config/env.js";
+import { type Config, envSecretSource } from "../config/env.js";
 import { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { OAuthClientResolver } from "../login/oauth/client-resolver.js";
 import { OAuthRefresher } from "../login/oauth/refresh-manager.js";
 import { PinService } from "../pinning/service.js";
 import type { ResultStore } from "../results/result-store.js";
+import { type BrokerOptions, buildBroker, buildResultStore } from "./broker-factory.js";
 import type { Core } from "./build-core.js";
 import type { TopologyParts } from "./build-topology.js";
 import type { WorkspaceStage } from "./build-workspace.js";
 import type { Parts } from "./parts.js";
-import { buildBroker, buildResultStore, type BrokerOptions } from "./broker-factory.js";
 import type { Stoppable } from "./stop-stack.js";
 
 // The broker builder: the connections' lifecycle, the OAuth refresher, the pin service and the

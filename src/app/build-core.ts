@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from "../clock/clock.js";
+import { type Clock, systemClock } from "../clock/clock.js";
 import type { Config } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import type { ServiceRegistry } from "../config/registry.js";

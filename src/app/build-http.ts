@@ -1,13 +1,13 @@
-import { resolveHostTokens, type HostTokenSource } from "../config/dev-host-token.js";
+import { type HostTokenSource, resolveHostTokens } from "../config/dev-host-token.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
+import type { EventsEndpoint } from "../server/events-endpoint.js";
 import { OriginGuard } from "../server/host-auth.js";
 import { HttpServer } from "../server/http-server.js";
-import type { EventsEndpoint } from "../server/events-endpoint.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
 import { SlackAuthState } from "../server/readiness.js";
 import type { Core } from "./build-core.js";
-import type { Parts } from "./parts.js";
 import { mountHostRoutes } from "./host-routes.js";
+import type { Parts } from "./parts.js";
 import { mountProbes } from "./probes.js";
 import { mountInstallFlow, slackAuthCheck, tenantFacts } from "./slack-tenants.js";
 import type { Stoppable } from "./stop-stack.js";

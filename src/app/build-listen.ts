@@ -1,8 +1,8 @@
 import type { Config } from "../config/env.js";
 import { VERSION } from "../domain/version.js";
-import type { Parts } from "./parts.js";
 import { startupBanner } from "./banner.js";
-import { startConsole, type RunningConsole } from "./console.js";
+import { type RunningConsole, startConsole } from "./console.js";
+import type { Parts } from "./parts.js";
 import type { Stoppable } from "./stop-stack.js";
 
 // The last builder: the server listens, then what needs its port starts (the console, the Origin

@@ -1,16 +1,16 @@
 import { envSecretSource } from "../config/env.js";
 import { chromiumLogins } from "../login/browser/browser-factory.js";
-import { LoginService, type LoginBrowserFactory } from "../login/login-service.js";
+import { type LoginBrowserFactory, LoginService } from "../login/login-service.js";
 import { deviceGrants } from "../login/oauth/device.js";
 import { oauthFlows } from "../login/oauth/flow.js";
 import { LoginReplica } from "../login/replica/replica.js";
 import type { Core } from "./build-core.js";
-import type { Parts } from "./parts.js";
 import { mountLoginRoutes } from "./host-routes.js";
 import { sweepLeftovers } from "./leftovers.js";
+import type { Parts } from "./parts.js";
 import { checkBareAdmins } from "./slack-tenants.js";
-import { storeCounts } from "./store-factory.js";
 import type { Stoppable } from "./stop-stack.js";
+import { storeCounts } from "./store-factory.js";
 
 // The login builder: the login browsers, the replica that holds or forwards flows, the login
 // service and its routes; then the workspace starts (it binds the login service). Its stop ends

@@ -2,8 +2,8 @@ import { AuditTail } from "../events/audit-tail.js";
 import { EventRelay } from "../events/relay.js";
 import { stopJobs } from "./build-jobs.js";
 import { relayCancellations, startClusterSignals } from "./cluster.js";
-import { registerSlackApp } from "./slack-tenants.js";
 import type { Parts } from "./parts.js";
+import { registerSlackApp } from "./slack-tenants.js";
 import type { Stoppable } from "./stop-stack.js";
 
 // The relays builder: what reaches this replica from elsewhere. Cluster signals (decisions, ends,

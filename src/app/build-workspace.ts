@@ -2,7 +2,7 @@ import type { ApprovalChannel } from "../approvals/channel.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { CachedMembership, type MembershipSource } from "../membership/membership.js";
 import type { Parts } from "./parts.js";
-import { buildWorkspace, type BuiltWorkspace } from "./workspace.js";
+import { type BuiltWorkspace, buildWorkspace } from "./workspace.js";
 
 // The workspace builder: the Slack or local adapter set (or none), which is the membership source,
 // the approval channel, the consent port, the admin directory and the owner notices. Nothing of it

@@ -3,8 +3,8 @@ import type { Broker } from "../broker/broker.js";
 import type { Clock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import type { Logger } from "../log/logger.js";
-import type { MembershipInvalidation } from "../slack/handlers.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
+import type { MembershipInvalidation } from "../slack/handlers.js";
 import type { Topology } from "../topology/topology.js";
 import type { KeyRing } from "../vault/keyring.js";
 
@@ -36,11 +36,20 @@ export interface ClusterConsumers {
  * Subscribes this replica's consumers, then starts receiving. Returns the membership invalidation
  * the Slack handlers use: it forgets the channel here and tells every other replica to.
  */
-export async function startClusterSignals(signals: ClusterSignals, c: ClusterConsumers): Promise<{ membership?: MembershipInvalidation }> {
+export async function startClusterSignals(
+  signals: ClusterSignals,
+  c: ClusterConsumers,
+): Promise<{ membership?: MembershipInvalidation }> {
   // A decision committed anywhere: answer the call waiting here on it now, not at the next poll.
-  signals.subscribe("approval_decided", async ({ approvalId }) => void (await c.approvals.collectDecisions(approvalId)));
+  signals.subscribe(
+    "approval_decided",
+    async ({ approvalId }) => void (await c.approvals.collectDecisions(approvalId)),
+  );
   // A connection ended anywhere: if its row says so, its child here dies and its plaintext is forgotten.
-  signals.subscribe("connection_ended", async ({ connectionId }) => void (await c.broker.reconcileConnection(connectionId)));
+  signals.subscribe(
+    "connection_ended",
+    async ({ connectionId }) => void (await c.broker.reconcileConnection(connectionId)),
+  );
   const cache = c.membership;
   if (cache) signals.subscribe("membership_changed", ({ teamId, channelId }) => cache.invalidate(teamId, channelId));
   // Signals may have been missed: re-read every waiting approval and live child, forget every roster.
@@ -66,7 +75,13 @@ export async function startClusterSignals(signals: ClusterSignals, c: ClusterCon
  * the one running the request it names (round robin); it is announced, and the replica holding the
  * session delivers it to its own transport. A lost signal leaves the call to its deadline, as before.
  */
-export function relayCancellations(signals: ClusterSignals, mcp: Pick<McpEndpoint, "onCancelled" | "cancelFromElsewhere">): void {
+export function relayCancellations(
+  signals: ClusterSignals,
+  mcp: Pick<McpEndpoint, "onCancelled" | "cancelFromElsewhere">,
+): void {
   mcp.onCancelled = (sessionId, requestId) => void signals.publish("call_cancelled", { sessionId, requestId });
-  signals.subscribe("call_cancelled", async ({ sessionId, requestId }) => void (await mcp.cancelFromElsewhere(sessionId, requestId)));
+  signals.subscribe(
+    "call_cancelled",
+    async ({ sessionId, requestId }) => void (await mcp.cancelFromElsewhere(sessionId, requestId)),
+  );
 }

@@ -1,18 +1,18 @@
+import type { BrokerDeps } from "../broker/deps.js";
 import type { Clock } from "../clock/clock.js";
 import type { Config } from "../config/env.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import { ActivityApi } from "../console/activity-api.js";
-import { ConsoleAuth } from "../console/auth.js";
 import { AuditTail } from "../console/audit-tail.js";
+import { ConsoleAuth } from "../console/auth.js";
 import { ConnectionsApi } from "../console/connections-api.js";
 import { HostAgent } from "../console/host-agent.js";
-import type { ConsoleAdmins, ConsoleWorkspace } from "../console/ports.js";
 import { PinsApi } from "../console/pins-api.js";
 import { PlayApi } from "../console/play-api.js";
+import type { ConsoleAdmins, ConsoleWorkspace } from "../console/ports.js";
 import { consoleHandler } from "../console/routes.js";
 import { SseHub } from "../console/sse.js";
 import { StandingApi } from "../console/standing.js";
-import type { BrokerDeps } from "../broker/deps.js";
 import { loadStaticFiles } from "../console/static-files.js";
 import type { Logger } from "../log/logger.js";
 import { PinReview } from "../pinning/review.js";
@@ -68,17 +68,53 @@ export async function startConsole(w: ConsoleWiring): Promise<RunningConsole> {
   // The same Host/Origin rule as /mcp, also accepting the loopback origins of the bound port
   // (the link printed at start-up names 127.0.0.1 whatever SLAUDE_PUBLIC_URL says).
   const loopback = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
-  const origin = new OriginGuard({ publicUrl: w.config.publicUrl, port, allowedHosts: w.config.allowedHosts, allowedOrigins: [...w.config.allowedOrigins, ...loopback] });
+  const origin = new OriginGuard({
+    publicUrl: w.config.publicUrl,
+    port,
+    allowedHosts: w.config.allowedHosts,
+    allowedOrigins: [...w.config.allowedOrigins, ...loopback],
+  });
   const auth = new ConsoleAuth(token, port, w.config.publicUrl.startsWith("https:"));
-  const host = new HostAgent({ baseUrl: base, hostToken: w.hostToken, callTimeoutMs: w.config.approvalTimeoutMs + w.config.pool.callTimeoutMs + 30_000, log: w.log });
+  const host = new HostAgent({
+    baseUrl: base,
+    hostToken: w.hostToken,
+    callTimeoutMs: w.config.approvalTimeoutMs + w.config.pool.callTimeoutMs + 30_000,
+    log: w.log,
+  });
   const play = new PlayApi({ workspace: w.workspace, host, events });
-  const connections = new ConnectionsApi({ workspace: w.workspace, admins: w.admins, store: w.store, lifecycle: w.lifecycle, clock: w.clock });
-  const pins = new PinsApi({ workspace: w.workspace, review: new PinReview({ pins: w.pins, admins: w.admins, store: w.store, clock: w.clock }) });
+  const connections = new ConnectionsApi({
+    workspace: w.workspace,
+    admins: w.admins,
+    store: w.store,
+    lifecycle: w.lifecycle,
+    clock: w.clock,
+  });
+  const pins = new PinsApi({
+    workspace: w.workspace,
+    review: new PinReview({ pins: w.pins, admins: w.admins, store: w.store, clock: w.clock }),
+  });
   const activity = new ActivityApi({ audit: w.store.audit, teamId: w.workspace.teamId, clock: w.clock });
   const tail = new AuditTail(w.store.audit, w.workspace.teamId, events, w.clock, w.log);
   await tail.start();
   const unsubscribe = w.workspace.subscribe((e) => events.broadcast({ type: e.type, data: e }));
-  w.http.route({ method: "*", path: "/console", prefix: true, handler: consoleHandler({ auth, origin, files, play, connections, pins, standing: new StandingApi({ workspace: w.workspace, broker: w.broker }), events, activity, teamId: w.workspace.teamId, approvalTimeoutMs: w.config.approvalTimeoutMs }) });
+  w.http.route({
+    method: "*",
+    path: "/console",
+    prefix: true,
+    handler: consoleHandler({
+      auth,
+      origin,
+      files,
+      play,
+      connections,
+      pins,
+      standing: new StandingApi({ workspace: w.workspace, broker: w.broker }),
+      events,
+      activity,
+      teamId: w.workspace.teamId,
+      approvalTimeoutMs: w.config.approvalTimeoutMs,
+    }),
+  });
   return {
     url: `${base}/console/?token=${token}`,
     async close() {

@@ -18,9 +18,9 @@ import { McpEndpoint } from "../server/mcp-endpoint.js";
 import { SessionTokenDigests } from "../server/session-token.js";
 import { TenantGuard } from "../server/tenant-guard.js";
 import { turnEndHandler, turnsHandler } from "../server/turns-endpoint.js";
-import type { Topology } from "../topology/topology.js";
 import { singleInstallation, type TenantDirectory } from "../tenancy/tenant-directory.js";
 import { unboundTokenFinding } from "../tenancy/unbound-tokens.js";
+import type { Topology } from "../topology/topology.js";
 import type { KeyRing } from "../vault/keyring.js";
 
 /** What the host routes need from the composition root. */
@@ -45,10 +45,20 @@ export interface HostRouteDeps {
  * Refuses (production) or warns about (otherwise) unbound host tokens while several installations
  * are served (src/tenancy/unbound-tokens.ts); the message names counts and the fix, never a token.
  */
-export async function checkUnboundHostTokens(auth: HostTeamAuth, tenants: TenantDirectory, config: Config, log: Logger): Promise<void> {
+export async function checkUnboundHostTokens(
+  auth: HostTeamAuth,
+  tenants: TenantDirectory,
+  config: Config,
+  log: Logger,
+): Promise<void> {
   if (auth.unboundCount === 0) return;
-  const f = unboundTokenFinding({ unboundTokens: auth.unboundCount, liveInstallations: await tenants.liveInstallations(), production: config.nodeEnv === "production" });
-  if (f.level === "error") throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_HOST_TOKENS: ${f.message}\nfix: ${f.fix ?? ""}`);
+  const f = unboundTokenFinding({
+    unboundTokens: auth.unboundCount,
+    liveInstallations: await tenants.liveInstallations(),
+    production: config.nodeEnv === "production",
+  });
+  if (f.level === "error")
+    throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_HOST_TOKENS: ${f.message}\nfix: ${f.fix ?? ""}`);
   if (f.level === "warn") log.warn(`UNBOUND HOST TOKENS: ${f.message}`, { fix: f.fix ?? "" });
 }
 
@@ -64,12 +74,27 @@ export async function mountHostRoutes(d: HostRouteDeps): Promise<{ mcp: McpEndpo
   await checkUnboundHostTokens(auth, directory, config, log);
   const tenants = new TenantGuard(directory, log);
   const sessionLimits = { ...config.mcpSessions, maxSessionsPerTeam: config.tenantLimits.mcpSessionsPerTeam };
-  const mcp = new McpEndpoint({ broker, auth, origin, log, limits: sessionLimits, clock, records: d.topology.sessionRecords(config.mcpSessions.maxSessions), tenants });
+  const mcp = new McpEndpoint({
+    broker,
+    auth,
+    origin,
+    log,
+    limits: sessionLimits,
+    clock,
+    records: d.topology.sessionRecords(config.mcpSessions.maxSessions),
+    tenants,
+  });
   http.route({ method: "*", path: "/mcp", jsonRpc: true, handler: mcp.handler });
   const turnDeps = { auth, origin, tenants, now: () => clock.now() };
   http.route({ method: "POST", path: "/v1/turns", handler: turnsHandler(broker, turnDeps) });
   http.route({ method: "POST", path: "/v1/turns/end", handler: turnEndHandler(broker, turnDeps) });
-  const events = new EventsEndpoint(broker.events, auth, origin, tenants, { ...config.events, maxClientsPerTeam: config.tenantLimits.eventStreamsPerTeam, refused: (l) => broker.deps.metrics.limitRefused(l), clock, log });
+  const events = new EventsEndpoint(broker.events, auth, origin, tenants, {
+    ...config.events,
+    maxClientsPerTeam: config.tenantLimits.eventStreamsPerTeam,
+    refused: (l) => broker.deps.metrics.limitRefused(l),
+    clock,
+    log,
+  });
   http.route({ method: "GET", path: "/v1/events", handler: events.handler });
   return { mcp, events };
 }
@@ -78,9 +103,27 @@ export async function mountHostRoutes(d: HostRouteDeps): Promise<{ mcp: McpEndpo
  * Mounts the live-view login page, its static assets and its WebSocket; with `replica`, the page and
  * socket of a flow another replica holds are forwarded there (src/login/replica/router.ts).
  */
-export function mountLoginRoutes(http: HttpServer, logins: LoginService, config: Config, clock: Clock, log: Logger, replica?: LoginReplica): LiveViewEndpoint {
-  const liveView = new LiveViewEndpoint(logins, { publicUrl: config.publicUrl, flowTimeoutMs: config.login.flowTimeoutMs, allowedOrigins: config.allowedOrigins, clock }, log);
-  const router = replica ? new LoginRouter({ replica, logins, forwarder: new ReplicaForwarder(), liveView, log }) : undefined;
+export function mountLoginRoutes(
+  http: HttpServer,
+  logins: LoginService,
+  config: Config,
+  clock: Clock,
+  log: Logger,
+  replica?: LoginReplica,
+): LiveViewEndpoint {
+  const liveView = new LiveViewEndpoint(
+    logins,
+    {
+      publicUrl: config.publicUrl,
+      flowTimeoutMs: config.login.flowTimeoutMs,
+      allowedOrigins: config.allowedOrigins,
+      clock,
+    },
+    log,
+  );
+  const router = replica
+    ? new LoginRouter({ replica, logins, forwarder: new ReplicaForwarder(), liveView, log })
+    : undefined;
   http.route({ method: "GET", path: "/login/l", prefix: true, handler: router?.page ?? liveView.page });
   http.route({ method: "GET", path: "/login/assets", prefix: true, handler: liveView.asset });
   http.upgrade("/login/ws", router?.upgrade ?? liveView.upgrade);

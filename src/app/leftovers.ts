@@ -1,6 +1,6 @@
 import path from "node:path";
-import { BrowserHomes } from "../login/browser/browser-homes.js";
 import type { Logger } from "../log/logger.js";
+import { BrowserHomes } from "../login/browser/browser-homes.js";
 import { sweepInspections } from "../pool/inspect-run.js";
 
 // What an earlier run left behind (a SIGKILL of the broker, an interrupted `registry inspect`) dies
@@ -12,6 +12,7 @@ export async function sweepLeftovers(dataDir: string, log: Logger): Promise<Brow
   const browsers = await browserHomes.sweep();
   if (browsers) log.warn("killed login browser processes left by an earlier run", { processes: browsers });
   const inspections = sweepInspections(dataDir);
-  if (inspections) log.warn("killed vendor processes an interrupted registry inspect left running", { processes: inspections });
+  if (inspections)
+    log.warn("killed vendor processes an interrupted registry inspect left running", { processes: inspections });
   return browserHomes;
 }

@@ -1,10 +1,10 @@
 import { VERSION } from "../domain/version.js";
-import type { InstallationHealth } from "../store/installation-records.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { OriginGuard } from "../server/host-auth.js";
-import { sendJson, type HttpServer } from "../server/http-server.js";
+import { type HttpServer, sendJson } from "../server/http-server.js";
 import { metricsHandler } from "../server/metrics-endpoint.js";
 import { Readiness, type SlackAuthState } from "../server/readiness.js";
+import type { InstallationHealth } from "../store/installation-records.js";
 import type { Store } from "../store/store.js";
 
 /** What the probes read: the store, how many services are loaded, Slack's auth check and the installations' health. */
@@ -28,7 +28,12 @@ export function mountProbes(http: HttpServer, d: ProbeDeps): void {
     handler: (_req, res) => sendJson(res, 200, { status: "ok", version: VERSION }),
   });
   // Ready = migrated and answering, services loaded, Slack (when configured) authenticated.
-  const readiness = new Readiness({ dbAnswers: () => d.store.ping(), services: d.services, slack: d.slack, ...(d.installations ? { installations: d.installations } : {}) });
+  const readiness = new Readiness({
+    dbAnswers: () => d.store.ping(),
+    services: d.services,
+    slack: d.slack,
+    ...(d.installations ? { installations: d.installations } : {}),
+  });
   http.route({
     method: "GET",
     path: "/readyz",

@@ -1,19 +1,20 @@
 // The composition root's two shapes: what a caller may override, and what a running app exposes.
+
+import type { ApprovalChannel } from "../approvals/channel.js";
+import type { Broker } from "../broker/broker.js";
 import type { Clock } from "../clock/clock.js";
 import type { Config } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
 import type { Logger } from "../log/logger.js";
-import type { ApprovalChannel } from "../approvals/channel.js";
-import type { Broker } from "../broker/broker.js";
+import type { LoginBrowserFactory, LoginService, OAuthFlowFactory } from "../login/login-service.js";
 import type { MembershipSource } from "../membership/membership.js";
-import type { LocalWorkspace } from "../workspace/local/model.js";
-import type { LoginService, LoginBrowserFactory, OAuthFlowFactory } from "../login/login-service.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { EventsEndpoint } from "../server/events-endpoint.js";
 import type { McpEndpoint } from "../server/mcp-endpoint.js";
 import type { Store } from "../store/store.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
+import type { LocalWorkspace } from "../workspace/local/model.js";
 
 /** Overrides for the composition root; production uses the defaults. */
 export interface AppOptions {

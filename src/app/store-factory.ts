@@ -6,8 +6,8 @@ import {
   type PgStoreOptions,
   type PostgresStore,
 } from "../store/postgres/pg-store.js";
-import type { MigrationReport } from "../store/sqlite/migrator.js";
 import type { DbCounts } from "../store/sqlite/db.js";
+import type { MigrationReport } from "../store/sqlite/migrator.js";
 import { openSqliteStore } from "../store/sqlite/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import { PostgresTopology } from "../topology/postgres/postgres-topology.js";

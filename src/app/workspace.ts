@@ -4,24 +4,24 @@ import type { Config } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { Installations, vaultSealer } from "../installations/installations.js";
+import { slackErrorCode } from "../installations/token-refresh.js";
 import type { Logger } from "../log/logger.js";
 import type { LoginService } from "../login/login-service.js";
+import type { RefreshLock } from "../login/oauth/refresh-lock.js";
 import { ChannelMembership } from "../membership/channel-membership.js";
 import { AdminDirectory } from "../slack/admins.js";
 import { SlackApprovalChannel } from "../slack/approval-channel.js";
 import { SlackConsent } from "../slack/consent.js";
+import { SlackOrgTeams, SlackTokenRotation, singleTokenInstall } from "../slack/installation-adapters.js";
 import { SlackOwnerNotices } from "../slack/login-notifier.js";
 import { SlackMembership } from "../slack/membership.js";
-import { createSlackRuntime, slackClientOptions, type SlackRuntime } from "../slack/slack-app.js";
-import { singleTokenInstall, SlackOrgTeams, SlackTokenRotation } from "../slack/installation-adapters.js";
-import { Installations, vaultSealer } from "../installations/installations.js";
-import { slackErrorCode } from "../installations/token-refresh.js";
-import type { RefreshLock } from "../login/oauth/refresh-lock.js";
-import type { Vault } from "../vault/vault.js";
+import { createSlackRuntime, type SlackRuntime, slackClientOptions } from "../slack/slack-app.js";
 import type { Store } from "../store/store.js";
+import type { Vault } from "../vault/vault.js";
 import { chooseWorkspace, type WorkspaceChoice } from "../workspace/choice.js";
 import { endNotice, localAdapters } from "../workspace/local/adapters.js";
-import { LocalWorkspaceService, type LocalWorkspaceLimits } from "../workspace/local/local-workspace.js";
+import { type LocalWorkspaceLimits, LocalWorkspaceService } from "../workspace/local/local-workspace.js";
 import type { WorkspaceAdapters } from "../workspace/workspace.js";
 
 // The composition root's half for workspaces: the one place that builds the Slack or the local
@@ -63,11 +63,21 @@ export interface WorkspaceDeps {
 type Chosen = { readonly why: string };
 
 /** Builds the adapter set `choice` names. */
-export function buildWorkspace(choice: Exclude<WorkspaceChoice, { kind: "refused" }>, deps: WorkspaceDeps): BuiltWorkspace {
+export function buildWorkspace(
+  choice: Exclude<WorkspaceChoice, { kind: "refused" }>,
+  deps: WorkspaceDeps,
+): BuiltWorkspace {
   if (choice.kind === "slack") return slackWorkspace(choice, deps);
   if (choice.kind === "local") return localWorkspace(choice, deps);
   const { log } = deps;
-  return { kind: "none", adapters: undefined, slack: undefined, installations: undefined, local: undefined, start: async () => log.info("workspace: none", { why: choice.why }) };
+  return {
+    kind: "none",
+    adapters: undefined,
+    slack: undefined,
+    installations: undefined,
+    local: undefined,
+    start: async () => log.info("workspace: none", { why: choice.why }),
+  };
 }
 
 /** Slack's installations, its runtime (Bolt) and the Slack adapter set over them. */
@@ -125,21 +135,36 @@ function localWorkspace(choice: Chosen, deps: WorkspaceDeps): BuiltWorkspace {
       const end = endNotice(c, rows[0]?.actor);
       if (!end) return;
       await adapters.notices.connectionEnded(c, end).catch((err: unknown) => {
-        log.warn("could not tell the owner their connection ended", { connectionId: c.id, error: (err as Error).message });
+        log.warn("could not tell the owner their connection ended", {
+          connectionId: c.id,
+          error: (err as Error).message,
+        });
       });
     });
-    log.info("workspace: local (development only; state in the database)", { why: choice.why, team: local.teamId, seeded });
+    log.info("workspace: local (development only; state in the database)", {
+      why: choice.why,
+      team: local.teamId,
+      seeded,
+    });
   };
   return { kind: "local", adapters, slack: undefined, installations: undefined, local, start };
 }
 
 /** Records SLACK_BOT_TOKEN as an installation; false (logged, never thrown) when Slack could not be asked. */
-export async function recordConfiguredToken(installations: Installations, botToken: string, clientOptions: ReturnType<typeof slackClientOptions>, log: Logger): Promise<boolean> {
+export async function recordConfiguredToken(
+  installations: Installations,
+  botToken: string,
+  clientOptions: ReturnType<typeof slackClientOptions>,
+  log: Logger,
+): Promise<boolean> {
   try {
     await installations.ensureConfigured(await singleTokenInstall(botToken, clientOptions));
     return true;
   } catch (err) {
-    log.warn("SLACK_BOT_TOKEN could not be recorded as an installation (auth.test failed); retrying with the Slack auth check", { code: slackErrorCode(err) });
+    log.warn(
+      "SLACK_BOT_TOKEN could not be recorded as an installation (auth.test failed); retrying with the Slack auth check",
+      { code: slackErrorCode(err) },
+    );
     return false;
   }
 }

@@ -1,25 +1,29 @@
-import { errorMessage } from "../domain/errors.js";
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
+import { errorMessage } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
+import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Approval } from "../store/records.js";
-import type { ThreadRef } from "../domain/thread.js";
 import type { Store } from "../store/store.js";
-import type { ApprovalCard } from "./card.js";
 import { approvalAudit } from "./audit-row.js";
+import type { ApprovalCard } from "./card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "./channel.js";
 
 /** What a borrower's waiting call learns. `unavailable`: the owner could not be asked at all. */
-export type WaitOutcome = { kind: "allowed_thread" | "allowed_once"; approval: Approval } | { kind: "denied" | "expired" | "unavailable" | "cancelled" | "interrupted" };
+export type WaitOutcome =
+  | { kind: "allowed_thread" | "allowed_once"; approval: Approval }
+  | { kind: "denied" | "expired" | "unavailable" | "cancelled" | "interrupted" };
 
 /** The result of a click, for the channel to answer the clicker. `not_offered`: an Allow on a Deny-only card. */
 export type ClickResult = "applied" | "not_owner" | "expired" | "already_decided" | "unknown" | "not_offered";
 
 /** Whether a user may see a pending card's arguments in full: only its owner, only while it waits. */
-export type CardView = { kind: "ok"; approval: Approval; card: ApprovalCard } | { kind: "not_owner" | "unknown" | "not_pending" };
+export type CardView =
+  | { kind: "ok"; approval: Approval; card: ApprovalCard }
+  | { kind: "not_owner" | "unknown" | "not_pending" };
 
 /** The call an approval is about. */
 export interface ApprovalSubject {
@@ -48,7 +52,15 @@ export class ApprovalService {
 
   constructor(
     /** `signals`: where a committed decision is announced, so the replica whose call waits on it resumes at once. */
-    private readonly deps: { store: Store; channel: ApprovalChannel; clock: Clock; log: Logger; timeoutMs: number; metrics?: Pick<Metrics, "approvalDecided">; signals?: Pick<ClusterSignals, "publish"> },
+    private readonly deps: {
+      store: Store;
+      channel: ApprovalChannel;
+      clock: Clock;
+      log: Logger;
+      timeoutMs: number;
+      metrics?: Pick<Metrics, "approvalDecided">;
+      signals?: Pick<ClusterSignals, "publish">;
+    },
   ) {}
 
   /** Approvals this process is waiting on (a borrower's call is held for each). */
@@ -61,7 +73,11 @@ export class ApprovalService {
   }
 
   /** Creates the approval, asks the owner, and waits for a decision, the timeout, or `signal`. */
-  async requestAndWait(subject: ApprovalSubject, card: Omit<ApprovalCard, "expiresAt">, signal?: AbortSignal): Promise<WaitOutcome> {
+  async requestAndWait(
+    subject: ApprovalSubject,
+    card: Omit<ApprovalCard, "expiresAt">,
+    signal?: AbortSignal,
+  ): Promise<WaitOutcome> {
     if (!this.deps.channel.available || this.closed) return { kind: "unavailable" };
     const now = this.deps.clock.now();
     const approval: Approval = {
@@ -102,7 +118,10 @@ export class ApprovalService {
     const fullCard: ApprovalCard = { ...card, expiresAt: approval.expiresAt };
     this.cards.set(approval.id, fullCard);
     const delivery = this.deps.channel.ask(approval, fullCard);
-    this.asking.set(approval.id, delivery.catch(() => {}));
+    this.asking.set(
+      approval.id,
+      delivery.catch(() => {}),
+    );
     try {
       await delivery;
     } catch (err) {
@@ -119,13 +138,18 @@ export class ApprovalService {
       await this.expire(approval);
       return { kind: result === "timeout" ? "expired" : "cancelled" };
     }
-    if (result.status === "allowed_thread" || result.status === "allowed_once") return { kind: result.status, approval: result };
+    if (result.status === "allowed_thread" || result.status === "allowed_once")
+      return { kind: result.status, approval: result };
     return { kind: result.status === "denied" ? "denied" : "expired" };
   }
 
   private async expire(approval: Approval): Promise<void> {
     const now = this.deps.clock.now();
-    if (await this.deps.store.approvals.expire(approval.id, now, [approvalAudit(approval, "approval_decided", "expired", now)])) {
+    if (
+      await this.deps.store.approvals.expire(approval.id, now, [
+        approvalAudit(approval, "approval_decided", "expired", now),
+      ])
+    ) {
       this.deps.metrics?.approvalDecided("expired", (now - approval.createdAt) / 1000);
       await this.safeSettled({ ...approval, status: "expired" }, "expired");
     }
@@ -145,11 +169,19 @@ export class ApprovalService {
    * whether the click came through the installation serving the approval's team (a user id in
    * another tenant is someone else): a click from elsewhere is refused as not the owner's.
    */
-  async decide(approvalId: string, nonce: string, clicker: string, decision: "allowed_thread" | "allowed_once" | "denied", sameTenant?: (teamId: string) => Promise<boolean>): Promise<ClickResult> {
+  async decide(
+    approvalId: string,
+    nonce: string,
+    clicker: string,
+    decision: "allowed_thread" | "allowed_once" | "denied",
+    sameTenant?: (teamId: string) => Promise<boolean>,
+  ): Promise<ClickResult> {
     const now = this.deps.clock.now();
     const a = await this.deps.store.approvals.get(approvalId);
     if (!a || a.nonce !== nonce) {
-      await this.deps.store.audit.append([{ at: now, event: "approval_rejected_click", approverUserId: clicker, decision: "unknown", actor: clicker }]);
+      await this.deps.store.audit.append([
+        { at: now, event: "approval_rejected_click", approverUserId: clicker, decision: "unknown", actor: clicker },
+      ]);
       return "unknown";
     }
     if (sameTenant && !(await sameTenant(a.teamId))) {
@@ -157,19 +189,42 @@ export class ApprovalService {
       return "not_owner";
     }
     const card = this.cards.get(a.id);
-    if (card && decision !== "denied" && !card.decisions.includes(decision) && clicker === a.ownerUserId && a.status === "pending") {
+    if (
+      card &&
+      decision !== "denied" &&
+      !card.decisions.includes(decision) &&
+      clicker === a.ownerUserId &&
+      a.status === "pending"
+    ) {
       // Defence in depth: the card showed no such button (its arguments could not all be shown exactly).
       await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "not_offered", now, clicker)]);
       return "not_offered";
     }
     const { connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service } = a;
-    const grant = decision === "allowed_thread" ? { id: newId("grant"), connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service, createdAt: now } : undefined;
+    const grant =
+      decision === "allowed_thread"
+        ? {
+            id: newId("grant"),
+            connectionId,
+            teamId,
+            channelId,
+            threadTs,
+            ownerUserId,
+            borrowerUserId,
+            service,
+            createdAt: now,
+          }
+        : undefined;
     const audit = [approvalAudit(a, "approval_decided", decision, now, clicker)];
     if (grant) audit.push({ ...approvalAudit(a, "grant_created", "allowed_thread", now, clicker) });
     this.decidingHere.set(approvalId, (this.decidingHere.get(approvalId) ?? 0) + 1);
     let applied: boolean;
     try {
-      applied = await this.deps.store.approvals.decide(approvalId, { status: decision, by: clicker, at: now, ...(grant ? { grant } : {}) }, audit);
+      applied = await this.deps.store.approvals.decide(
+        approvalId,
+        { status: decision, by: clicker, at: now, ...(grant ? { grant } : {}) },
+        audit,
+      );
     } finally {
       // Released once the waiter is answered (the line after the write, with no await between).
       queueMicrotask(() => this.doneDeciding(approvalId));
@@ -177,7 +232,14 @@ export class ApprovalService {
     if (!applied) {
       // Read again: a click racing this one (another replica, a double click) may have decided it meanwhile.
       const b = (await this.deps.store.approvals.get(approvalId)) ?? a;
-      const why: ClickResult = clicker !== a.ownerUserId ? "not_owner" : b.status === "expired" || b.expiresAt <= now ? "expired" : b.status !== "pending" ? "already_decided" : "expired";
+      const why: ClickResult =
+        clicker !== a.ownerUserId
+          ? "not_owner"
+          : b.status === "expired" || b.expiresAt <= now
+            ? "expired"
+            : b.status !== "pending"
+              ? "already_decided"
+              : "expired";
       await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", why, now, clicker)]);
       // The winning click may have landed on another replica while this one ran: its signal was skipped here.
       await this.collectDecisions(approvalId);
@@ -233,10 +295,26 @@ export class ApprovalService {
     const by = a.decidedBy ?? a.ownerUserId;
     await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "not_offered", now, by)]);
     if (a.status !== "allowed_thread") return;
-    const grant = await this.deps.store.grants.findLive(a.connectionId, a.borrowerUserId, { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs });
+    const grant = await this.deps.store.grants.findLive(a.connectionId, a.borrowerUserId, {
+      teamId: a.teamId,
+      channelId: a.channelId,
+      threadTs: a.threadTs,
+    });
     if (grant) {
       await this.deps.store.grants.revoke(grant.id, "broker", now, [
-        { at: now, event: "grant_revoked", teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs, ownerUserId: a.ownerUserId, callerUserId: a.borrowerUserId, connectionId: a.connectionId, service: a.service, decision: "not_offered", actor: "broker" },
+        {
+          at: now,
+          event: "grant_revoked",
+          teamId: a.teamId,
+          channelId: a.channelId,
+          threadTs: a.threadTs,
+          ownerUserId: a.ownerUserId,
+          callerUserId: a.borrowerUserId,
+          connectionId: a.connectionId,
+          service: a.service,
+          decision: "not_offered",
+          actor: "broker",
+        },
       ]);
     }
   }
@@ -254,7 +332,9 @@ export class ApprovalService {
   /** Consumes an allowed approval for exactly `argsHash`: true once, false ever after. */
   async consume(approval: Approval, argsHash: string): Promise<boolean> {
     const now = this.deps.clock.now();
-    return this.deps.store.approvals.consume(approval.id, argsHash, now, [approvalAudit(approval, "approval_decided", "consumed", now)]);
+    return this.deps.store.approvals.consume(approval.id, argsHash, now, [
+      approvalAudit(approval, "approval_decided", "consumed", now),
+    ]);
   }
 
   /**

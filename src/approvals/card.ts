@@ -50,7 +50,11 @@ function hasInvisible(s: string): boolean {
 // literal newline or tab in JSON text is layout (JSON.stringify escapes them inside strings).
 function escapeInvisible(jsonText: string): string {
   return jsonText.replace(INVISIBLE_ALL, (c) =>
-    c === "\n" || c === "\t" ? c : [...Array(c.length).keys()].map((i) => "\\u" + c.charCodeAt(i).toString(16).toUpperCase().padStart(4, "0")).join(""),
+    c === "\n" || c === "\t"
+      ? c
+      : [...Array(c.length).keys()]
+          .map((i) => `\\u${c.charCodeAt(i).toString(16).toUpperCase().padStart(4, "0")}`)
+          .join(""),
   );
 }
 
@@ -89,7 +93,10 @@ function depthOf(json: string): number {
 function showValue(v: unknown): { text: string; escaped: boolean } {
   if (typeof v === "string") return showString(v);
   const compact = JSON.stringify(v) ?? "null";
-  const json = compact.length <= CARD_LIMITS.maxChars && depthOf(compact) <= INDENT_MAX_DEPTH ? JSON.stringify(v, null, 2) : compact;
+  const json =
+    compact.length <= CARD_LIMITS.maxChars && depthOf(compact) <= INDENT_MAX_DEPTH
+      ? JSON.stringify(v, null, 2)
+      : compact;
   const text = escapeInvisible(json);
   return { text, escaped: text !== json };
 }
@@ -117,7 +124,8 @@ export function cardArguments(args: Record<string, unknown>, redactor: Redactor)
       redacted: shownName !== name.text || shownText !== value.text,
     });
   }
-  if (entries.length > CARD_LIMITS.maxArgs || chars > CARD_LIMITS.maxChars) return { shown: "too_large", count: entries.length, chars };
+  if (entries.length > CARD_LIMITS.maxArgs || chars > CARD_LIMITS.maxChars)
+    return { shown: "too_large", count: entries.length, chars };
   return { shown: out.some((a) => a.redacted) ? "redacted" : "complete", args: out, chars };
 }
 
@@ -128,7 +136,15 @@ export function cardDecisions(args: CardArguments, write: boolean): ApprovalDeci
 }
 
 /** The argument facts of a card (`args`, `keyArgs`, `decisions`) for a call. */
-export function cardFacts(args: Record<string, unknown>, redactor: Redactor, write: boolean): Pick<ApprovalCard, "args" | "keyArgs" | "decisions"> {
+export function cardFacts(
+  args: Record<string, unknown>,
+  redactor: Redactor,
+  write: boolean,
+): Pick<ApprovalCard, "args" | "keyArgs" | "decisions"> {
   const a = cardArguments(args, redactor);
-  return { args: a, keyArgs: a.shown === "too_large" ? [] : a.args.map((x) => [x.name, x.text] as const), decisions: cardDecisions(a, write) };
+  return {
+    args: a,
+    keyArgs: a.shown === "too_large" ? [] : a.args.map((x) => [x.name, x.text] as const),
+    decisions: cardDecisions(a, write),
+  };
 }

@@ -1,6 +1,6 @@
 import type { CallToolResult as VendorResult } from "@modelcontextprotocol/client";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { failureMessage, retryAfterSeconds, type FailureCode, type MessageFacts } from "./outcome.js";
+import { type FailureCode, failureMessage, type MessageFacts, retryAfterSeconds } from "./outcome.js";
 import type { FullResultLink } from "./result-keep.js";
 
 // The one place a broker tool's answer takes its MCP shape: refusals (text + structured code and
@@ -11,7 +11,15 @@ export type RanVia = "own" | "grant" | "shared" | "approval_once" | "approval_th
 
 /** The broker's answer to mcp_call, before it is shaped into an MCP result. */
 export type CallOutcome =
-  | { readonly kind: "ok"; readonly via: RanVia; readonly connectionId: string; readonly ownerUserId: string | null; readonly result: VendorResult; readonly truncated: boolean; readonly fullResult?: FullResultLink }
+  | {
+      readonly kind: "ok";
+      readonly via: RanVia;
+      readonly connectionId: string;
+      readonly ownerUserId: string | null;
+      readonly result: VendorResult;
+      readonly truncated: boolean;
+      readonly fullResult?: FullResultLink;
+    }
   | { readonly kind: "failed"; readonly code: FailureCode; readonly facts: MessageFacts };
 
 /** A refusal: the code's one sentence (outcome.ts) as text and in structuredContent. */
@@ -19,8 +27,15 @@ export function refusal(code: FailureCode, facts: MessageFacts = {}): CallToolRe
   const message = failureMessage(code, facts);
   // A refusal that names a retry time carries it structured too, so a host can wait without parsing text.
   const after = facts.retryAfterSeconds ?? retryAfterSeconds(code);
-  const retry = { ...(facts.retryAt !== undefined ? { retryAt: new Date(facts.retryAt).toISOString() } : {}), ...(after !== undefined ? { retryAfterSeconds: after } : {}) };
-  return { content: [{ type: "text", text: message }], structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message, ...retry }, isError: true };
+  const retry = {
+    ...(facts.retryAt !== undefined ? { retryAt: new Date(facts.retryAt).toISOString() } : {}),
+    ...(after !== undefined ? { retryAfterSeconds: after } : {}),
+  };
+  return {
+    content: [{ type: "text", text: message }],
+    structuredContent: { status: code === "needs_connect" ? "needs_connect" : "refused", code, message, ...retry },
+    isError: true,
+  };
 }
 
 /** A plain answer with its structured twin. */

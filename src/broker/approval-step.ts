@@ -1,9 +1,9 @@
 import type { WaitOutcome } from "../approvals/approval-service.js";
 import { cardFacts } from "../approvals/card.js";
 import type { Service } from "../config/registry.js";
-import type { Redactor } from "../hygiene/redact.js";
 import type { ApprovalDecision } from "../events/call-event.js";
-import { eventBase, type CallPlan } from "./call-plan.js";
+import type { Redactor } from "../hygiene/redact.js";
+import { type CallPlan, eventBase } from "./call-plan.js";
 import type { BrokerDeps, CallExtra } from "./deps.js";
 
 // The approval stage of a borrowed call: the owner is asked with a card built from the planned
@@ -25,20 +25,45 @@ export interface OwnerQuestion {
 }
 
 /** Asks the owner and waits for the outcome; the wait is counted apart from broker time. */
-export async function askOwner(d: Pick<BrokerDeps, "approvals" | "clock" | "events">, q: OwnerQuestion, extra: CallExtra): Promise<WaitOutcome> {
+export async function askOwner(
+  d: Pick<BrokerDeps, "approvals" | "clock" | "events">,
+  q: OwnerQuestion,
+  extra: CallExtra,
+): Promise<WaitOutcome> {
   const { plan } = q;
   const write = plan.toolClass.write;
   let ticks = 0;
   const heartbeat = extra.progress
-    ? d.clock.setInterval(() => void extra.progress?.({ progress: ++ticks, message: `waiting for <@${q.ownerUserId}> to approve` }).catch(() => {}), APPROVAL_HEARTBEAT_MS, { unref: true })
+    ? d.clock.setInterval(
+        () =>
+          void extra
+            .progress?.({ progress: ++ticks, message: `waiting for <@${q.ownerUserId}> to approve` })
+            .catch(() => {}),
+        APPROVAL_HEARTBEAT_MS,
+        { unref: true },
+      )
     : undefined;
   const t0 = performance.now();
-  d.events.emit({ type: "approval.asked", ...eventBase(plan, d.clock.now()), ownerUserId: q.ownerUserId, connectionId: q.connectionId, reason: q.reason });
+  d.events.emit({
+    type: "approval.asked",
+    ...eventBase(plan, d.clock.now()),
+    ownerUserId: q.ownerUserId,
+    connectionId: q.connectionId,
+    reason: q.reason,
+  });
   // A throw (the store, the channel) means the owner could not be asked.
   let decision: ApprovalDecision = "unavailable";
   try {
     const outcome = await d.approvals.requestAndWait(
-      { thread: plan.thread, connectionId: q.connectionId, ownerUserId: q.ownerUserId, borrowerUserId: plan.caller, service: plan.service.name, tool: plan.tool, argsHash: plan.argsHash },
+      {
+        thread: plan.thread,
+        connectionId: q.connectionId,
+        ownerUserId: q.ownerUserId,
+        borrowerUserId: plan.caller,
+        service: plan.service.name,
+        tool: plan.tool,
+        argsHash: plan.argsHash,
+      },
       {
         borrowerUserId: plan.caller,
         ownerUserId: q.ownerUserId,
@@ -60,6 +85,13 @@ export async function askOwner(d: Pick<BrokerDeps, "approvals" | "clock" | "even
     heartbeat?.cancel();
     const waitedMs = performance.now() - t0;
     if (extra.trace) extra.trace.approvalMs += waitedMs;
-    d.events.emit({ type: "approval.decided", ...eventBase(plan, d.clock.now()), ownerUserId: q.ownerUserId, connectionId: q.connectionId, decision, waitedMs: Math.round(waitedMs) });
+    d.events.emit({
+      type: "approval.decided",
+      ...eventBase(plan, d.clock.now()),
+      ownerUserId: q.ownerUserId,
+      connectionId: q.connectionId,
+      decision,
+      waitedMs: Math.round(waitedMs),
+    });
   }
 }

@@ -1,6 +1,6 @@
 import type { Service } from "../config/registry.js";
-import type { Unavailability } from "../pool/availability.js";
 import { borrowable } from "../policy/borrow.js";
+import type { Unavailability } from "../pool/availability.js";
 import { candidateQuery, isMember, MAX_CALL_CANDIDATES } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 
@@ -61,7 +61,12 @@ export function unavailableLine(n: UnavailableNote, service: string): string {
  * The connections to `service` the caller could use in this thread (own, shared, borrowable from a
  * current member) whose vendor cannot be used now; nothing for a non-member.
  */
-export async function serviceUnavailable(d: BrokerDeps, ctx: CallerContext, caller: string, service: Service): Promise<UnavailableNote[]> {
+export async function serviceUnavailable(
+  d: BrokerDeps,
+  ctx: CallerContext,
+  caller: string,
+  service: Service,
+): Promise<UnavailableNote[]> {
   if (!d.backoff.unavailableOf) return [];
   const { thread } = ctx;
   if (!(await isMember(d, thread, caller))) return [];
@@ -71,7 +76,10 @@ export async function serviceUnavailable(d: BrokerDeps, ctx: CallerContext, call
   for (const { connection: c } of await d.store.connections.candidates(q)) {
     const u = unavailableOf(d, c.id);
     if (!u) continue;
-    const usable = c.ownerUserId === caller || c.scope === "shared" || (borrowable(c, caller, thread, participants) && (await isMember(d, thread, c.ownerUserId)));
+    const usable =
+      c.ownerUserId === caller ||
+      c.scope === "shared" ||
+      (borrowable(c, caller, thread, participants) && (await isMember(d, thread, c.ownerUserId)));
     if (usable) notes.push({ kind: "connection", connectionId: c.id, ...u });
   }
   return notes;

@@ -2,9 +2,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { ApprovalService } from "../approvals/approval-service.js";
-import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { CallEventBus } from "../events/event-bus.js";
+import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { VendorPool } from "../pool/pool.js";
 import { threadKey } from "../turns/turn-rules.js";
 import type { TurnStore } from "../turns/turn-store.js";
@@ -12,7 +12,7 @@ import { answer, refusal } from "./answer.js";
 import { CallService } from "./call.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { refreshMetadata } from "./describe.js";
-import { createBrokerServer, type BrokerServerOptions, type CallerResolver } from "./mcp-server.js";
+import { type BrokerServerOptions, type CallerResolver, createBrokerServer } from "./mcp-server.js";
 
 /** How often every live vendor's tool list is read again when it never says it changed (60 s). */
 export const TOOL_RELIST_INTERVAL_MS = 60_000;
@@ -67,7 +67,9 @@ export class Broker {
    * `expireAbandoned: false` (replicas on one database): other live replicas' pending approvals are not
    * abandoned; a dead replica's expire at their own expiry (the leader's approval-expiry job).
    */
-  async start(opts: { idleReapIntervalMs?: number; expireAbandoned?: boolean; toolRelistIntervalMs?: number } = {}): Promise<void> {
+  async start(
+    opts: { idleReapIntervalMs?: number; expireAbandoned?: boolean; toolRelistIntervalMs?: number } = {},
+  ): Promise<void> {
     const killed = this.deps.ledger.sweep();
     if (killed) this.deps.log.warn("killed vendor processes left by a previous run", { count: killed });
     const abandoned = opts.expireAbandoned === false ? 0 : await this.approvals.expireAbandoned();
@@ -128,7 +130,9 @@ export class Broker {
    */
   serverForThread(thread: ThreadRef): McpServer {
     // Served from now on (memory: at once; PostgreSQL: a write in flight, repeated by the first call).
-    this.turns.markServed(thread, this.deps.clock.now()).catch((err: Error) => this.deps.log.warn("could not mark a thread served", { error: err.message }));
+    this.turns
+      .markServed(thread, this.deps.clock.now())
+      .catch((err: Error) => this.deps.log.warn("could not mark a thread served", { error: err.message }));
     const resolve: CallerResolver = async (req) => {
       const r = await this.turns.resolve(thread, req.turnId, this.deps.clock.now());
       if (r.kind === "caller") return { thread, userId: r.userId };
@@ -176,7 +180,9 @@ export class Broker {
   }
 
   /** Connects an in-process MCP client to a host-embedded session (library use). */
-  async connectEmbedded(getCaller: () => EmbeddedCaller | undefined): Promise<{ client: Client; close(): Promise<void> }> {
+  async connectEmbedded(
+    getCaller: () => EmbeddedCaller | undefined,
+  ): Promise<{ client: Client; close(): Promise<void> }> {
     const server = this.serverForHost(getCaller);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);

@@ -1,5 +1,5 @@
-import { errorMessage } from "../domain/errors.js";
 import type { AuditEvent } from "../audit/event.js";
+import { errorMessage } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -15,7 +15,12 @@ import type { CompletionBacklog, CompletionWrite } from "./completion-backlog.js
 // (a held SQLite lock, a full disk) is logged and the outcome still returned.
 
 /** Appends audit rows, logging (ids and codes only) and counting instead of throwing; true if written. */
-export async function appendOrLog(repo: AuditRepo, log: Logger, events: readonly AuditEvent[], metrics?: Pick<Metrics, "auditWriteFailed">): Promise<boolean> {
+export async function appendOrLog(
+  repo: AuditRepo,
+  log: Logger,
+  events: readonly AuditEvent[],
+  metrics?: Pick<Metrics, "auditWriteFailed">,
+): Promise<boolean> {
   try {
     await repo.append(events);
     return true;

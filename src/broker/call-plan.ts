@@ -76,5 +76,14 @@ export function auditBase(plan: CallPlan): Omit<AuditEvent, "at" | "event"> {
 
 /** The fields every call event of this call carries (src/events), stamped `at`. */
 export function eventBase(plan: CallPlan, at: number): CallEventBase {
-  return { callId: plan.callId, at, teamId: plan.thread.teamId, channelId: plan.thread.channelId, threadTs: plan.thread.threadTs, callerUserId: plan.caller ?? null, service: plan.serviceName, tool: plan.tool };
+  return {
+    callId: plan.callId,
+    at,
+    teamId: plan.thread.teamId,
+    channelId: plan.thread.channelId,
+    threadTs: plan.thread.threadTs,
+    callerUserId: plan.caller ?? null,
+    service: plan.serviceName,
+    tool: plan.tool,
+  };
 }

@@ -1,8 +1,8 @@
-import { newId } from "../domain/ids.js";
 import type { Clock } from "../clock/clock.js";
+import { newId } from "../domain/ids.js";
 import type { CallEventSink } from "../events/event-bus.js";
 import type { CallOutcome } from "./answer.js";
-import { eventBase, type CallPlan } from "./call-plan.js";
+import { type CallPlan, eventBase } from "./call-plan.js";
 
 /**
  * One mcp_call's id and timings. The id is the `call_id` of its audit rows and of every log line
@@ -30,7 +30,12 @@ export class CallTrace {
 }
 
 /** Emits the call's `call.ended` event (the metrics and the log line consume it): ids, codes and timings only. */
-export function reportCall(d: { events: CallEventSink; clock: Clock }, plan: CallPlan, outcome: CallOutcome, trace: CallTrace): void {
+export function reportCall(
+  d: { events: CallEventSink; clock: Clock },
+  plan: CallPlan,
+  outcome: CallOutcome,
+  trace: CallTrace,
+): void {
   const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
   const via = outcome.kind === "ok" ? outcome.via : (trace.via ?? "none");
   d.events.emit({

@@ -6,23 +6,23 @@ import { Redactor } from "../hygiene/redact.js";
 import { withLogContext } from "../log/context.js";
 import { OAuthError } from "../login/oauth/errors.js";
 import type { PlannedPin } from "../pinning/policy.js";
-import { resolveCall, type CallDecision } from "../policy/resolve.js";
+import { type CallDecision, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { Connection } from "../store/records.js";
 import { VaultError } from "../vault/errors.js";
 import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
-import { CompletionBacklog } from "./completion-backlog.js";
 import { candidateQuery, gatherCallFacts, isMember, MAX_CALL_CANDIDATES } from "./call-facts.js";
-import { auditBase, eventBase, planCall, type CallPlan, type McpCallInput } from "./call-plan.js";
+import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
-import { CredentialSessions, type CredentialSession } from "./credential-session.js";
-import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
+import { CompletionBacklog } from "./completion-backlog.js";
+import { type CredentialSession, CredentialSessions } from "./credential-session.js";
+import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
 import type { FailureCode, MessageFacts } from "./outcome.js";
 import { cleanResult } from "./result-hygiene.js";
 import { keepFullResult } from "./result-keep.js";
-import { runOnVendor, vendorFailure, type NamedFailure } from "./vendor-run.js";
+import { type NamedFailure, runOnVendor, vendorFailure } from "./vendor-run.js";
 
 // One mcp_call, read top to bottom: plan → facts (pins included) → policy → approval → credential
 // session → pool lease (pin check on the leased vendor) → result hygiene → audit. Each stage runs once and lives in its own module; this file only
@@ -54,7 +54,8 @@ export class CallService {
 
   constructor(private readonly d: BrokerDeps) {
     this.sessions = new CredentialSessions(d);
-    this.completions = d.completions ?? new CompletionBacklog({ repo: d.store.audit, log: d.log, clock: d.clock, metrics: d.metrics });
+    this.completions =
+      d.completions ?? new CompletionBacklog({ repo: d.store.audit, log: d.log, clock: d.clock, metrics: d.metrics });
   }
 
   /** Runs one call under its call id: its audit rows and every log line it writes carry that id. */
@@ -120,22 +121,49 @@ export class CallService {
     const v = await this.d.callRate.check(plan.thread.teamId, plan.caller);
     if (v.ok) return undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil((v.retryAt - this.d.clock.now()) / 1000));
-    return failed("rate_limited", { retryAt: v.retryAt, retryAfterSeconds, rateScope: v.limit === "call_rate_team" ? "team" : "user" });
+    return failed("rate_limited", {
+      retryAt: v.retryAt,
+      retryAfterSeconds,
+      rateScope: v.limit === "call_rate_team" ? "team" : "user",
+    });
   }
 
   /** A call that did not run: its `call_denied` row, then the refusal (which stands even if the row cannot be written). */
-  private async deny(plan: CallPlan, trace: CallTrace, code: FailureCode, facts: MessageFacts = {}, audit: Partial<AuditEvent> = {}): Promise<CallOutcome> {
-    const row: AuditEvent = { at: this.d.clock.now(), event: "call_denied", ...auditBase(plan), decision: code, errorCode: code, durationMs: Math.round(trace.elapsedMs()), ...audit };
+  private async deny(
+    plan: CallPlan,
+    trace: CallTrace,
+    code: FailureCode,
+    facts: MessageFacts = {},
+    audit: Partial<AuditEvent> = {},
+  ): Promise<CallOutcome> {
+    const row: AuditEvent = {
+      at: this.d.clock.now(),
+      event: "call_denied",
+      ...auditBase(plan),
+      decision: code,
+      errorCode: code,
+      durationMs: Math.round(trace.elapsedMs()),
+      ...audit,
+    };
     await appendOrLog(this.d.store.audit, this.d.log, [row], this.d.metrics);
     return failed(code, facts);
   }
 
   /** The approval stage: ask the owner, then run only the exact call that was approved. */
-  private async viaOwner(plan: Runnable, decision: Extract<CallDecision, { kind: "ask_owner" }>, planned: PlannedPin, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+  private async viaOwner(
+    plan: Runnable,
+    decision: Extract<CallDecision, { kind: "ask_owner" }>,
+    planned: PlannedPin,
+    extra: CallExtra & { trace: CallTrace },
+  ): Promise<CallOutcome> {
     const owner = decision.ownerUserId;
     const row = await this.d.store.connections.get(decision.connectionId);
     const redactor = row ? this.sessions.redactorFor(row, plan.service) : new Redactor([]);
-    const outcome = await askOwner(this.d, { plan, connectionId: decision.connectionId, ownerUserId: owner, reason: decision.reason, redactor }, extra);
+    const outcome = await askOwner(
+      this.d,
+      { plan, connectionId: decision.connectionId, ownerUserId: owner, reason: decision.reason, redactor },
+      extra,
+    );
     // The approval's own audit rows (requested, decided/expired) already record the refusals below.
     switch (outcome.kind) {
       case "denied":
@@ -144,14 +172,32 @@ export class CallService {
       case "interrupted":
         return failed(`approval_${outcome.kind}`, { ownerUserId: owner });
       case "unavailable":
-        return this.deny(plan, extra.trace, "approval_unavailable", { ownerUserId: owner }, { ownerUserId: owner, connectionId: decision.connectionId });
+        return this.deny(
+          plan,
+          extra.trace,
+          "approval_unavailable",
+          { ownerUserId: owner },
+          { ownerUserId: owner, connectionId: decision.connectionId },
+        );
       case "allowed_once":
       case "allowed_thread":
         // Forward only what was approved: the approval's hash must equal this call's, consumed once.
-        if (outcome.approval.argsHash !== plan.argsHash || !(await this.d.approvals.consume(outcome.approval, plan.argsHash))) {
+        if (
+          outcome.approval.argsHash !== plan.argsHash ||
+          !(await this.d.approvals.consume(outcome.approval, plan.argsHash))
+        ) {
           return this.deny(plan, extra.trace, "approval_mismatch", { ownerUserId: owner });
         }
-        return this.run(plan, { connectionId: decision.connectionId, via: outcome.kind === "allowed_once" ? "approval_once" : "approval_thread", approver: owner, planned }, extra);
+        return this.run(
+          plan,
+          {
+            connectionId: decision.connectionId,
+            via: outcome.kind === "allowed_once" ? "approval_once" : "approval_thread",
+            approver: owner,
+            planned,
+          },
+          extra,
+        );
     }
   }
 
@@ -160,7 +206,9 @@ export class CallService {
     extra.trace.via = order.via;
     // Fail closed: with the backlog full, the completion of this call could not be kept.
     if (this.completions.full) {
-      this.d.log.error("call refused: the completion backlog is full (the database has been unavailable)", { backlog: this.completions.size });
+      this.d.log.error("call refused: the completion backlog is full (the database has been unavailable)", {
+        backlog: this.completions.size,
+      });
       return failed("store_unavailable");
     }
     // The chosen row, with its sealed secret: read now, so a revoke since the decision wins.
@@ -168,7 +216,17 @@ export class CallService {
     const audit = new CallAudit(
       this.d.store.audit,
       this.d.log,
-      (e) => ({ at: this.d.clock.now(), event: "call", ...auditBase(plan), ownerUserId: conn?.ownerUserId ?? null, connectionId: order.connectionId, decision: order.via, approverUserId: order.approver ?? null, durationMs: Math.round(extra.trace.elapsedMs()), ...e }),
+      (e) => ({
+        at: this.d.clock.now(),
+        event: "call",
+        ...auditBase(plan),
+        ownerUserId: conn?.ownerUserId ?? null,
+        connectionId: order.connectionId,
+        decision: order.via,
+        approverUserId: order.approver ?? null,
+        durationMs: Math.round(extra.trace.elapsedMs()),
+        ...e,
+      }),
       this.completions,
       { callId: plan.callId, metrics: this.d.metrics },
     );
@@ -176,7 +234,7 @@ export class CallService {
       await audit.completed({ errorCode: f.code });
       return failed(f.code, f.facts);
     };
-    if (!conn || conn.status !== "active" || conn.expiresAt <= this.d.clock.now()) return fail({ code: "connection_unusable" });
+    if (conn?.status !== "active" || conn.expiresAt <= this.d.clock.now()) return fail({ code: "connection_unusable" });
     const session = await this.credentialStage(conn, plan.service);
     if ("code" in session) return fail(session);
     // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
@@ -187,24 +245,44 @@ export class CallService {
       plan,
       lease: this.sessions.lease(session, plan.service),
       extra,
-      verify: (client: Client) => this.d.pins.verify(client, pinScope, { tool: plan.tool, planned: order.planned, ownConnection: order.via === "own", trustNewTools: plan.service.entry.trustNewTools }),
+      verify: (client: Client) =>
+        this.d.pins.verify(client, pinScope, {
+          tool: plan.tool,
+          planned: order.planned,
+          ownConnection: order.via === "own",
+          trustNewTools: plan.service.entry.trustNewTools,
+        }),
     };
     try {
       const raw = await runOnVendor(this.d, vendorRun);
       const clean = cleanResult(raw, vendorRun.lease.redactor, this.d.limits);
       const { result, truncated, bytes } = clean;
       // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
-      if (!CallToolResultSchema.safeParse(result).success) return fail({ code: "vendor_error", facts: { detail: "its result could not be delivered intact" } });
-      const recorded = await audit.completed({ resultBytes: bytes, ...(result.isError ? { errorCode: "vendor_tool_error" } : {}) }, extra.signal);
+      if (!CallToolResultSchema.safeParse(result).success)
+        return fail({ code: "vendor_error", facts: { detail: "its result could not be delivered intact" } });
+      const recorded = await audit.completed(
+        { resultBytes: bytes, ...(result.isError ? { errorCode: "vendor_tool_error" } : {}) },
+        extra.signal,
+      );
       // No result without its completion row while the database is away: it is written once the database is back.
       if (recorded === "pending" || recorded === "dropped") return failed("store_unavailable", { ran: true });
       // A truncated result's full text is kept for this caller and thread; the answer links to it.
-      const kept: Awaited<ReturnType<typeof keepFullResult>> = await keepFullResult(this.d.results, plan, clean).catch((err: unknown) => {
-        if (!isStoreUnavailable(err)) throw err;
-        this.d.log.warn("full result not kept: the database is unavailable", { error: err.message });
-        return { result: clean.result };
-      });
-      return { kind: "ok", via: order.via, connectionId: conn.id, ownerUserId: conn.ownerUserId, result: kept.result, truncated, ...(kept.link ? { fullResult: kept.link } : {}) };
+      const kept: Awaited<ReturnType<typeof keepFullResult>> = await keepFullResult(this.d.results, plan, clean).catch(
+        (err: unknown) => {
+          if (!isStoreUnavailable(err)) throw err;
+          this.d.log.warn("full result not kept: the database is unavailable", { error: err.message });
+          return { result: clean.result };
+        },
+      );
+      return {
+        kind: "ok",
+        via: order.via,
+        connectionId: conn.id,
+        ownerUserId: conn.ownerUserId,
+        result: kept.result,
+        truncated,
+        ...(kept.link ? { fullResult: kept.link } : {}),
+      };
     } catch (err) {
       return fail(await vendorFailure(this.d, vendorRun, err));
     }
@@ -225,7 +303,10 @@ export class CallService {
       if (isStoreUnavailable(err)) return { code: "store_unavailable" };
       if (!(err instanceof VaultError)) {
         // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
-        this.d.log.error("credential refresh failed unexpectedly", { connectionId: conn.id, error: err instanceof Error ? err.name : "unknown" });
+        this.d.log.error("credential refresh failed unexpectedly", {
+          connectionId: conn.id,
+          error: err instanceof Error ? err.name : "unknown",
+        });
         return { code: "internal_error" };
       }
       this.d.log.error("credential refused by the vault", { connectionId: conn.id, code: err.code });
@@ -251,7 +332,11 @@ export class CallService {
       await this.d.pool.withLease(this.sessions.lease(this.sessions.open(row, service), service), async () => {});
       return true;
     } catch (err) {
-      this.d.log.warn("tool list could not be fetched for mcp_describe", { service: service.name, connectionId: row.id, error: err instanceof Error ? err.name : "unknown" });
+      this.d.log.warn("tool list could not be fetched for mcp_describe", {
+        service: service.name,
+        connectionId: row.id,
+        error: err instanceof Error ? err.name : "unknown",
+      });
       return false;
     }
   }

@@ -1,6 +1,6 @@
-import { errorMessage } from "../domain/errors.js";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock, Timer } from "../clock/clock.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { isStoreUnavailable } from "../store/errors.js";
@@ -37,7 +37,12 @@ export interface CompletionBacklogLimits {
 }
 
 /** The defaults: a few seconds' outage is waited out by the calls in flight; 1,000 rows bound the memory. */
-export const DEFAULT_COMPLETION_BACKLOG: CompletionBacklogLimits = { maxRows: 1_000, waitMs: 20_000, retryMs: 250, maxRetryMs: 2_000 };
+export const DEFAULT_COMPLETION_BACKLOG: CompletionBacklogLimits = {
+  maxRows: 1_000,
+  waitMs: 20_000,
+  retryMs: 250,
+  maxRetryMs: 2_000,
+};
 
 interface Entry {
   readonly row: AuditEvent;
@@ -53,7 +58,12 @@ export class CompletionBacklog {
   private closed = false;
 
   constructor(
-    private readonly d: { readonly repo: AuditRepo; readonly log: Logger; readonly clock: Clock; readonly metrics?: Pick<Metrics, "auditWriteFailed"> | undefined },
+    private readonly d: {
+      readonly repo: AuditRepo;
+      readonly log: Logger;
+      readonly clock: Clock;
+      readonly metrics?: Pick<Metrics, "auditWriteFailed"> | undefined;
+    },
     readonly limits: CompletionBacklogLimits = DEFAULT_COMPLETION_BACKLOG,
   ) {
     this.delay = limits.retryMs;
@@ -81,7 +91,11 @@ export class CompletionBacklog {
       }
       if (this.full) {
         this.d.metrics?.auditWriteFailed(row.event);
-        this.d.log.error("audit row dropped: the database is unavailable and the completion backlog is full", { ...ids(row), backlog: this.queue.length, maxRows: this.limits.maxRows });
+        this.d.log.error("audit row dropped: the database is unavailable and the completion backlog is full", {
+          ...ids(row),
+          backlog: this.queue.length,
+          maxRows: this.limits.maxRows,
+        });
         return "dropped";
       }
       let settle!: (written: boolean) => void;
@@ -99,7 +113,14 @@ export class CompletionBacklog {
     this.closed = true;
     this.timer?.cancel();
     this.timer = undefined;
-    if (this.queue.length) this.d.log.error("audit rows not written at shutdown: the database stayed unavailable", { count: this.queue.length, callIds: this.queue.slice(0, 100).map((e) => e.row.callId ?? "").join(",") });
+    if (this.queue.length)
+      this.d.log.error("audit rows not written at shutdown: the database stayed unavailable", {
+        count: this.queue.length,
+        callIds: this.queue
+          .slice(0, 100)
+          .map((e) => e.row.callId ?? "")
+          .join(","),
+      });
     for (const e of this.queue.splice(0)) e.settle(false);
   }
 
@@ -120,10 +141,14 @@ export class CompletionBacklog {
 
   private schedule(): void {
     if (this.timer || this.writing || this.closed || !this.queue.length) return;
-    this.timer = this.d.clock.setTimeout(() => {
-      this.timer = undefined;
-      void this.retry();
-    }, this.delay, { unref: true });
+    this.timer = this.d.clock.setTimeout(
+      () => {
+        this.timer = undefined;
+        void this.retry();
+      },
+      this.delay,
+      { unref: true },
+    );
   }
 
   /** Writes the queued rows oldest first until one fails because the database is still away. */
@@ -134,7 +159,9 @@ export class CompletionBacklog {
         const head = this.queue[0]!;
         try {
           // The first attempt may have committed with its acknowledgement lost: never write a row twice.
-          const there = head.row.callId ? (await this.d.repo.count({ callId: head.row.callId, event: head.row.event })) > 0 : false;
+          const there = head.row.callId
+            ? (await this.d.repo.count({ callId: head.row.callId, event: head.row.event })) > 0
+            : false;
           if (!there) await this.d.repo.append([head.row]);
         } catch (err) {
           if (isStoreUnavailable(err)) {
@@ -148,7 +175,10 @@ export class CompletionBacklog {
         }
         this.queue.shift();
         this.delay = this.limits.retryMs;
-        this.d.log.info("audit row written after the database came back", { ...ids(head.row), backlog: this.queue.length });
+        this.d.log.info("audit row written after the database came back", {
+          ...ids(head.row),
+          backlog: this.queue.length,
+        });
         head.settle(true);
       }
     } finally {
@@ -170,5 +200,11 @@ export class CompletionBacklog {
 
 /** The ids a log line names a row by: never arguments, results or credentials. */
 function ids(row: AuditEvent): Record<string, unknown> {
-  return { event: row.event, callId: row.callId ?? null, connectionId: row.connectionId ?? null, service: row.service ?? null, tool: row.tool ?? null };
+  return {
+    event: row.event,
+    callId: row.callId ?? null,
+    connectionId: row.connectionId ?? null,
+    service: row.service ?? null,
+    tool: row.tool ?? null,
+  };
 }

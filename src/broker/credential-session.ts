@@ -1,11 +1,11 @@
 import type { Service } from "../config/registry.js";
-import { bindingOf } from "../vault/binding.js";
 import { Redactor } from "../hygiene/redact.js";
-import { renderCredential, renderedValues, type RenderedCredential } from "../pool/credential-template.js";
+import { type RenderedCredential, renderCredential, renderedValues } from "../pool/credential-template.js";
 import { PoolError } from "../pool/errors.js";
 import type { PoolLease } from "../pool/pool.js";
 import type { Connection } from "../store/records.js";
-import { credentialSecrets, type Credential } from "../vault/credential.js";
+import { bindingOf } from "../vault/binding.js";
+import { type Credential, credentialSecrets } from "../vault/credential.js";
 import { VaultError } from "../vault/errors.js";
 import { CredentialCache, type OpenedCredential } from "./credential-cache.js";
 import type { BrokerDeps } from "./deps.js";
@@ -26,7 +26,18 @@ function versionOf(conn: Connection): string {
   const s = conn.sealed;
   if (!s) throw new VaultError("wiped", "connection has no credential");
   const b = bindingOf(conn);
-  return [s.keyId, s.nonce.toString("hex"), s.tag.toString("hex"), s.ciphertext.length, b.teamId, b.ownerUserId, b.service, b.scope, b.channelId, b.threadTs].join("|");
+  return [
+    s.keyId,
+    s.nonce.toString("hex"),
+    s.tag.toString("hex"),
+    s.ciphertext.length,
+    b.teamId,
+    b.ownerUserId,
+    b.service,
+    b.scope,
+    b.channelId,
+    b.threadTs,
+  ].join("|");
 }
 
 /** Opens, refreshes and caches credentials for calls; holds the bounded plaintext cache. */
@@ -56,10 +67,11 @@ export class CredentialSessions {
   async fresh(s: CredentialSession, service: Service): Promise<CredentialSession | undefined> {
     const cred = s.opened.credential;
     const r = this.d.refresher;
-    if (!r || cred.kind !== "oauth" || cred.expiresAt === undefined || cred.expiresAt - this.d.clock.now() > r.skewMs) return s;
+    if (!r || cred.kind !== "oauth" || cred.expiresAt === undefined || cred.expiresAt - this.d.clock.now() > r.skewMs)
+      return s;
     const credential = await r.fresh({ id: s.connection.id });
     const row = await this.d.store.connections.get(s.connection.id);
-    if (!row || row.status !== "active") return undefined;
+    if (row?.status !== "active") return undefined;
     return this.adopt(row, service, versionOf(row), credential);
   }
 
@@ -98,9 +110,20 @@ export class CredentialSessions {
       rendered = renderCredential(service, credential);
     } catch (err) {
       // An incomplete credential fails at launch; redaction still covers the raw values.
-      rendered = err instanceof PoolError ? err : new PoolError("credential_incomplete", "the stored credential does not fit the service registry's templates");
+      rendered =
+        err instanceof PoolError
+          ? err
+          : new PoolError(
+              "credential_incomplete",
+              "the stored credential does not fit the service registry's templates",
+            );
     }
-    const opened: OpenedCredential = { version, credential, rendered, redactor: redactorOf(credential, rendered, service) };
+    const opened: OpenedCredential = {
+      version,
+      credential,
+      rendered,
+      redactor: redactorOf(credential, rendered, service),
+    };
     this.opened.set(conn.id, opened);
     return { connection: conn, opened };
   }
@@ -111,11 +134,22 @@ function redactorOf(cred: Credential, rendered: RenderedCredential | PoolError, 
   const values = rendered instanceof PoolError ? [] : renderedValues(rendered);
   // Pasted fields the registry marks non-secret (an email, a user name) are redacted only inside secret pairs.
   const capture = service.entry.capture;
-  const open = capture.strategy === "paste" ? new Set(capture.fields.filter((f) => !f.secret).map((f) => f.name)) : new Set<string>();
+  const open =
+    capture.strategy === "paste"
+      ? new Set(capture.fields.filter((f) => !f.secret).map((f) => f.name))
+      : new Set<string>();
   if (cred.kind === "fields" && open.size) {
-    const secrets = Object.entries(cred.fields).filter(([k]) => !open.has(k)).map(([, v]) => v);
-    const companions = Object.entries(cred.fields).filter(([k]) => open.has(k)).map(([, v]) => v);
-    return new Redactor(secrets, values.filter((r) => !companions.includes(r)), companions);
+    const secrets = Object.entries(cred.fields)
+      .filter(([k]) => !open.has(k))
+      .map(([, v]) => v);
+    const companions = Object.entries(cred.fields)
+      .filter(([k]) => open.has(k))
+      .map(([, v]) => v);
+    return new Redactor(
+      secrets,
+      values.filter((r) => !companions.includes(r)),
+      companions,
+    );
   }
   return new Redactor(credentialSecrets(cred), values);
 }

@@ -3,23 +3,23 @@ import type { Clock } from "../clock/clock.js";
 import type { CacheLimits } from "../config/env.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import type { ThreadRef } from "../domain/thread.js";
 import type { CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
+import type { CallRateGate } from "../limits/call-rate.js";
 import type { Logger } from "../log/logger.js";
 import type { MembershipSource } from "../membership/membership.js";
-import type { CallRateGate } from "../limits/call-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { BackoffSource } from "../pool/launcher.js";
 import type { PinService } from "../pinning/service.js";
+import type { BackoffSource } from "../pool/launcher.js";
 import type { VendorPool } from "../pool/pool.js";
+import type { ResultStore } from "../results/result-store.js";
+import type { Store } from "../store/store.js";
+import type { TurnStore } from "../turns/turn-store.js";
+import type { Vault } from "../vault/vault.js";
 import type { CallTrace } from "./call-trace.js";
 import type { CompletionBacklog } from "./completion-backlog.js";
 import type { ConsentNotifier, CredentialRefresher, LeftoverSweeper } from "./ports.js";
-import type { ThreadRef } from "../domain/thread.js";
-import type { Store } from "../store/store.js";
-import type { ResultStore } from "../results/result-store.js";
-import type { TurnStore } from "../turns/turn-store.js";
-import type { Vault } from "../vault/vault.js";
 
 /**
  * Everything the broker and its call path are built from, adapters included: the one settings

@@ -1,16 +1,16 @@
-import { errorName } from "../domain/errors.js";
 import { createHash } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { FAIL_CLOSED_CLASS, type Service, type ToolClass } from "../config/registry.js";
-import type { Redactor } from "../hygiene/redact.js";
-import type { PinStatus, ToolPin } from "../store/records.js";
 import { canonicalJson } from "../domain/canonical-json.js";
+import { errorName } from "../domain/errors.js";
+import type { Redactor } from "../hygiene/redact.js";
 import { definitionHash, definitionOf, type ToolDefinition } from "../pinning/definition.js";
 import { eraText } from "../pool/era.js";
 import { PoolError } from "../pool/errors.js";
-import type { BrokerDeps } from "./deps.js";
 import { listAllTools } from "../pool/tool-paging.js";
+import type { PinStatus, ToolPin } from "../store/records.js";
+import type { BrokerDeps } from "./deps.js";
 import { stems } from "./word-forms.js";
 
 /** A vendor tool as cached: its pinned parts (src/pinning/definition.ts), redacted, so its hash can be checked against the pin. */
@@ -64,7 +64,12 @@ export interface MetadataOrigin {
  * Stores a service's tools/list in the team's metadata cache, redacted, with its content hash, and
  * returns each tool's (redacted) definition for pinning; undefined when the list could not be read.
  */
-export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" | "log">, service: Service, client: Client, origin: MetadataOrigin): Promise<ToolDefinition[] | undefined> {
+export async function refreshMetadata(
+  deps: Pick<BrokerDeps, "store" | "clock" | "log">,
+  service: Service,
+  client: Client,
+  origin: MetadataOrigin,
+): Promise<ToolDefinition[] | undefined> {
   try {
     // Paged within fixed limits (src/pool/tool-paging.ts): an endless pager is stopped, not cached.
     const listed = await listAllTools(client);
@@ -74,19 +79,34 @@ export async function refreshMetadata(deps: Pick<BrokerDeps, "store" | "clock" |
     const clean = [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1));
     const contentHash = createHash("sha256").update(canonicalJson(clean)).digest("hex");
     const prev = await deps.store.toolMetadata.get(origin.teamId, service.name);
-    if (prev?.contentHash !== contentHash) await deps.store.toolMetadata.put({ teamId: origin.teamId, service: service.name, contentHash, tools: clean, fetchedAt: deps.clock.now() });
+    if (prev?.contentHash !== contentHash)
+      await deps.store.toolMetadata.put({
+        teamId: origin.teamId,
+        service: service.name,
+        contentHash,
+        tools: clean,
+        fetchedAt: deps.clock.now(),
+      });
     return definitions;
   } catch (err) {
     // A vendor over the paging limits is stopped by the pool (the error fails its calls).
     if (err instanceof PoolError && err.code === "vendor_misbehaved") throw err;
     // Only the error's kind: vendor text may carry the credential.
-    deps.log.warn("tools/list refresh failed", { service: service.name, error: errorName(err), code: String((err as { code?: unknown }).code ?? "") });
+    deps.log.warn("tools/list refresh failed", {
+      service: service.name,
+      error: errorName(err),
+      code: String((err as { code?: unknown }).code ?? ""),
+    });
     return undefined;
   }
 }
 
 /** Ranks tools lexically: name matches outweigh description matches; ties by name. */
-export function rankTools<T extends { name: string; description: string }>(tools: readonly T[], query: string, limit = 20): T[] {
+export function rankTools<T extends { name: string; description: string }>(
+  tools: readonly T[],
+  query: string,
+  limit = 20,
+): T[] {
   // Compared as stems, so "issues" finds create_issue and "comments" add_comment.
   const terms = stems(query);
   if (terms.length === 0) return tools.slice(0, limit);
@@ -111,7 +131,11 @@ export function rankTools<T extends { name: string; description: string }>(tools
 }
 
 /** Builds the describe answer from the caller's team's cache (spawning nothing), or from the registry when nothing is cached. */
-export async function describeService(deps: Pick<BrokerDeps, "store" | "pins"> & Partial<Pick<BrokerDeps, "backoff">>, service: Service, opts: { teamId: string; tool?: string; query?: string }): Promise<DescribeResult | { notFound: string }> {
+export async function describeService(
+  deps: Pick<BrokerDeps, "store" | "pins"> & Partial<Pick<BrokerDeps, "backoff">>,
+  service: Service,
+  opts: { teamId: string; tool?: string; query?: string },
+): Promise<DescribeResult | { notFound: string }> {
   const meta = await deps.store.toolMetadata.get(opts.teamId, service.name);
   const pins = await deps.pins.pins({ teamId: opts.teamId, service: service.name });
   const classOf = (name: string) => {
@@ -155,7 +179,9 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins"> &
       ? `New, not reviewed by an admin: ${fresh.join(", ")}. This service trusts new tools: they run only on the caller's own account until an admin accepts them.`
       : `Not reviewed (calls are refused until an admin accepts them): ${fresh.join(", ")}. Their vendor started listing them after this service's tools were pinned; only their names are shown.`
     : undefined;
-  const fetchNote = meta ? undefined : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
+  const fetchNote = meta
+    ? undefined
+    : "The vendor's tool list has not been fetched yet (it is learnt when a connection to this service first starts, or when you ask for one tool with your own or the shared connection); tools listed here come from the registry.";
   const spoken = era ? `Its vendor speaks ${eraText(era)}.` : undefined;
   const note = [quarantine, unreviewed, fetchNote, spoken].filter((x) => x !== undefined).join(" ") || undefined;
   if (opts.tool) {
@@ -174,9 +200,19 @@ export async function describeService(deps: Pick<BrokerDeps, "store" | "pins"> &
  * (or never recorded) one by name only: changed or unreviewed text, possibly a poisoned
  * description, never reaches the model before an admin accepts it.
  */
-function shown(t: CachedTool, cls: DescribedTool["class"], pin: ToolPin | undefined, trustNewTools: boolean): DescribedTool {
+function shown(
+  t: CachedTool,
+  cls: DescribedTool["class"],
+  pin: ToolPin | undefined,
+  trustNewTools: boolean,
+): DescribedTool {
   const hash = definitionHash(definitionOf(t));
-  const own: DescribedTool = { name: t.name, description: t.description ?? "", class: cls, ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}) };
+  const own: DescribedTool = {
+    name: t.name,
+    description: t.description ?? "",
+    class: cls,
+    ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}),
+  };
   const failClosed = { access: FAIL_CLOSED_CLASS.access, write: FAIL_CLOSED_CLASS.write, classified: false };
   if (!pin) return { name: t.name, description: "", class: failClosed, unreviewed: true };
   const status = pin.status;
@@ -186,10 +222,18 @@ function shown(t: CachedTool, cls: DescribedTool["class"], pin: ToolPin | undefi
   }
   if (status === "pinned" && hash === pin.pinnedHash) return { ...own, pin: status };
   const accepted = acceptedDefinition(pin.pinnedDefinition);
-  return { name: t.name, description: accepted.description, class: cls, ...(accepted.inputSchema ? { inputSchema: accepted.inputSchema } : {}), pin: status };
+  return {
+    name: t.name,
+    description: accepted.description,
+    class: cls,
+    ...(accepted.inputSchema ? { inputSchema: accepted.inputSchema } : {}),
+    pin: status,
+  };
 }
 
-const acceptedShape = z.object({ description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()).optional() }).loose();
+const acceptedShape = z
+  .object({ description: z.string().optional(), inputSchema: z.record(z.string(), z.unknown()).optional() })
+  .loose();
 
 /** The accepted definition's description and schema; a definition cut for size yields none. */
 function acceptedDefinition(text: string | null): { description: string; inputSchema?: Record<string, unknown> } {

@@ -1,15 +1,15 @@
-import { McpServer, type CallToolResult, type ServerContext } from "@modelcontextprotocol/server";
+import { type CallToolResult, McpServer, type ServerContext } from "@modelcontextprotocol/server";
+import type { ServiceRegistry } from "../config/registry.js";
 import { VERSION } from "../domain/version.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import { answer, callAnswer, refusal } from "./answer.js";
 import { serviceUnavailable, unavailableLine, unavailableText } from "./availability-view.js";
 import type { CallService } from "./call.js";
 import { listConnections, revokeConnections } from "./connections-tools.js";
-import type { BrokerDeps, CallerContext, CallExtra } from "./deps.js";
+import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
 import { describeService } from "./describe.js";
 import { serveStoredResults } from "./result-resources.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
-import type { ServiceRegistry } from "../config/registry.js";
-import { isStoreUnavailable } from "../store/errors.js";
 
 /** The fixed tool list: it never changes during a session. */
 export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
@@ -22,7 +22,9 @@ export interface CallerRequest {
 }
 
 /** Resolves the caller of one tool call, live; a string is a refusal code. */
-export type CallerResolver = (req: CallerRequest) => Promise<CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown">;
+export type CallerResolver = (
+  req: CallerRequest,
+) => Promise<CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown">;
 
 /** The turn a request names: the `X-Slaude-Turn` header of the HTTP request the transport hands over. */
 export function callerRequest(ctx: Pick<ServerContext, "http">): CallerRequest {
@@ -44,7 +46,11 @@ export interface BrokerServerOptions {
  * Builds the slaude_connect MCP server for one session. `resolveCaller` is called on every tool
  * call: the caller is never captured when the session opens.
  */
-export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolver, opts: BrokerServerOptions): McpServer {
+export function createBrokerServer(
+  deps: BrokerDeps,
+  resolveCaller: CallerResolver,
+  opts: BrokerServerOptions,
+): McpServer {
   const server = new McpServer(
     { name: "slaude_connect", version: VERSION },
     {
@@ -56,7 +62,11 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
 
   // The one place a tool call's caller is resolved: every tool but mcp_call needs one (mcp_call
   // lets the policy refuse a missing turn, so that refusal is audited like every other).
-  const withCaller = async (extra: Parameters<typeof callerRequest>[0], fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>, needsCaller = true): Promise<CallToolResult> => {
+  const withCaller = async (
+    extra: Parameters<typeof callerRequest>[0],
+    fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>,
+    needsCaller = true,
+  ): Promise<CallToolResult> => {
     try {
       const ctx = await resolveCaller(callerRequest(extra));
       if (typeof ctx === "string") return refusal(ctx);
@@ -93,11 +103,26 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
             ...(progressToken !== undefined
               ? {
                   progress: (p) =>
-                    extra.mcpReq.notify({ method: "notifications/progress", params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
+                    extra.mcpReq.notify({
+                      method: "notifications/progress",
+                      params: {
+                        progressToken,
+                        progress: p.progress,
+                        ...(p.total !== undefined ? { total: p.total } : {}),
+                        ...(p.message ? { message: p.message } : {}),
+                      },
+                    }),
                 }
               : {}),
           };
-          return callAnswer(input, await calls.call(ctx, { service: input.service, tool: input.tool, args: input.args, on_behalf_of: input.on_behalf_of }, callExtra));
+          return callAnswer(
+            input,
+            await calls.call(
+              ctx,
+              { service: input.service, tool: input.tool, args: input.args, on_behalf_of: input.on_behalf_of },
+              callExtra,
+            ),
+          );
         },
         false,
       ),
@@ -117,15 +142,37 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
       withCaller(extra, async (ctx, caller) => {
         if (input.service === undefined) return listServices(deps.registry);
         const service = deps.registry.get(input.service);
-        if (!service) return refusal("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") });
+        if (!service)
+          return refusal("unknown_service", {
+            service: input.service,
+            detail: deps.registry
+              .list()
+              .map((s) => s.name)
+              .join(", "),
+          });
         // A tool's schema asked for before any vendor of this team ran: start the caller's own (or
         // the shared) connection's vendor to learn it. Never a borrowed one: that needs an approval.
-        if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name))) await calls.warmMetadata(ctx, caller, service);
-        const r = await describeService(deps, service, { teamId: ctx.thread.teamId, ...(input.tool ? { tool: input.tool } : {}), ...(input.query ? { query: input.query } : {}) });
-        if ("notFound" in r) return refusal("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` });
+        if (input.tool && !(await deps.store.toolMetadata.get(ctx.thread.teamId, service.name)))
+          await calls.warmMetadata(ctx, caller, service);
+        const r = await describeService(deps, service, {
+          teamId: ctx.thread.teamId,
+          ...(input.tool ? { tool: input.tool } : {}),
+          ...(input.query ? { query: input.query } : {}),
+        });
+        if ("notFound" in r)
+          return refusal("invalid_request", { detail: `${input.service} has no tool "${r.notFound}"` });
         const unavailable = await serviceUnavailable(deps, ctx, caller, service);
-        const lines = r.tools.map((t) => `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}${t.pin && t.pin !== "pinned" ? `, ${t.pin}` : ""}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`);
-        const text = [`${r.displayName} (${r.tools.length} tool(s), from ${r.source})`, ...lines, ...(r.note ? [r.note] : []), ...unavailable.map((n) => unavailableLine(n, service.name)), ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : [])].join("\n");
+        const lines = r.tools.map(
+          (t) =>
+            `- ${t.name} [${t.class.access}, ${t.class.write ? "write" : "read"}${t.class.classified ? "" : ", unclassified"}${t.pin && t.pin !== "pinned" ? `, ${t.pin}` : ""}]${t.description ? `: ${t.description.split("\n")[0]}` : ""}`,
+        );
+        const text = [
+          `${r.displayName} (${r.tools.length} tool(s), from ${r.source})`,
+          ...lines,
+          ...(r.note ? [r.note] : []),
+          ...unavailable.map((n) => unavailableLine(n, service.name)),
+          ...(input.tool && r.tools[0]?.inputSchema ? [JSON.stringify(r.tools[0].inputSchema)] : []),
+        ].join("\n");
         return answer(text, { ...r, ...(unavailable.length ? { unavailable } : {}) });
       }),
   );
@@ -134,7 +181,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     "connect",
     {
       title: "Connect an account",
-      description: "Start connecting the caller's own account for a service: the user gets a private consent card in Slack (never in the conversation). Call it when mcp_call says needs_connect.",
+      description:
+        "Start connecting the caller's own account for a service: the user gets a private consent card in Slack (never in the conversation). Call it when mcp_call says needs_connect.",
       inputSchema: toolInputs.connect,
       outputSchema: toolOutputs.connect,
       annotations: { readOnlyHint: false, openWorldHint: true },
@@ -142,7 +190,13 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     async (input, extra) =>
       withCaller(extra, async (ctx, caller) => {
         if (!deps.registry.get(input.service)) {
-          return refusal("unknown_service", { service: input.service, detail: deps.registry.list().map((s) => s.name).join(", ") });
+          return refusal("unknown_service", {
+            service: input.service,
+            detail: deps.registry
+              .list()
+              .map((s) => s.name)
+              .join(", "),
+          });
         }
         if (opts.connectAvailable) return opts.connectAvailable(ctx, caller, input.service);
         const message = `Connecting an account from a conversation needs a workspace to deliver the private login card, and this slaude-connect runs without one (SLAUDE_WORKSPACE=none, or no Slack configured). An operator turns it on by configuring Slack (the SLACK_* variables, docs/slack-setup.md), or adds a connection with \`slaude-connect connections add\`.`;
@@ -154,7 +208,8 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     "connections_list",
     {
       title: "List connections",
-      description: "The caller's own connections, plus connections usable in this thread whose owners are current members, with expiry and grant state.",
+      description:
+        "The caller's own connections, plus connections usable in this thread whose owners are current members, with expiry and grant state.",
       inputSchema: toolInputs.connections_list,
       outputSchema: toolOutputs.connections_list,
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -178,17 +233,25 @@ export function createBrokerServer(deps: BrokerDeps, resolveCaller: CallerResolv
     "connections_revoke",
     {
       title: "Revoke my connections",
-      description: "Revoke the caller's own connections (by service or id): the credential is wiped, its process stopped and every grant on it revoked, immediately.",
+      description:
+        "Revoke the caller's own connections (by service or id): the credential is wiped, its process stopped and every grant on it revoked, immediately.",
       inputSchema: toolInputs.connections_revoke,
       outputSchema: toolOutputs.connections_revoke,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     async (input, extra) =>
       withCaller(extra, async (ctx, caller) => {
-        if (!input.service && !input.connection_id) return refusal("invalid_request", { detail: "give service or connection_id" });
-        const ended = await revokeConnections(deps, ctx, caller, { ...(input.service ? { service: input.service } : {}), ...(input.connection_id ? { connectionId: input.connection_id } : {}) });
+        if (!input.service && !input.connection_id)
+          return refusal("invalid_request", { detail: "give service or connection_id" });
+        const ended = await revokeConnections(deps, ctx, caller, {
+          ...(input.service ? { service: input.service } : {}),
+          ...(input.connection_id ? { connectionId: input.connection_id } : {}),
+        });
         if (ended.length === 0) return refusal("not_found");
-        return answer(`Revoked ${ended.length} connection(s): ${ended.map((c) => `${c.id} (${c.service})`).join(", ")}.`, { revoked: ended.map((c) => ({ id: c.id, service: c.service })) });
+        return answer(
+          `Revoked ${ended.length} connection(s): ${ended.map((c) => `${c.id} (${c.service})`).join(", ")}.`,
+          { revoked: ended.map((c) => ({ id: c.id, service: c.service })) },
+        );
       }),
   );
 
@@ -214,9 +277,19 @@ function instructionsFor(registry: ServiceRegistry): string {
 
 /** mcp_describe with no service: every service of the registry. */
 function listServices(registry: ServiceRegistry): CallToolResult {
-  const services = registry.list().map((s) => ({ name: s.name, displayName: s.displayName, description: s.entry.description ?? "", loginStrategy: s.entry.capture.strategy }));
+  const services = registry
+    .list()
+    .map((s) => ({
+      name: s.name,
+      displayName: s.displayName,
+      description: s.entry.description ?? "",
+      loginStrategy: s.entry.capture.strategy,
+    }));
   const text = services.length
-    ? ["Services (give one as `service` to see its tools):", ...services.map((s) => `- ${s.name}: ${s.displayName}${s.description ? `. ${s.description}` : ""}`)].join("\n")
+    ? [
+        "Services (give one as `service` to see its tools):",
+        ...services.map((s) => `- ${s.name}: ${s.displayName}${s.description ? `. ${s.description}` : ""}`),
+      ].join("\n")
     : "No services are configured on this broker.";
   return answer(text, { services });
 }

@@ -126,8 +126,13 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
     case "pool_busy":
       return "Every vendor slot is busy with calls in progress; try again in a moment.";
     case "rate_limited": {
-      const who = f.rateScope === "team" ? "This workspace is making calls faster than its limit allows" : "You are making calls faster than your limit allows";
-      const when = f.retryAt ? `after ${new Date(f.retryAt).toISOString()}${f.retryAfterSeconds !== undefined ? ` (in ${f.retryAfterSeconds} s)` : ""}` : "in a moment";
+      const who =
+        f.rateScope === "team"
+          ? "This workspace is making calls faster than its limit allows"
+          : "You are making calls faster than your limit allows";
+      const when = f.retryAt
+        ? `after ${new Date(f.retryAt).toISOString()}${f.retryAfterSeconds !== undefined ? ` (in ${f.retryAfterSeconds} s)` : ""}`
+        : "in a moment";
       return `${who}, so this call did not run: nothing was sent to ${svc}. Try again ${when}.`;
     }
     case "audit_unavailable":
@@ -149,7 +154,10 @@ export function failureMessage(code: FailureCode, f: MessageFacts = {}): string 
     case "invalid_request":
       return `The request is invalid${f.detail ? `: ${f.detail}` : "."}`;
     case "not_available":
-      return f.detail ?? "Not available on this slaude-connect: it needs a workspace (Slack, configured with the SLACK_* variables), and this one runs without.";
+      return (
+        f.detail ??
+        "Not available on this slaude-connect: it needs a workspace (Slack, configured with the SLACK_* variables), and this one runs without."
+      );
     case "consent_unavailable":
       return `The private card to connect ${svc} could not be delivered in Slack right now, so nothing was started. Try again in a moment, or use /connect ${f.service ?? "<service>"} in Slack.`;
     case "tool_quarantined":

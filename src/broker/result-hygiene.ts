@@ -1,8 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
+import { countLines, jsonBytes } from "../hygiene/measure.js";
 import type { Redactor } from "../hygiene/redact.js";
 import { redactToolResult } from "../hygiene/redact-result.js";
-import { countLines, jsonBytes } from "../hygiene/measure.js";
-import { truncateText, truncationNotice, type ResultLimits } from "../hygiene/truncate.js";
+import { type ResultLimits, truncateText, truncationNotice } from "../hygiene/truncate.js";
 import { frameTruncatedBytes } from "../pool/frame-reader.js";
 
 /** A vendor result made safe to hand back: redacted, capped, and the size the vendor sent. */
@@ -25,16 +25,37 @@ export function cleanResult(result: CallToolResult, redactor: Redactor, limits: 
   const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
   const bytes = framed ?? jsonBytes(redacted);
   const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
-  const overBytes = framed !== undefined || bytes > limits.maxBytes || texts.reduce((n, t) => n + Buffer.byteLength(t), 0) > limits.maxBytes;
+  const overBytes =
+    framed !== undefined ||
+    bytes > limits.maxBytes ||
+    texts.reduce((n, t) => n + Buffer.byteLength(t), 0) > limits.maxBytes;
   const overLines = countLines(texts, limits.maxLines + 1) > limits.maxLines;
   if (!overBytes && !overLines) {
-    return { result: { content: redacted.content, ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}), ...(result.isError ? { isError: true } : {}) }, truncated: false, bytes };
+    return {
+      result: {
+        content: redacted.content,
+        ...(redacted.structuredContent ? { structuredContent: redacted.structuredContent } : {}),
+        ...(result.isError ? { isError: true } : {}),
+      },
+      truncated: false,
+      bytes,
+    };
   }
   const fallback = () => JSON.stringify(redacted.structuredContent ?? redacted.content);
   // The cut reads only the head it can reach; the whole text is joined only when the result store asks for it.
   const cut = truncateText(joinHead(texts, limits.maxBytes) || fallback(), limits);
   return {
-    result: { content: [{ type: "text", text: cut.text + truncationNotice(bytes, limits, { bytes: overBytes, lines: overLines ? countLines(texts) : null }) }], ...(result.isError ? { isError: true } : {}) },
+    result: {
+      content: [
+        {
+          type: "text",
+          text:
+            cut.text +
+            truncationNotice(bytes, limits, { bytes: overBytes, lines: overLines ? countLines(texts) : null }),
+        },
+      ],
+      ...(result.isError ? { isError: true } : {}),
+    },
     truncated: true,
     bytes,
     full: () => texts.join("\n") || fallback(),
@@ -56,6 +77,9 @@ function joinHead(texts: readonly string[], maxBytes: number): string {
 
 /** A vendor's error text made safe to show: one line, no URLs, at most 200 characters. */
 export function sanitizeVendorText(text: string): string {
-  const oneLine = text.replace(/\s+/g, " ").replace(/https?:\/\/\S+/g, "[url]").trim();
-  return oneLine.length > 200 ? oneLine.slice(0, 199) + "…" : oneLine;
+  const oneLine = text
+    .replace(/\s+/g, " ")
+    .replace(/https?:\/\/\S+/g, "[url]")
+    .trim();
+  return oneLine.length > 200 ? `${oneLine.slice(0, 199)}…` : oneLine;
 }

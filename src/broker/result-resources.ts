@@ -1,4 +1,10 @@
-import { ProtocolError, ResourceNotFoundError, type McpServer, type ReadResourceResult, type ServerContext } from "@modelcontextprotocol/server";
+import {
+  type McpServer,
+  ProtocolError,
+  type ReadResourceResult,
+  ResourceNotFoundError,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 import { RESULT_URI_TEMPLATE } from "../results/result-uri.js";
 import { isMember } from "./call-facts.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
@@ -25,7 +31,11 @@ class InvalidPage extends ProtocolError {
 export type RequestFacts = Pick<ServerContext, "http">;
 
 /** Adds stored-result resources to a session's server; `resolve` is the session's live caller (the same as its tools'). */
-export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "results" | "membership" | "log">, resolve: (extra: RequestFacts) => Promise<CallerContext | string>): void {
+export function serveStoredResults(
+  server: McpServer,
+  d: Pick<BrokerDeps, "results" | "membership" | "log">,
+  resolve: (extra: RequestFacts) => Promise<CallerContext | string>,
+): void {
   server.server.registerCapabilities({ resources: { listChanged: false } });
   server.server.setRequestHandler("resources/list", () => ({ resources: [] }));
   server.server.setRequestHandler("resources/templates/list", () => ({
@@ -34,7 +44,8 @@ export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "resul
         uriTemplate: RESULT_URI_TEMPLATE,
         name: "stored-result",
         title: "A truncated tool result, in full",
-        description: "The whole (redacted) result of one of your mcp_calls that was too big to return inline, as linked from that answer; readable by you, in this thread, until it expires. page=N reads page N.",
+        description:
+          "The whole (redacted) result of one of your mcp_calls that was too big to return inline, as linked from that answer; readable by you, in this thread, until it expires. page=N reads page N.",
         mimeType: "text/plain",
       },
     ],
@@ -43,7 +54,8 @@ export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "resul
     const uri = req.params.uri;
     const ctx = await resolve(extra);
     // A session that cannot name its caller reads as nobody: the same not-found as everything else.
-    const reader = typeof ctx === "string" ? { thread: { teamId: "", channelId: "", threadTs: "" }, userId: undefined } : ctx;
+    const reader =
+      typeof ctx === "string" ? { thread: { teamId: "", channelId: "", threadTs: "" }, userId: undefined } : ctx;
     const member = reader.userId ? await isMember(d, reader.thread, reader.userId) : false;
     const out = await d.results.read(uri, { thread: reader.thread, userId: reader.userId, member });
     switch (out.kind) {
@@ -58,8 +70,12 @@ export function serveStoredResults(server: McpServer, d: Pick<BrokerDeps, "resul
             {
               uri: out.uri,
               mimeType: "text/plain",
-              text: out.next ? `${out.text}\n[slaude-connect: page ${out.page} of ${out.pages}; the next page is ${out.next}]` : out.text,
-              _meta: { "slaude-connect/page": { page: out.page, pages: out.pages, ...(out.next ? { next: out.next } : {}) } },
+              text: out.next
+                ? `${out.text}\n[slaude-connect: page ${out.page} of ${out.pages}; the next page is ${out.next}]`
+                : out.text,
+              _meta: {
+                "slaude-connect/page": { page: out.page, pages: out.pages, ...(out.next ? { next: out.next } : {}) },
+              },
             },
           ],
         };

@@ -5,7 +5,7 @@ import { z } from "zod";
 
 const name = z.string().min(1).max(128);
 const userId = z.string().regex(/^[UW][A-Z0-9]{2,30}$/, "a Slack user id such as U012ABCDEF");
-const serviceName = name.describe("A service name, as listed by mcp_describe with no arguments (e.g. \"gitlab\")");
+const serviceName = name.describe('A service name, as listed by mcp_describe with no arguments (e.g. "gitlab")');
 
 /**
  * Strict input schemas of the five tools. Register the objects themselves, never `.shape`: the SDK
@@ -17,15 +17,26 @@ export const toolInputs = {
     .object({
       service: serviceName,
       tool: name.describe("The vendor tool to run, as named by mcp_describe"),
-      args: z.record(z.string(), z.unknown()).default({}).describe("Arguments for the vendor tool, matching its input schema (mcp_describe with `tool` shows it)"),
-      on_behalf_of: userId.describe("The Slack user id of the person whose message you are answering now (a cross-check: the broker knows the caller and refuses a mismatch)"),
+      args: z
+        .record(z.string(), z.unknown())
+        .default({})
+        .describe("Arguments for the vendor tool, matching its input schema (mcp_describe with `tool` shows it)"),
+      on_behalf_of: userId.describe(
+        "The Slack user id of the person whose message you are answering now (a cross-check: the broker knows the caller and refuses a mismatch)",
+      ),
     })
     .strict(),
   mcp_describe: z
     .object({
-      service: serviceName.optional().describe("The service whose tools to list; leave out to list the services that exist"),
+      service: serviceName
+        .optional()
+        .describe("The service whose tools to list; leave out to list the services that exist"),
       tool: name.optional().describe("One tool of the service: returns its full input schema"),
-      query: z.string().max(200).optional().describe("Words describing what you want to do (e.g. \"create issue\"): ranks the service's tools by them"),
+      query: z
+        .string()
+        .max(200)
+        .optional()
+        .describe('Words describing what you want to do (e.g. "create issue"): ranks the service\'s tools by them'),
     })
     .strict(),
   connect: z.object({ service: serviceName.describe("The service to connect the caller's own account for") }).strict(),
@@ -33,7 +44,12 @@ export const toolInputs = {
   connections_revoke: z
     .object({
       service: serviceName.optional().describe("Revoke all of the caller's connections to this service"),
-      connection_id: z.string().min(1).max(64).optional().describe("Revoke this one connection (an id from connections_list)"),
+      connection_id: z
+        .string()
+        .min(1)
+        .max(64)
+        .optional()
+        .describe("Revoke this one connection (an id from connections_list)"),
     })
     .strict()
     // Either one is required; JSON Schema says so for the model, the handler enforces it.
@@ -41,39 +57,73 @@ export const toolInputs = {
 } as const;
 
 /** Every status a broker tool's structuredContent can carry. */
-const status = z.enum(["ok", "refused", "needs_connect", "consent_sent", "not_available"]).describe("ok: the answer; refused / needs_connect: see code and message");
+const status = z
+  .enum(["ok", "refused", "needs_connect", "consent_sent", "not_available"])
+  .describe("ok: the answer; refused / needs_connect: see code and message");
 /** The fields of a refusal, present whenever status is not ok. */
 const refusal = {
   status,
   code: z.string().optional().describe("Why the call was refused (present unless status is ok)"),
   message: z.string().optional().describe("A sentence for the user or the model saying what to do next"),
-  retryAfterSeconds: z.number().optional().describe("store_unavailable: the broker's database is away (restarting); retrying after this many seconds may succeed"),
+  retryAfterSeconds: z
+    .number()
+    .optional()
+    .describe(
+      "store_unavailable: the broker's database is away (restarting); retrying after this many seconds may succeed",
+    ),
 };
 
 const describedTool = z
   .object({
     name: z.string(),
     description: z.string(),
-    class: z.object({ access: z.enum(["personal", "borrowable", "own_or_shared"]), write: z.boolean(), classified: z.boolean() }).describe("How the broker treats the tool: personal tools run only on the caller's own account; write tools need an approval per borrowed call"),
+    class: z
+      .object({
+        access: z.enum(["personal", "borrowable", "own_or_shared"]),
+        write: z.boolean(),
+        classified: z.boolean(),
+      })
+      .describe(
+        "How the broker treats the tool: personal tools run only on the caller's own account; write tools need an approval per borrowed call",
+      ),
     inputSchema: z.record(z.string(), z.unknown()).optional(),
     pin: z
       .enum(["pinned", "quarantined", "new", "rejected"])
       .optional()
-      .describe("The tool's definition against its pin: quarantined and rejected tools are refused (their vendor changed them; an admin decides); new ones are refused until an admin accepts them, unless the service trusts new tools (then they run only on the caller's own account)"),
-    unreviewed: z.literal(true).optional().describe("Set when no admin has reviewed this tool's definition: only its name is shown"),
+      .describe(
+        "The tool's definition against its pin: quarantined and rejected tools are refused (their vendor changed them; an admin decides); new ones are refused until an admin accepts them, unless the service trusts new tools (then they run only on the caller's own account)",
+      ),
+    unreviewed: z
+      .literal(true)
+      .optional()
+      .describe("Set when no admin has reviewed this tool's definition: only its name is shown"),
   })
   .loose();
 
-const listedService = z.object({ name: z.string(), displayName: z.string(), description: z.string(), loginStrategy: z.string() }).loose();
+const listedService = z
+  .object({ name: z.string(), displayName: z.string(), description: z.string(), loginStrategy: z.string() })
+  .loose();
 
 const unavailable = {
-  reason: z.enum(["backoff", "credential_rejected", "start_failed", "incompatible"]).describe("backoff: a remote vendor's connects are failing; credential_rejected: the vendor refused the credential (reconnect); start_failed: the vendor's command did not start; incompatible: it speaks another MCP protocol version (the operator sets the registry's protocol)"),
+  reason: z
+    .enum(["backoff", "credential_rejected", "start_failed", "incompatible"])
+    .describe(
+      "backoff: a remote vendor's connects are failing; credential_rejected: the vendor refused the credential (reconnect); start_failed: the vendor's command did not start; incompatible: it speaks another MCP protocol version (the operator sets the registry's protocol)",
+    ),
   since: z.string(),
-  retryAt: z.string().optional().describe("backoff: calls are refused until this time, then the next call tries to connect"),
+  retryAt: z
+    .string()
+    .optional()
+    .describe("backoff: calls are refused until this time, then the next call tries to connect"),
   failures: z.number().optional(),
-  lastError: z.string().describe("The broker's class of the last error (e.g. ECONNREFUSED, http_503, ENOENT); never vendor text"),
+  lastError: z
+    .string()
+    .describe("The broker's class of the last error (e.g. ECONNREFUSED, http_503, ENOENT); never vendor text"),
 };
-const connectionUnavailable = z.object(unavailable).loose().describe("Why this connection's vendor cannot be used right now");
+const connectionUnavailable = z
+  .object(unavailable)
+  .loose()
+  .describe("Why this connection's vendor cannot be used right now");
 
 const listedConnection = z
   .object({
@@ -99,13 +149,22 @@ export const toolOutputs = {
       ...refusal,
       service: z.string().optional(),
       tool: z.string().optional(),
-      ranAs: z.enum(["own", "grant", "shared", "approval_once", "approval_thread"]).optional().describe("Whose account ran it: own, a thread grant, the shared identity, or an owner's approval"),
-      connectionOwner: z.string().nullable().optional().describe("The Slack user id whose account ran the call (null for the shared identity)"),
+      ranAs: z
+        .enum(["own", "grant", "shared", "approval_once", "approval_thread"])
+        .optional()
+        .describe("Whose account ran it: own, a thread grant, the shared identity, or an owner's approval"),
+      connectionOwner: z
+        .string()
+        .nullable()
+        .optional()
+        .describe("The Slack user id whose account ran the call (null for the shared identity)"),
       truncated: z.boolean().optional(),
       fullResult: z
         .object({ uri: z.string(), bytes: z.number(), pages: z.number(), expiresAt: z.string() })
         .optional()
-        .describe("When truncated: where the whole (redacted) result is kept for you; read it with resources/read, page N at `uri?page=N`"),
+        .describe(
+          "When truncated: where the whole (redacted) result is kept for you; read it with resources/read, page N at `uri?page=N`",
+        ),
       vendorIsError: z.boolean().optional().describe("The vendor tool itself reported an error"),
       result: z.record(z.string(), z.unknown()).optional().describe("The vendor's own structured result, redacted"),
     })
@@ -129,5 +188,7 @@ export const toolOutputs = {
     .loose(),
   connect: z.object({ ...refusal, service: z.string().optional() }).loose(),
   connections_list: z.object({ ...refusal, connections: z.array(listedConnection).optional() }).loose(),
-  connections_revoke: z.object({ ...refusal, revoked: z.array(z.object({ id: z.string(), service: z.string() })).optional() }).loose(),
+  connections_revoke: z
+    .object({ ...refusal, revoked: z.array(z.object({ id: z.string(), service: z.string() })).optional() })
+    .loose(),
 } as const;

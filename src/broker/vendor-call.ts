@@ -1,4 +1,4 @@
-import { ProtocolError, type CallToolResult, type Client } from "@modelcontextprotocol/client";
+import { type CallToolResult, type Client, ProtocolError } from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
 
 // One vendor tools/call with the broker's own deadline. How a call ended is decided from the
@@ -28,7 +28,9 @@ export interface VendorCallOptions {
   /** Arms the broker's deadline. */
   readonly clock: Clock;
   readonly signal?: AbortSignal | undefined;
-  readonly onprogress?: ((p: { progress: number; total?: number | undefined; message?: string | undefined }) => void) | undefined;
+  readonly onprogress?:
+    | ((p: { progress: number; total?: number | undefined; message?: string | undefined }) => void)
+    | undefined;
 }
 
 /** The reason our own timer aborts with (a vendor cannot make our own signal abort). */
@@ -39,10 +41,19 @@ class BrokerDeadline extends Error {}
  * `VendorCallError` saying whether the broker's timer fired, the transport closed, the caller
  * cancelled, or the vendor answered with an error.
  */
-export async function callVendorTool(client: Client, name: string, args: Record<string, unknown>, o: VendorCallOptions): Promise<CallToolResult> {
+export async function callVendorTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  o: VendorCallOptions,
+): Promise<CallToolResult> {
   const own = new AbortController();
   // The reason is made when the timer fires: an Error captures a stack, which every call would pay for.
-  const timer = o.clock.setTimeout(() => own.abort(new BrokerDeadline("the broker's call deadline passed")), o.timeoutMs, { unref: true });
+  const timer = o.clock.setTimeout(
+    () => own.abort(new BrokerDeadline("the broker's call deadline passed")),
+    o.timeoutMs,
+    { unref: true },
+  );
   // The caller's cancel is forwarded by hand, not through AbortSignal.any: Node keeps a composite
   // signal that has abort listeners (the SDK adds one and never removes it) alive until it aborts,
   // so every finished call would stay in memory with its trace and audit.
@@ -50,13 +61,16 @@ export async function callVendorTool(client: Client, name: string, args: Record<
   if (o.signal?.aborted) forward();
   else o.signal?.addEventListener("abort", forward, { once: true });
   try {
-    return await client.callTool({ name, arguments: args }, {
-      signal: own.signal,
-      // The SDK's own timeout only backs ours up; ours fires first, so its SdkError never decides.
-      timeout: o.timeoutMs + 60_000,
-      maxTotalTimeout: o.timeoutMs + 60_000,
-      ...(o.onprogress ? { onprogress: o.onprogress } : {}),
-    });
+    return await client.callTool(
+      { name, arguments: args },
+      {
+        signal: own.signal,
+        // The SDK's own timeout only backs ours up; ours fires first, so its SdkError never decides.
+        timeout: o.timeoutMs + 60_000,
+        maxTotalTimeout: o.timeoutMs + 60_000,
+        ...(o.onprogress ? { onprogress: o.onprogress } : {}),
+      },
+    );
   } catch (err) {
     if (o.signal?.aborted) throw new VendorCallError({ kind: "cancelled" });
     if (own.signal.aborted) throw new VendorCallError({ kind: "timeout" });

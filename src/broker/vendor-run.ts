@@ -1,12 +1,11 @@
-import type { CallToolResult } from "@modelcontextprotocol/client";
-import type { Client } from "@modelcontextprotocol/client";
+import type { CallToolResult, Client } from "@modelcontextprotocol/client";
+import { progressMessage } from "../events/call-event.js";
 import { PinRefusedError } from "../pinning/errors.js";
 import { PoolError } from "../pool/errors.js";
-import { isStoreUnavailable } from "../store/errors.js";
 import type { VendorHandle } from "../pool/launcher.js";
 import type { PoolLease } from "../pool/pool.js";
-import { progressMessage } from "../events/call-event.js";
-import { eventBase, type CallPlan } from "./call-plan.js";
+import { isStoreUnavailable } from "../store/errors.js";
+import { type CallPlan, eventBase } from "./call-plan.js";
 import type { BrokerDeps, CallExtra } from "./deps.js";
 import type { FailureCode, MessageFacts } from "./outcome.js";
 import { sanitizeVendorText } from "./result-hygiene.js";
@@ -29,7 +28,10 @@ export interface VendorRun {
  * always asked for progress: each report becomes a (redacted) `call.progress` event, and is
  * forwarded to the caller when the caller asked for progress.
  */
-export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTimeoutMs" | "events">, r: VendorRun): Promise<CallToolResult> {
+export async function runOnVendor(
+  d: Pick<BrokerDeps, "pool" | "clock" | "callTimeoutMs" | "events">,
+  r: VendorRun,
+): Promise<CallToolResult> {
   const { extra, lease } = r;
   // Progress is forwarded in order, and all of it before the result: a client that handles the
   // response first would drop a late progress notification for a finished request.
@@ -46,10 +48,20 @@ export async function runOnVendor(d: Pick<BrokerDeps, "pool" | "clock" | "callTi
       onprogress: (p) => {
         // Redacted once, with the same credential forms as the result; the event and the caller get the same text.
         const message = p.message ? lease.redactor.text(p.message) : undefined;
-        d.events.emit({ type: "call.progress", ...eventBase(r.plan, d.clock.now()), progress: p.progress, total: p.total ?? null, message: progressMessage(message) });
+        d.events.emit({
+          type: "call.progress",
+          ...eventBase(r.plan, d.clock.now()),
+          progress: p.progress,
+          total: p.total ?? null,
+          message: progressMessage(message),
+        });
         if (!extra.progress) return;
         progressed = true;
-        const update = { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(message ? { message } : {}) };
+        const update = {
+          progress: p.progress,
+          ...(p.total !== undefined ? { total: p.total } : {}),
+          ...(message ? { message } : {}),
+        };
         forwarded = forwarded.then(() => extra.progress?.(update)).catch(() => {});
       },
     })
@@ -76,7 +88,11 @@ async function remoteLost(handle: VendorHandle, err: unknown): Promise<unknown> 
   const lost = handle.lostReason?.() ?? "connection_closed";
   await handle.close().catch(() => {});
   // A 401/403 mid-session: the vendor stopped accepting this credential (revoked on its side).
-  if (lost === "http_401" || lost === "http_403") return new PoolError("credential_rejected", `the remote vendor rejected the credential (${lost})`, { cause: err, detail: lost });
+  if (lost === "http_401" || lost === "http_403")
+    return new PoolError("credential_rejected", `the remote vendor rejected the credential (${lost})`, {
+      cause: err,
+      detail: lost,
+    });
   return new PoolError("vendor_disconnected", `the remote session was lost (${lost})`, { cause: err, detail: lost });
 }
 
@@ -87,7 +103,11 @@ export interface NamedFailure {
 }
 
 /** Names a failed vendor run; a hung vendor is killed on the way (the next call starts fresh). */
-export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: VendorRun, thrown: unknown): Promise<NamedFailure> {
+export async function vendorFailure(
+  d: Pick<BrokerDeps, "pool" | "log">,
+  r: VendorRun,
+  thrown: unknown,
+): Promise<NamedFailure> {
   const connectionId = r.lease.connection.id;
   const redactor = r.lease.redactor;
   let err = thrown;
@@ -99,9 +119,15 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
       case "pool_busy":
         return { code: "pool_busy" };
       case "backoff":
-        return { code: "vendor_backoff", facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) } };
+        return {
+          code: "vendor_backoff",
+          facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) },
+        };
       case "vendor_unreachable":
-        return { code: "vendor_unreachable", facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) } };
+        return {
+          code: "vendor_unreachable",
+          facts: { ...(err.retryAt ? { retryAt: err.retryAt } : {}), ...(err.detail ? { detail: err.detail } : {}) },
+        };
       case "vendor_incompatible":
         return { code: "vendor_incompatible", facts: { detail: err.detail ?? "no version in common" } };
       case "vendor_disconnected":
@@ -111,14 +137,22 @@ export async function vendorFailure(d: Pick<BrokerDeps, "pool" | "log">, r: Vend
         return { code: "credential_rejected", facts: { detail: err.detail ?? "rejected" } };
       case "spawn_failed":
       case "initialize_failed":
-        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+        d.log.warn("vendor start failed", {
+          connectionId,
+          code: err.code,
+          cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300),
+        });
         return { code: "vendor_start_failed", facts: { detail: err.detail ?? err.code } };
       case "credential_incomplete":
         return { code: "credential_unusable" };
       case "vendor_misbehaved":
         return { code: "vendor_misbehaved" };
       default:
-        d.log.warn("vendor start failed", { connectionId, code: err.code, cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300) });
+        d.log.warn("vendor start failed", {
+          connectionId,
+          code: err.code,
+          cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300),
+        });
         return { code: "vendor_crashed" };
     }
   }

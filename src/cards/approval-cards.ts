@@ -1,7 +1,7 @@
-import { CARD_LIMITS, type ApprovalCard, type ApprovalDecision } from "../approvals/card.js";
+import { type ApprovalCard, type ApprovalDecision, CARD_LIMITS } from "../approvals/card.js";
 import type { ApprovalOutcome } from "../approvals/channel.js";
-import type { Approval } from "../store/records.js";
 import type { Card, CardAction, CardLine, CardSpan } from "../domain/card.js";
+import type { Approval } from "../store/records.js";
 
 // The approval card and its settled form, built from the real call (never from model text).
 
@@ -28,7 +28,10 @@ function denyOnlyNotice(card: ApprovalCard): CardLine | undefined {
     case "complete":
       return undefined;
     case "redacted":
-      return [strong(`An argument contains your ${card.serviceDisplayName} credential.`), t(" It is hidden here, so this card cannot show you exactly what would run: only Deny is offered.")];
+      return [
+        strong(`An argument contains your ${card.serviceDisplayName} credential.`),
+        t(" It is hidden here, so this card cannot show you exactly what would run: only Deny is offered."),
+      ];
     case "too_large":
       return [
         strong("These arguments are too large to show in full"),
@@ -42,22 +45,45 @@ function denyOnlyNotice(card: ApprovalCard): CardLine | undefined {
 function decisionActions(decisions: readonly ApprovalDecision[]): CardAction[] {
   // The first Allow is the primary action; Deny is always there and always red.
   const primary = decisions.find((d) => d !== "denied");
-  return decisions.map((d) => ({ id: d, label: DECISION_LABELS[d], ...(d === "denied" ? { style: "danger" as const } : d === primary ? { style: "primary" as const } : {}) }));
+  return decisions.map((d) => ({
+    id: d,
+    label: DECISION_LABELS[d],
+    ...(d === "denied" ? { style: "danger" as const } : d === primary ? { style: "primary" as const } : {}),
+  }));
 }
 
 /** The card an owner is asked with: who wants what on which account, every argument, the answers offered. */
 export function approvalCard(card: ApprovalCard): Card {
   const thread = { teamId: card.teamId, channelId: card.channelId, threadTs: card.threadTs };
-  const why: CardLine = card.reason === "write_under_grant" ? [t("This tool "), strong("changes data"), t(", so every use asks you, even with a thread grant.")] : [t("They have no grant in this thread yet.")];
+  const why: CardLine =
+    card.reason === "write_under_grant"
+      ? [t("This tool "), strong("changes data"), t(", so every use asks you, even with a thread grant.")]
+      : [t("They have no grant in this thread yet.")];
   const notice = denyOnlyNotice(card);
   return {
     kind: "approval",
     title: [user(card.borrowerUserId), t(` wants to use your ${card.serviceDisplayName} account (${card.tool}).`)],
-    lines: [[user(card.borrowerUserId), t(" wants to use "), strong(`your ${card.serviceDisplayName} account`), t(" in "), { kind: "thread", thread, text: "the thread" }, t(".")], why],
+    lines: [
+      [
+        user(card.borrowerUserId),
+        t(" wants to use "),
+        strong(`your ${card.serviceDisplayName} account`),
+        t(" in "),
+        { kind: "thread", thread, text: "the thread" },
+        t("."),
+      ],
+      why,
+    ],
     tool: { name: card.tool, write: card.write },
     args: card.args,
     ...(notice ? { notice } : {}),
-    footer: [t("Expires "), { kind: "date", at: card.expiresAt }, t(". Every use is audited; you can revoke any time with "), { kind: "howto", howto: "revoke", service: card.service }, t(".")],
+    footer: [
+      t("Expires "),
+      { kind: "date", at: card.expiresAt },
+      t(". Every use is audited; you can revoke any time with "),
+      { kind: "howto", howto: "revoke", service: card.service },
+      t("."),
+    ],
     actions: decisionActions(card.decisions),
   };
 }
@@ -81,8 +107,29 @@ export function approvalSettledCard(a: Approval, outcome: ApprovalOutcome): Card
   return {
     kind: "approval_settled",
     title: [t(OUTCOME_TITLE[outcome])],
-    lines: [[user(a.borrowerUserId), t("'s request to run "), code(a.tool), t(" on your "), strong(a.service), t(" account: "), strong(OUTCOME_TEXT[outcome]), t(".")]],
-    footer: [t("Asked "), { kind: "date", at: a.createdAt }, t(" in "), { kind: "thread", thread: { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs }, text: "the thread" }, t(".")],
+    lines: [
+      [
+        user(a.borrowerUserId),
+        t("'s request to run "),
+        code(a.tool),
+        t(" on your "),
+        strong(a.service),
+        t(" account: "),
+        strong(OUTCOME_TEXT[outcome]),
+        t("."),
+      ],
+    ],
+    footer: [
+      t("Asked "),
+      { kind: "date", at: a.createdAt },
+      t(" in "),
+      {
+        kind: "thread",
+        thread: { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs },
+        text: "the thread",
+      },
+      t("."),
+    ],
     actions: [],
   };
 }
@@ -95,9 +142,21 @@ function waitText(ms: number): string {
 export function approvalThreadNote(a: Approval, outcome: ApprovalOutcome | "asked", timeoutMs?: number): CardLine {
   switch (outcome) {
     case "asked":
-      return [user(a.borrowerUserId), t(": this needs "), user(a.ownerUserId), t(`'s ${a.service} account. I've asked them to approve `), code(a.tool), t(`; I'll wait up to ${waitText(timeoutMs ?? 0)}.`)];
+      return [
+        user(a.borrowerUserId),
+        t(": this needs "),
+        user(a.ownerUserId),
+        t(`'s ${a.service} account. I've asked them to approve `),
+        code(a.tool),
+        t(`; I'll wait up to ${waitText(timeoutMs ?? 0)}.`),
+      ];
     case "allowed_thread":
-      return [user(a.ownerUserId), t(" allowed "), user(a.borrowerUserId), t(` to use their ${a.service} account in this thread.`)];
+      return [
+        user(a.ownerUserId),
+        t(" allowed "),
+        user(a.borrowerUserId),
+        t(` to use their ${a.service} account in this thread.`),
+      ];
     case "allowed_once":
       return [user(a.ownerUserId), t(" allowed "), code(a.tool), t(" once.")];
     case "denied":

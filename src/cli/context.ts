@@ -1,15 +1,15 @@
 import type { Readable, Writable } from "node:stream";
-import { systemClock, type Clock } from "../clock/clock.js";
-import { loadConfig, type Config } from "../config/env.js";
-import { resolveRegistry, type RegistrySource } from "../config/registry-source.js";
-import { ConnectionLifecycle } from "../connections/lifecycle.js";
-import { GrantsAdmin } from "../connections/grants-admin.js";
-import { createLogger, type Logger } from "../log/logger.js";
-import { connectDeployment, type Deployment } from "../app/store-factory.js";
 import { clusterSignalsFor } from "../app/cluster.js";
+import { connectDeployment, type Deployment } from "../app/store-factory.js";
+import { type Clock, systemClock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
+import { type Config, loadConfig } from "../config/env.js";
+import { type RegistrySource, resolveRegistry } from "../config/registry-source.js";
+import { GrantsAdmin } from "../connections/grants-admin.js";
+import { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { createLogger, type Logger } from "../log/logger.js";
 import type { Store } from "../store/store.js";
-import { resolveKeyRing, type KeySource } from "../vault/key-source.js";
+import { type KeySource, resolveKeyRing } from "../vault/key-source.js";
 import { Vault } from "../vault/vault.js";
 
 /** The CLI's standard streams and environment, injected so tests can drive it in-process. */
@@ -48,7 +48,11 @@ export class CliContext {
 
   /** The store and its topology, opened once on first use. */
   private get deployment(): Deployment {
-    return (this.deploymentInst ??= connectDeployment(this.config, () => this.clock.now(), () => this.keys.ring));
+    return (this.deploymentInst ??= connectDeployment(
+      this.config,
+      () => this.clock.now(),
+      () => this.keys.ring,
+    ));
   }
 
   get registry(): RegistrySource {
@@ -71,7 +75,14 @@ export class CliContext {
   }
 
   lifecycle(): ConnectionLifecycle {
-    return new ConnectionLifecycle({ store: this.store, vault: this.vault, registry: this.registry.registry, clock: this.clock, log: this.log, signals: this.signals });
+    return new ConnectionLifecycle({
+      store: this.store,
+      vault: this.vault,
+      registry: this.registry.registry,
+      clock: this.clock,
+      log: this.log,
+      signals: this.signals,
+    });
   }
 
   /** Grant and admin revokes with their audit rows; the operator running the CLI is trusted, no admin check. */
@@ -80,11 +91,11 @@ export class CliContext {
   }
 
   out(line = ""): void {
-    this.io.stdout.write(line + "\n");
+    this.io.stdout.write(`${line}\n`);
   }
 
   err(line: string): void {
-    this.io.stderr.write(line + "\n");
+    this.io.stderr.write(`${line}\n`);
   }
 
   async close(): Promise<void> {

@@ -1,22 +1,22 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { VERSION } from "../domain/version.js";
 import { ConfigError } from "../config/errors.js";
 import { ConnectionError } from "../connections/errors.js";
+import { VERSION } from "../domain/version.js";
 import { StoreError } from "../store/errors.js";
 import { VaultError } from "../vault/errors.js";
-import { approvalsCommand, APPROVALS_HELP } from "./commands/approvals.js";
-import { auditCommand, AUDIT_HELP } from "./commands/audit.js";
-import { connectionsCommand, CONNECTIONS_HELP } from "./commands/connections.js";
+import { APPROVALS_HELP, approvalsCommand } from "./commands/approvals.js";
+import { AUDIT_HELP, auditCommand } from "./commands/audit.js";
+import { CONNECTIONS_HELP, connectionsCommand } from "./commands/connections.js";
 import { doctorCommand } from "./commands/doctor.js";
-import { grantsCommand, GRANTS_HELP } from "./commands/grants.js";
-import { installationsCommand, INSTALLATIONS_HELP } from "./commands/installations.js";
-import { keysCommand, KEYS_HELP } from "./commands/keys.js";
+import { GRANTS_HELP, grantsCommand } from "./commands/grants.js";
+import { INSTALLATIONS_HELP, installationsCommand } from "./commands/installations.js";
+import { KEYS_HELP, keysCommand } from "./commands/keys.js";
 import { migrateCommand } from "./commands/migrate.js";
-import { migrateStoreCommand, MIGRATE_STORE_HELP } from "./commands/migrate-store.js";
-import { registryCommand, REGISTRY_HELP } from "./commands/registry.js";
-import { statsCommand, STATS_HELP } from "./commands/stats.js";
-import { CliContext, UsageError, type CliIo } from "./context.js";
+import { MIGRATE_STORE_HELP, migrateStoreCommand } from "./commands/migrate-store.js";
+import { REGISTRY_HELP, registryCommand } from "./commands/registry.js";
+import { STATS_HELP, statsCommand } from "./commands/stats.js";
+import { CliContext, type CliIo, UsageError } from "./context.js";
 
 export const HELP = `slaude-connect: connection broker MCP server for Slack
 
@@ -58,7 +58,10 @@ ${MIGRATE_STORE_HELP}`;
 
 /** Refuses options and arguments for a command that takes none, rather than ignoring them. */
 function noArguments(command: string, argv: readonly string[]): void {
-  if (argv.length) throw new UsageError(`slaude-connect ${command}: takes no options or arguments, got "${argv[0]}" (see slaude-connect --help)`);
+  if (argv.length)
+    throw new UsageError(
+      `slaude-connect ${command}: takes no options or arguments, got "${argv[0]}" (see slaude-connect --help)`,
+    );
 }
 
 /** Runs one CLI invocation and returns its exit code (0 ok, 1 failed, 2 usage or configuration). */
@@ -123,7 +126,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     if (err instanceof Error && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       // node:util parseArgs names the flag; one line, with where to look, instead of ignoring it.
-      ctx.err(`slaude-connect ${command ?? ""}: ${err.message.split("\n")[0]!.split(". ")[0]} (see slaude-connect --help)`);
+      ctx.err(
+        `slaude-connect ${command ?? ""}: ${err.message.split("\n")[0]!.split(". ")[0]} (see slaude-connect --help)`,
+      );
       return 2;
     }
     throw err;
@@ -139,7 +144,12 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     if (e.code === "EPIPE") process.exit(0);
     throw e;
   });
-  process.exitCode = await runCli(argv, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
+  process.exitCode = await runCli(argv, {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+  });
 }
 
 /** Whether `script` (process.argv[1]) is this module, through any symlink (npm's bin links, npx, global installs). */

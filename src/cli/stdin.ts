@@ -1,5 +1,5 @@
-import { UsageError } from "./context.js";
 import type { Readable } from "node:stream";
+import { UsageError } from "./context.js";
 
 /** Reads all of standard input (capped at 1 MiB) and strips one trailing newline. */
 export async function readSecretFromStdin(stdin: Readable, maxBytes = 1 << 20): Promise<string> {
@@ -11,5 +11,7 @@ export async function readSecretFromStdin(stdin: Readable, maxBytes = 1 << 20): 
     if (size > maxBytes) throw new UsageError("standard input is larger than 1 MiB");
     chunks.push(b);
   }
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }

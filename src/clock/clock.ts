@@ -118,7 +118,8 @@ export class ManualClock implements Clock {
 
   private nextDue(limit: number): Pending | undefined {
     let best: Pending | undefined;
-    for (const t of this.timers.values()) if (t.due <= limit && (!best || t.due < best.due || (t.due === best.due && t.id < best.id))) best = t;
+    for (const t of this.timers.values())
+      if (t.due <= limit && (!best || t.due < best.due || (t.due === best.due && t.id < best.id))) best = t;
     return best;
   }
 

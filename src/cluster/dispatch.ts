@@ -57,13 +57,18 @@ export class SignalDispatch {
     if (!set?.size) return;
     if (this.queue.length + set.size > this.limits.maxQueued) {
       // Too far behind to catch up signal by signal: one re-read of everything supersedes the backlog.
-      this.log.warn("cluster signal backlog full: dropping it and re-reading the database", { queued: this.queue.length });
+      this.log.warn("cluster signal backlog full: dropping it and re-reading the database", {
+        queued: this.queue.length,
+      });
       this.queue.length = 0;
       this.gapQueued = false;
       this.gap();
       return;
     }
-    for (const h of set) this.enqueue(`signal ${signal.topic}`, () => (h as (p: typeof signal.payload) => void | Promise<void>)(signal.payload));
+    for (const h of set)
+      this.enqueue(`signal ${signal.topic}`, () =>
+        (h as (p: typeof signal.payload) => void | Promise<void>)(signal.payload),
+      );
   }
 
   /** Queues one run of every gap handler (coalesced: a gap already waiting covers this one too). */

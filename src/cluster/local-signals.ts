@@ -1,6 +1,13 @@
 import type { Logger } from "../log/logger.js";
-import { DISPATCH_DEFAULTS, SignalDispatch, type DispatchLimits } from "./dispatch.js";
-import { decodeSignal, encodeSignal, type ClusterSignals, type SignalHandler, type SignalPayload, type SignalTopic } from "./signals.js";
+import { DISPATCH_DEFAULTS, type DispatchLimits, SignalDispatch } from "./dispatch.js";
+import {
+  type ClusterSignals,
+  decodeSignal,
+  encodeSignal,
+  type SignalHandler,
+  type SignalPayload,
+  type SignalTopic,
+} from "./signals.js";
 
 /**
  * The single-process adapter (SQLite, or a CLI on SQLite): a signal reaches this process's own

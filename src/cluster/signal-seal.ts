@@ -28,7 +28,10 @@ export const MAX_SEALED_BYTES = 7_900;
 
 const AAD = "slaude-connect/cluster-signal/v1";
 
-const b64 = z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/).max(2_000);
+const b64 = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]+={0,2}$/)
+  .max(2_000);
 const sealedShape = z
   .object({
     v: z.literal(1),
@@ -38,7 +41,9 @@ const sealedShape = z
       .max(MAX_BOXES),
   })
   .strict();
-const innerShape = z.object({ w: z.string(), at: z.number().int().safe(), id: z.string().regex(/^[A-Za-z0-9_-]{22}$/) }).strict();
+const innerShape = z
+  .object({ w: z.string(), at: z.number().int().safe(), id: z.string().regex(/^[A-Za-z0-9_-]{22}$/) })
+  .strict();
 
 /** Why a received text was dropped (for the log; never the text itself). */
 export type UnsealFailure = "malformed" | "unknown_key" | "forged" | "stale" | "replayed";
@@ -55,13 +60,20 @@ export class SignalSeal {
 
   /** `wire` (an encoded signal) sealed under every key of the ring (at most MAX_BOXES). */
   seal(wire: string): string {
-    const inner = Buffer.from(JSON.stringify({ w: wire, at: this.clock.now(), id: randomBytes(16).toString("base64url") }));
+    const inner = Buffer.from(
+      JSON.stringify({ w: wire, at: this.clock.now(), id: randomBytes(16).toString("base64url") }),
+    );
     const boxes = this.ring
       .ids()
       .slice(0, MAX_BOXES)
       .map((keyId) => {
         const s = sealWithAad(this.ring.subkey("cluster-signals", keyId), keyId, inner, aad(keyId));
-        return { k: keyId, n: s.nonce.toString("base64"), c: s.ciphertext.toString("base64"), t: s.tag.toString("base64") };
+        return {
+          k: keyId,
+          n: s.nonce.toString("base64"),
+          c: s.ciphertext.toString("base64"),
+          t: s.tag.toString("base64"),
+        };
       });
     inner.fill(0);
     return JSON.stringify({ v: 1, b: boxes });
@@ -82,7 +94,16 @@ export class SignalSeal {
     if (!box) return { dropped: "unknown_key" };
     let plain: Buffer;
     try {
-      plain = openWithAad(this.ring.subkey("cluster-signals", box.k), { keyId: box.k, nonce: Buffer.from(box.n, "base64"), ciphertext: Buffer.from(box.c, "base64"), tag: Buffer.from(box.t, "base64") }, aad(box.k));
+      plain = openWithAad(
+        this.ring.subkey("cluster-signals", box.k),
+        {
+          keyId: box.k,
+          nonce: Buffer.from(box.n, "base64"),
+          ciphertext: Buffer.from(box.c, "base64"),
+          tag: Buffer.from(box.t, "base64"),
+        },
+        aad(box.k),
+      );
     } catch {
       return { dropped: "forged" };
     }

@@ -19,7 +19,12 @@ export const SIGNAL_PAYLOADS = {
   /** A channel's membership changed: every replica forgets its cached roster of that channel. */
   membership_changed: z.object({ teamId: slackId, channelId: slackId.min(1) }).strict(),
   /** A client cancelled a request of an MCP session: the replica running it aborts it (the session check stays local). */
-  call_cancelled: z.object({ sessionId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/), requestId: z.union([z.string().max(128), z.number().int().safe()]) }).strict(),
+  call_cancelled: z
+    .object({
+      sessionId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/),
+      requestId: z.union([z.string().max(128), z.number().int().safe()]),
+    })
+    .strict(),
 } as const;
 
 /** The topics a signal can have. */

@@ -20,11 +20,18 @@ export function demoRegistryDoc(nodePath: string = process.execPath, script: str
     services: {
       demo: {
         displayName: "Demo notes",
-        description: "The demo vendor shipped in examples/demo-vendor: a notes service whose token names its owner. Notes live in the connection's private HOME for as long as its vendor process runs.",
-        transport: { type: "stdio", command: nodePath, args: [script], credentialEnv: { DEMO_VENDOR_TOKEN: "{{token}}" } },
+        description:
+          "The demo vendor shipped in examples/demo-vendor: a notes service whose token names its owner. Notes live in the connection's private HOME for as long as its vendor process runs.",
+        transport: {
+          type: "stdio",
+          command: nodePath,
+          args: [script],
+          credentialEnv: { DEMO_VENDOR_TOKEN: "{{token}}" },
+        },
         capture: {
           strategy: "paste",
-          instructions: "Paste a demo token of the form demo-<your name>-<at least 6 letters or digits>, for example demo-alice-a1b2c3. The name is who the demo vendor says you are.",
+          instructions:
+            "Paste a demo token of the form demo-<your name>-<at least 6 letters or digits>, for example demo-alice-a1b2c3. The name is who the demo vendor says you are.",
           fields: [{ name: "token", label: "Demo token", secret: true, pattern: DEMO_TOKEN_PATTERN }],
         },
         ttl: "8h",

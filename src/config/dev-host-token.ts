@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "./env.js";
 import { ConfigError } from "./errors.js";
@@ -34,16 +34,21 @@ export function resolveHostTokens(config: Config): HostTokenSource {
   const file = devHostTokenPath(config.dataDir);
   if (existsSync(file)) {
     // A token others could read is a token others may have: refuse it, as ssh refuses a readable key.
-    if ((statSync(file).mode & 0o077) !== 0) throw new ConfigError("invalid_env", `host token file ${file} is readable by other users: chmod 600 it, or delete it to generate a new one`);
+    if ((statSync(file).mode & 0o077) !== 0)
+      throw new ConfigError(
+        "invalid_env",
+        `host token file ${file} is readable by other users: chmod 600 it, or delete it to generate a new one`,
+      );
     const token = readFileSync(file, "utf8").trim();
-    if (!TOKEN_SHAPE.test(token)) throw new ConfigError("invalid_env", `host token file ${file} is malformed: delete it to generate a new one`);
+    if (!TOKEN_SHAPE.test(token))
+      throw new ConfigError("invalid_env", `host token file ${file} is malformed: delete it to generate a new one`);
     return { tokens: [token], origin: "dev-file", file };
   }
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const token = `slaude_dev_${randomBytes(32).toString("base64url")}`;
   try {
     // `wx`: two starts racing on a fresh directory never overwrite each other's token.
-    writeFileSync(file, token + "\n", { mode: 0o600, flag: "wx" });
+    writeFileSync(file, `${token}\n`, { mode: 0o600, flag: "wx" });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") return resolveHostTokens(config);
     throw err;

@@ -18,13 +18,14 @@ export function parseDurationMs(input: string | number): number | undefined {
 }
 
 /** A zod schema for a positive duration ("8h" or seconds), producing milliseconds. */
-export const durationMs = z
-  .union([z.string(), z.number()])
-  .transform((v, ctx) => {
-    const ms = parseDurationMs(v);
-    if (ms === undefined) {
-      ctx.addIssue({ code: "custom", message: `expected a positive duration like "90s", "30m", "8h", "7d" or seconds, got ${JSON.stringify(v)}` });
-      return z.NEVER;
-    }
-    return ms;
-  });
+export const durationMs = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  const ms = parseDurationMs(v);
+  if (ms === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      message: `expected a positive duration like "90s", "30m", "8h", "7d" or seconds, got ${JSON.stringify(v)}`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});

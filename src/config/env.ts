@@ -2,10 +2,10 @@ import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
 import { parseHostTokens } from "./host-token-teams.js";
-import { parseAdmins, slackDistribution, type AdminEntry, type SlackDistribution } from "./slack-tenancy.js";
 import { replicaUrlSchema } from "./replica-url.js";
-import { tenantLimitsEnv, tenantLimitsFrom, type TenantLimits } from "./tenant-limits.js";
 import { withSecretFiles } from "./secret-files.js";
+import { type AdminEntry, parseAdmins, type SlackDistribution, slackDistribution } from "./slack-tenancy.js";
+import { type TenantLimits, tenantLimitsEnv, tenantLimitsFrom } from "./tenant-limits.js";
 
 // The only place that reads environment variables. Everything else receives a Config.
 
@@ -33,7 +33,10 @@ const envSchema = z.object({
   // postgres:// or postgresql:// selects the PostgreSQL store; unset keeps the SQLite file.
   SLAUDE_DATABASE_URL: z
     .string()
-    .regex(/^postgres(ql)?:\/\/\S+$/, "must be a postgres:// URL (e.g. postgres://slaude:PASSWORD@db.internal:5432/slaude?sslmode=verify-full)")
+    .regex(
+      /^postgres(ql)?:\/\/\S+$/,
+      "must be a postgres:// URL (e.g. postgres://slaude:PASSWORD@db.internal:5432/slaude?sslmode=verify-full)",
+    )
     .optional(),
   SLAUDE_REGISTRY_PATH: z.string().min(1).optional(),
   PORT: port.default(8080),
@@ -58,7 +61,12 @@ const envSchema = z.object({
   SLAUDE_RESULT_TTL_SECONDS: positiveInt.max(604_800).default(3_600),
   SLAUDE_RESULT_STORE_MAX_BYTES_PER_TEAM: positiveInt.default(67_108_864),
   // Never 0 (root) or a system uid: children must be unprivileged.
-  SLAUDE_CHILD_UID_BASE: z.coerce.number().int().min(1000, "must be an unprivileged uid (>= 1000)").max(4_000_000_000).optional(),
+  SLAUDE_CHILD_UID_BASE: z.coerce
+    .number()
+    .int()
+    .min(1000, "must be an unprivileged uid (>= 1000)")
+    .max(4_000_000_000)
+    .optional(),
   SLAUDE_CHROMIUM_PATH: z.string().min(1).default("/usr/bin/chromium"),
   SLACK_MODE: z.enum(["http", "socket"]).default("http"),
   SLACK_BOT_TOKEN: z.string().optional(),
@@ -148,7 +156,13 @@ export interface Config {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
-  readonly pool: { readonly maxChildren: number; readonly idleMs: number; readonly acquireTimeoutMs: number; readonly callTimeoutMs: number; readonly childUidBase: number | undefined };
+  readonly pool: {
+    readonly maxChildren: number;
+    readonly idleMs: number;
+    readonly acquireTimeoutMs: number;
+    readonly callTimeoutMs: number;
+    readonly childUidBase: number | undefined;
+  };
   readonly resultLimits: { readonly maxBytes: number; readonly maxLines: number };
   /** The result store: how long a truncated result's full text is kept, and each team's byte cap (oldest evicted first). */
   readonly resultStore: { readonly ttlMs: number; readonly maxBytesPerTeam: number };
@@ -165,7 +179,13 @@ export interface Config {
   readonly childBaseEnv: Readonly<Record<string, string>>;
   readonly approvalTimeoutMs: number;
   /** Login flows; `spareBrowsers` is never above `maxConcurrent` (so 0 when browser logins are off). */
-  readonly login: { readonly linkTtlMs: number; readonly flowTimeoutMs: number; readonly maxConcurrent: number; readonly detachGraceMs: number; readonly spareBrowsers: number };
+  readonly login: {
+    readonly linkTtlMs: number;
+    readonly flowTimeoutMs: number;
+    readonly maxConcurrent: number;
+    readonly detachGraceMs: number;
+    readonly spareBrowsers: number;
+  };
   /** Bounds of the live turn state: threads tracked, and how long an explicit turn may stay open. */
   readonly turns: { readonly maxThreads: number; readonly maxTurnMs: number };
   /** Open MCP sessions: the cap per process, the deployment's cap (PostgreSQL), and how long an unused one stays open. */
@@ -188,7 +208,9 @@ export interface CacheLimits {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty value means "not set" (a blank line in an env file), never 0 or the empty string.
   // Secrets given as `<NAME>_FILE` are read first, so the rules below see one value per secret.
-  const present = Object.fromEntries(Object.entries(withSecretFiles(env)).filter(([, v]) => v !== undefined && v.trim() !== ""));
+  const present = Object.fromEntries(
+    Object.entries(withSecretFiles(env)).filter(([, v]) => v !== undefined && v.trim() !== ""),
+  );
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     // Name the variable and the problem; never echo its value (it may be a secret).
@@ -198,22 +220,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const production = e.NODE_ENV === "production";
   if (production && !e.SLAUDE_ENCRYPTION_KEY) {
-    throw new ConfigError("missing_key", "SLAUDE_ENCRYPTION_KEY (or SLAUDE_ENCRYPTION_KEY_FILE) is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)");
+    throw new ConfigError(
+      "missing_key",
+      "SLAUDE_ENCRYPTION_KEY (or SLAUDE_ENCRYPTION_KEY_FILE) is required when NODE_ENV=production (32 random bytes, base64: `openssl rand -base64 32`)",
+    );
   }
   // Half a Slack setup is a mistake to report, not a reason to run silently without Slack.
   const distribution = slackDistribution(e);
   const slackVars = [e.SLACK_BOT_TOKEN, e.SLACK_SIGNING_SECRET, e.SLACK_APP_TOKEN, distribution].some(Boolean);
   if (slackVars) {
     const missing = [
-      !e.SLACK_BOT_TOKEN && !distribution && "SLACK_BOT_TOKEN (or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET for the install flow)",
+      !e.SLACK_BOT_TOKEN &&
+        !distribution &&
+        "SLACK_BOT_TOKEN (or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET for the install flow)",
       e.SLACK_MODE === "http" && !e.SLACK_SIGNING_SECRET && "SLACK_SIGNING_SECRET",
       e.SLACK_MODE === "socket" && !e.SLACK_APP_TOKEN && "SLACK_APP_TOKEN",
     ].filter(Boolean);
-    if (missing.length) throw new ConfigError("invalid_env", `invalid environment\nSlack is partly configured (SLACK_MODE=${e.SLACK_MODE}): set ${missing.join(" and ")}, or unset the other SLACK_* variables`);
+    if (missing.length)
+      throw new ConfigError(
+        "invalid_env",
+        `invalid environment\nSlack is partly configured (SLACK_MODE=${e.SLACK_MODE}): set ${missing.join(" and ")}, or unset the other SLACK_* variables`,
+      );
   }
   const dataDir = path.resolve(e.SLAUDE_DATA_DIR);
   const hostTokens = parseHostTokens(e.SLAUDE_HOST_TOKENS);
-  const slackConfigured = (Boolean(e.SLACK_BOT_TOKEN) || Boolean(distribution)) && (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
+  const slackConfigured =
+    (Boolean(e.SLACK_BOT_TOKEN) || Boolean(distribution)) &&
+    (e.SLACK_MODE === "http" ? Boolean(e.SLACK_SIGNING_SECRET) : Boolean(e.SLACK_APP_TOKEN));
   return {
     production,
     nodeEnv: e.NODE_ENV,
@@ -242,7 +275,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       childUidBase: e.SLAUDE_CHILD_UID_BASE,
     },
     resultLimits: { maxBytes: e.SLAUDE_RESULT_MAX_BYTES, maxLines: e.SLAUDE_RESULT_MAX_LINES },
-    resultStore: { ttlMs: e.SLAUDE_RESULT_TTL_SECONDS * 1000, maxBytesPerTeam: e.SLAUDE_RESULT_STORE_MAX_BYTES_PER_TEAM },
+    resultStore: {
+      ttlMs: e.SLAUDE_RESULT_TTL_SECONDS * 1000,
+      maxBytesPerTeam: e.SLAUDE_RESULT_STORE_MAX_BYTES_PER_TEAM,
+    },
     dbLockWaitMs: e.SLAUDE_DB_LOCK_WAIT_MS,
     chromiumPath: e.SLAUDE_CHROMIUM_PATH,
     slack: {
@@ -261,15 +297,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.TZ ? { TZ: e.TZ } : {}),
     },
     approvalTimeoutMs: e.SLAUDE_APPROVAL_TIMEOUT_SECONDS * 1000,
-    login: { linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000, flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000, maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT, detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000, spareBrowsers: Math.min(e.SLAUDE_LOGIN_SPARE_BROWSERS, e.SLAUDE_LOGIN_MAX_CONCURRENT) },
+    login: {
+      linkTtlMs: e.SLAUDE_LOGIN_LINK_TTL_SECONDS * 1000,
+      flowTimeoutMs: e.SLAUDE_LOGIN_TIMEOUT_SECONDS * 1000,
+      maxConcurrent: e.SLAUDE_LOGIN_MAX_CONCURRENT,
+      detachGraceMs: e.SLAUDE_LOGIN_DETACH_GRACE_SECONDS * 1000,
+      spareBrowsers: Math.min(e.SLAUDE_LOGIN_SPARE_BROWSERS, e.SLAUDE_LOGIN_MAX_CONCURRENT),
+    },
     turns: { maxThreads: e.SLAUDE_TURNS_MAX_THREADS, maxTurnMs: e.SLAUDE_TURN_MAX_SECONDS * 1000 },
-    mcpSessions: { maxSessions: e.SLAUDE_MCP_MAX_SESSIONS, maxLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS, idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000 },
+    mcpSessions: {
+      maxSessions: e.SLAUDE_MCP_MAX_SESSIONS,
+      maxLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS,
+      idleMs: e.SLAUDE_MCP_SESSION_IDLE_SECONDS * 1000,
+    },
     events: { maxClients: e.SLAUDE_EVENTS_MAX_CLIENTS, clientBuffer: e.SLAUDE_EVENTS_CLIENT_BUFFER },
     caches: {
       membership: { max: e.SLAUDE_MEMBERSHIP_CACHE_MAX, ttlMs: e.SLAUDE_MEMBERSHIP_CACHE_SECONDS * 1000 },
       credentials: { max: e.SLAUDE_CREDENTIAL_CACHE_MAX, ttlMs: e.SLAUDE_CREDENTIAL_CACHE_SECONDS * 1000 },
     },
-    tenantLimits: tenantLimitsFrom(e, { children: e.SLAUDE_POOL_MAX_CHILDREN, logins: e.SLAUDE_LOGIN_MAX_CONCURRENT, mcpSessions: e.SLAUDE_MCP_MAX_SESSIONS, mcpLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS, eventStreams: e.SLAUDE_EVENTS_MAX_CLIENTS }, distribution !== undefined),
+    tenantLimits: tenantLimitsFrom(
+      e,
+      {
+        children: e.SLAUDE_POOL_MAX_CHILDREN,
+        logins: e.SLAUDE_LOGIN_MAX_CONCURRENT,
+        mcpSessions: e.SLAUDE_MCP_MAX_SESSIONS,
+        mcpLiveSessions: e.SLAUDE_MCP_MAX_LIVE_SESSIONS,
+        eventStreams: e.SLAUDE_EVENTS_MAX_CLIENTS,
+      },
+      distribution !== undefined,
+    ),
   };
 }
 

@@ -45,5 +45,8 @@ export function parseHostTokens(entries: readonly string[]): HostTokenList {
 }
 
 function conflict(i: number): ConfigError {
-  return new ConfigError("invalid_env", `invalid environment\nSLAUDE_HOST_TOKENS: entry ${i + 1} repeats a token with another binding (a token belongs to one team or org, or to none)`);
+  return new ConfigError(
+    "invalid_env",
+    `invalid environment\nSLAUDE_HOST_TOKENS: entry ${i + 1} repeats a token with another binding (a token belongs to one team or org, or to none)`,
+  );
 }

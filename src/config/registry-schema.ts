@@ -20,7 +20,10 @@ const hostPattern = z
  * credential (`{{token}}`, `{{access_token}}`, `{{cookie_header}}`, any pasted field name) and
  * `{{base64:a:b}}` for the base64 of the joined fields (HTTP Basic).
  */
-const credentialTemplate = z.string().min(1).regex(/\{\{[a-z0-9_:]+\}\}/i, "must reference the credential with a {{field}} placeholder");
+const credentialTemplate = z
+  .string()
+  .min(1)
+  .regex(/\{\{[a-z0-9_:]+\}\}/i, "must reference the credential with a {{field}} placeholder");
 
 /** A tool's class: the words that decide who may run it on whose connection (brief §2). */
 export const toolClassWord = z.enum(["personal", "borrowable", "read", "write"]);
@@ -31,9 +34,12 @@ export const toolClassSchema = z
   .min(1)
   .superRefine((words, ctx) => {
     const has = (w: string) => words.includes(w as never);
-    if (has("read") === has("write")) ctx.addIssue({ code: "custom", message: 'a tool class names exactly one of "read" or "write"' });
-    if (has("personal") && has("borrowable")) ctx.addIssue({ code: "custom", message: 'a tool cannot be both "personal" and "borrowable"' });
-    if (new Set(words).size !== words.length) ctx.addIssue({ code: "custom", message: "a tool class lists a word twice" });
+    if (has("read") === has("write"))
+      ctx.addIssue({ code: "custom", message: 'a tool class names exactly one of "read" or "write"' });
+    if (has("personal") && has("borrowable"))
+      ctx.addIssue({ code: "custom", message: 'a tool cannot be both "personal" and "borrowable"' });
+    if (new Set(words).size !== words.length)
+      ctx.addIssue({ code: "custom", message: "a tool class lists a word twice" });
   });
 
 const stdioTransport = z
@@ -54,7 +60,10 @@ const httpTransport = z
   .object({
     type: z.literal("http"),
     url: z.url({ protocol: /^https?$/ }).describe("The remote MCP endpoint."),
-    protocol: z.enum(["auto", "streamable-http", "sse"]).default("auto").describe("auto = Streamable HTTP, falling back to SSE."),
+    protocol: z
+      .enum(["auto", "streamable-http", "sse"])
+      .default("auto")
+      .describe("auto = Streamable HTTP, falling back to SSE."),
     credentialHeader: z
       .object({ name: z.string().regex(/^[A-Za-z0-9-]+$/), value: credentialTemplate })
       .strict()
@@ -76,7 +85,10 @@ const pasteCapture = z
     strategy: z.literal("paste"),
     instructions: z.string().default("Create an API token in your account settings and paste it here."),
     startUrl: z.url().optional().describe("A page the confined browser opens to help the user create the token."),
-    fields: z.array(pasteField).min(1).default([{ name: "token", label: "API token", secret: true }]),
+    fields: z
+      .array(pasteField)
+      .min(1)
+      .default([{ name: "token", label: "API token", secret: true }]),
   })
   .strict();
 
@@ -97,21 +109,34 @@ const allowedOrigins = z
   .array(
     z
       .string()
-      .regex(/^(https:\/\/[^/?#@\s]+|http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?)$/, 'a bare origin such as "https://auth.example.com" (no path; http only for loopback)')
-      .refine((o) => URL.canParse(o) && new URL(o).origin === o, "an origin, exactly as a browser writes it (lowercase host, no default port)"),
+      .regex(
+        /^(https:\/\/[^/?#@\s]+|http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?)$/,
+        'a bare origin such as "https://auth.example.com" (no path; http only for loopback)',
+      )
+      .refine(
+        (o) => URL.canParse(o) && new URL(o).origin === o,
+        "an origin, exactly as a browser writes it (lowercase host, no default port)",
+      ),
   )
   .max(16)
   .default([])
-  .describe("Extra origins discovered OAuth endpoints and device verification links may be on (the issuer's own origin always may).");
+  .describe(
+    "Extra origins discovered OAuth endpoints and device verification links may be on (the issuer's own origin always may).",
+  );
 
 const oauthCapture = z
   .object({
     strategy: z.literal("oauth"),
     authorizationUrl: z.url().optional(),
     tokenUrl: z.url().optional(),
-    discovery: z.boolean().default(false).describe("Discover endpoints from the remote MCP server's metadata (and register dynamically if offered)."),
+    discovery: z
+      .boolean()
+      .default(false)
+      .describe("Discover endpoints from the remote MCP server's metadata (and register dynamically if offered)."),
     clientId: z.string().optional(),
-    clientSecretEnv: envVarName.optional().describe("Name of the broker's env var holding the client secret (never the secret itself)."),
+    clientSecretEnv: envVarName
+      .optional()
+      .describe("Name of the broker's env var holding the client secret (never the secret itself)."),
     scopes: z.array(z.string()).default([]),
     extraAuthorizeParams: z.record(z.string(), z.string()).default({}),
     allowedOrigins,
@@ -119,7 +144,10 @@ const oauthCapture = z
   .strict()
   .superRefine((c, ctx) => {
     if (!c.discovery && (!c.authorizationUrl || !c.tokenUrl || !c.clientId)) {
-      ctx.addIssue({ code: "custom", message: "oauth needs authorizationUrl, tokenUrl and clientId unless discovery is true" });
+      ctx.addIssue({
+        code: "custom",
+        message: "oauth needs authorizationUrl, tokenUrl and clientId unless discovery is true",
+      });
     }
   });
 
@@ -128,8 +156,16 @@ const deviceCapture = z
     strategy: z.literal("device"),
     device: z
       .object({
-        issuer: z.url().optional().describe("Authorization server issuer: the endpoints are discovered from its RFC 8414 metadata (device_authorization_endpoint, token_endpoint)."),
-        deviceAuthorizationEndpoint: z.url().optional().describe("RFC 8628 device authorization endpoint (configured instead of issuer)."),
+        issuer: z
+          .url()
+          .optional()
+          .describe(
+            "Authorization server issuer: the endpoints are discovered from its RFC 8414 metadata (device_authorization_endpoint, token_endpoint).",
+          ),
+        deviceAuthorizationEndpoint: z
+          .url()
+          .optional()
+          .describe("RFC 8628 device authorization endpoint (configured instead of issuer)."),
         tokenEndpoint: z.url().optional().describe("Token endpoint (configured instead of issuer)."),
         clientId: z.string().min(1),
         scopes: z.array(z.string()).default([]),
@@ -138,18 +174,36 @@ const deviceCapture = z
       .strict()
       .superRefine((d, ctx) => {
         const configured = d.deviceAuthorizationEndpoint !== undefined || d.tokenEndpoint !== undefined;
-        if (d.issuer !== undefined ? configured : d.deviceAuthorizationEndpoint === undefined || d.tokenEndpoint === undefined) {
-          ctx.addIssue({ code: "custom", message: "device needs either issuer (endpoints discovered) or both deviceAuthorizationEndpoint and tokenEndpoint, not both" });
+        if (
+          d.issuer !== undefined
+            ? configured
+            : d.deviceAuthorizationEndpoint === undefined || d.tokenEndpoint === undefined
+        ) {
+          ctx.addIssue({
+            code: "custom",
+            message:
+              "device needs either issuer (endpoints discovered) or both deviceAuthorizationEndpoint and tokenEndpoint, not both",
+          });
         }
       })
-      .describe("The device authorization grant's public client, and its endpoints: discovered from issuer, or configured."),
+      .describe(
+        "The device authorization grant's public client, and its endpoints: discovered from issuer, or configured.",
+      ),
   })
   .strict();
 
 /** How a service's credential is captured (brief §6). */
-export const captureSchema = z.discriminatedUnion("strategy", [pasteCapture, cookieCapture, oauthCapture, deviceCapture]);
+export const captureSchema = z.discriminatedUnion("strategy", [
+  pasteCapture,
+  cookieCapture,
+  oauthCapture,
+  deviceCapture,
+]);
 
-const durationValue = z.union([z.string().regex(/^\d+(s|m|h|d)?$/, 'a duration like "30m", "8h", "7d"'), z.number().positive()]);
+const durationValue = z.union([
+  z.string().regex(/^\d+(s|m|h|d)?$/, 'a duration like "30m", "8h", "7d"'),
+  z.number().positive(),
+]);
 
 /** The MCP protocol era a service's vendor is spoken to in (src/pool/era.ts). */
 export const mcpProtocol = z.enum(["auto", "2025-11-25", "2026-07-28"]);
@@ -160,19 +214,29 @@ export const serviceSchema = z
     displayName: z.string().min(1).optional(),
     description: z.string().optional(),
     transport: z.discriminatedUnion("type", [stdioTransport, httpTransport]),
-    protocol: mcpProtocol.optional().describe(
-      'The MCP protocol era to speak: "auto" probes with server/discover and falls back to the 2025 handshake; "2025-11-25" (initialize) or "2026-07-28" (stateless) pins one. Default: "auto" for http vendors, "2025-11-25" for stdio ones (some servers exit on a request before initialize).',
-    ),
+    protocol: mcpProtocol
+      .optional()
+      .describe(
+        'The MCP protocol era to speak: "auto" probes with server/discover and falls back to the 2025 handshake; "2025-11-25" (initialize) or "2026-07-28" (stateless) pins one. Default: "auto" for http vendors, "2025-11-25" for stdio ones (some servers exit on a request before initialize).',
+      ),
     capture: captureSchema,
     loginDomains: z.array(hostPattern).default([]).describe("Hosts the confined login browser may load."),
     ttl: durationValue.default("8h").describe("How long a captured credential lives."),
-    scopes: z.array(z.enum(["thread", "user", "shared"])).min(1).default(["thread"]).describe("Scopes a connection to this service may have."),
+    scopes: z
+      .array(z.enum(["thread", "user", "shared"]))
+      .min(1)
+      .default(["thread"])
+      .describe("Scopes a connection to this service may have."),
     tools: z.record(z.string().min(1), toolClassSchema).default({}).describe("Class of each vendor tool."),
-    defaultToolClass: toolClassSchema.default(["personal", "write"]).describe("Class of tools not listed (fail closed)."),
+    defaultToolClass: toolClassSchema
+      .default(["personal", "write"])
+      .describe("Class of tools not listed (fail closed)."),
     trustNewTools: z
       .boolean()
       .default(false)
-      .describe("Let tools the vendor adds after its first listing run (under the fail-closed class) and show their text before an admin accepts them. Default: shown by name only and refused until accepted."),
+      .describe(
+        "Let tools the vendor adds after its first listing run (under the fail-closed class) and show their text before an admin accepts them. Default: shown by name only and refused until accepted.",
+      ),
   })
   .strict()
   .superRefine((e, ctx) => {

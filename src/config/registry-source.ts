@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { demoRegistry } from "./demo-registry.js";
 import type { Config } from "./env.js";
 import { ConfigError } from "./errors.js";
-import { demoRegistry } from "./demo-registry.js";
 import { emptyRegistry, loadRegistry, type ServiceRegistry } from "./registry.js";
 
 /** The registry path used when SLAUDE_REGISTRY_PATH is not set. */
@@ -25,10 +25,21 @@ export function resolveRegistry(config: Config, cwd: string = process.cwd()): Re
   const fallback = path.resolve(cwd, DEFAULT_REGISTRY_PATH);
   if (existsSync(fallback)) return { registry: loadRegistry(fallback), path: fallback };
   if (config.production) {
-    throw new ConfigError("registry_not_found", `no service registry: set SLAUDE_REGISTRY_PATH or create ${fallback} (see services.example.json)`);
+    throw new ConfigError(
+      "registry_not_found",
+      `no service registry: set SLAUDE_REGISTRY_PATH or create ${fallback} (see services.example.json)`,
+    );
   }
   if (config.nodeEnv === "development") {
-    return { registry: demoRegistry(), path: undefined, note: `no service registry (${fallback} not found): using the demo registry (service "demo", examples/demo-vendor); copy services.example.json to services.json for real services` };
+    return {
+      registry: demoRegistry(),
+      path: undefined,
+      note: `no service registry (${fallback} not found): using the demo registry (service "demo", examples/demo-vendor); copy services.example.json to services.json for real services`,
+    };
   }
-  return { registry: emptyRegistry, path: undefined, note: `no service registry (${fallback} not found): running with no services; copy services.example.json to services.json` };
+  return {
+    registry: emptyRegistry,
+    path: undefined,
+    note: `no service registry (${fallback} not found): running with no services; copy services.example.json to services.json`,
+  };
 }

@@ -1,6 +1,6 @@
-import { errorMessage } from "../domain/errors.js";
 import { readFileSync } from "node:fs";
-import { z } from "zod";
+import type { z } from "zod";
+import { errorMessage } from "../domain/errors.js";
 import { parseDurationMs } from "./duration.js";
 import { ConfigError } from "./errors.js";
 import { registrySchema, type ServiceEntry, type ToolClassWord } from "./registry-schema.js";
@@ -41,7 +41,11 @@ export const FAIL_CLOSED_CLASS: ToolClass = Object.freeze({ access: "personal", 
 
 /** Turns registry class words into the policy's ToolClass. */
 export function toToolClass(words: readonly ToolClassWord[]): ToolClass {
-  const access: ToolAccess = words.includes("personal") ? "personal" : words.includes("borrowable") ? "borrowable" : "own_or_shared";
+  const access: ToolAccess = words.includes("personal")
+    ? "personal"
+    : words.includes("borrowable")
+      ? "borrowable"
+      : "own_or_shared";
   return { access, write: !words.includes("read") };
 }
 
@@ -58,11 +62,16 @@ export function formatIssues(source: string, error: z.ZodError): string {
 /** Validates a parsed registry document; throws ConfigError naming `source` and the bad path. */
 export function parseRegistry(doc: unknown, source: string): ServiceRegistry {
   const parsed = registrySchema.safeParse(doc);
-  if (!parsed.success) throw new ConfigError("invalid_registry", `invalid service registry\n${formatIssues(source, parsed.error)}`);
+  if (!parsed.success)
+    throw new ConfigError("invalid_registry", `invalid service registry\n${formatIssues(source, parsed.error)}`);
   const services = new Map<string, Service>();
   for (const [name, entry] of Object.entries(parsed.data.services)) {
     const ttlMs = parseDurationMs(entry.ttl);
-    if (ttlMs === undefined) throw new ConfigError("invalid_registry", `invalid service registry\n${source}: services.${name}.ttl: not a positive duration`);
+    if (ttlMs === undefined)
+      throw new ConfigError(
+        "invalid_registry",
+        `invalid service registry\n${source}: services.${name}.ttl: not a positive duration`,
+      );
     const fallback = toToolClass(entry.defaultToolClass);
     const classes = new Map(Object.entries(entry.tools).map(([tool, words]) => [tool, toToolClass(words)]));
     services.set(name, {
@@ -84,13 +93,19 @@ export function loadRegistry(path: string): ServiceRegistry {
   try {
     text = readFileSync(path, "utf8");
   } catch (cause) {
-    throw new ConfigError("registry_not_found", `service registry ${path} cannot be read (set SLAUDE_REGISTRY_PATH)`, { cause });
+    throw new ConfigError("registry_not_found", `service registry ${path} cannot be read (set SLAUDE_REGISTRY_PATH)`, {
+      cause,
+    });
   }
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (cause) {
-    throw new ConfigError("invalid_registry", `invalid service registry\n${path}: (root): not valid JSON: ${errorMessage(cause)}`, { cause });
+    throw new ConfigError(
+      "invalid_registry",
+      `invalid service registry\n${path}: (root): not valid JSON: ${errorMessage(cause)}`,
+      { cause },
+    );
   }
   return parseRegistry(doc, path);
 }

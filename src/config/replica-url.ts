@@ -12,7 +12,8 @@ function bareOrigin(s: string): string | undefined {
     return undefined;
   }
   if (u.protocol !== "http:" && u.protocol !== "https:") return undefined;
-  if (!u.hostname || u.username || u.password || u.pathname !== "/" || u.search || u.hash || /[?#]/.test(s)) return undefined;
+  if (!u.hostname || u.username || u.password || u.pathname !== "/" || u.search || u.hash || /[?#]/.test(s))
+    return undefined;
   return u.origin;
 }
 
@@ -20,7 +21,11 @@ function bareOrigin(s: string): string | undefined {
 export const replicaUrlSchema = z.string().transform((s, ctx) => {
   const origin = bareOrigin(s);
   if (origin === undefined) {
-    ctx.addIssue({ code: "custom", message: "must be a bare origin http(s)://host[:port] (e.g. http://10.0.0.5:8080): no user, path, query or fragment" });
+    ctx.addIssue({
+      code: "custom",
+      message:
+        "must be a bare origin http(s)://host[:port] (e.g. http://10.0.0.5:8080): no user, path, query or fragment",
+    });
     return z.NEVER;
   }
   return origin;

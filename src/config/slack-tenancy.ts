@@ -19,7 +19,10 @@ export function parseAdmins(entries: readonly string[]): AdminEntry[] {
     const teamId = at < 0 ? undefined : entry.slice(0, at);
     const userId = at < 0 ? entry : entry.slice(at + 1);
     if ((teamId !== undefined && !SLACK_ID.test(teamId)) || !SLACK_ID.test(userId)) {
-      throw new ConfigError("invalid_env", `invalid environment\nSLAUDE_ADMINS: entry ${i + 1} is not <team_id>:<user_id> or a user id (letters, digits, '.', '_' or '-')`);
+      throw new ConfigError(
+        "invalid_env",
+        `invalid environment\nSLAUDE_ADMINS: entry ${i + 1} is not <team_id>:<user_id> or a user id (letters, digits, '.', '_' or '-')`,
+      );
     }
     return { teamId, userId };
   });
@@ -36,7 +39,6 @@ export interface SlackDistribution {
   readonly allowedTenants: readonly string[];
 }
 
-
 /** The parsed variables the install flow reads. */
 export interface DistributionVars {
   readonly SLACK_CLIENT_ID?: string | undefined;
@@ -50,10 +52,27 @@ export interface DistributionVars {
 export function slackDistribution(e: DistributionVars): SlackDistribution | undefined {
   const vars = [e.SLACK_CLIENT_ID, e.SLACK_CLIENT_SECRET, e.SLACK_STATE_SECRET];
   if (vars.some(Boolean) && !vars.every(Boolean)) {
-    const missing = [!e.SLACK_CLIENT_ID && "SLACK_CLIENT_ID", !e.SLACK_CLIENT_SECRET && "SLACK_CLIENT_SECRET", !e.SLACK_STATE_SECRET && "SLACK_STATE_SECRET"].filter(Boolean);
-    throw new ConfigError("invalid_env", `invalid environment\nthe Slack install flow needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET together: set ${missing.join(" and ")}, or unset the others`);
+    const missing = [
+      !e.SLACK_CLIENT_ID && "SLACK_CLIENT_ID",
+      !e.SLACK_CLIENT_SECRET && "SLACK_CLIENT_SECRET",
+      !e.SLACK_STATE_SECRET && "SLACK_STATE_SECRET",
+    ].filter(Boolean);
+    throw new ConfigError(
+      "invalid_env",
+      `invalid environment\nthe Slack install flow needs SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET together: set ${missing.join(" and ")}, or unset the others`,
+    );
   }
-  if (e.SLAUDE_SLACK_ALLOWED_TEAMS.some((t) => !SLACK_ID.test(t))) throw new ConfigError("invalid_env", "invalid environment\nSLAUDE_SLACK_ALLOWED_TEAMS: each entry is a team (T…) or enterprise (E…) id");
+  if (e.SLAUDE_SLACK_ALLOWED_TEAMS.some((t) => !SLACK_ID.test(t)))
+    throw new ConfigError(
+      "invalid_env",
+      "invalid environment\nSLAUDE_SLACK_ALLOWED_TEAMS: each entry is a team (T…) or enterprise (E…) id",
+    );
   if (!e.SLACK_CLIENT_ID || !e.SLACK_CLIENT_SECRET || !e.SLACK_STATE_SECRET) return undefined;
-  return { clientId: e.SLACK_CLIENT_ID, clientSecret: e.SLACK_CLIENT_SECRET, stateSecret: e.SLACK_STATE_SECRET, authorizeUrl: e.SLACK_OAUTH_AUTHORIZE_URL, allowedTenants: e.SLAUDE_SLACK_ALLOWED_TEAMS };
+  return {
+    clientId: e.SLACK_CLIENT_ID,
+    clientSecret: e.SLACK_CLIENT_SECRET,
+    stateSecret: e.SLACK_STATE_SECRET,
+    authorizeUrl: e.SLACK_OAUTH_AUTHORIZE_URL,
+    allowedTenants: e.SLAUDE_SLACK_ALLOWED_TEAMS,
+  };
 }

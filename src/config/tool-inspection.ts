@@ -8,7 +8,9 @@ import type { ToolClassWord } from "./registry-schema.js";
 export interface VendorTool {
   readonly name: string;
   readonly title?: string | undefined;
-  readonly annotations?: { readonly readOnlyHint?: boolean | undefined; readonly destructiveHint?: boolean | undefined } | undefined;
+  readonly annotations?:
+    | { readonly readOnlyHint?: boolean | undefined; readonly destructiveHint?: boolean | undefined }
+    | undefined;
 }
 
 /** The class suggested for one tool, and the reason, for an operator to review before pasting. */
@@ -57,7 +59,10 @@ export function suggestToolClass(tool: VendorTool): ToolSuggestion {
 }
 
 /** Tools the vendor offers that `classified` does not name, and names in `classified` the vendor lacks; both sorted. */
-export function compareTools(classified: readonly string[], offered: readonly VendorTool[]): { unclassified: string[]; missing: string[] } {
+export function compareTools(
+  classified: readonly string[],
+  offered: readonly VendorTool[],
+): { unclassified: string[]; missing: string[] } {
   const offeredNames = new Set(offered.map((t) => t.name));
   const named = new Set(classified);
   return {
@@ -69,7 +74,10 @@ export function compareTools(classified: readonly string[], offered: readonly Ve
 /** A `"tools": { ... }` block, one tool per line, ready to paste into a registry entry. */
 export function renderToolsBlock(suggestions: readonly ToolSuggestion[]): string {
   const sorted = [...suggestions].sort((x, y) => x.name.localeCompare(y.name));
-  const lines = sorted.map((s, i) => `  ${JSON.stringify(s.name)}: ${JSON.stringify(s.words).replace(/,/g, ", ")}${i < sorted.length - 1 ? "," : ""}`);
+  const lines = sorted.map(
+    (s, i) =>
+      `  ${JSON.stringify(s.name)}: ${JSON.stringify(s.words).replace(/,/g, ", ")}${i < sorted.length - 1 ? "," : ""}`,
+  );
   return `"tools": {\n${lines.join("\n")}\n}`;
 }
 

@@ -9,7 +9,11 @@ export interface AdminCheck {
 }
 
 /** How a grant revoke went: `refused` when `may` said no (told apart from a missing grant only in logs). */
-export type GrantRevokeResult = { readonly kind: "revoked"; readonly grant: Grant } | { readonly kind: "not_live"; readonly grant: Grant } | { readonly kind: "not_found" } | { readonly kind: "refused" };
+export type GrantRevokeResult =
+  | { readonly kind: "revoked"; readonly grant: Grant }
+  | { readonly kind: "not_live"; readonly grant: Grant }
+  | { readonly kind: "not_found" }
+  | { readonly kind: "refused" };
 
 /** How an admin revoke went; `not_admin` was refused and audited. */
 export type AdminRevokeResult =
@@ -19,14 +23,18 @@ export type AdminRevokeResult =
   | { readonly kind: "not_admin" };
 
 /** How an owner's revoke of their own connection went. */
-export type OwnerRevokeResult = { readonly kind: "revoked"; readonly connection: Connection } | { readonly kind: "not_yours" };
+export type OwnerRevokeResult =
+  | { readonly kind: "revoked"; readonly connection: Connection }
+  | { readonly kind: "not_yours" };
 
 /**
  * The one place that revokes grants and performs admin revokes, each with its audit rows, for the
  * Slack handlers and the CLI alike (grants are created with their approval, in the same transaction).
  */
 export class GrantsAdmin {
-  constructor(private readonly deps: { store: Store; lifecycle: ConnectionLifecycle; clock: Clock; admins?: AdminCheck }) {}
+  constructor(
+    private readonly deps: { store: Store; lifecycle: ConnectionLifecycle; clock: Clock; admins?: AdminCheck },
+  ) {}
 
   /** Revokes grant `id` as `actor` if `may(grant)` allows it; one `grant_revoked` row when it was live. */
   async revokeGrant(id: string, actor: string, may: (g: Grant) => boolean = () => true): Promise<GrantRevokeResult> {
@@ -35,7 +43,18 @@ export class GrantsAdmin {
     if (!may(g)) return { kind: "refused" };
     const at = this.deps.clock.now();
     const ok = await this.deps.store.grants.revoke(g.id, actor, at, [
-      { at, event: "grant_revoked", teamId: g.teamId, channelId: g.channelId, threadTs: g.threadTs, ownerUserId: g.ownerUserId, callerUserId: g.borrowerUserId, connectionId: g.connectionId, service: g.service, actor },
+      {
+        at,
+        event: "grant_revoked",
+        teamId: g.teamId,
+        channelId: g.channelId,
+        threadTs: g.threadTs,
+        ownerUserId: g.ownerUserId,
+        callerUserId: g.borrowerUserId,
+        connectionId: g.connectionId,
+        service: g.service,
+        actor,
+      },
     ]);
     return ok ? { kind: "revoked", grant: g } : { kind: "not_live", grant: g };
   }
@@ -54,13 +73,33 @@ export class GrantsAdmin {
    */
   async adminRevoke(teamId: string, connectionId: string | undefined, admin: string): Promise<AdminRevokeResult> {
     if (!(await this.isAdmin(teamId, admin))) {
-      await this.deps.store.audit.append([{ at: this.deps.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: admin, ...(connectionId !== undefined ? { connectionId } : {}) }]);
+      await this.deps.store.audit.append([
+        {
+          at: this.deps.clock.now(),
+          event: "admin_action",
+          teamId,
+          decision: "refused_not_admin",
+          actor: admin,
+          ...(connectionId !== undefined ? { connectionId } : {}),
+        },
+      ]);
       return { kind: "not_admin" };
     }
     const conn = connectionId === undefined ? undefined : await this.deps.store.connections.get(connectionId);
     if (!conn || conn.teamId !== teamId) return { kind: "not_found" };
     const ended = await this.deps.lifecycle.revoke(conn.id, `admin:${admin}`, "revoked by admin");
-    await this.deps.store.audit.append([{ at: this.deps.clock.now(), event: "admin_action", teamId, ownerUserId: conn.ownerUserId, connectionId: conn.id, service: conn.service, decision: "revoke", actor: admin }]);
+    await this.deps.store.audit.append([
+      {
+        at: this.deps.clock.now(),
+        event: "admin_action",
+        teamId,
+        ownerUserId: conn.ownerUserId,
+        connectionId: conn.id,
+        service: conn.service,
+        decision: "revoke",
+        actor: admin,
+      },
+    ]);
     return ended ? { kind: "revoked", connection: conn } : { kind: "not_live", connection: conn };
   }
 

@@ -1,15 +1,15 @@
-import { errorMessage } from "../domain/errors.js";
 import type { Clock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import type { ServiceRegistry } from "../config/registry.js";
+import { errorMessage } from "../domain/errors.js";
+import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection, ConnectionScope } from "../store/records.js";
 import type { Store } from "../store/store.js";
-import { credentialSchema, type CredentialInput } from "../vault/credential.js";
-import type { Vault } from "../vault/vault.js";
 import { bindingOf } from "../vault/binding.js";
+import { type CredentialInput, credentialSchema } from "../vault/credential.js";
+import type { Vault } from "../vault/vault.js";
 import { ConnectionError } from "./errors.js";
-import { newId } from "../domain/ids.js";
 
 /** Everything needed to create a connection; the credential is sealed before it touches the store. */
 export interface CreateConnection {
@@ -39,7 +39,14 @@ export class ConnectionLifecycle {
 
   constructor(
     /** `signals`: where each committed end is announced, so every replica (not only this one) kills the child. */
-    private readonly deps: { store: Store; vault: Vault; registry: ServiceRegistry; clock: Clock; log: Logger; signals?: Pick<ClusterSignals, "publish"> },
+    private readonly deps: {
+      store: Store;
+      vault: Vault;
+      registry: ServiceRegistry;
+      clock: Clock;
+      log: Logger;
+      signals?: Pick<ClusterSignals, "publish">;
+    },
   ) {}
 
   /** Registers a listener run after every connection end (revoke, replace, expire). */
@@ -62,12 +69,17 @@ export class ConnectionLifecycle {
   /** Validates against the registry, seals the credential, stores the row (replacing a live duplicate). */
   async create(input: CreateConnection): Promise<Connection> {
     const service = this.deps.registry.get(input.service);
-    if (!service) throw new ConnectionError("unknown_service", `unknown service "${input.service}" (not in the service registry)`);
+    if (!service)
+      throw new ConnectionError("unknown_service", `unknown service "${input.service}" (not in the service registry)`);
     if (!service.entry.scopes.includes(input.scope)) {
-      throw new ConnectionError("scope_not_allowed", `service "${input.service}" does not allow scope "${input.scope}" (allowed: ${service.entry.scopes.join(", ")})`);
+      throw new ConnectionError(
+        "scope_not_allowed",
+        `service "${input.service}" does not allow scope "${input.scope}" (allowed: ${service.entry.scopes.join(", ")})`,
+      );
     }
     const thread = input.scope === "thread";
-    if (thread && (!input.channelId || !input.threadTs)) throw new ConnectionError("missing_thread", "a thread-scoped connection needs a channel and thread");
+    if (thread && (!input.channelId || !input.threadTs))
+      throw new ConnectionError("missing_thread", "a thread-scoped connection needs a channel and thread");
     if ((input.scope === "shared") !== (input.ownerUserId === null)) {
       throw new ConnectionError("scope_not_allowed", "shared connections have no owner; every other scope has one");
     }

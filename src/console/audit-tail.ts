@@ -1,5 +1,5 @@
-import { errorMessage } from "../domain/errors.js";
 import type { Clock, Timer } from "../clock/clock.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { AuditRepo } from "../store/store.js";
 import { auditView } from "./connections-api.js";

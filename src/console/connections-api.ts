@@ -17,9 +17,26 @@ const id = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/);
 const userQuery = z.object({ user: id }).strict();
 const revokeBody = z.object({ kind: z.enum(["connection", "grant", "admin"]), id, asUserId: id }).strict();
 const AUDIT_EVENTS = [
-  "call_started", "call", "call_denied", "approval_requested", "approval_decided", "approval_rejected_click", "grant_created", "grant_revoked",
-  "connection_created", "connection_replaced", "connection_revoked", "connection_expired", "connection_needs_login", "connection_refreshed",
-  "login_started", "login_completed", "login_refused", "keys_rotated", "admin_action", "tool_pin",
+  "call_started",
+  "call",
+  "call_denied",
+  "approval_requested",
+  "approval_decided",
+  "approval_rejected_click",
+  "grant_created",
+  "grant_revoked",
+  "connection_created",
+  "connection_replaced",
+  "connection_revoked",
+  "connection_expired",
+  "connection_needs_login",
+  "connection_refreshed",
+  "login_started",
+  "login_completed",
+  "login_refused",
+  "keys_rotated",
+  "admin_action",
+  "tool_pin",
 ] as const satisfies readonly AuditEventKind[];
 const runsQuery = z.object({ channel: id, ts: z.string().regex(/^\d{1,12}\.\d{1,8}$/) }).strict();
 /** Audit rows read per event kind to find one thread's runs (newest first). */
@@ -35,12 +52,32 @@ const auditQuery = z
 
 /** A connection as the page sees it: identifiers and dates, never the credential. */
 export function connectionView(c: Connection): Record<string, unknown> {
-  return { id: c.id, service: c.service, owner: c.ownerUserId, scope: c.scope, channelId: c.channelId, threadTs: c.threadTs, status: c.status, label: c.label, createdAt: c.createdAt, expiresAt: c.expiresAt };
+  return {
+    id: c.id,
+    service: c.service,
+    owner: c.ownerUserId,
+    scope: c.scope,
+    channelId: c.channelId,
+    threadTs: c.threadTs,
+    status: c.status,
+    label: c.label,
+    createdAt: c.createdAt,
+    expiresAt: c.expiresAt,
+  };
 }
 
 /** A grant as the page sees it. */
 export function grantView(g: Grant): Record<string, unknown> {
-  return { id: g.id, connectionId: g.connectionId, service: g.service, owner: g.ownerUserId, borrower: g.borrowerUserId, channelId: g.channelId, threadTs: g.threadTs, createdAt: g.createdAt };
+  return {
+    id: g.id,
+    connectionId: g.connectionId,
+    service: g.service,
+    owner: g.ownerUserId,
+    borrower: g.borrowerUserId,
+    channelId: g.channelId,
+    threadTs: g.threadTs,
+    createdAt: g.createdAt,
+  };
 }
 
 /** An audit row as the page sees it (audit rows hold identifiers, decisions and sizes only). */
@@ -90,35 +127,83 @@ export class ConnectionsApi {
     const user = b.asUserId;
     if (b.kind === "grant") {
       const g = await this.d.store.grants.get(b.id);
-      if (!g || g.teamId !== teamId || (g.ownerUserId !== user && g.borrowerUserId !== user)) return refuse(res, 403, "not_yours", "That is not a grant you gave or got.");
+      if (!g || g.teamId !== teamId || (g.ownerUserId !== user && g.borrowerUserId !== user))
+        return refuse(res, 403, "not_yours", "That is not a grant you gave or got.");
       const at = this.d.clock.now();
       await this.d.store.grants.revoke(g.id, user, at, [
-        { at, event: "grant_revoked", teamId: g.teamId, channelId: g.channelId, threadTs: g.threadTs, ownerUserId: g.ownerUserId, callerUserId: g.borrowerUserId, connectionId: g.connectionId, service: g.service, actor: user },
+        {
+          at,
+          event: "grant_revoked",
+          teamId: g.teamId,
+          channelId: g.channelId,
+          threadTs: g.threadTs,
+          ownerUserId: g.ownerUserId,
+          callerUserId: g.borrowerUserId,
+          connectionId: g.connectionId,
+          service: g.service,
+          actor: user,
+        },
       ]);
       return sendJson(res, 200, { ok: true, message: "Grant revoked. It takes effect on the next call." });
     }
     const conn = await this.d.store.connections.get(b.id);
     if (b.kind === "connection") {
-      if (!conn || conn.teamId !== teamId || conn.ownerUserId !== user) return refuse(res, 403, "not_yours", "That is not one of your connections.");
+      if (!conn || conn.teamId !== teamId || conn.ownerUserId !== user)
+        return refuse(res, 403, "not_yours", "That is not one of your connections.");
       await this.d.lifecycle.revoke(conn.id, user, "revoked by owner");
-      return sendJson(res, 200, { ok: true, message: `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.` });
+      return sendJson(res, 200, {
+        ok: true,
+        message: `Revoked your ${conn.service} connection. Its credential is wiped and every grant on it revoked.`,
+      });
     }
     if (!(await this.d.admins.isAdmin(teamId, user))) {
-      await this.d.store.audit.append([{ at: this.d.clock.now(), event: "admin_action", teamId, decision: "refused_not_admin", actor: user, connectionId: b.id }]);
+      await this.d.store.audit.append([
+        {
+          at: this.d.clock.now(),
+          event: "admin_action",
+          teamId,
+          decision: "refused_not_admin",
+          actor: user,
+          connectionId: b.id,
+        },
+      ]);
       return refuse(res, 403, "not_admin", "Only slaude-connect admins can do that.");
     }
     if (!conn || conn.teamId !== teamId) return refuse(res, 404, "unknown_connection", "No such connection.");
     const ended = await this.d.lifecycle.revoke(conn.id, `admin:${user}`, "revoked by admin");
-    await this.d.store.audit.append([{ at: this.d.clock.now(), event: "admin_action", teamId, ownerUserId: conn.ownerUserId, connectionId: conn.id, service: conn.service, decision: "revoke", actor: user }]);
+    await this.d.store.audit.append([
+      {
+        at: this.d.clock.now(),
+        event: "admin_action",
+        teamId,
+        ownerUserId: conn.ownerUserId,
+        connectionId: conn.id,
+        service: conn.service,
+        decision: "revoke",
+        actor: user,
+      },
+    ]);
     const what = await this.named(conn);
-    sendJson(res, 200, { ok: Boolean(ended), message: ended ? `Revoked ${what}. Its credential is wiped and every grant on it revoked.` : `${what} was not active.` });
+    sendJson(res, 200, {
+      ok: Boolean(ended),
+      message: ended
+        ? `Revoked ${what}. Its credential is wiped and every grant on it revoked.`
+        : `${what} was not active.`,
+    });
   }
 
   /** A connection in words: "Alice's demo connection for the thread in #general" (names, not ids). */
   private async named(c: Connection): Promise<string> {
     const [users, channels] = await Promise.all([this.d.workspace.users(), this.d.workspace.channels()]);
-    const owner = c.ownerUserId ? `${users.find((u) => u.id === c.ownerUserId)?.name ?? c.ownerUserId}'s` : "the shared";
-    const where = c.scope === "thread" ? ` for the thread in #${channels.find((x) => x.id === c.channelId)?.name ?? c.channelId}` : c.scope === "user" ? " (everywhere)" : "";
+    const owner = c.ownerUserId
+      ? `${users.find((u) => u.id === c.ownerUserId)?.name ?? c.ownerUserId}'s`
+      : "the shared";
+    const where =
+      c.scope === "thread"
+        ? ` for the thread in #${channels.find((x) => x.id === c.channelId)?.name ?? c.channelId}`
+        : c.scope === "user"
+          ? " (everywhere)"
+          : "";
     return `${owner} ${c.service} connection${where}`;
   }
 
@@ -128,9 +213,13 @@ export class ConnectionsApi {
     if (!q) return;
     const teamId = this.d.workspace.teamId;
     const [done, denied] = await Promise.all(
-      (["call", "call_denied"] as const).map((event) => this.d.store.audit.query({ teamId, event, limit: RUNS_SCAN, take: "latest" })),
+      (["call", "call_denied"] as const).map((event) =>
+        this.d.store.audit.query({ teamId, event, limit: RUNS_SCAN, take: "latest" }),
+      ),
     );
-    const rows = [...done!, ...denied!].filter((r) => r.channelId === q.channel && r.threadTs === q.ts).sort((a, b) => b.seq - a.seq);
+    const rows = [...done!, ...denied!]
+      .filter((r) => r.channelId === q.channel && r.threadTs === q.ts)
+      .sort((a, b) => b.seq - a.seq);
     sendJson(res, 200, { rows: rows.slice(0, 50).map(auditView) });
   }
 

@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { ThreadRef } from "../domain/thread.js";
-import type { Logger } from "../log/logger.js";
 import { VERSION } from "../domain/version.js";
+import type { Logger } from "../log/logger.js";
 
 /** The stateless protocol revision the console speaks to its own broker. */
 const MODERN_REVISION = "2026-07-28";
@@ -28,8 +28,17 @@ export interface HostProgress {
 
 /** What a tool call answered: the broker's structured result and its text, as a host sees them. */
 export type HostOutcome =
-  | { readonly kind: "result"; readonly isError: boolean; readonly structured: Record<string, unknown> | null; readonly text: string }
-  | { readonly kind: "host_error"; readonly code: "busy" | "no_host_token" | "turn_refused" | "transport"; readonly message: string };
+  | {
+      readonly kind: "result";
+      readonly isError: boolean;
+      readonly structured: Record<string, unknown> | null;
+      readonly text: string;
+    }
+  | {
+      readonly kind: "host_error";
+      readonly code: "busy" | "no_host_token" | "turn_refused" | "transport";
+      readonly message: string;
+    };
 
 /** Settings of the console's host agent. */
 export interface HostAgentOptions {
@@ -55,14 +64,35 @@ export class HostAgent {
   }
 
   /** Calls broker tool `tool` with `args` as `userId` in `thread`, through /v1/turns and /mcp. */
-  async call(thread: ThreadRef, userId: string, tool: BrokerTool, args: Record<string, unknown>, onProgress?: (p: HostProgress) => void): Promise<HostOutcome> {
+  async call(
+    thread: ThreadRef,
+    userId: string,
+    tool: BrokerTool,
+    args: Record<string, unknown>,
+    onProgress?: (p: HostProgress) => void,
+  ): Promise<HostOutcome> {
     const token = this.opts.hostToken();
-    if (!token) return { kind: "host_error", code: "no_host_token", message: "No host token is configured, so the console cannot act as an agent host." };
-    if (this.inFlight >= this.maxConcurrent) return { kind: "host_error", code: "busy", message: `The console already runs ${this.maxConcurrent} actions; wait for one to finish.` };
+    if (!token)
+      return {
+        kind: "host_error",
+        code: "no_host_token",
+        message: "No host token is configured, so the console cannot act as an agent host.",
+      };
+    if (this.inFlight >= this.maxConcurrent)
+      return {
+        kind: "host_error",
+        code: "busy",
+        message: `The console already runs ${this.maxConcurrent} actions; wait for one to finish.`,
+      };
     this.inFlight++;
     try {
       const turn = await this.startTurn(token, thread, userId);
-      if (!turn.ok) return { kind: "host_error", code: "turn_refused", message: `The broker refused the turn report (HTTP ${turn.status}).` };
+      if (!turn.ok)
+        return {
+          kind: "host_error",
+          code: "turn_refused",
+          message: `The broker refused the turn report (HTTP ${turn.status}).`,
+        };
       try {
         return await this.callInSession(token, thread, turn.id, tool, args, onProgress);
       } finally {
@@ -70,34 +100,87 @@ export class HostAgent {
       }
     } catch (err) {
       this.opts.log.warn("console host agent call failed", { tool, error: (err as Error).message });
-      return { kind: "host_error", code: "transport", message: "The console could not reach the broker's MCP endpoint." };
+      return {
+        kind: "host_error",
+        code: "transport",
+        message: "The console could not reach the broker's MCP endpoint.",
+      };
     } finally {
       this.inFlight--;
     }
   }
 
-  private async startTurn(token: string, t: ThreadRef, userId: string): Promise<{ ok: true; id: string } | { ok: false; status: number }> {
-    const res = await this.post(token, "/v1/turns", { team_id: t.teamId, channel_id: t.channelId, thread_ts: t.threadTs, user_id: userId, explicit_end: true });
+  private async startTurn(
+    token: string,
+    t: ThreadRef,
+    userId: string,
+  ): Promise<{ ok: true; id: string } | { ok: false; status: number }> {
+    const res = await this.post(token, "/v1/turns", {
+      team_id: t.teamId,
+      channel_id: t.channelId,
+      thread_ts: t.threadTs,
+      user_id: userId,
+      explicit_end: true,
+    });
     const id = res.headers.get("x-slaude-turn");
     return res.status === 204 && id ? { ok: true, id } : { ok: false, status: res.status };
   }
 
-  private async callInSession(token: string, t: ThreadRef, turnId: string, tool: BrokerTool, args: Record<string, unknown>, onProgress?: (p: HostProgress) => void): Promise<HostOutcome> {
+  private async callInSession(
+    token: string,
+    t: ThreadRef,
+    turnId: string,
+    tool: BrokerTool,
+    args: Record<string, unknown>,
+    onProgress?: (p: HostProgress) => void,
+  ): Promise<HostOutcome> {
     const transport = new StreamableHTTPClientTransport(new URL("/mcp", this.opts.baseUrl), {
-      requestInit: { headers: { authorization: `Bearer ${token}`, "x-slaude-thread": `${t.teamId}/${t.channelId}/${t.threadTs}`, "x-slaude-turn": turnId } },
+      requestInit: {
+        headers: {
+          authorization: `Bearer ${token}`,
+          "x-slaude-thread": `${t.teamId}/${t.channelId}/${t.threadTs}`,
+          "x-slaude-turn": turnId,
+        },
+      },
     });
     // The broker is this process: it speaks 2026-07-28, so no probe and no fallback.
-    const client = new Client({ name: "slaude-connect-console", version: VERSION }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } });
+    const client = new Client(
+      { name: "slaude-connect-console", version: VERSION },
+      { versionNegotiation: { mode: { pin: MODERN_REVISION } } },
+    );
     this.open.add(client);
     try {
       await client.connect(transport);
-      const r = await client.callTool({ name: tool, arguments: args }, {
-        timeout: this.opts.callTimeoutMs,
-        resetTimeoutOnProgress: true,
-        ...(onProgress ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onProgress({ progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) }) } : {}),
-      });
-      const text = Array.isArray(r.content) ? r.content.map((c) => (c && typeof c === "object" && (c as { type?: unknown }).type === "text" ? String((c as { text?: unknown }).text ?? "") : "")).join("\n") : "";
-      const structured = r.structuredContent && typeof r.structuredContent === "object" ? (r.structuredContent as Record<string, unknown>) : null;
+      const r = await client.callTool(
+        { name: tool, arguments: args },
+        {
+          timeout: this.opts.callTimeoutMs,
+          resetTimeoutOnProgress: true,
+          ...(onProgress
+            ? {
+                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) =>
+                  onProgress({
+                    progress: p.progress,
+                    ...(p.total !== undefined ? { total: p.total } : {}),
+                    ...(p.message !== undefined ? { message: p.message } : {}),
+                  }),
+              }
+            : {}),
+        },
+      );
+      const text = Array.isArray(r.content)
+        ? r.content
+            .map((c) =>
+              c && typeof c === "object" && (c as { type?: unknown }).type === "text"
+                ? String((c as { text?: unknown }).text ?? "")
+                : "",
+            )
+            .join("\n")
+        : "";
+      const structured =
+        r.structuredContent && typeof r.structuredContent === "object"
+          ? (r.structuredContent as Record<string, unknown>)
+          : null;
       return { kind: "result", isError: r.isError === true, structured, text };
     } finally {
       this.open.delete(client);

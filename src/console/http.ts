@@ -1,8 +1,8 @@
 import type http from "node:http";
 import type { z } from "zod";
-import type { ConsoleWorkspace } from "./ports.js";
 import { BodyTooLargeError, readBody } from "../server/host-auth.js";
 import { sendJson } from "../server/http-server.js";
+import type { ConsoleWorkspace } from "./ports.js";
 
 // Small HTTP helpers of the console API: strict bodies and query strings, one error shape.
 
@@ -12,7 +12,11 @@ export function refuse(res: http.ServerResponse, status: number, code: string, m
 }
 
 /** Reads a JSON body (at most 64 KiB) and parses it with `schema`; answers 400/413 itself on failure. */
-export async function jsonBody<T>(req: http.IncomingMessage, res: http.ServerResponse, schema: z.ZodType<T>): Promise<T | undefined> {
+export async function jsonBody<T>(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  schema: z.ZodType<T>,
+): Promise<T | undefined> {
   let doc: unknown;
   try {
     doc = JSON.parse(await readBody(req, 64 << 10));
@@ -40,12 +44,21 @@ export function query<T>(res: http.ServerResponse, url: URL, schema: z.ZodType<T
 function parsed<T>(res: http.ServerResponse, schema: z.ZodType<T>, doc: unknown): T | undefined {
   const r = schema.safeParse(doc);
   if (r.success) return r.data;
-  refuse(res, 400, "invalid_request", r.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; "));
+  refuse(
+    res,
+    400,
+    "invalid_request",
+    r.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; "),
+  );
   return undefined;
 }
 
 /** Whether `userId` is a person of the workspace; answers 404 itself when not. */
-export async function knownUser(workspace: Pick<ConsoleWorkspace, "users">, res: http.ServerResponse, userId: string): Promise<boolean> {
+export async function knownUser(
+  workspace: Pick<ConsoleWorkspace, "users">,
+  res: http.ServerResponse,
+  userId: string,
+): Promise<boolean> {
   if ((await workspace.users()).some((u) => u.id === userId)) return true;
   refuse(res, 404, "unknown_user", `There is no user ${userId} in this workspace.`);
   return false;

@@ -1,7 +1,7 @@
 import type http from "node:http";
 import { z } from "zod";
 import { serviceName } from "../config/registry-schema.js";
-import { doneSentence, refusalSentence, type PinReview } from "../pinning/review.js";
+import { doneSentence, type PinReview, refusalSentence } from "../pinning/review.js";
 import { sendJson } from "../server/http-server.js";
 import { jsonBody, knownUser, query, refuse } from "./http.js";
 import type { ConsoleWorkspace } from "./ports.js";
@@ -25,7 +25,9 @@ const decisionBody = z
 
 /** Handlers of the tool-changes and tool-decision endpoints. */
 export class PinsApi {
-  constructor(private readonly d: { readonly workspace: Pick<ConsoleWorkspace, "teamId" | "users">; readonly review: PinReview }) {}
+  constructor(
+    private readonly d: { readonly workspace: Pick<ConsoleWorkspace, "teamId" | "users">; readonly review: PinReview },
+  ) {}
 
   /** GET /console/api/tool-changes?user=U: the team's tool changes with diffs; 403 unless U is an admin. */
   async list(res: http.ServerResponse, url: URL): Promise<void> {

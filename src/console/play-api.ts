@@ -1,8 +1,8 @@
 import type http from "node:http";
 import { z } from "zod";
+import { slackTextLine } from "../cards/slack-text.js";
 import { sendJson } from "../server/http-server.js";
 import { LocalWorkspaceError } from "../workspace/local/errors.js";
-import { slackTextLine } from "../cards/slack-text.js";
 import { BROKER_TOOLS, type HostAgent, type HostOutcome, type HostProgress } from "./host-agent.js";
 import { jsonBody, knownUser, query, refuse } from "./http.js";
 import type { ConsoleWorkspace } from "./ports.js";
@@ -32,7 +32,9 @@ const hostBody = z
   .strict();
 const notesQuery = z.object({ channel: id, ts: threadTs }).strict();
 const continueBody = z.object({ itemId: id, asUserId: id }).strict();
-const decideBody = z.object({ approvalId: id, decision: z.enum(["allowed_thread", "allowed_once", "denied"]), asUserId: id }).strict();
+const decideBody = z
+  .object({ approvalId: id, decision: z.enum(["allowed_thread", "allowed_once", "denied"]), asUserId: id })
+  .strict();
 
 /** What the play API needs. */
 export interface PlayApiDeps {
@@ -60,7 +62,8 @@ export class PlayApi {
   /** POST /console/api/membership: adds or removes a member (effective on the next call). */
   async membership(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, membershipBody);
-    if (!b || !(await knownUser(this.d.workspace, res, b.userId)) || !(await this.knownChannel(res, b.channelId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.userId)) || !(await this.knownChannel(res, b.channelId)))
+      return;
     await this.d.workspace.setMember(b.channelId, b.userId, b.member);
     sendJson(res, 200, { ok: true });
   }
@@ -75,7 +78,8 @@ export class PlayApi {
   /** POST /console/api/threads: a user starts a thread in a channel. */
   async startThread(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const b = await jsonBody(req, res, newThreadBody);
-    if (!b || !(await knownUser(this.d.workspace, res, b.userId)) || !(await this.knownChannel(res, b.channelId))) return;
+    if (!b || !(await knownUser(this.d.workspace, res, b.userId)) || !(await this.knownChannel(res, b.channelId)))
+      return;
     try {
       sendJson(res, 200, { thread: await this.d.workspace.startThread(b.channelId, b.userId) });
     } catch (err) {
@@ -89,7 +93,9 @@ export class PlayApi {
   async notes(res: http.ServerResponse, url: URL): Promise<void> {
     const q = query(res, url, notesQuery);
     if (!q) return;
-    sendJson(res, 200, { notes: await this.d.workspace.notes({ teamId: this.d.workspace.teamId, channelId: q.channel, threadTs: q.ts }) });
+    sendJson(res, 200, {
+      notes: await this.d.workspace.notes({ teamId: this.d.workspace.teamId, channelId: q.channel, threadTs: q.ts }),
+    });
   }
 
   /** POST /console/api/host: one broker tool call as `userId` in the thread, through /v1/turns and /mcp. */
@@ -97,9 +103,17 @@ export class PlayApi {
     const b = await jsonBody(req, res, hostBody);
     if (!b || !(await knownUser(this.d.workspace, res, b.userId))) return;
     const thread = { teamId: this.d.workspace.teamId, channelId: b.channelId, threadTs: b.threadTs };
-    const progress = (p: HostProgress) => this.d.events.broadcast({ type: "progress", data: { runId: b.runId, ...p, ...(p.message ? { messageLine: slackTextLine(p.message) } : {}) } });
+    const progress = (p: HostProgress) =>
+      this.d.events.broadcast({
+        type: "progress",
+        data: { runId: b.runId, ...p, ...(p.message ? { messageLine: slackTextLine(p.message) } : {}) },
+      });
     const outcome = await this.d.host.call(thread, b.userId, b.tool, b.arguments, progress);
-    sendJson(res, outcome.kind === "host_error" && outcome.code === "busy" ? 429 : 200, { runId: b.runId, ...outcome, ...readable(outcome) });
+    sendJson(res, outcome.kind === "host_error" && outcome.code === "busy" ? 429 : 200, {
+      runId: b.runId,
+      ...outcome,
+      ...readable(outcome),
+    });
   }
 
   /** GET /console/api/inbox?user=U: the user's cards, newest first. */
@@ -133,8 +147,11 @@ export class PlayApi {
  */
 function readable(o: HostOutcome): Record<string, unknown> {
   if (o.kind !== "result") return {};
-  const message = o.structured?.["message"];
-  return { textLine: slackTextLine(o.text), ...(typeof message === "string" ? { messageLine: slackTextLine(message) } : {}) };
+  const message = o.structured?.message;
+  return {
+    textLine: slackTextLine(o.text),
+    ...(typeof message === "string" ? { messageLine: slackTextLine(message) } : {}),
+  };
 }
 
 const CONTINUE_MESSAGES = {

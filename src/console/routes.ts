@@ -1,6 +1,6 @@
 import type http from "node:http";
 import type { OriginGuard } from "../server/host-auth.js";
-import { sendJson, type RouteHandler } from "../server/http-server.js";
+import { type RouteHandler, sendJson } from "../server/http-server.js";
 import type { ActivityApi } from "./activity-api.js";
 import type { ConsoleAuth, ConsoleSession } from "./auth.js";
 import type { ConnectionsApi } from "./connections-api.js";
@@ -16,7 +16,8 @@ import type { StaticFile } from "./static-files.js";
 
 /** Headers on every console response: no framing, no sniffing, scripts and styles only from here. */
 const SECURITY_HEADERS = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
@@ -47,7 +48,8 @@ type Api = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, s: Co
 /** Builds the handler of every request under /console. */
 export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
   const get: Record<string, Api> = {
-    session: (_q, res, _u, s) => sendJson(res, 200, { csrf: s.csrf, teamId: d.teamId, approvalTimeoutMs: d.approvalTimeoutMs }),
+    session: (_q, res, _u, s) =>
+      sendJson(res, 200, { csrf: s.csrf, teamId: d.teamId, approvalTimeoutMs: d.approvalTimeoutMs }),
     workspace: (_q, res) => d.play.workspace(res),
     threads: (_q, res, url) => d.play.threads(res, url),
     inbox: (_q, res, url) => d.play.inbox(res, url),
@@ -73,7 +75,13 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
   return async (req, res, url) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
     const o = d.origin.check(req);
-    if (o !== "ok") return refuse(res, 403, o, o === "bad_host" ? "This Host is not served." : "Requests from other origins are refused.");
+    if (o !== "ok")
+      return refuse(
+        res,
+        403,
+        o,
+        o === "bad_host" ? "This Host is not served." : "Requests from other origins are refused.",
+      );
     const path = url.pathname;
     if (path === "/console") {
       res.writeHead(308, { location: `/console/${url.search}` }).end();
@@ -87,7 +95,8 @@ export function consoleHandler(d: ConsoleRouterDeps): RouteHandler {
       const table = req.method === "GET" ? get : req.method === "POST" ? post : undefined;
       const api = table && Object.hasOwn(table, name) ? table[name] : undefined;
       if (!api) return refuse(res, 404, "not_found", "No such console endpoint.");
-      if (req.method !== "GET" && !d.auth.csrfMatches(req, session)) return refuse(res, 403, "csrf", "The request is missing its console CSRF token.");
+      if (req.method !== "GET" && !d.auth.csrfMatches(req, session))
+        return refuse(res, 403, "csrf", "The request is missing its console CSRF token.");
       return api(req, res, url, session);
     }
     if (req.method !== "GET") return refuse(res, 405, "method_not_allowed", "Only GET is served here.");
@@ -114,6 +123,10 @@ function sendStatic(res: http.ServerResponse, status: number, file: StaticFile |
     refuse(res, status, "no_session", "Open the console link printed when the server started.");
     return;
   }
-  res.writeHead(status, { "content-type": file.type, "cache-control": "no-store", "content-length": String(file.body.length) });
+  res.writeHead(status, {
+    "content-type": file.type,
+    "cache-control": "no-store",
+    "content-length": String(file.body.length),
+  });
   res.end(file.body);
 }

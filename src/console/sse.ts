@@ -45,7 +45,12 @@ export class SseHub {
       const oldest = this.clients.values().next().value;
       if (oldest) this.drop(oldest);
     }
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no", connection: "keep-alive" });
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+      connection: "keep-alive",
+    });
     res.write("retry: 2000\n\n");
     this.clients.add(res);
     // The response closes when the browser goes away (the request itself ends at once for a GET).

@@ -1,11 +1,11 @@
 import type http from "node:http";
 import { z } from "zod";
-import { gatherConnectionFacts, type ConnectionFacts } from "../broker/call-facts.js";
+import { type ConnectionFacts, gatherConnectionFacts } from "../broker/call-facts.js";
 import type { BrokerDeps } from "../broker/deps.js";
 import type { Service, ToolClass } from "../config/registry.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { PinGate } from "../pinning/policy.js";
-import { resolveCall, type CallDecision } from "../policy/resolve.js";
+import { type CallDecision, resolveCall } from "../policy/resolve.js";
 import { sendJson } from "../server/http-server.js";
 import { knownUser, query } from "./http.js";
 import type { ConsoleWorkspace } from "./ports.js";
@@ -34,7 +34,14 @@ export type Standing =
  * calls the policy, so a change of its facts is a change here only.
  */
 export function nextCallDecision(caller: string, facts: ConnectionFacts): CallDecision {
-  return resolveCall({ caller, onBehalfOf: caller, serviceKnown: true, toolClass: PROBE_CLASS, pin: PROBE_PIN, ...facts });
+  return resolveCall({
+    caller,
+    onBehalfOf: caller,
+    serviceKnown: true,
+    toolClass: PROBE_CLASS,
+    pin: PROBE_PIN,
+    ...facts,
+  });
 }
 
 /** A decision as the panel shows it. */

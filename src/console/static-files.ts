@@ -1,7 +1,7 @@
-import { ConfigError } from "../config/errors.js";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ConfigError } from "../config/errors.js";
 
 // The console's page, styles and scripts are plain files under static/console/, read once at
 // start-up and served by exact name: no path from a request ever reaches the file system.
@@ -29,6 +29,7 @@ export function loadStaticFiles(dir: string = CONSOLE_STATIC_DIR): ReadonlyMap<s
     const type = TYPES[path.extname(name)];
     if (type && /^[a-z0-9-]+\.[a-z]+$/.test(name)) files.set(name, { body: readFileSync(path.join(dir, name)), type });
   }
-  if (!files.has("index.html")) throw new ConfigError("missing_assets", `console assets missing: no index.html in ${dir}`);
+  if (!files.has("index.html"))
+    throw new ConfigError("missing_assets", `console assets missing: no index.html in ${dir}`);
   return files;
 }

@@ -29,7 +29,11 @@ export function canonicalJson(value: unknown): string {
   try {
     out = serialize(value);
   } catch (cause) {
-    throw new CanonicalJsonError("not_i_json", "the value has no canonical JSON form (RFC 8785 needs valid Unicode and finite numbers)", { cause });
+    throw new CanonicalJsonError(
+      "not_i_json",
+      "the value has no canonical JSON form (RFC 8785 needs valid Unicode and finite numbers)",
+      { cause },
+    );
   }
   // A bare undefined (or function) has no JSON at all; the old encoding wrote it as null.
   return out ?? "null";

@@ -19,7 +19,13 @@ const span = z.discriminatedUnion("kind", [
 const line = z.array(span);
 
 const argument = z
-  .object({ name: z.string(), type: z.enum(["string", "number", "boolean", "null", "array", "object"]), text: z.string(), escaped: z.boolean(), redacted: z.boolean() })
+  .object({
+    name: z.string(),
+    type: z.enum(["string", "number", "boolean", "null", "array", "object"]),
+    text: z.string(),
+    escaped: z.boolean(),
+    redacted: z.boolean(),
+  })
   .strict();
 const args = z.discriminatedUnion("shown", [
   z.object({ shown: z.literal("complete"), args: z.array(argument), chars: z.number() }).strict(),
@@ -39,7 +45,16 @@ const action = z
 /** A card, strictly: unknown fields and kinds are refused. */
 export const cardSchema = z
   .object({
-    kind: z.enum(["approval", "approval_settled", "consent", "consent_used", "connection_ready", "needs_login", "revoked", "expired"]),
+    kind: z.enum([
+      "approval",
+      "approval_settled",
+      "consent",
+      "consent_used",
+      "connection_ready",
+      "needs_login",
+      "revoked",
+      "expired",
+    ]),
     title: line,
     summary: line.optional(),
     lines: z.array(line),
@@ -63,6 +78,18 @@ export function parseCard(json: string): Card | undefined {
   if (!r.success) return undefined;
   // Optional fields are left out rather than set to undefined (exactOptionalPropertyTypes).
   const { summary, tool, args: a, notice, footer, ...rest } = r.data;
-  const actions = rest.actions.map(({ style, url, ...b }) => ({ ...b, ...(style ? { style } : {}), ...(url !== undefined ? { url } : {}) }));
-  return { ...rest, actions, ...(summary ? { summary } : {}), ...(tool ? { tool } : {}), ...(a ? { args: a } : {}), ...(notice ? { notice } : {}), ...(footer ? { footer } : {}) } satisfies Card;
+  const actions = rest.actions.map(({ style, url, ...b }) => ({
+    ...b,
+    ...(style ? { style } : {}),
+    ...(url !== undefined ? { url } : {}),
+  }));
+  return {
+    ...rest,
+    actions,
+    ...(summary ? { summary } : {}),
+    ...(tool ? { tool } : {}),
+    ...(a ? { args: a } : {}),
+    ...(notice ? { notice } : {}),
+    ...(footer ? { footer } : {}),
+  } satisfies Card;
 }

@@ -60,7 +60,15 @@ export function howtoText(howto: Howto, service: string, surface: Surface): stri
 export type CardLine = readonly CardSpan[];
 
 /** What a card is about. */
-export type CardKind = "approval" | "approval_settled" | "consent" | "consent_used" | "connection_ready" | "needs_login" | "revoked" | "expired";
+export type CardKind =
+  | "approval"
+  | "approval_settled"
+  | "consent"
+  | "consent_used"
+  | "connection_ready"
+  | "needs_login"
+  | "revoked"
+  | "expired";
 
 /**
  * A button. Approval answers carry the decision as their id; `continue` mints a login link (Slack
@@ -97,7 +105,11 @@ export interface Card {
 }
 
 /** A card's text with people and places written by `names` (default: their ids), for facts and plain renderers. */
-export function plainLine(line: CardLine, names: (id: string) => string = (id) => id, surface: Surface = "slack"): string {
+export function plainLine(
+  line: CardLine,
+  names: (id: string) => string = (id) => id,
+  surface: Surface = "slack",
+): string {
   return line
     .map((s) => {
       switch (s.kind) {

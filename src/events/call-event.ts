@@ -20,14 +20,37 @@ export interface CallEventBase {
 }
 
 /** How an owner's approval ended, as the waiting call learned it. */
-export type ApprovalDecision = "allowed_thread" | "allowed_once" | "denied" | "expired" | "cancelled" | "interrupted" | "unavailable";
+export type ApprovalDecision =
+  | "allowed_thread"
+  | "allowed_once"
+  | "denied"
+  | "expired"
+  | "cancelled"
+  | "interrupted"
+  | "unavailable";
 
 /** One lifecycle point of a call: started, progress, approval asked/decided, ended. */
 export type CallEvent =
   | (CallEventBase & { readonly type: "call.started" })
-  | (CallEventBase & { readonly type: "call.progress"; readonly progress: number; readonly total: number | null; readonly message: string | null })
-  | (CallEventBase & { readonly type: "approval.asked"; readonly ownerUserId: string; readonly connectionId: string; readonly reason: "no_grant" | "write_under_grant" })
-  | (CallEventBase & { readonly type: "approval.decided"; readonly ownerUserId: string; readonly connectionId: string; readonly decision: ApprovalDecision; readonly waitedMs: number })
+  | (CallEventBase & {
+      readonly type: "call.progress";
+      readonly progress: number;
+      readonly total: number | null;
+      readonly message: string | null;
+    })
+  | (CallEventBase & {
+      readonly type: "approval.asked";
+      readonly ownerUserId: string;
+      readonly connectionId: string;
+      readonly reason: "no_grant" | "write_under_grant";
+    })
+  | (CallEventBase & {
+      readonly type: "approval.decided";
+      readonly ownerUserId: string;
+      readonly connectionId: string;
+      readonly decision: ApprovalDecision;
+      readonly waitedMs: number;
+    })
   | (CallEventBase & {
       readonly type: "call.ended";
       /** "ok", "vendor_tool_error" or the failure code the caller was given. */
@@ -49,5 +72,5 @@ export type CallEventType = CallEvent["type"];
 /** A progress message fit for an event: cut to PROGRESS_MESSAGE_MAX; the caller redacts it first. */
 export function progressMessage(redacted: string | undefined): string | null {
   if (redacted === undefined || redacted === "") return null;
-  return redacted.length > PROGRESS_MESSAGE_MAX ? redacted.slice(0, PROGRESS_MESSAGE_MAX - 1) + "…" : redacted;
+  return redacted.length > PROGRESS_MESSAGE_MAX ? `${redacted.slice(0, PROGRESS_MESSAGE_MAX - 1)}…` : redacted;
 }

@@ -68,7 +68,10 @@ export class CallEventBus implements CallEventSink {
         l(e, seq);
       } catch (err) {
         // A subscriber's bug must not fail the call that emitted: logged with the event kind only.
-        this.o.log.error("call event subscriber failed", { type: e.type, error: err instanceof Error ? err.name : "unknown" });
+        this.o.log.error("call event subscriber failed", {
+          type: e.type,
+          error: err instanceof Error ? err.name : "unknown",
+        });
       }
     }
   }

@@ -31,7 +31,16 @@ export interface AuditLifecycleEvent {
 }
 
 /** Why a vendor child (or remote session) stopped. */
-export type ChildStopReason = "idle" | "evicted" | "revoked" | "crashed" | "limit" | "replaced" | "timeout" | "credential_unusable" | "shutdown";
+export type ChildStopReason =
+  | "idle"
+  | "evicted"
+  | "revoked"
+  | "crashed"
+  | "limit"
+  | "replaced"
+  | "timeout"
+  | "credential_unusable"
+  | "shutdown";
 
 /** Why a remote vendor cannot be used. */
 export type RemoteUnavailableReason = "backoff" | "credential_rejected";
@@ -84,7 +93,12 @@ export const AUDIT_LIFECYCLE_TYPES = {
 export type AuditLifecycleType = keyof typeof AUDIT_LIFECYCLE_TYPES;
 
 /** The kinds of vendor event (no audit row). */
-export const VENDOR_LIFECYCLE_TYPES = ["child.started", "child.stopped", "remote.unavailable", "remote.recovered"] as const satisfies readonly VendorLifecycleEvent["type"][];
+export const VENDOR_LIFECYCLE_TYPES = [
+  "child.started",
+  "child.stopped",
+  "remote.unavailable",
+  "remote.recovered",
+] as const satisfies readonly VendorLifecycleEvent["type"][];
 
 /** Which tool_pin decisions are events, and as what; the others (refusals, invalid clicks) are not. */
 const PIN_EVENTS: Readonly<Record<string, AuditLifecycleType>> = {

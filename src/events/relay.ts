@@ -1,8 +1,8 @@
-import { errorMessage } from "../domain/errors.js";
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import type { Clock, Timer } from "../clock/clock.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
-import { CALL_EVENT_TYPES, type BrokerEvent } from "./broker-event.js";
+import { type BrokerEvent, CALL_EVENT_TYPES } from "./broker-event.js";
 import type { CallEventBus, Subscription } from "./event-bus.js";
 import { VENDOR_LIFECYCLE_TYPES } from "./lifecycle-event.js";
 
@@ -20,7 +20,11 @@ export const EVENTS_CHANNEL = "slaude_events";
 /** What the relay sends and listens over (PgDb has both). */
 export interface RelayTransport {
   notify(channel: string, payload: string): Promise<void>;
-  listen(channel: string, onMessage: (payload: string) => void, onLost: (err: Error) => void): Promise<{ close(): Promise<void> }>;
+  listen(
+    channel: string,
+    onMessage: (payload: string) => void,
+    onLost: (err: Error) => void,
+  ): Promise<{ close(): Promise<void> }>;
 }
 
 /** Bounds of the relay. */
@@ -72,7 +76,21 @@ function unseal(key: Buffer, wire: string): string | undefined {
 /** Whether `x` is a batch as this code sends them (it was authenticated; this guards against our own bugs). */
 function isBatch(x: unknown): x is Batch {
   const b = x as Partial<Batch> | null;
-  return typeof b === "object" && b !== null && typeof b.o === "string" && Number.isSafeInteger(b.n) && typeof b.at === "number" && Array.isArray(b.e) && b.e.every((e) => typeof e === "object" && e !== null && RELAYED.has((e as { type?: unknown }).type as string) && typeof (e as { teamId?: unknown }).teamId === "string");
+  return (
+    typeof b === "object" &&
+    b !== null &&
+    typeof b.o === "string" &&
+    Number.isSafeInteger(b.n) &&
+    typeof b.at === "number" &&
+    Array.isArray(b.e) &&
+    b.e.every(
+      (e) =>
+        typeof e === "object" &&
+        e !== null &&
+        RELAYED.has((e as { type?: unknown }).type as string) &&
+        typeof (e as { teamId?: unknown }).teamId === "string",
+    )
+  );
 }
 
 /** Sends this replica's call and vendor events to the others, and emits theirs on this replica's bus. */
@@ -93,7 +111,12 @@ export class EventRelay {
     private readonly bus: CallEventBus,
     private readonly transport: RelayTransport,
     private readonly key: Buffer,
-    private readonly o: { readonly log: Logger; readonly clock: Clock; readonly limits?: RelayLimits; readonly channel?: string },
+    private readonly o: {
+      readonly log: Logger;
+      readonly clock: Clock;
+      readonly limits?: RelayLimits;
+      readonly channel?: string;
+    },
   ) {}
 
   private get limits(): RelayLimits {
@@ -115,11 +138,17 @@ export class EventRelay {
   private enqueue(e: BrokerEvent): void {
     if (this.closed || !RELAYED.has(e.type) || this.bus.isRemote(e)) return;
     if (this.queue.length >= this.limits.maxQueued) {
-      if (this.dropped++ === 0) this.o.log.warn("events relay queue full: dropping events for other replicas", { limit: this.limits.maxQueued });
+      if (this.dropped++ === 0)
+        this.o.log.warn("events relay queue full: dropping events for other replicas", {
+          limit: this.limits.maxQueued,
+        });
       return;
     }
     this.queue.push(e);
-    if (!this.sending) { this.sending = true; queueMicrotask(() => void this.flush()); }
+    if (!this.sending) {
+      this.sending = true;
+      queueMicrotask(() => void this.flush());
+    }
   }
 
   private async flush(): Promise<void> {
@@ -133,12 +162,19 @@ export class EventRelay {
           batch.push(this.queue.shift()!);
           bytes += size + 1;
         }
-        const wire = seal(this.key, JSON.stringify({ o: this.origin, n: ++this.batchSeq, at: this.o.clock.now(), e: batch } satisfies Batch));
+        const wire = seal(
+          this.key,
+          JSON.stringify({ o: this.origin, n: ++this.batchSeq, at: this.o.clock.now(), e: batch } satisfies Batch),
+        );
         if (wire.length > MAX_WIRE) {
           this.o.log.warn("events relay: an event too large to send was dropped", { type: batch[0]!.type });
           continue;
         }
-        await this.transport.notify(this.o.channel ?? EVENTS_CHANNEL, wire).catch((err: unknown) => this.o.log.warn("events relay: could not send", { error: errorMessage(err), events: batch.length }));
+        await this.transport
+          .notify(this.o.channel ?? EVENTS_CHANNEL, wire)
+          .catch((err: unknown) =>
+            this.o.log.warn("events relay: could not send", { error: errorMessage(err), events: batch.length }),
+          );
       }
     } finally {
       this.sending = false;
@@ -157,7 +193,8 @@ export class EventRelay {
       batch = undefined;
     }
     // Not sealed with our key (a forgery, another deployment), or not our shape: dropped, never acted on.
-    if (!isBatch(batch)) return void this.o.log.warn("events relay: dropped a notification that is not ours", { bytes: wire.length });
+    if (!isBatch(batch))
+      return void this.o.log.warn("events relay: dropped a notification that is not ours", { bytes: wire.length });
     if (batch.o === this.origin || Math.abs(this.o.clock.now() - batch.at) > this.limits.maxSkewMs) return;
     const id = `${batch.o}:${batch.n}`;
     if (this.seen.has(id)) return;
@@ -170,7 +207,11 @@ export class EventRelay {
     this.retry = undefined;
     if (this.closed) return;
     try {
-      const l = await this.transport.listen(this.o.channel ?? EVENTS_CHANNEL, (t) => this.receive(t), () => this.lost());
+      const l = await this.transport.listen(
+        this.o.channel ?? EVENTS_CHANNEL,
+        (t) => this.receive(t),
+        () => this.lost(),
+      );
       if (this.closed) return void (await l.close());
       this.listener = l;
       this.retryMs = 100;

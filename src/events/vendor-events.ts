@@ -14,7 +14,12 @@ export interface VendorTag {
 
 /** The tag of `connection`'s vendor of `service`. */
 export function vendorTag(connection: Pick<Connection, "id" | "teamId">, service: Service): VendorTag {
-  return { teamId: connection.teamId, connectionId: connection.id, service: service.name, transport: service.entry.transport.type === "http" ? "remote" : "stdio" };
+  return {
+    teamId: connection.teamId,
+    connectionId: connection.id,
+    service: service.name,
+    transport: service.entry.transport.type === "http" ? "remote" : "stdio",
+  };
 }
 
 /** A vendor started (a child spawned and initialized, or a remote session connected). */
@@ -28,7 +33,13 @@ export function childStopped(t: VendorTag, reason: ChildStopReason, at: number):
 }
 
 /** A remote vendor became unusable (the first failure of a run of them). */
-export function remoteUnavailable(t: VendorTag, reason: RemoteUnavailableReason, error: string, retryAt: number | null, at: number): VendorLifecycleEvent {
+export function remoteUnavailable(
+  t: VendorTag,
+  reason: RemoteUnavailableReason,
+  error: string,
+  retryAt: number | null,
+  at: number,
+): VendorLifecycleEvent {
   return { type: "remote.unavailable", at, ...t, reason, error: error.slice(0, 64), retryAt };
 }
 

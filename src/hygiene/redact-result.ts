@@ -16,7 +16,10 @@ export function redactContentItem(item: Content, redactor: Redactor): Content {
   if (item.type === "resource" && "blob" in item.resource && typeof item.resource.blob === "string") {
     const { blob, ...resourceRest } = item.resource;
     const { resource: _resource, ...rest } = item;
-    return { ...redactor.deep(rest), resource: { ...redactor.deep(resourceRest), blob: redactor.blob(blob) } } as Content;
+    return {
+      ...redactor.deep(rest),
+      resource: { ...redactor.deep(resourceRest), blob: redactor.blob(blob) },
+    } as Content;
   }
   return redactor.deep(item);
 }
@@ -25,8 +28,13 @@ export function redactContentItem(item: Content, redactor: Redactor): Content {
  * Redacts the content and structured content of a vendor result (other fields are not passed on).
  * `cutEnds`: the texts were cut at an arbitrary byte, so a partial secret may end them: drop that reach.
  */
-export function redactToolResult(result: CallToolResult, redactor: Redactor, o: { cutEnds?: boolean } = {}): Pick<CallToolResult, "content" | "structuredContent"> {
-  const cut = (c: Content): Content => (o.cutEnds && c.type === "text" ? { ...c, text: c.text.slice(0, Math.max(0, c.text.length - redactor.reach)) } : c);
+export function redactToolResult(
+  result: CallToolResult,
+  redactor: Redactor,
+  o: { cutEnds?: boolean } = {},
+): Pick<CallToolResult, "content" | "structuredContent"> {
+  const cut = (c: Content): Content =>
+    o.cutEnds && c.type === "text" ? { ...c, text: c.text.slice(0, Math.max(0, c.text.length - redactor.reach)) } : c;
   return {
     content: result.content.map((c) => cut(redactContentItem(c, redactor))),
     ...(result.structuredContent ? { structuredContent: redactor.deep(result.structuredContent) } : {}),

@@ -28,7 +28,11 @@ export function base64Cores(bytes: Buffer): string[] {
  * base64/base64url (also embedded at any byte offset), hex (lower and upper case), URL-encoding,
  * and the same forms of `a:b` pairs (HTTP Basic, e.g. email:token).
  */
-export function secretVariants(values: readonly string[], extra: readonly string[] = [], companionsIn: readonly string[] = []): string[] {
+export function secretVariants(
+  values: readonly string[],
+  extra: readonly string[] = [],
+  companionsIn: readonly string[] = [],
+): string[] {
   const raw = [...new Set([...values, ...extra].filter((v) => v.length >= MIN_SECRET_LENGTH))];
   const out = new Set<string>();
   const addForms = (v: string) => {
@@ -46,7 +50,12 @@ export function secretVariants(values: readonly string[], extra: readonly string
   for (const v of raw) addForms(v);
   // Pairs include non-secret companions such as an email: base64("email:token") leaks the token.
   const companions = [...new Set([...values, ...extra, ...companionsIn].filter((v) => v.length > 0))];
-  for (const a of companions) for (const b of raw) if (a !== b) { addForms(`${a}:${b}`); addForms(`${b}:${a}`); }
+  for (const a of companions)
+    for (const b of raw)
+      if (a !== b) {
+        addForms(`${a}:${b}`);
+        addForms(`${b}:${a}`);
+      }
   return [...out].filter((v) => v.length >= MIN_SECRET_LENGTH).sort((x, y) => y.length - x.length);
 }
 

@@ -25,7 +25,10 @@ export function truncateText(text: string, limits: ResultLimits): { text: string
   const head = out.length > limits.maxBytes ? out.slice(0, limits.maxBytes) : out;
   if (head !== out || Buffer.byteLength(head) > limits.maxBytes) {
     // Cut on a character boundary.
-    out = Buffer.from(head).subarray(0, limits.maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+    out = Buffer.from(head)
+      .subarray(0, limits.maxBytes)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
     truncated = true;
   }
   return { text: out, truncated };
@@ -45,6 +48,11 @@ export interface LimitsExceeded {
 export function truncationNotice(originalBytes: number, limits: ResultLimits, over: LimitsExceeded): string {
   const bytes = `${originalBytes} bytes exceeded the limit of ${limits.maxBytes} bytes`;
   const lines = over.lines === null ? undefined : `${over.lines} lines exceeded the limit of ${limits.maxLines} lines`;
-  const what = lines === undefined ? bytes : over.bytes ? `${bytes}, and ${lines}` : `${lines} (its ${originalBytes} bytes were within the limit of ${limits.maxBytes})`;
+  const what =
+    lines === undefined
+      ? bytes
+      : over.bytes
+        ? `${bytes}, and ${lines}`
+        : `${lines} (its ${originalBytes} bytes were within the limit of ${limits.maxBytes})`;
   return `\n[slaude-connect: result truncated: ${what}. Ask for less (filters, pagination).]`;
 }

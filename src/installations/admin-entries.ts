@@ -5,7 +5,12 @@ import type { AdminEntry } from "../config/env.js";
 // several it would make the user an admin of every tenant, so it counts nowhere (fail closed).
 
 /** Whether SLAUDE_ADMINS makes `userId` an admin of `teamId`; `singleTenant` is whether there is at most one installation. */
-export function listedAdmin(entries: readonly AdminEntry[], teamId: string, userId: string, singleTenant: boolean): boolean {
+export function listedAdmin(
+  entries: readonly AdminEntry[],
+  teamId: string,
+  userId: string,
+  singleTenant: boolean,
+): boolean {
   return entries.some((e) => e.userId === userId && (e.teamId === undefined ? singleTenant : e.teamId === teamId));
 }
 
@@ -15,7 +20,11 @@ export function bareAdminEntries(entries: readonly AdminEntry[]): number {
 }
 
 /** Bare SLAUDE_ADMINS entries while several installations are served: a warning, and an error (no start) in production. */
-export function bareAdminFinding(admins: readonly AdminEntry[], liveInstallations: number, production: boolean): { level: "warn" | "error"; message: string; fix: string } | undefined {
+export function bareAdminFinding(
+  admins: readonly AdminEntry[],
+  liveInstallations: number,
+  production: boolean,
+): { level: "warn" | "error"; message: string; fix: string } | undefined {
   const bare = bareAdminEntries(admins);
   if (!bare || liveInstallations <= 1) return undefined;
   return {

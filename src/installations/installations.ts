@@ -1,13 +1,20 @@
 import { LRUCache } from "lru-cache";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
+import { newId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { RefreshLock } from "../login/oauth/refresh-lock.js";
+import type {
+  Installation,
+  InstallationBinding,
+  InstallationMeta,
+  InstallationRepo,
+  InstallationTokens,
+  TenantQuery,
+} from "../store/installation-records.js";
 import type { SealedSecret } from "../vault/aead.js";
-import { newId } from "../domain/ids.js";
 import { InstallationError } from "./errors.js";
 import { TokenRefresh } from "./token-refresh.js";
-import type { Installation, InstallationBinding, InstallationMeta, InstallationRepo, InstallationTokens, TenantQuery } from "../store/installation-records.js";
 
 // The tenants of a deployment: which installation serves a team or an org, its tokens opened from
 // the vault, refreshed before expiry exactly once across replicas. Unknown, disabled and
@@ -21,7 +28,10 @@ export interface InstallationSealer {
 }
 
 /** The vault's installation purpose as the sealer port. */
-export function vaultSealer(vault: { sealInstallation: InstallationSealer["seal"]; openInstallation: InstallationSealer["open"] }): InstallationSealer {
+export function vaultSealer(vault: {
+  sealInstallation: InstallationSealer["seal"];
+  openInstallation: InstallationSealer["open"];
+}): InstallationSealer {
   return { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) };
 }
 
@@ -93,8 +103,18 @@ export class Installations {
   private orgScanAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly d: InstallationsDeps) {
-    this.tokens = new LRUCache({ max: MAX_OPEN_TOKENS, ttl: TOKEN_HOLD_MS, ttlResolution: 0, perf: { now: () => d.clock.now() } });
-    this.refresher = new TokenRefresh({ ...d, usable: (i, who) => this.usable(i, who), due: (i) => this.due(i), forget: (id) => this.forget(id) });
+    this.tokens = new LRUCache({
+      max: MAX_OPEN_TOKENS,
+      ttl: TOKEN_HOLD_MS,
+      ttlResolution: 0,
+      perf: { now: () => d.clock.now() },
+    });
+    this.refresher = new TokenRefresh({
+      ...d,
+      usable: (i, who) => this.usable(i, who),
+      due: (i) => this.due(i),
+      forget: (id) => this.forget(id),
+    });
   }
 
   /** The installation serving an event's ids (org install first, then the team's own), active or refused. */
@@ -119,11 +139,22 @@ export class Installations {
    */
   async record(input: InstallInput, actor: string): Promise<Installation> {
     const now = this.d.clock.now();
-    const key: TenantQuery = input.isEnterpriseInstall ? { enterpriseId: input.enterpriseId, teamId: null } : { enterpriseId: null, teamId: input.teamId };
+    const key: TenantQuery = input.isEnterpriseInstall
+      ? { enterpriseId: input.enterpriseId, teamId: null }
+      : { enterpriseId: null, teamId: input.teamId };
     const existing = await this.d.repo.find(key);
-    const prior = existing && existing.status !== "uninstalled" && existing.isEnterpriseInstall === input.isEnterpriseInstall ? existing : undefined;
+    const prior =
+      existing && existing.status !== "uninstalled" && existing.isEnterpriseInstall === input.isEnterpriseInstall
+        ? existing
+        : undefined;
     const id = prior?.id ?? newId("inst");
-    const binding: InstallationBinding = { id, enterpriseId: input.enterpriseId, teamId: input.teamId, isEnterpriseInstall: input.isEnterpriseInstall, appId: input.appId };
+    const binding: InstallationBinding = {
+      id,
+      enterpriseId: input.enterpriseId,
+      teamId: input.teamId,
+      isEnterpriseInstall: input.isEnterpriseInstall,
+      appId: input.appId,
+    };
     const row: Installation = {
       ...binding,
       teamName: input.teamName,
@@ -146,7 +177,13 @@ export class Installations {
         event: previous ? "installation_updated" : "installation_installed",
         teamId: input.teamId ?? input.enterpriseId ?? "",
         actor,
-        decision: previous ? (sameScopes(previous.scopes, input.scopes) ? "reinstalled" : "scopes_changed") : input.isEnterpriseInstall ? "org_install" : "team_install",
+        decision: previous
+          ? sameScopes(previous.scopes, input.scopes)
+            ? "reinstalled"
+            : "scopes_changed"
+          : input.isEnterpriseInstall
+            ? "org_install"
+            : "team_install",
       },
     ];
     const stored = await this.d.repo.upsert(row, audit);
@@ -160,7 +197,11 @@ export class Installations {
    * is when the stored row already holds this token with these scopes (no audit row per restart).
    */
   async ensureConfigured(input: InstallInput): Promise<Installation> {
-    const existing = await this.d.repo.find(input.isEnterpriseInstall ? { enterpriseId: input.enterpriseId, teamId: null } : { enterpriseId: null, teamId: input.teamId });
+    const existing = await this.d.repo.find(
+      input.isEnterpriseInstall
+        ? { enterpriseId: input.enterpriseId, teamId: null }
+        : { enterpriseId: null, teamId: input.teamId },
+    );
     if (existing && existing.status !== "uninstalled" && existing.botUserId === input.botUserId) {
       let same = false;
       try {
@@ -211,7 +252,10 @@ export class Installations {
         await this.refresher.refresh(inst);
         n++;
       } catch (err) {
-        this.d.log.warn("slack installation token refresh failed", { installationId: inst.id, error: err instanceof Error ? err.message : String(err) });
+        this.d.log.warn("slack installation token refresh failed", {
+          installationId: inst.id,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
     return n;
@@ -229,8 +273,13 @@ export class Installations {
   }
 
   private usable(found: Installation | undefined, who: string): Installation {
-    if (!found || found.status === "uninstalled") throw new InstallationError("unknown_installation", `no installation serves ${who}`);
-    if (found.status === "disabled") throw new InstallationError("installation_disabled", `the installation serving ${who} is disabled (${found.statusReason ?? "operator"})`);
+    if (!found || found.status === "uninstalled")
+      throw new InstallationError("unknown_installation", `no installation serves ${who}`);
+    if (found.status === "disabled")
+      throw new InstallationError(
+        "installation_disabled",
+        `the installation serving ${who} is disabled (${found.statusReason ?? "operator"})`,
+      );
     return found;
   }
 
@@ -254,15 +303,16 @@ export class Installations {
         for (const t of teams) this.orgTeams.set(t, inst.id);
         if (teams.includes(teamId)) return inst.id;
       } catch (err) {
-        this.d.log.warn("could not list the teams of an org-wide installation", { installationId: inst.id, error: err instanceof Error ? err.message : String(err) });
+        this.d.log.warn("could not list the teams of an org-wide installation", {
+          installationId: inst.id,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
     return undefined;
   }
-
 }
 
 function sameScopes(a: readonly string[], b: readonly string[]): boolean {
   return [...a].sort().join(",") === [...b].sort().join(",");
 }
-

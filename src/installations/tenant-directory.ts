@@ -1,8 +1,8 @@
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
+import type { InstallationHealth, InstallationRepo } from "../store/installation-records.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { InstallationError } from "./errors.js";
-import type { InstallationHealth, InstallationRepo } from "../store/installation-records.js";
 import type { Installations } from "./installations.js";
 
 // The host-token guard's tenant facts from the installations store, cached briefly: the guard asks
@@ -65,6 +65,8 @@ export async function installationHealth(repo: Pick<InstallationRepo, "list">): 
   const disabled = rows.filter((i) => i.status === "disabled");
   return {
     active: rows.filter((i) => i.status === "active").length,
-    disabled: disabled.slice(0, 100).map((i) => ({ id: i.id, tenant: i.teamId ?? i.enterpriseId ?? "", reason: i.statusReason ?? "operator" })),
+    disabled: disabled
+      .slice(0, 100)
+      .map((i) => ({ id: i.id, tenant: i.teamId ?? i.enterpriseId ?? "", reason: i.statusReason ?? "operator" })),
   };
 }

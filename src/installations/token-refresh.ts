@@ -1,7 +1,7 @@
 import { LRUCache } from "lru-cache";
 import type { AuditEvent } from "../audit/event.js";
-import { InstallationError } from "./errors.js";
 import type { Installation } from "../store/installation-records.js";
+import { InstallationError } from "./errors.js";
 import type { InstallationsDeps, TokenRotation } from "./installations.js";
 
 // Slack's token rotation for one installation at a time: a rotating bot token lives 12 hours and
@@ -54,7 +54,12 @@ export class TokenRefresh {
 
   private async rotate(inst: Installation): Promise<Installation> {
     const now = this.d.clock.now();
-    const base: AuditEvent = { at: now, event: "installation_token_refreshed", teamId: inst.teamId ?? inst.enterpriseId ?? "", actor: "system" };
+    const base: AuditEvent = {
+      at: now,
+      event: "installation_token_refreshed",
+      teamId: inst.teamId ?? inst.enterpriseId ?? "",
+      actor: "system",
+    };
     const failedAt = this.failedAt.get(inst.id);
     // A failing refresh is retried once a minute, not on every Slack call.
     if (failedAt !== undefined && now - failedAt < REFRESH_RETRY_MS) return this.stillValid(inst, now);
@@ -82,14 +87,24 @@ export class TokenRefresh {
    * a permanent refusal (the refresh token is spent or revoked) disables the installation; a transient
    * one keeps the current token only while it is still valid.
    */
-  private async refreshFailed(inst: Installation, base: AuditEvent, code: string, permanent: boolean): Promise<Installation> {
+  private async refreshFailed(
+    inst: Installation,
+    base: AuditEvent,
+    code: string,
+    permanent: boolean,
+  ): Promise<Installation> {
     const now = this.d.clock.now();
     this.d.onRefresh?.("failed");
     this.d.log.warn("slack installation token refresh failed", { installationId: inst.id, error: code, permanent });
     if (permanent) {
-      await this.d.repo.setStatus(inst.id, "disabled", "refresh_failed", now, [{ ...base, event: "installation_disabled", decision: "refresh_failed", errorCode: code }]);
+      await this.d.repo.setStatus(inst.id, "disabled", "refresh_failed", now, [
+        { ...base, event: "installation_disabled", decision: "refresh_failed", errorCode: code },
+      ]);
       this.d.forget(inst.id);
-      throw new InstallationError("refresh_failed", "the installation's bot token could not be refreshed; it is disabled until the app is reinstalled");
+      throw new InstallationError(
+        "refresh_failed",
+        "the installation's bot token could not be refreshed; it is disabled until the app is reinstalled",
+      );
     }
     this.failedAt.set(inst.id, now);
     await this.d.audit.append([{ ...base, decision: "failed", errorCode: code }]);
@@ -97,13 +112,25 @@ export class TokenRefresh {
   }
 
   private stillValid(inst: Installation, now: number): Installation {
-    if (inst.tokenExpiresAt !== null && inst.tokenExpiresAt <= now) throw new InstallationError("refresh_failed", "the installation's bot token expired and could not be refreshed yet");
+    if (inst.tokenExpiresAt !== null && inst.tokenExpiresAt <= now)
+      throw new InstallationError(
+        "refresh_failed",
+        "the installation's bot token expired and could not be refreshed yet",
+      );
     return inst;
   }
 }
 
 /** Refresh answers that no retry can fix. */
-const PERMANENT_REFRESH_ERRORS: ReadonlySet<string> = new Set(["invalid_refresh_token", "invalid_grant_type", "invalid_client_id", "bad_client_secret", "token_revoked", "app_uninstalled", "no_refresh_token"]);
+const PERMANENT_REFRESH_ERRORS: ReadonlySet<string> = new Set([
+  "invalid_refresh_token",
+  "invalid_grant_type",
+  "invalid_client_id",
+  "bad_client_secret",
+  "token_revoked",
+  "app_uninstalled",
+  "no_refresh_token",
+]);
 
 /** How long a transiently failed refresh waits before it is tried again. */
 const REFRESH_RETRY_MS = 60_000;

@@ -102,7 +102,11 @@ export class Leadership {
     if (!lock) {
       const foreign = await this.o.locks.foreignHolder?.(`job:${job}`).catch(() => undefined);
       if (foreign !== undefined) {
-        if (!this.usurped.has(job)) this.o.log.error("a job's lock is held by another database role, not a replica: running the job here anyway", { job, role: foreign });
+        if (!this.usurped.has(job))
+          this.o.log.error(
+            "a job's lock is held by another database role, not a replica: running the job here anyway",
+            { job, role: foreign },
+          );
         this.usurped.add(job);
         this.set(job, true, `its lock is held by another role (${foreign})`);
         return !this.closed;

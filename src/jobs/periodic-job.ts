@@ -1,5 +1,5 @@
-import { errorMessage } from "../domain/errors.js";
 import type { Clock, Timer } from "../clock/clock.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Leadership } from "./leadership.js";
@@ -104,7 +104,11 @@ export class PeriodicJob {
     );
     // A real timer may fire a fraction of a millisecond before the wall clock reaches the deadline;
     // wait on until it has, so the next tick sees this pass as overdue rather than skipping as in flight.
-    for (let left = this.startedAt + this.deadlineMs - clock.now(); !settled && left > 0; left = this.startedAt + this.deadlineMs - clock.now()) {
+    for (
+      let left = this.startedAt + this.deadlineMs - clock.now();
+      !settled && left > 0;
+      left = this.startedAt + this.deadlineMs - clock.now()
+    ) {
       let timer: Timer | undefined;
       await Promise.race([p, new Promise<void>((r) => (timer = clock.setTimeout(r, left)))]);
       timer?.cancel();

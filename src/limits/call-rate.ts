@@ -1,6 +1,6 @@
 import type { Clock } from "../clock/clock.js";
 import type { LimitRefusals } from "./limit-kind.js";
-import { fullAfterMs, refilled, takeToken, type BucketRate, type BucketState } from "./token-bucket.js";
+import { type BucketRate, type BucketState, fullAfterMs, refilled, takeToken } from "./token-bucket.js";
 
 // The call rate per user and per team, checked at the start of each mcp_call. The buckets live in
 // a RateBuckets port: in memory with SQLite (one process serves), in PostgreSQL with several
@@ -19,7 +19,9 @@ export interface BucketTake {
 }
 
 /** The result of taking in order: all granted, or the index of the first refusal and when to retry. */
-export type TakeResult = { readonly granted: true } | { readonly granted: false; readonly refused: number; readonly retryAt: number };
+export type TakeResult =
+  | { readonly granted: true }
+  | { readonly granted: false; readonly refused: number; readonly retryAt: number };
 
 /**
  * Where buckets live. `take` takes one token from each bucket in order and stops at the first
@@ -88,7 +90,9 @@ export class MemoryRateBuckets implements RateBuckets {
 }
 
 /** The verdict on one call: it may start, or which rate it is over and when a retry can succeed. */
-export type CallRateVerdict = { readonly ok: true } | { readonly ok: false; readonly limit: "call_rate_user" | "call_rate_team"; readonly retryAt: number };
+export type CallRateVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly limit: "call_rate_user" | "call_rate_team"; readonly retryAt: number };
 
 /** How many tenants were refused recently, remembered at most for this many keys. */
 const RECENT_MAX = 10_000;
@@ -99,7 +103,12 @@ export class CallRateGate {
   private readonly recent = new Map<string, number>();
 
   constructor(
-    private readonly d: { readonly buckets: RateBuckets; readonly limits: CallRateLimits; readonly clock: Clock; readonly refused?: LimitRefusals },
+    private readonly d: {
+      readonly buckets: RateBuckets;
+      readonly limits: CallRateLimits;
+      readonly clock: Clock;
+      readonly refused?: LimitRefusals;
+    },
   ) {}
 
   /** Takes a token for `userId` in `teamId` and one for the team. */

@@ -12,7 +12,8 @@ export class TenantCounter {
 
   /** `capPerTeam`: the most one team may hold at once (at least 1). */
   constructor(readonly capPerTeam: number) {
-    if (!Number.isInteger(capPerTeam) || capPerTeam < 1) throw new RangeError(`a per-team cap must be a positive integer, not ${capPerTeam}`);
+    if (!Number.isInteger(capPerTeam) || capPerTeam < 1)
+      throw new RangeError(`a per-team cap must be a positive integer, not ${capPerTeam}`);
   }
 
   /** How many `teamId` holds now. */

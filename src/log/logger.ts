@@ -20,10 +20,13 @@ export interface Logger {
  * A logger that writes JSON lines to `write` (default: stderr) at or above `level`; each line
  * carries the request id and call id of the flow that wrote it (src/log/context.ts).
  */
-export function createLogger(level: LogLevel = "info", write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+export function createLogger(
+  level: LogLevel = "info",
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Logger {
   const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
     if (RANK[lvl] < RANK[level]) return;
-    write(JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...currentLogContext(), ...fields }) + "\n");
+    write(`${JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...currentLogContext(), ...fields })}\n`);
   };
   return {
     debug: (m, f) => emit("debug", m, f),
@@ -36,5 +39,8 @@ export function createLogger(level: LogLevel = "info", write: (line: string) => 
 /** A logger that keeps lines in memory, for tests that assert what was (not) logged. */
 export function memoryLogger(level: LogLevel = "debug"): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return Object.assign(createLogger(level, (l) => lines.push(l)), { lines });
+  return Object.assign(
+    createLogger(level, (l) => lines.push(l)),
+    { lines },
+  );
 }

@@ -1,9 +1,10 @@
 // How a login flow ends: completed (the credential stored for the user the link was minted for,
 // the owner told), or cancelled, expired or failed (nothing stored). Either way the flow leaves the
 // registry, its browser is closed and its slot given back, and the end is recorded and audited.
-import { errorMessage, errorName } from "../domain/errors.js";
+
 import type { Clock } from "../clock/clock.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { errorMessage, errorName } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Connection } from "../store/records.js";
 import type { Store } from "../store/store.js";
@@ -34,7 +35,7 @@ export class FlowOutcomes {
     const { store, log } = this.deps;
     const s = f.session;
     const current = await store.loginSessions.get(s.id);
-    if (!current || current.status !== "opened") {
+    if (current?.status !== "opened") {
       await this.end(f, "failed", "This login is no longer valid.");
       return;
     }
@@ -58,10 +59,29 @@ export class FlowOutcomes {
       return;
     }
     const now = this.deps.clock.now();
-    await store.loginSessions.end(s.id, "completed", now, connection.id, [
-      { at: now, event: "login_completed", teamId: s.teamId, channelId: s.channelId, threadTs: s.threadTs, callerUserId: s.userId, ownerUserId: connection.ownerUserId, connectionId: connection.id, service: s.service, decision: f.service.entry.capture.strategy },
-    ]).catch((err: unknown) => log.warn("login completion could not be recorded", { sessionId: s.id, error: errorMessage(err) }));
-    f.send?.({ type: "status", state: "captured", message: `Connected. Your ${f.service.displayName} credential is stored encrypted; you can close this page.` });
+    await store.loginSessions
+      .end(s.id, "completed", now, connection.id, [
+        {
+          at: now,
+          event: "login_completed",
+          teamId: s.teamId,
+          channelId: s.channelId,
+          threadTs: s.threadTs,
+          callerUserId: s.userId,
+          ownerUserId: connection.ownerUserId,
+          connectionId: connection.id,
+          service: s.service,
+          decision: f.service.entry.capture.strategy,
+        },
+      ])
+      .catch((err: unknown) =>
+        log.warn("login completion could not be recorded", { sessionId: s.id, error: errorMessage(err) }),
+      );
+    f.send?.({
+      type: "status",
+      state: "captured",
+      message: `Connected. Your ${f.service.displayName} credential is stored encrypted; you can close this page.`,
+    });
     await this.teardown(f);
     try {
       await this.deps.notifier?.connectionReady(s, connection, f.service);
@@ -77,7 +97,14 @@ export class FlowOutcomes {
     const now = this.deps.clock.now();
     try {
       await this.deps.store.loginSessions.end(f.session.id, status, now, null, [
-        { at: now, event: "login_refused", teamId: f.session.teamId, callerUserId: f.session.userId, service: f.session.service, decision },
+        {
+          at: now,
+          event: "login_refused",
+          teamId: f.session.teamId,
+          callerUserId: f.session.userId,
+          service: f.session.service,
+          decision,
+        },
       ]);
     } catch (err) {
       this.deps.log.warn("login end could not be recorded", { sessionId: f.session.id, error: errorMessage(err) });
@@ -88,7 +115,9 @@ export class FlowOutcomes {
 
   /** Closes a browser, logging (not throwing) a failure. */
   async closeBrowser(b: LoginBrowser): Promise<void> {
-    await b.close().catch((err: unknown) => this.deps.log.warn("login browser close failed", { error: errorMessage(err) }));
+    await b
+      .close()
+      .catch((err: unknown) => this.deps.log.warn("login browser close failed", { error: errorMessage(err) }));
   }
 
   private async teardown(f: Flow): Promise<void> {

@@ -3,11 +3,11 @@
 // SLAUDE_LOGIN_MAX_CONCURRENT browser slots for all of that time, not only while Chromium runs.
 import type { Clock, Timer } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
+import type { LimitRefusals } from "../limits/limit-kind.js";
+import { TenantCounter } from "../limits/tenant-counter.js";
 import type { LoginSession } from "../store/records.js";
 import type { LoginBrowser, OAuthFlow } from "./ports.js";
 import type { ServerMessage } from "./protocol.js";
-import type { LimitRefusals } from "../limits/limit-kind.js";
-import { TenantCounter } from "../limits/tenant-counter.js";
 
 /** The one live socket allowed to drive a flow, handed out by LoginService.claim; compared by identity. */
 export interface Viewer {
@@ -137,17 +137,36 @@ export class FlowRegistry {
 
   /** Starts the flow of `session` with its deadline, and the grace period for its first socket. */
   start(session: LoginSession, service: Service, holdsSlot: boolean): Flow {
-    const f: Flow = { session, service, holdsSlot, browser: undefined, launch: undefined, viewer: undefined, send: undefined, timer: undefined, graceTimer: undefined, poll: undefined, oauth: undefined, ended: false };
+    const f: Flow = {
+      session,
+      service,
+      holdsSlot,
+      browser: undefined,
+      launch: undefined,
+      viewer: undefined,
+      send: undefined,
+      timer: undefined,
+      graceTimer: undefined,
+      poll: undefined,
+      oauth: undefined,
+      ended: false,
+    };
     this.flows.set(session.id, f);
     const clock = this.opts.clock;
-    f.timer = clock.setTimeout(() => this.opts.timers.onTimeout(f), Math.max(MIN_DEADLINE_MS, session.expiresAt - clock.now()), { unref: true });
+    f.timer = clock.setTimeout(
+      () => this.opts.timers.onTimeout(f),
+      Math.max(MIN_DEADLINE_MS, session.expiresAt - clock.now()),
+      { unref: true },
+    );
     this.armGrace(f);
     return f;
   }
 
   private armGrace(f: Flow): void {
     f.graceTimer?.cancel();
-    f.graceTimer = this.opts.clock.setTimeout(() => this.opts.timers.onAbandoned(f), this.opts.graceMs, { unref: true });
+    f.graceTimer = this.opts.clock.setTimeout(() => this.opts.timers.onAbandoned(f), this.opts.graceMs, {
+      unref: true,
+    });
   }
 
   /** Makes a socket the flow's one viewer; refused while another socket is live or when the flow is not running. */

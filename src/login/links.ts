@@ -69,16 +69,40 @@ export class LoginLinks {
     const service = this.deps.registry.get(m.service);
     if (!service) throw new LoginError("unknown_service", `unknown service ${m.service}`);
     const scope = m.scope ?? (m.channelId && m.threadTs ? "thread" : "user");
-    if (!service.entry.scopes.includes(scope)) throw new LoginError("scope_not_allowed", `service ${m.service} does not allow scope ${scope}`);
+    if (!service.entry.scopes.includes(scope))
+      throw new LoginError("scope_not_allowed", `service ${m.service} does not allow scope ${scope}`);
     // Refuse now rather than after the user has signed in: a thread connection needs its thread.
-    if (scope === "thread" && (!m.channelId || !m.threadTs)) throw new LoginError("needs_thread", `a thread-scoped ${m.service} connection needs a thread`);
+    if (scope === "thread" && (!m.channelId || !m.threadTs))
+      throw new LoginError("needs_thread", `a thread-scoped ${m.service} connection needs a thread`);
     const token = newLinkToken();
     const now = this.deps.clock.now();
     const id = newId("login");
     const expiresAt = now + this.deps.settings.linkTtlMs;
     await this.deps.store.loginSessions.create(
-      { id, tokenHash: secretHash(this.deps.keys, token), teamId: m.teamId, userId: m.userId, service: m.service, scope, channelId: scope === "thread" ? m.channelId : null, threadTs: scope === "thread" ? m.threadTs : null, createdAt: now, expiresAt },
-      [{ at: now, event: "login_started", teamId: m.teamId, channelId: m.channelId, threadTs: m.threadTs, callerUserId: m.userId, service: m.service, decision: "link_minted" }],
+      {
+        id,
+        tokenHash: secretHash(this.deps.keys, token),
+        teamId: m.teamId,
+        userId: m.userId,
+        service: m.service,
+        scope,
+        channelId: scope === "thread" ? m.channelId : null,
+        threadTs: scope === "thread" ? m.threadTs : null,
+        createdAt: now,
+        expiresAt,
+      },
+      [
+        {
+          at: now,
+          event: "login_started",
+          teamId: m.teamId,
+          channelId: m.channelId,
+          threadTs: m.threadTs,
+          callerUserId: m.userId,
+          service: m.service,
+          decision: "link_minted",
+        },
+      ],
     );
     return { url: `${this.deps.settings.publicUrl}/login/l/${token}`, expiresAt, sessionId: id };
   }
@@ -87,7 +111,10 @@ export class LoginLinks {
    * Opens a link: the first browser consumes it, starts the flow (reserving its browser slot) and
    * receives a viewer secret (a cookie); the same viewer may reload; anyone else is refused and audited.
    */
-  async open(token: string, viewerSecret: string | undefined): Promise<{ session: LoginSession; viewerSecret: string } | { refused: OpenRefusal }> {
+  async open(
+    token: string,
+    viewerSecret: string | undefined,
+  ): Promise<{ session: LoginSession; viewerSecret: string } | { refused: OpenRefusal }> {
     if (!isTokenShaped(token)) return { refused: "invalid" };
     const { store, keys, flows } = this.deps;
     const hash = secretHash(keys, token);
@@ -96,7 +123,14 @@ export class LoginLinks {
     if (!existing) return { refused: "invalid" };
     const service = this.deps.registry.get(existing.service);
     if (!service) return { refused: "invalid" };
-    const audit = (decision: string): AuditEvent => ({ at: now, event: "login_refused", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision });
+    const audit = (decision: string): AuditEvent => ({
+      at: now,
+      event: "login_refused",
+      teamId: existing.teamId,
+      callerUserId: existing.userId,
+      service: existing.service,
+      decision,
+    });
     const sameViewer = viewerSecret !== undefined && existing.viewerHash === secretHash(keys, viewerSecret);
     if (existing.status === "opened" && sameViewer && existing.expiresAt > now) {
       return this.resume(existing) === "full" ? { refused: "full" } : { session: existing, viewerSecret };
@@ -117,9 +151,22 @@ export class LoginLinks {
     let session: LoginSession | undefined;
     const secret = newViewerSecret();
     try {
-      session = await store.loginSessions.open(hash, secretHash(keys, secret), now, now + this.deps.settings.flowTimeoutMs, [
-        { at: now, event: "login_started", teamId: existing.teamId, callerUserId: existing.userId, service: existing.service, decision: "link_opened" },
-      ]);
+      session = await store.loginSessions.open(
+        hash,
+        secretHash(keys, secret),
+        now,
+        now + this.deps.settings.flowTimeoutMs,
+        [
+          {
+            at: now,
+            event: "login_started",
+            teamId: existing.teamId,
+            callerUserId: existing.userId,
+            service: existing.service,
+            decision: "link_opened",
+          },
+        ],
+      );
     } finally {
       if (!session && slot) flows.returnSlot(existing.teamId);
     }
@@ -152,7 +199,7 @@ export class LoginLinks {
   async viewerMatches(id: string, viewerSecret: string | undefined): Promise<LoginSession | undefined> {
     if (!viewerSecret) return undefined;
     const s = await this.deps.store.loginSessions.get(id);
-    if (!s || s.status !== "opened" || s.viewerHash !== secretHash(this.deps.keys, viewerSecret)) return undefined;
+    if (s?.status !== "opened" || s.viewerHash !== secretHash(this.deps.keys, viewerSecret)) return undefined;
     return s;
   }
 }

@@ -1,18 +1,19 @@
 // The live-view HTTP page, its static assets and its WebSocket, mounted on the broker's server by
 // src/app (the handlers are plain node:http functions: this layer does not import the server's).
-import { errorMessage } from "../domain/errors.js";
+
 import { randomBytes } from "node:crypto";
 import type http from "node:http";
 import type { Duplex } from "node:stream";
 import { parse as parseCookies, serialize as serializeCookie } from "cookie";
-import { WebSocketServer, type WebSocket } from "ws";
-import { systemClock, type Clock } from "../clock/clock.js";
+import { type WebSocket, WebSocketServer } from "ws";
+import { type Clock, systemClock } from "../clock/clock.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Viewer } from "./flow-registry.js";
 import { InputQueue } from "./input-queue.js";
 import { LiveViewAssets } from "./live-view-page.js";
 import type { LoginService } from "./login-service.js";
-import { clientMessage, type ClientMessage, type ServerMessage } from "./protocol.js";
+import { type ClientMessage, clientMessage, type ServerMessage } from "./protocol.js";
 
 const COOKIE = "slaude_login";
 /** Inputs one socket may have waiting; a page sends at most ~25 a second, so only a flood reaches it. */
@@ -44,15 +45,35 @@ export function readViewerCookie(req: http.IncomingMessage): { sessionId: string
 
 const REFUSALS = {
   invalid: ["Link not valid", "This login link is not valid. Ask for a new one with /connect in Slack."],
-  used: ["Link already used", "This login link was already opened. Links work once, for the person they were sent to. Ask for a new one with /connect."],
+  used: [
+    "Link already used",
+    "This login link was already opened. Links work once, for the person they were sent to. Ask for a new one with /connect.",
+  ],
   expired: ["Link expired", "This login link has expired. Ask for a new one with /connect in Slack."],
-  full: ["Busy", "Too many logins are in progress right now. Wait a minute and reload this page (the link still works)."],
-  unreachable: ["Login unavailable", "Your login is running on another slaude-connect server that cannot be reached right now. Reload this page in a minute."],
-  misrouted: ["Login unavailable", "This login could not be reached. Reload this page; if it keeps failing, ask for a new link with /connect in Slack."],
-  ended: ["Login ended", "This login has ended (it was cancelled, timed out, or left without a viewer). Ask for a new link with /connect in Slack."],
+  full: [
+    "Busy",
+    "Too many logins are in progress right now. Wait a minute and reload this page (the link still works).",
+  ],
+  unreachable: [
+    "Login unavailable",
+    "Your login is running on another slaude-connect server that cannot be reached right now. Reload this page in a minute.",
+  ],
+  misrouted: [
+    "Login unavailable",
+    "This login could not be reached. Reload this page; if it keeps failing, ask for a new link with /connect in Slack.",
+  ],
+  ended: [
+    "Login ended",
+    "This login has ended (it was cancelled, timed out, or left without a viewer). Ask for a new link with /connect in Slack.",
+  ],
 } as const;
 
-const HEADERS = { "cache-control": "no-store", "referrer-policy": "no-referrer", "x-frame-options": "DENY", "x-content-type-options": "nosniff" } as const;
+const HEADERS = {
+  "cache-control": "no-store",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+} as const;
 
 /** The live-view HTTP page, its assets and its WebSocket, mounted on the broker's server. */
 export class LiveViewEndpoint {
@@ -94,25 +115,34 @@ export class LiveViewEndpoint {
   /** Answers a page request with a refusal page (its status follows the reason). */
   refuse(res: http.ServerResponse, why: keyof typeof REFUSALS): void {
     const [title, message] = REFUSALS[why];
-    const status = why === "invalid" ? 404 : why === "full" || why === "unreachable" ? 503 : why === "misrouted" ? 502 : 410;
+    const status =
+      why === "invalid" ? 404 : why === "full" || why === "unreachable" ? 503 : why === "misrouted" ? 502 : 410;
     res.writeHead(status, {
       ...HEADERS,
       "content-type": "text/html; charset=utf-8",
-      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      "content-security-policy":
+        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     });
     res.end(this.assets.refusal(title, message));
   }
 
   /** GET /login/assets/<file>: the page's script and stylesheet (an allowlist, nothing else is read). */
   readonly asset: LiveViewHandler = async (_req, res, url) => {
-    const a = url.pathname.startsWith(ASSETS_PATH) ? this.assets.asset(url.pathname.slice(ASSETS_PATH.length)) : undefined;
+    const a = url.pathname.startsWith(ASSETS_PATH)
+      ? this.assets.asset(url.pathname.slice(ASSETS_PATH.length))
+      : undefined;
     if (!a) {
       res.writeHead(404, { ...HEADERS, "content-type": "text/plain; charset=utf-8" });
       res.end("not found");
       return;
     }
     // Versioned by content (`?v=`) and pinned by SRI in the page, so a cached copy is never stale.
-    res.writeHead(200, { ...HEADERS, "cache-control": "public, max-age=3600", "content-type": a.contentType, "content-length": String(a.body.length) });
+    res.writeHead(200, {
+      ...HEADERS,
+      "cache-control": "public, max-age=3600",
+      "content-type": a.contentType,
+      "content-length": String(a.body.length),
+    });
     res.end(a.body);
   };
 
@@ -122,7 +152,8 @@ export class LiveViewEndpoint {
       const origin = req.headers.origin;
       const allowed = new Set([new URL(this.opts.publicUrl).origin, ...this.opts.allowedOrigins]);
       const host = req.headers.host;
-      const sameHost = origin !== undefined && host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
+      const sameHost =
+        origin !== undefined && host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
       if (!origin || !(allowed.has(origin) || sameHost)) return reject(socket, 403);
       const sid = new URL(req.url ?? "/", "http://x").searchParams.get("s");
       const cookie = readViewerCookie(req);
@@ -146,22 +177,41 @@ export class LiveViewEndpoint {
     const claimed = this.logins.claim(sessionId);
     if (claimed === "busy" || claimed === "gone") {
       // One live socket per flow: a second tab (or a replayed cookie) never drives or starts anything.
-      send(claimed === "busy"
-        ? { type: "status", state: "refused", message: "This login is already open in another tab or window. Use that one, or close it and reload this page." }
-        : { type: "status", state: "failed", message: "This login is no longer running. Ask for a new link with /connect in Slack." });
+      send(
+        claimed === "busy"
+          ? {
+              type: "status",
+              state: "refused",
+              message:
+                "This login is already open in another tab or window. Use that one, or close it and reload this page.",
+            }
+          : {
+              type: "status",
+              state: "failed",
+              message: "This login is no longer running. Ask for a new link with /connect in Slack.",
+            },
+      );
       ws.close(claimed === "busy" ? 4409 : 4410, claimed);
       return;
     }
     const viewer: Viewer = claimed;
     const warn = (what: string) => (err: unknown) => this.log.warn(what, { sessionId, error: errorMessage(err) });
-    const inputs = new InputQueue<ClientMessage>(MAX_QUEUED_INPUTS, (m) => this.logins.input(viewer, m), warn("live-view input failed"));
+    const inputs = new InputQueue<ClientMessage>(
+      MAX_QUEUED_INPUTS,
+      (m) => this.logins.input(viewer, m),
+      warn("live-view input failed"),
+    );
     let attached = false;
     let alive = true;
-    const heartbeat = this.clock.setInterval(() => {
-      if (!alive) return ws.terminate();
-      alive = false;
-      ws.ping();
-    }, HEARTBEAT_MS, { unref: true });
+    const heartbeat = this.clock.setInterval(
+      () => {
+        if (!alive) return ws.terminate();
+        alive = false;
+        ws.ping();
+      },
+      HEARTBEAT_MS,
+      { unref: true },
+    );
     ws.on("pong", () => (alive = true));
     ws.on("message", (data) => {
       if (ws.readyState !== ws.OPEN) return;
@@ -175,12 +225,14 @@ export class LiveViewEndpoint {
       if (!m.success) return;
       if (!attached) {
         attached = true;
-        const viewport = m.data.type === "viewport" ? { width: m.data.width, height: m.data.height } : { width: 1024, height: 768 };
+        const viewport =
+          m.data.type === "viewport" ? { width: m.data.width, height: m.data.height } : { width: 1024, height: 768 };
         this.logins.attach(viewer, send, viewport).catch(warn("live-view attach failed"));
         if (m.data.type === "viewport") return;
       }
       // Cancel jumps the queue: stopping must not wait behind a burst of input.
-      if (m.data.type === "cancel") return void this.logins.input(viewer, m.data).catch(warn("live-view cancel failed"));
+      if (m.data.type === "cancel")
+        return void this.logins.input(viewer, m.data).catch(warn("live-view cancel failed"));
       if (!inputs.push(m.data)) {
         this.log.warn("live-view input flood: socket closed", { sessionId, queued: inputs.size });
         inputs.clear();
@@ -203,5 +255,7 @@ export class LiveViewEndpoint {
 
 /** Refuses an upgrade with `status` and closes the socket. */
 export function reject(socket: Duplex, status: number): void {
-  socket.end(`HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : status === 401 ? "Unauthorized" : status === 503 ? "Service Unavailable" : "Error"}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : status === 401 ? "Unauthorized" : status === 503 ? "Service Unavailable" : "Error"}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+  );
 }

@@ -18,7 +18,10 @@ export interface StaticAsset {
   readonly version: string;
 }
 
-const ASSET_TYPES = { "live-view.js": "text/javascript; charset=utf-8", "live-view.css": "text/css; charset=utf-8" } as const;
+const ASSET_TYPES = {
+  "live-view.js": "text/javascript; charset=utf-8",
+  "live-view.css": "text/css; charset=utf-8",
+} as const;
 
 /** Names of the files served under /login/assets/ (an allowlist: nothing else is ever read). */
 export type AssetName = keyof typeof ASSET_TYPES;
@@ -37,7 +40,12 @@ export class LiveViewAssets {
     for (const [name, contentType] of Object.entries(ASSET_TYPES)) {
       const body = read(name);
       const digest = createHash("sha256").update(body).digest();
-      assets.set(name, { body, contentType, integrity: `sha256-${digest.toString("base64")}`, version: digest.toString("hex").slice(0, 16) });
+      assets.set(name, {
+        body,
+        contentType,
+        integrity: `sha256-${digest.toString("base64")}`,
+        version: digest.toString("hex").slice(0, 16),
+      });
     }
     this.assets = assets;
   }
@@ -89,5 +97,8 @@ function escapeHtml(s: string): string {
 
 /** JSON safe inside a <script type="application/json"> element: nothing in it can close the element. */
 function jsonForHtml(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }

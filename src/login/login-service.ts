@@ -1,30 +1,38 @@
 // The login service: the one object the HTTP endpoint, Slack and the app talk to. It wires the
 // links (links.ts), the running flows (flow-registry.ts), the capture strategies (strategies/)
 // and how flows end (flow-outcome.ts), and routes each viewer's messages to them.
-import { errorMessage } from "../domain/errors.js";
+
 import type { Clock } from "../clock/clock.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { errorMessage } from "../domain/errors.js";
+import type { LimitRefusals } from "../limits/limit-kind.js";
 import type { Logger } from "../log/logger.js";
 import type { LoginSession } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import type { KeyRing } from "../vault/keyring.js";
 import { FlowOutcomes } from "./flow-outcome.js";
-import { FlowRegistry, needsBrowser, type ClaimRefusal, type Flow, type Viewer } from "./flow-registry.js";
-import { isTokenShaped, LoginLinks, secretHash, type MintRequest, type OpenRefusal } from "./links.js";
-import type { HolderRecord } from "./replica/replica.js";
+import { type ClaimRefusal, type Flow, FlowRegistry, needsBrowser, type Viewer } from "./flow-registry.js";
+import { isTokenShaped, LoginLinks, type MintRequest, type OpenRefusal, secretHash } from "./links.js";
 import type { DeviceGrantFactory, LoginBrowserFactory, LoginNotifier, OAuthFlowFactory } from "./ports.js";
 import type { ClientMessage, ServerMessage } from "./protocol.js";
+import type { HolderRecord } from "./replica/replica.js";
 import { CookieStrategy } from "./strategies/cookie.js";
 import { DeviceStrategy } from "./strategies/device.js";
 import { OAuthStrategy } from "./strategies/oauth.js";
 import { PasteStrategy } from "./strategies/paste.js";
 import type { CaptureStrategy, FlowControl, Viewport } from "./strategies/strategy.js";
-import type { LimitRefusals } from "../limits/limit-kind.js";
 
-// The ports live in ports.ts; re-exported so callers keep importing them from here.
-export type { LoginBrowser, LoginBrowserFactory, LoginBrowserRequest, LoginNotifier, OAuthFlow, OAuthFlowFactory } from "./ports.js";
 export type { OpenRefusal } from "./links.js";
+// The ports live in ports.ts; re-exported so callers keep importing them from here.
+export type {
+  LoginBrowser,
+  LoginBrowserFactory,
+  LoginBrowserRequest,
+  LoginNotifier,
+  OAuthFlow,
+  OAuthFlowFactory,
+} from "./ports.js";
 
 /** Settings of the login service. */
 export interface LoginSettings {
@@ -82,12 +90,34 @@ export class LoginService {
       graceMs: settings.detachGraceMs,
       clock: deps.clock,
       timers: {
-        onTimeout: (f) => void this.outcomes.end(f, "expired", "The login timed out. Ask for a new link with /connect."),
-        onAbandoned: (f) => void this.outcomes.end(f, "expired", "Nobody was watching this login, so it was stopped. Ask for a new link with /connect.", "abandoned"),
+        onTimeout: (f) =>
+          void this.outcomes.end(f, "expired", "The login timed out. Ask for a new link with /connect."),
+        onAbandoned: (f) =>
+          void this.outcomes.end(
+            f,
+            "expired",
+            "Nobody was watching this login, so it was stopped. Ask for a new link with /connect.",
+            "abandoned",
+          ),
       },
     });
-    this.links = new LoginLinks({ store: deps.store, keys: deps.keys, registry: deps.registry, clock: deps.clock, flows: this.flows, settings, ...(deps.holding ? { holding: deps.holding } : {}) });
-    this.outcomes = new FlowOutcomes({ store: deps.store, lifecycle: deps.lifecycle, clock: deps.clock, log: deps.log, flows: this.flows, ...(deps.notifier ? { notifier: deps.notifier } : {}) });
+    this.links = new LoginLinks({
+      store: deps.store,
+      keys: deps.keys,
+      registry: deps.registry,
+      clock: deps.clock,
+      flows: this.flows,
+      settings,
+      ...(deps.holding ? { holding: deps.holding } : {}),
+    });
+    this.outcomes = new FlowOutcomes({
+      store: deps.store,
+      lifecycle: deps.lifecycle,
+      clock: deps.clock,
+      log: deps.log,
+      flows: this.flows,
+      ...(deps.notifier ? { notifier: deps.notifier } : {}),
+    });
     const control: FlowControl = {
       startBrowser: (f, url, viewport, intercept) => this.startBrowser(f, url, viewport, intercept),
       complete: (f, credential) => this.outcomes.complete(f, credential),
@@ -96,7 +126,12 @@ export class LoginService {
       clock: deps.clock,
       log: deps.log,
     };
-    this.strategies = { paste: new PasteStrategy(control), cookie: new CookieStrategy(control), oauth: new OAuthStrategy(control, deps.oauth), device: new DeviceStrategy(control, deps.device) };
+    this.strategies = {
+      paste: new PasteStrategy(control),
+      cookie: new CookieStrategy(control),
+      oauth: new OAuthStrategy(control, deps.oauth),
+      device: new DeviceStrategy(control, deps.device),
+    };
   }
 
   /** Number of login flows in progress (a link opened in a browser, not yet ended). */
@@ -125,7 +160,10 @@ export class LoginService {
   }
 
   /** Opens a link for a browser (see LoginLinks.open): the first one consumes it and gets a viewer secret. */
-  open(token: string, viewerSecret: string | undefined): Promise<{ session: LoginSession; viewerSecret: string } | { refused: OpenRefusal }> {
+  open(
+    token: string,
+    viewerSecret: string | undefined,
+  ): Promise<{ session: LoginSession; viewerSecret: string } | { refused: OpenRefusal }> {
     return this.links.open(token, viewerSecret);
   }
 
@@ -136,7 +174,9 @@ export class LoginService {
 
   /** The session a link token names (any status), without opening it; undefined for an unknown token. */
   async sessionOfToken(token: string): Promise<LoginSession | undefined> {
-    return isTokenShaped(token) ? this.deps.store.loginSessions.getByTokenHash(secretHash(this.deps.keys, token)) : undefined;
+    return isTokenShaped(token)
+      ? this.deps.store.loginSessions.getByTokenHash(secretHash(this.deps.keys, token))
+      : undefined;
   }
 
   /** The login session `id` (any status). */
@@ -158,12 +198,21 @@ export class LoginService {
   async attach(viewer: Viewer, send: (m: ServerMessage) => void, viewport: Viewport): Promise<void> {
     const f = this.flows.flowOf(viewer);
     if (!f) {
-      send({ type: "status", state: "failed", message: "This login is no longer running. Ask for a new link with /connect." });
+      send({
+        type: "status",
+        state: "failed",
+        message: "This login is no longer running. Ask for a new link with /connect.",
+      });
       return;
     }
     f.send = send;
     const strategy = this.strategyOf(f);
-    send({ type: "strategy", strategy: f.service.entry.capture.strategy, service: f.service.displayName, browser: needsBrowser(f.service) && f.service.entry.capture.strategy !== "device" });
+    send({
+      type: "strategy",
+      strategy: f.service.entry.capture.strategy,
+      service: f.service.displayName,
+      browser: needsBrowser(f.service) && f.service.entry.capture.strategy !== "device",
+    });
     strategy.greet(f);
     if (!needsBrowser(f.service)) return;
     if (f.browser) {
@@ -186,23 +235,43 @@ export class LoginService {
     try {
       if (strategy.browserSignsIn) f.send?.({ type: "status", state: "loading", message: "Opening the sign-in page…" });
       await strategy.start(f, viewport);
-      if (strategy.browserSignsIn && !f.ended) f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
+      if (strategy.browserSignsIn && !f.ended)
+        f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
     } catch (err) {
       this.deps.log.warn("login browser failed to start", { sessionId: f.session.id, error: errorMessage(err) });
       // The paste form works without its token page; a sign-in without its browser cannot.
-      if (strategy.browserSignsIn) await this.outcomes.end(f, "failed", "The sign-in page could not be opened. Try again later.");
-      else f.send?.({ type: "status", state: "waiting", message: "The token page could not be shown here; open it in your own browser, then paste your token below." });
+      if (strategy.browserSignsIn)
+        await this.outcomes.end(f, "failed", "The sign-in page could not be opened. Try again later.");
+      else
+        f.send?.({
+          type: "status",
+          state: "waiting",
+          message: "The token page could not be shown here; open it in your own browser, then paste your token below.",
+        });
     }
   }
 
-  private async startBrowser(f: Flow, startUrl: string, viewport: Viewport, intercept?: { prefix: string; onHit(url: string): void }): Promise<void> {
+  private async startBrowser(
+    f: Flow,
+    startUrl: string,
+    viewport: Viewport,
+    intercept?: { prefix: string; onHit(url: string): void },
+  ): Promise<void> {
     const allowed = f.service.entry.loginDomains.length ? f.service.entry.loginDomains : [new URL(startUrl).host];
     const browser = await this.deps.browsers({
       startUrl,
       allowedHosts: allowed,
       viewport,
-      onFrame: (fr) => f.send?.({ type: "frame", data: fr.data.toString("base64"), width: fr.width, height: fr.height, popup: fr.popup }),
-      onBlockedNavigation: (url) => this.deps.log.info("login navigation blocked", { sessionId: f.session.id, host: safeHost(url) }),
+      onFrame: (fr) =>
+        f.send?.({
+          type: "frame",
+          data: fr.data.toString("base64"),
+          width: fr.width,
+          height: fr.height,
+          popup: fr.popup,
+        }),
+      onBlockedNavigation: (url) =>
+        this.deps.log.info("login navigation blocked", { sessionId: f.session.id, host: safeHost(url) }),
       ...(intercept ? { intercept } : {}),
     });
     // The flow ended while Chromium started: this browser dies here, with it.
@@ -217,7 +286,13 @@ export class LoginService {
     const b = f.browser;
     switch (m.type) {
       case "mouse":
-        return b?.mouse({ type: m.kind, x: m.x, y: m.y, ...(m.button ? { button: m.button } : {}), ...(m.clickCount ? { clickCount: m.clickCount } : {}) });
+        return b?.mouse({
+          type: m.kind,
+          x: m.x,
+          y: m.y,
+          ...(m.button ? { button: m.button } : {}),
+          ...(m.clickCount ? { clickCount: m.clickCount } : {}),
+        });
       case "wheel":
         return b?.wheel({ x: m.x, y: m.y, deltaX: m.deltaX, deltaY: m.deltaY });
       case "key":

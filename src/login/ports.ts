@@ -5,11 +5,28 @@ import type { CredentialInput } from "../vault/credential.js";
 
 /** The part of the confined browser the login flow drives (src/login/browser). */
 export interface LoginBrowser {
-  mouse(e: { type: "move" | "down" | "up"; x: number; y: number; button?: "left" | "right" | "middle"; clickCount?: number }): Promise<void>;
+  mouse(e: {
+    type: "move" | "down" | "up";
+    x: number;
+    y: number;
+    button?: "left" | "right" | "middle";
+    clickCount?: number;
+  }): Promise<void>;
   wheel(e: { x: number; y: number; deltaX: number; deltaY: number }): Promise<void>;
   key(e: { type: "down" | "up"; key: string }): Promise<void>;
   text(s: string): Promise<void>;
-  cookies(): Promise<{ name: string; value: string; domain: string; path: string; expires?: number; httpOnly?: boolean; secure?: boolean; sameSite?: "Strict" | "Lax" | "None" }[]>;
+  cookies(): Promise<
+    {
+      name: string;
+      value: string;
+      domain: string;
+      path: string;
+      expires?: number;
+      httpOnly?: boolean;
+      secure?: boolean;
+      sameSite?: "Strict" | "Lax" | "None";
+    }[]
+  >;
   close(): Promise<void>;
 }
 

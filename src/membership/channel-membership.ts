@@ -19,7 +19,11 @@ export interface ChannelMembershipLimits {
 }
 
 /** Defaults: a minute, 10,000 channels, 500,000 member ids (tens of MB at most). */
-export const CHANNEL_MEMBERSHIP_DEFAULTS: ChannelMembershipLimits = { ttlMs: 60_000, maxChannels: 10_000, maxMembers: 500_000 };
+export const CHANNEL_MEMBERSHIP_DEFAULTS: ChannelMembershipLimits = {
+  ttlMs: 60_000,
+  maxChannels: 10_000,
+  maxMembers: 500_000,
+};
 
 /**
  * Membership read per channel, not per (channel, user): one roster fetch per channel per `ttlMs`

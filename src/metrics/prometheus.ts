@@ -12,7 +12,20 @@ import type { CallMetric, Metrics } from "./metrics.js";
 const CODE = /^[a-z][a-z_]{0,39}$/;
 const VIA = new Set(["own", "grant", "shared", "approval_once", "approval_thread", "none"]);
 const DECISIONS = new Set(["allowed_thread", "allowed_once", "denied", "expired"]);
-const JOBS = new Set(["ttl_reaper", "idle_reaper", "login_reaper", "cache_sweep", "slack_auth_check", "result_reaper", "approval_expiry", "approval_decisions", "turn_reaper", "tool_relist", "slack_token_rotation", "install_state_sweep"]);
+const JOBS = new Set([
+  "ttl_reaper",
+  "idle_reaper",
+  "login_reaper",
+  "cache_sweep",
+  "slack_auth_check",
+  "result_reaper",
+  "approval_expiry",
+  "approval_decisions",
+  "turn_reaper",
+  "tool_relist",
+  "slack_token_rotation",
+  "install_state_sweep",
+]);
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const HUMAN_SECONDS = [1, 5, 10, 30, 60, 120, 300, 600];
 
@@ -53,17 +66,76 @@ export class PrometheusMetrics implements Metrics {
 
   constructor(private readonly services: ServiceRegistry) {
     const registers = [this.registry];
-    this.calls = new Counter({ name: "slaude_calls_total", help: "mcp_call requests by service, tool, outcome and how they ran", labelNames: ["service", "tool", "outcome", "via"], registers });
-    this.brokerTime = new Histogram({ name: "slaude_call_broker_seconds", help: "Time an mcp_call spent in the broker (policy, audit, pool, spawn, redaction), without the vendor's answer and without waiting for an owner", labelNames: ["service"], buckets: SECONDS, registers });
-    this.vendorTime = new Histogram({ name: "slaude_call_vendor_seconds", help: "The vendor's tools/call round trip of an mcp_call", labelNames: ["service"], buckets: SECONDS, registers });
-    this.poolWaits = new Counter({ name: "slaude_pool_waits_total", help: "Calls that waited for a free vendor slot, by whether they got one", labelNames: ["outcome"], registers });
-    this.poolWaitTime = new Histogram({ name: "slaude_pool_wait_seconds", help: "How long calls waited for a free vendor slot", buckets: SECONDS, registers });
-    this.decisions = new Histogram({ name: "slaude_approval_decision_seconds", help: "Time from asking an owner to the decision (or expiry), by decision", labelNames: ["decision"], buckets: HUMAN_SECONDS, registers });
-    this.auditFailures = new Counter({ name: "slaude_audit_write_failures_total", help: "Best-effort audit rows that could not be written, by event kind", labelNames: ["event"], registers });
-    this.tokenRefreshes = new Counter({ name: "slaude_slack_token_refreshes_total", help: "Slack installation token refreshes (rotation), by outcome", labelNames: ["outcome"], registers });
-    this.jobs = new Counter({ name: "slaude_job_runs_total", help: "Passes of the periodic jobs (reapers), by outcome", labelNames: ["job", "outcome"], registers });
-    this.jobTime = new Histogram({ name: "slaude_job_seconds", help: "Duration of one pass of a periodic job", labelNames: ["job"], buckets: SECONDS, registers });
-    this.limitRefusals = new Counter({ name: "slaude_limit_refusals_total", help: "Requests refused by a per-tenant limit, by limit (never by team)", labelNames: ["limit"], registers });
+    this.calls = new Counter({
+      name: "slaude_calls_total",
+      help: "mcp_call requests by service, tool, outcome and how they ran",
+      labelNames: ["service", "tool", "outcome", "via"],
+      registers,
+    });
+    this.brokerTime = new Histogram({
+      name: "slaude_call_broker_seconds",
+      help: "Time an mcp_call spent in the broker (policy, audit, pool, spawn, redaction), without the vendor's answer and without waiting for an owner",
+      labelNames: ["service"],
+      buckets: SECONDS,
+      registers,
+    });
+    this.vendorTime = new Histogram({
+      name: "slaude_call_vendor_seconds",
+      help: "The vendor's tools/call round trip of an mcp_call",
+      labelNames: ["service"],
+      buckets: SECONDS,
+      registers,
+    });
+    this.poolWaits = new Counter({
+      name: "slaude_pool_waits_total",
+      help: "Calls that waited for a free vendor slot, by whether they got one",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.poolWaitTime = new Histogram({
+      name: "slaude_pool_wait_seconds",
+      help: "How long calls waited for a free vendor slot",
+      buckets: SECONDS,
+      registers,
+    });
+    this.decisions = new Histogram({
+      name: "slaude_approval_decision_seconds",
+      help: "Time from asking an owner to the decision (or expiry), by decision",
+      labelNames: ["decision"],
+      buckets: HUMAN_SECONDS,
+      registers,
+    });
+    this.auditFailures = new Counter({
+      name: "slaude_audit_write_failures_total",
+      help: "Best-effort audit rows that could not be written, by event kind",
+      labelNames: ["event"],
+      registers,
+    });
+    this.tokenRefreshes = new Counter({
+      name: "slaude_slack_token_refreshes_total",
+      help: "Slack installation token refreshes (rotation), by outcome",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.jobs = new Counter({
+      name: "slaude_job_runs_total",
+      help: "Passes of the periodic jobs (reapers), by outcome",
+      labelNames: ["job", "outcome"],
+      registers,
+    });
+    this.jobTime = new Histogram({
+      name: "slaude_job_seconds",
+      help: "Duration of one pass of a periodic job",
+      labelNames: ["job"],
+      buckets: SECONDS,
+      registers,
+    });
+    this.limitRefusals = new Counter({
+      name: "slaude_limit_refusals_total",
+      help: "Requests refused by a per-tenant limit, by limit (never by team)",
+      labelNames: ["limit"],
+      registers,
+    });
     const self = this;
     const atLimit = new Gauge({
       name: "slaude_tenants_at_limit",
@@ -143,7 +215,11 @@ export class PrometheusMetrics implements Metrics {
     // Counters read from the store's own running totals: each scrape adds what ran since the last one.
     const seen = { statements: 0, transactions: 0 };
     for (const [key, name, help] of [
-      ["statements", "slaude_db_statements_total", "SQL statements the store executed (prepared-statement runs; BEGIN/COMMIT not included)"],
+      [
+        "statements",
+        "slaude_db_statements_total",
+        "SQL statements the store executed (prepared-statement runs; BEGIN/COMMIT not included)",
+      ],
       ["transactions", "slaude_db_transactions_total", "Write transactions the store committed"],
     ] as const) {
       const counter: Counter = new Counter({
@@ -174,7 +250,12 @@ export class PrometheusMetrics implements Metrics {
     const service = this.services.get(c.service);
     const serviceLabel = service ? service.name : "unknown";
     const tool = service && Object.hasOwn(service.entry.tools, c.tool) ? c.tool : "other";
-    this.calls.inc({ service: serviceLabel, tool, outcome: CODE.test(c.outcome) ? c.outcome : "other", via: VIA.has(c.via) ? c.via : "other" });
+    this.calls.inc({
+      service: serviceLabel,
+      tool,
+      outcome: CODE.test(c.outcome) ? c.outcome : "other",
+      via: VIA.has(c.via) ? c.via : "other",
+    });
     this.brokerTime.observe({ service: serviceLabel }, c.brokerSeconds);
     if (c.vendorSeconds !== undefined) this.vendorTime.observe({ service: serviceLabel }, c.vendorSeconds);
   }

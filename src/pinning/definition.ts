@@ -18,7 +18,13 @@ export interface ToolDefinition {
 export const MAX_DEFINITION_CHARS = 16_384;
 
 /** The pinned parts of a tools/list entry (anything else the vendor sent is not part of the pin). */
-export function definitionOf(t: { name: string; description?: unknown; inputSchema?: unknown; outputSchema?: unknown; annotations?: unknown }): ToolDefinition {
+export function definitionOf(t: {
+  name: string;
+  description?: unknown;
+  inputSchema?: unknown;
+  outputSchema?: unknown;
+  annotations?: unknown;
+}): ToolDefinition {
   return {
     name: t.name,
     ...(t.description !== undefined ? { description: String(t.description) } : {}),

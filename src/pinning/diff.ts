@@ -24,13 +24,18 @@ export function diffDefinitions(before: string | null, after: string | null): Di
   // lcs[i][j]: the common-subsequence length of a[i..] and b[j..].
   const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
   for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) lcs[i]![j] = a.lines[i] === b.lines[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+    for (let j = m - 1; j >= 0; j--)
+      lcs[i]![j] = a.lines[i] === b.lines[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
   }
   const out: DiffLine[] = [];
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
-    if (i < n && j < m && a.lines[i] === b.lines[j]) { out.push({ op: " ", text: a.lines[i]! }); i++; j++; }
+    if (i < n && j < m && a.lines[i] === b.lines[j]) {
+      out.push({ op: " ", text: a.lines[i]! });
+      i++;
+      j++;
+    }
     // Removals before additions at a tie, as `diff -u` prints them.
     else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) out.push({ op: "-", text: a.lines[i++]! });
     else out.push({ op: "+", text: b.lines[j++]! });

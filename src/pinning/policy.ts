@@ -35,11 +35,37 @@ const base = (c: ObservationContext, tool: string) => ({ teamId: c.teamId, servi
  * vendor that flips between definitions cannot clear it. A rejected tool served with its pinned
  * definition again is restored.
  */
-export function observe(current: readonly ToolPin[], observed: readonly ObservedTool[], c: ObservationContext): PinWrite<PinChange[]> {
-  const audit = (tool: string | null, decision: string, hash: string | null): AuditEvent => ({ at: c.at, event: "tool_pin", teamId: c.teamId, service: c.service, tool, decision, argsHash: hash, actor: "vendor" });
+export function observe(
+  current: readonly ToolPin[],
+  observed: readonly ObservedTool[],
+  c: ObservationContext,
+): PinWrite<PinChange[]> {
+  const audit = (tool: string | null, decision: string, hash: string | null): AuditEvent => ({
+    at: c.at,
+    event: "tool_pin",
+    teamId: c.teamId,
+    service: c.service,
+    tool,
+    decision,
+    argsHash: hash,
+    actor: "vendor",
+  });
   if (current.length === 0) {
     if (observed.length === 0) return { writes: [], audit: [], value: [] };
-    const writes = observed.map((o): ToolPin => ({ ...base(c, o.tool), status: "pinned", pinnedHash: o.hash, pinnedDefinition: o.definition, pendingHash: null, pendingDefinition: null, firstSeenAt: c.at, changedAt: c.at, decidedAt: null, decidedBy: null }));
+    const writes = observed.map(
+      (o): ToolPin => ({
+        ...base(c, o.tool),
+        status: "pinned",
+        pinnedHash: o.hash,
+        pinnedDefinition: o.definition,
+        pendingHash: null,
+        pendingDefinition: null,
+        firstSeenAt: c.at,
+        changedAt: c.at,
+        decidedAt: null,
+        decidedBy: null,
+      }),
+    );
     return { writes, audit: [audit(null, "first_seen", null)], value: [{ tool: null, change: "first_seen" }] };
   }
   const byTool = new Map(current.map((p) => [p.tool, p]));
@@ -55,7 +81,20 @@ export function observe(current: readonly ToolPin[], observed: readonly Observed
     const p = byTool.get(o.tool);
     const pending = { pendingHash: o.hash, pendingDefinition: o.definition, changedAt: c.at };
     if (!p) {
-      record({ ...base(c, o.tool), status: "new", pinnedHash: null, pinnedDefinition: null, ...pending, firstSeenAt: c.at, decidedAt: null, decidedBy: null }, "new", o.hash);
+      record(
+        {
+          ...base(c, o.tool),
+          status: "new",
+          pinnedHash: null,
+          pinnedDefinition: null,
+          ...pending,
+          firstSeenAt: c.at,
+          decidedAt: null,
+          decidedBy: null,
+        },
+        "new",
+        o.hash,
+      );
       continue;
     }
     switch (p.status) {
@@ -71,8 +110,18 @@ export function observe(current: readonly ToolPin[], observed: readonly Observed
         break;
       case "rejected":
         if (o.hash === p.pendingHash) break;
-        if (p.pinnedHash !== null && o.hash === p.pinnedHash) record({ ...p, status: "pinned", pendingHash: null, pendingDefinition: null, changedAt: c.at }, "restored", o.hash);
-        else record({ ...p, status: p.pinnedHash === null ? "new" : "quarantined", ...pending }, p.pinnedHash === null ? "new" : "quarantined", o.hash);
+        if (p.pinnedHash !== null && o.hash === p.pinnedHash)
+          record(
+            { ...p, status: "pinned", pendingHash: null, pendingDefinition: null, changedAt: c.at },
+            "restored",
+            o.hash,
+          );
+        else
+          record(
+            { ...p, status: p.pinnedHash === null ? "new" : "quarantined", ...pending },
+            p.pinnedHash === null ? "new" : "quarantined",
+            o.hash,
+          );
         break;
     }
   }
@@ -92,33 +141,68 @@ export interface PinDecision {
 export type DecisionRefusal = "not_found" | "nothing_pending" | "hash_mismatch";
 
 /** What a decision did: the pin as it now stands, or why nothing changed. */
-export type DecisionResult = { readonly kind: "done"; readonly pin: ToolPin } | { readonly kind: "refused"; readonly reason: DecisionRefusal; readonly pin?: ToolPin };
+export type DecisionResult =
+  | { readonly kind: "done"; readonly pin: ToolPin }
+  | { readonly kind: "refused"; readonly reason: DecisionRefusal; readonly pin?: ToolPin };
 
 /**
  * Accept pins the waiting definition (a quarantined, new or rejected one); reject refuses it and
  * keeps the old pin (the tool stays refused while the vendor serves the rejected definition).
  * A definition that changed after the admin looked (`expectedHash`) is not decided on.
  */
-export function decide(current: readonly ToolPin[], d: PinDecision, teamId: string, service: string): PinWrite<DecisionResult> {
+export function decide(
+  current: readonly ToolPin[],
+  d: PinDecision,
+  teamId: string,
+  service: string,
+): PinWrite<DecisionResult> {
   const p = current.find((x) => x.tool === d.tool);
-  const audit = (decision: string, hash: string | null): AuditEvent => ({ at: d.at, event: "tool_pin", teamId, service, tool: d.tool, decision, argsHash: hash, actor: d.by });
-  const refuse = (reason: DecisionRefusal): PinWrite<DecisionResult> => ({ writes: [], audit: [audit(`refused_${reason}`, p?.pendingHash ?? null)], value: { kind: "refused", reason, ...(p ? { pin: p } : {}) } });
+  const audit = (decision: string, hash: string | null): AuditEvent => ({
+    at: d.at,
+    event: "tool_pin",
+    teamId,
+    service,
+    tool: d.tool,
+    decision,
+    argsHash: hash,
+    actor: d.by,
+  });
+  const refuse = (reason: DecisionRefusal): PinWrite<DecisionResult> => ({
+    writes: [],
+    audit: [audit(`refused_${reason}`, p?.pendingHash ?? null)],
+    value: { kind: "refused", reason, ...(p ? { pin: p } : {}) },
+  });
   if (!p) return refuse("not_found");
-  if (p.status === "pinned" || p.pendingHash === null || (d.kind === "reject" && p.status === "rejected")) return refuse("nothing_pending");
+  if (p.status === "pinned" || p.pendingHash === null || (d.kind === "reject" && p.status === "rejected"))
+    return refuse("nothing_pending");
   if (d.expectedHash !== undefined && d.expectedHash !== p.pendingHash) return refuse("hash_mismatch");
   const decided = { changedAt: d.at, decidedAt: d.at, decidedBy: d.by };
   const pin: ToolPin =
     d.kind === "accept"
-      ? { ...p, status: "pinned", pinnedHash: p.pendingHash, pinnedDefinition: p.pendingDefinition, pendingHash: null, pendingDefinition: null, ...decided }
+      ? {
+          ...p,
+          status: "pinned",
+          pinnedHash: p.pendingHash,
+          pinnedDefinition: p.pendingDefinition,
+          pendingHash: null,
+          pendingDefinition: null,
+          ...decided,
+        }
       : { ...p, status: "rejected", ...decided };
-  return { writes: [pin], audit: [audit(d.kind === "accept" ? "accepted" : "rejected", p.pendingHash)], value: { kind: "done", pin } };
+  return {
+    writes: [pin],
+    audit: [audit(d.kind === "accept" ? "accepted" : "rejected", p.pendingHash)],
+    value: { kind: "done", pin },
+  };
 }
 
 /** How the policy stage planned a call against the pins: which class rule it applied. */
 export type PlannedPin = "pinned" | "new" | "unseen";
 
 /** The policy-stage verdict: refuse a quarantined, rejected or (untrusted) new tool, else run under `planned`. */
-export type PinGate = { readonly kind: "refuse"; readonly status: "quarantined" | "rejected" | "new" } | { readonly kind: "run"; readonly planned: PlannedPin };
+export type PinGate =
+  | { readonly kind: "refuse"; readonly status: "quarantined" | "rejected" | "new" }
+  | { readonly kind: "run"; readonly planned: PlannedPin };
 
 /** What a service's registry entry says of tools its vendor adds after the first listing. */
 export interface NewToolTrust {
@@ -135,12 +219,15 @@ export interface NewToolTrust {
 export function gate(pin: ToolPin | undefined, trust: NewToolTrust = { trustNewTools: false }): PinGate {
   if (pin?.status === "quarantined" || pin?.status === "rejected") return { kind: "refuse", status: pin.status };
   if (pin?.status === "pinned") return { kind: "run", planned: "pinned" };
-  if (pin?.status === "new") return trust.trustNewTools ? { kind: "run", planned: "new" } : { kind: "refuse", status: "new" };
+  if (pin?.status === "new")
+    return trust.trustNewTools ? { kind: "run", planned: "new" } : { kind: "refuse", status: "new" };
   return { kind: "run", planned: "unseen" };
 }
 
 /** What the leased vendor served at its last reading: each tool's hash, or nothing if its list could not be read and pinned. */
-export type VendorObservation = { readonly kind: "read"; readonly hashes: ReadonlyMap<string, string> } | { readonly kind: "unread" };
+export type VendorObservation =
+  | { readonly kind: "read"; readonly hashes: ReadonlyMap<string, string> }
+  | { readonly kind: "unread" };
 
 /**
  * Why the run stage refuses: the tool is quarantined, new and not reviewed, the vendor's list is
@@ -155,7 +242,14 @@ export type RunRefusal = "tool_quarantined" | "tool_unreviewed" | "tool_unverifi
  * matter). A tool this vendor does not list has no definition to check and runs as the policy
  * planned. An unreadable list proves nothing.
  */
-export function runVerdict(f: { planned: PlannedPin; ownConnection: boolean; observation: VendorObservation; pin: ToolPin | undefined; tool: string; trustNewTools: boolean }): { kind: "ok" } | { kind: "refuse"; code: RunRefusal } {
+export function runVerdict(f: {
+  planned: PlannedPin;
+  ownConnection: boolean;
+  observation: VendorObservation;
+  pin: ToolPin | undefined;
+  tool: string;
+  trustNewTools: boolean;
+}): { kind: "ok" } | { kind: "refuse"; code: RunRefusal } {
   if (f.observation.kind === "unread") return { kind: "refuse", code: "tool_unverified" };
   const { pin } = f;
   if (pin?.status === "quarantined" || pin?.status === "rejected") return { kind: "refuse", code: "tool_quarantined" };
@@ -163,7 +257,8 @@ export function runVerdict(f: { planned: PlannedPin; ownConnection: boolean; obs
   if (served !== undefined) {
     // Listed by this vendor yet absent from the store: the observation was not recorded.
     if (pin === undefined) return { kind: "refuse", code: "tool_unverified" };
-    if (pin.status === "pinned") return served === pin.pinnedHash ? { kind: "ok" } : { kind: "refuse", code: "tool_quarantined" };
+    if (pin.status === "pinned")
+      return served === pin.pinnedHash ? { kind: "ok" } : { kind: "refuse", code: "tool_quarantined" };
   }
   if (pin?.status === "new") {
     if (!f.trustNewTools) return { kind: "refuse", code: "tool_unreviewed" };

@@ -25,7 +25,10 @@ export interface VendorWatch {
 }
 
 /** Records a reading in the pins; the hashes served, or undefined when they could not be recorded. */
-export type RecordReading = (scope: PinScope, definitions: readonly ToolDefinition[]) => Promise<ReadonlyMap<string, string> | undefined>;
+export type RecordReading = (
+  scope: PinScope,
+  definitions: readonly ToolDefinition[],
+) => Promise<ReadonlyMap<string, string> | undefined>;
 
 interface Reading {
   readonly watch: VendorWatch;
@@ -46,11 +49,25 @@ export class VendorReadings {
   /** The tail of each service's reads (one at a time per team and service). */
   private readonly lanes = new Map<string, Promise<void>>();
 
-  constructor(private readonly d: { readonly clock: Clock; readonly log: Logger; readonly record: RecordReading; readonly minGapMs: number }) {}
+  constructor(
+    private readonly d: {
+      readonly clock: Clock;
+      readonly log: Logger;
+      readonly record: RecordReading;
+      readonly minGapMs: number;
+    },
+  ) {}
 
   /** Watches `client`'s list_changed notifications and reads it once; rejects only as `watch.read` does. */
   async watch(client: Client, watch: VendorWatch): Promise<void> {
-    const r: Reading = { watch, observation: { kind: "unread" }, inFlight: undefined, stale: false, timer: undefined, lastReadAt: Number.NEGATIVE_INFINITY };
+    const r: Reading = {
+      watch,
+      observation: { kind: "unread" },
+      inFlight: undefined,
+      stale: false,
+      timer: undefined,
+      lastReadAt: Number.NEGATIVE_INFINITY,
+    };
     this.readings.set(client, r);
     client.setNotificationHandler("notifications/tools/list_changed", () => this.listChanged(r));
     await this.read(r, true);
@@ -117,7 +134,10 @@ export class VendorReadings {
         r.observation = { kind: "unread" };
         if (rethrow) throw err;
         // Over the limits on a re-read: stopped, as it would have been at its start.
-        this.d.log.warn("vendor tool list went over the limits on a re-read; stopping the vendor", { ...scope, error: err instanceof Error ? err.name : "unknown" });
+        this.d.log.warn("vendor tool list went over the limits on a re-read; stopping the vendor", {
+          ...scope,
+          error: err instanceof Error ? err.name : "unknown",
+        });
         await r.watch.stop().catch(() => {});
         return;
       }

@@ -2,7 +2,7 @@ import type { Clock } from "../clock/clock.js";
 import type { AdminCheck } from "../connections/grants-admin.js";
 import type { PinStatus } from "../store/records.js";
 import type { Store } from "../store/store.js";
-import { diffDefinitions, type DiffLine } from "./diff.js";
+import { type DiffLine, diffDefinitions } from "./diff.js";
 import type { DecisionRefusal } from "./policy.js";
 import type { PinService } from "./service.js";
 
@@ -36,7 +36,10 @@ export interface ReviewDecision {
 }
 
 /** What a decision from a view did. */
-export type ReviewOutcome = { readonly kind: "not_admin" } | { readonly kind: "refused"; readonly reason: DecisionRefusal } | { readonly kind: "done"; readonly status: PinStatus };
+export type ReviewOutcome =
+  | { readonly kind: "not_admin" }
+  | { readonly kind: "refused"; readonly reason: DecisionRefusal }
+  | { readonly kind: "done"; readonly status: PinStatus };
 
 /** One sentence per refusal, shown to the admin (the console and Slack say the same). */
 export function refusalSentence(reason: DecisionRefusal | "not_admin"): string {
@@ -94,10 +97,24 @@ export class PinReview {
    */
   async decide(teamId: string, userId: string, d: ReviewDecision): Promise<ReviewOutcome> {
     if (!(await this.d.admins.isAdmin(teamId, userId))) {
-      await this.d.store.audit.append([{ at: this.d.clock.now(), event: "tool_pin", teamId, service: d.service, tool: d.tool, decision: "refused_not_admin", argsHash: d.hash, actor: userId }]);
+      await this.d.store.audit.append([
+        {
+          at: this.d.clock.now(),
+          event: "tool_pin",
+          teamId,
+          service: d.service,
+          tool: d.tool,
+          decision: "refused_not_admin",
+          argsHash: d.hash,
+          actor: userId,
+        },
+      ]);
       return { kind: "not_admin" };
     }
-    const r = await this.d.pins.decide({ teamId, service: d.service }, { kind: d.kind, tool: d.tool, by: userId, expectedHash: d.hash });
+    const r = await this.d.pins.decide(
+      { teamId, service: d.service },
+      { kind: d.kind, tool: d.tool, by: userId, expectedHash: d.hash },
+    );
     return r.kind === "done" ? { kind: "done", status: r.pin.status } : { kind: "refused", reason: r.reason };
   }
 }

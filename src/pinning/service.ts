@@ -5,7 +5,18 @@ import type { ToolPin } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import { definitionHash, definitionText, type ToolDefinition } from "./definition.js";
 import { PinRefusedError } from "./errors.js";
-import { decide, gate, observe, runVerdict, staleReading, type DecisionResult, type NewToolTrust, type PinDecision, type PinGate, type PlannedPin } from "./policy.js";
+import {
+  type DecisionResult,
+  decide,
+  gate,
+  type NewToolTrust,
+  observe,
+  type PinDecision,
+  type PinGate,
+  type PlannedPin,
+  runVerdict,
+  staleReading,
+} from "./policy.js";
 import { VendorReadings, type VendorWatch } from "./readings.js";
 
 // The pin service: records what each vendor serves (in the store, per team and service, and in
@@ -34,8 +45,16 @@ export class PinService {
   /** Each live vendor's latest reading of its tool list, and the re-reads that keep it current. */
   private readonly readings: VendorReadings;
 
-  constructor(private readonly d: { readonly store: Pick<Store, "toolPins">; readonly clock: Clock; readonly log: Logger }, opts: PinServiceOptions = {}) {
-    this.readings = new VendorReadings({ clock: d.clock, log: d.log, record: (scope, defs) => this.record(scope, defs), minGapMs: opts.minRelistGapMs ?? 1_000 });
+  constructor(
+    private readonly d: { readonly store: Pick<Store, "toolPins">; readonly clock: Clock; readonly log: Logger },
+    opts: PinServiceOptions = {},
+  ) {
+    this.readings = new VendorReadings({
+      clock: d.clock,
+      log: d.log,
+      record: (scope, defs) => this.record(scope, defs),
+      minGapMs: opts.minRelistGapMs ?? 1_000,
+    });
   }
 
   /**
@@ -54,17 +73,31 @@ export class PinService {
   }
 
   /** Records one reading in the store; the hashes served, or undefined when the pins could not be written. */
-  private async record(scope: PinScope, definitions: readonly ToolDefinition[]): Promise<ReadonlyMap<string, string> | undefined> {
+  private async record(
+    scope: PinScope,
+    definitions: readonly ToolDefinition[],
+  ): Promise<ReadonlyMap<string, string> | undefined> {
     try {
-      const observed = definitions.map((def) => ({ tool: def.name, hash: definitionHash(def), definition: definitionText(def) }));
-      const changes = await this.d.store.toolPins.update(scope.teamId, scope.service, (current) => observe(current, observed, { ...scope, at: this.d.clock.now() }));
+      const observed = definitions.map((def) => ({
+        tool: def.name,
+        hash: definitionHash(def),
+        definition: definitionText(def),
+      }));
+      const changes = await this.d.store.toolPins.update(scope.teamId, scope.service, (current) =>
+        observe(current, observed, { ...scope, at: this.d.clock.now() }),
+      );
       for (const c of changes) {
-        if (c.change === "quarantined") this.d.log.warn("tool definition changed; quarantined until an admin decides", { ...scope, tool: c.tool });
-        else if (c.change === "new") this.d.log.info("new vendor tool; unreviewed until an admin accepts it", { ...scope, tool: c.tool });
+        if (c.change === "quarantined")
+          this.d.log.warn("tool definition changed; quarantined until an admin decides", { ...scope, tool: c.tool });
+        else if (c.change === "new")
+          this.d.log.info("new vendor tool; unreviewed until an admin accepts it", { ...scope, tool: c.tool });
       }
       return new Map(observed.map((o) => [o.tool, o.hash]));
     } catch (err) {
-      this.d.log.error("tool pins could not be recorded; the vendor's calls are refused", { ...scope, error: err instanceof Error ? err.name : "unknown" });
+      this.d.log.error("tool pins could not be recorded; the vendor's calls are refused", {
+        ...scope,
+        error: err instanceof Error ? err.name : "unknown",
+      });
       return undefined;
     }
   }
@@ -80,7 +113,11 @@ export class PinService {
    * waited for, and one out of date with the pin is read again once before deciding. Throws
    * PinRefusedError to refuse.
    */
-  async verify(client: Client, scope: PinScope, call: { tool: string; planned: PlannedPin; ownConnection: boolean; trustNewTools: boolean }): Promise<void> {
+  async verify(
+    client: Client,
+    scope: PinScope,
+    call: { tool: string; planned: PlannedPin; ownConnection: boolean; trustNewTools: boolean },
+  ): Promise<void> {
     await this.readings.current(client);
     const verdict = async () => {
       const pin = await this.d.store.toolPins.get(scope.teamId, scope.service, call.tool);
@@ -88,7 +125,12 @@ export class PinService {
       return { pin, observation, v: runVerdict({ ...call, observation, pin }) };
     };
     let r = await verdict();
-    if (r.v.kind === "refuse" && staleReading({ observation: r.observation, pin: r.pin, tool: call.tool }) && (await this.readings.reread(client))) r = await verdict();
+    if (
+      r.v.kind === "refuse" &&
+      staleReading({ observation: r.observation, pin: r.pin, tool: call.tool }) &&
+      (await this.readings.reread(client))
+    )
+      r = await verdict();
     if (r.v.kind === "refuse") throw new PinRefusedError(r.v.code, `${scope.service}/${call.tool}: ${r.v.code}`);
   }
 
@@ -100,11 +142,16 @@ export class PinService {
   /** Pins waiting for an admin (and rejected ones), newest first, bounded. */
   async changes(filter: { teamId?: string; service?: string; tool?: string; limit?: number } = {}): Promise<ToolPin[]> {
     const { limit, ...rest } = filter;
-    return this.d.store.toolPins.undecided({ ...rest, limit: Math.min(limit ?? MAX_LISTED_CHANGES, MAX_LISTED_CHANGES) });
+    return this.d.store.toolPins.undecided({
+      ...rest,
+      limit: Math.min(limit ?? MAX_LISTED_CHANGES, MAX_LISTED_CHANGES),
+    });
   }
 
   /** Applies an admin's accept or reject (audited, also when refused). Admin rights are the caller's check. */
   async decide(scope: PinScope, d: Omit<PinDecision, "at">): Promise<DecisionResult> {
-    return this.d.store.toolPins.update(scope.teamId, scope.service, (current) => decide(current, { ...d, at: this.d.clock.now() }, scope.teamId, scope.service));
+    return this.d.store.toolPins.update(scope.teamId, scope.service, (current) =>
+      decide(current, { ...d, at: this.d.clock.now() }, scope.teamId, scope.service),
+    );
   }
 }

@@ -20,7 +20,13 @@ export interface BackoffState {
 
 /** Why a connection's vendor cannot be used now, with when that was seen and the error class. */
 export type Unavailability =
-  | { readonly reason: "backoff"; readonly since: number; readonly retryAt: number; readonly failures: number; readonly lastError: string }
+  | {
+      readonly reason: "backoff";
+      readonly since: number;
+      readonly retryAt: number;
+      readonly failures: number;
+      readonly lastError: string;
+    }
   | { readonly reason: "credential_rejected"; readonly since: number; readonly lastError: string }
   | { readonly reason: "start_failed"; readonly since: number; readonly lastError: string }
   | { readonly reason: "incompatible"; readonly since: number; readonly lastError: string };
@@ -52,7 +58,13 @@ export class AvailabilityBook {
     const prev = this.records.get(connectionId);
     const failures = (prev?.reason === "backoff" ? prev.failures : 0) + 1;
     const now = this.clock.now();
-    const b = { reason: "backoff", since: now, retryAt: now + Math.min(BACKOFF_START_MS * 2 ** (failures - 1), BACKOFF_MAX_MS), failures, lastError } as const;
+    const b = {
+      reason: "backoff",
+      since: now,
+      retryAt: now + Math.min(BACKOFF_START_MS * 2 ** (failures - 1), BACKOFF_MAX_MS),
+      failures,
+      lastError,
+    } as const;
     this.put(connectionId, b);
     return b;
   }

@@ -40,7 +40,13 @@ export class ChildLedger {
   }
 
   record(pid: number, connectionId: string, marks: ChildMarks = {}): void {
-    const rec = { pid, startTicks: processStartTicks(pid) ?? 0, connectionId, ...(marks.home ? { home: marks.home } : {}), ...(marks.uid ? { uid: marks.uid } : {}) };
+    const rec = {
+      pid,
+      startTicks: processStartTicks(pid) ?? 0,
+      connectionId,
+      ...(marks.home ? { home: marks.home } : {}),
+      ...(marks.uid ? { uid: marks.uid } : {}),
+    };
     writeFileSync(path.join(this.dir, `${pid}.json`), JSON.stringify(rec), { mode: 0o600 });
   }
 

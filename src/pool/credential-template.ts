@@ -13,7 +13,8 @@ export function renderTemplate(template: string, credential: Credential): string
     const parts = expr.split(":");
     if (parts[0] === "base64") {
       const names = parts.slice(1);
-      if (names.length === 0) throw new PoolError("credential_incomplete", "credential template {{base64:…}} names no field");
+      if (names.length === 0)
+        throw new PoolError("credential_incomplete", "credential template {{base64:…}} names no field");
       return Buffer.from(names.map((n) => lookup(vars, n)).join(":")).toString("base64");
     }
     return lookup(vars, expr);
@@ -22,7 +23,11 @@ export function renderTemplate(template: string, credential: Credential): string
 
 function lookup(vars: Record<string, string>, name: string): string {
   const v = vars[name];
-  if (v === undefined) throw new PoolError("credential_incomplete", `the stored credential has no "${name}" value required by the service registry`);
+  if (v === undefined)
+    throw new PoolError(
+      "credential_incomplete",
+      `the stored credential has no "${name}" value required by the service registry`,
+    );
   return v;
 }
 
@@ -34,7 +39,12 @@ export type RenderedCredential =
 /** Renders every credential template of `service`'s transport; a missing variable throws `credential_incomplete`. */
 export function renderCredential(service: Service, credential: Credential): RenderedCredential {
   const t = service.entry.transport;
-  if (t.type === "http") return { kind: "header", name: t.credentialHeader.name, value: renderTemplate(t.credentialHeader.value, credential) };
+  if (t.type === "http")
+    return {
+      kind: "header",
+      name: t.credentialHeader.name,
+      value: renderTemplate(t.credentialHeader.value, credential),
+    };
   const env: Record<string, string> = {};
   for (const [name, template] of Object.entries(t.credentialEnv)) env[name] = renderTemplate(template, credential);
   return { kind: "env", env };

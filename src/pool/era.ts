@@ -1,13 +1,12 @@
 import {
+  type Client,
+  type ClientOptions,
   ProtocolError,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
   UnsupportedProtocolVersionError,
-  type Client,
-  type ClientOptions,
 } from "@modelcontextprotocol/client";
-import type { Clock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 
 // Which MCP protocol era the broker speaks to a vendor: the 2025 handshake (`initialize`, sessions)

@@ -1,5 +1,5 @@
-import { deserializeMessage } from "@modelcontextprotocol/client";
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/client";
+import { deserializeMessage } from "@modelcontextprotocol/client";
 import { z } from "zod";
 
 // Newline-delimited JSON-RPC framing of a vendor's stdout with a per-line cap. A line over the cap
@@ -51,7 +51,11 @@ export class FrameReader {
       this.over.tail = lastBytes([this.over.tail, piece], TAIL_KEEP);
     } else if (this.size + piece.length > this.maxBytes) {
       const parts = [...this.chunks, piece];
-      this.over = { head: firstBytes(parts, HEAD_KEEP), tail: lastBytes(parts, TAIL_KEEP), bytes: this.size + piece.length };
+      this.over = {
+        head: firstBytes(parts, HEAD_KEEP),
+        tail: lastBytes(parts, TAIL_KEEP),
+        bytes: this.size + piece.length,
+      };
       this.chunks = [];
       this.size = 0;
     } else if (piece.length > 0) {
@@ -122,7 +126,10 @@ export function oversizedResponse(frame: Extract<Frame, { kind: "oversized" }>):
   const id = JSON.parse(raw) as string | number;
   const at = /"text"\s*:\s*"/.exec(head);
   const excerpt = at ? partialJsonString(head.slice(at.index + at[0].length)) : "";
-  const result: CallToolResult = { content: [{ type: "text", text: excerpt }], _meta: { [FRAME_TRUNCATED_META]: { bytes: frame.bytes } } };
+  const result: CallToolResult = {
+    content: [{ type: "text", text: excerpt }],
+    _meta: { [FRAME_TRUNCATED_META]: { bytes: frame.bytes } },
+  };
   return { jsonrpc: "2.0", id, result };
 }
 

@@ -1,9 +1,8 @@
-import { asError } from "../domain/errors.js";
-import { spawn, type ChildProcess } from "node:child_process";
-import type { Transport } from "@modelcontextprotocol/client";
+import { type ChildProcess, spawn } from "node:child_process";
+import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 import { serializeMessage } from "@modelcontextprotocol/client";
-import type { JSONRPCMessage } from "@modelcontextprotocol/client";
-import { systemClock, type Clock } from "../clock/clock.js";
+import { type Clock, systemClock } from "../clock/clock.js";
+import { asError } from "../domain/errors.js";
 import { FrameReader, oversizedResponse } from "./frame-reader.js";
 
 /** How to start a vendor child. `env` is the complete environment: nothing is inherited. */
@@ -121,7 +120,10 @@ export class GroupStdioTransport implements Transport {
         this.buffer.push(chunk, (frame) => {
           // A result over the cap answers its call truncated; anything else over it is not trusted.
           const msg = frame.kind === "message" ? frame.message : oversizedResponse(frame);
-          if (!msg) throw new Error(`vendor message of ${frame.kind === "oversized" ? frame.bytes : 0} bytes exceeds the frame cap`);
+          if (!msg)
+            throw new Error(
+              `vendor message of ${frame.kind === "oversized" ? frame.bytes : 0} bytes exceeds the frame cap`,
+            );
           this.deliver(msg);
         });
       } catch (e) {
@@ -181,7 +183,10 @@ export class GroupStdioTransport implements Transport {
     const pgid = child.pid;
     const grace = this.spec.stopGraceMs ?? 2_000;
     const wait = (ms: number) =>
-      Promise.race([this.exited!.then(() => true), new Promise<boolean>((r) => this.clock.setTimeout(() => r(false), ms, { unref: true }))]);
+      Promise.race([
+        this.exited!.then(() => true),
+        new Promise<boolean>((r) => this.clock.setTimeout(() => r(false), ms, { unref: true })),
+      ]);
     child.stdin?.end();
     if (!(await wait(grace))) {
       killGroup(pgid, "SIGTERM");
@@ -197,6 +202,7 @@ export class GroupStdioTransport implements Transport {
     const pid = this.child?.pid;
     if (pid) killGroup(pid, "SIGKILL");
     const exited = this.exited;
-    if (exited) await Promise.race([exited, new Promise<void>((r) => this.clock.setTimeout(r, KILL_WAIT_MS, { unref: true }))]);
+    if (exited)
+      await Promise.race([exited, new Promise<void>((r) => this.clock.setTimeout(r, KILL_WAIT_MS, { unref: true }))]);
   }
 }

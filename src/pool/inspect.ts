@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/client";
-import { listAllTools } from "./tool-paging.js";
 import type { Service } from "../config/registry.js";
 import type { VendorTool } from "../config/tool-inspection.js";
 import type { Connection } from "../store/records.js";
 import type { Credential } from "../vault/credential.js";
 import { renderCredential } from "./credential-template.js";
 import type { VendorLauncher } from "./launcher.js";
+import { listAllTools } from "./tool-paging.js";
 
 // One-off vendor starts for `registry inspect` and `registry check --inspect`: the broker's own
 // launcher (allowlisted env, private HOME/TMPDIR, process group, child uid; built by the root's
@@ -45,7 +45,13 @@ export class InspectionInterrupted extends Error {
  * Starts the vendor, reads its whole tools/list (bounded), and stops it again, whatever happened.
  * `signal` aborting (the CLI's SIGINT/SIGTERM) kills the vendor at once and rejects with InspectionInterrupted.
  */
-export async function listVendorTools(launcher: VendorLauncher, connection: Connection, service: Service, credential: Credential, signal?: AbortSignal): Promise<VendorTool[]> {
+export async function listVendorTools(
+  launcher: VendorLauncher,
+  connection: Connection,
+  service: Service,
+  credential: Credential,
+  signal?: AbortSignal,
+): Promise<VendorTool[]> {
   const handle = await launcher.launch(connection, service, renderCredential(service, credential));
   const kill = (): void => void handle.kill();
   try {

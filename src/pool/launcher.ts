@@ -1,29 +1,29 @@
 import { chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { Client, SdkError } from "@modelcontextprotocol/client";
-import { systemClock, type Clock } from "../clock/clock.js";
+import { type Clock, systemClock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
-import type { Logger } from "../log/logger.js";
-import type { Connection } from "../store/records.js";
 import { VERSION } from "../domain/version.js";
+import type { CallEventSink } from "../events/event-bus.js";
+import { remoteRecovered, remoteUnavailable, vendorTag } from "../events/vendor-events.js";
+import type { Logger } from "../log/logger.js";
 import { killProcesses, processStartTicks } from "../proc/proc.js";
+import type { Connection } from "../store/records.js";
 import { AvailabilityBook, type BackoffState, type Unavailability } from "./availability.js";
+import type { ChildLedger } from "./child-ledger.js";
+import type { RenderedCredential } from "./credential-template.js";
 import {
   EraBook,
+  type EraFound,
   eraOf,
   incompatibilityOf,
   incompatibilityText,
   negotiationOf,
   vendorProtocolOf,
-  type EraFound,
 } from "./era.js";
-import type { ChildLedger } from "./child-ledger.js";
-import type { RenderedCredential } from "./credential-template.js";
 import { PoolError } from "./errors.js";
 import { GroupStdioTransport } from "./group-stdio-transport.js";
 import { connectRemote, failureClass, httpStatusOf, type RemoteSession } from "./remote.js";
-import type { CallEventSink } from "../events/event-bus.js";
-import { remoteRecovered, remoteUnavailable, vendorTag } from "../events/vendor-events.js";
 
 export type { BackoffState, Unavailability } from "./availability.js";
 
@@ -136,10 +136,16 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
   }
 
   async launch(connection: Connection, service: Service, secrets: RenderedCredential): Promise<VendorHandle> {
-    return secrets.kind === "env" ? this.launchStdio(connection, service, secrets.env) : this.launchRemote(connection, service, secrets);
+    return secrets.kind === "env"
+      ? this.launchStdio(connection, service, secrets.env)
+      : this.launchRemote(connection, service, secrets);
   }
 
-  private async launchStdio(connection: Connection, service: Service, credentialEnv: Readonly<Record<string, string>>): Promise<VendorHandle> {
+  private async launchStdio(
+    connection: Connection,
+    service: Service,
+    credentialEnv: Readonly<Record<string, string>>,
+  ): Promise<VendorHandle> {
     const t = service.entry.transport;
     if (t.type !== "stdio") throw new Error("not a stdio service");
 
@@ -157,8 +163,13 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       // Every process of this connection, however detached: its private HOME (inherited through
       // setsid and double forks) and, when it has one, its own uid (which it cannot leave). Done
       // before the uid is handed to another connection.
-      const killed = killProcesses({ envEntries: [`HOME=${home}`], ...(uid !== undefined ? { uid } : {}), ...(leaderStart !== undefined ? { sinceTicks: leaderStart } : {}) });
-      if (killed) this.opts.log.warn("killed processes a vendor left behind", { connectionId: connection.id, count: killed });
+      const killed = killProcesses({
+        envEntries: [`HOME=${home}`],
+        ...(uid !== undefined ? { uid } : {}),
+        ...(leaderStart !== undefined ? { sinceTicks: leaderStart } : {}),
+      });
+      if (killed)
+        this.opts.log.warn("killed processes a vendor left behind", { connectionId: connection.id, count: killed });
       rmSync(root, { recursive: true, force: true });
       if (uid !== undefined) this.opts.uids?.give(uid);
     };
@@ -215,8 +226,15 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       const spawnError = cause instanceof SdkError ? undefined : (cause as NodeJS.ErrnoException).code;
       const failure = typeof spawnError === "string" ? spawnError : "initialize_failed";
       this.book.startFailed(connection.id, failure);
-      if (typeof spawnError === "string") throw new PoolError("spawn_failed", `could not start the ${service.displayName} vendor (${spawnError})`, { cause, detail: failure });
-      throw new PoolError("initialize_failed", `the ${service.displayName} vendor did not start correctly`, { cause, detail: failure });
+      if (typeof spawnError === "string")
+        throw new PoolError("spawn_failed", `could not start the ${service.displayName} vendor (${spawnError})`, {
+          cause,
+          detail: failure,
+        });
+      throw new PoolError("initialize_failed", `the ${service.displayName} vendor did not start correctly`, {
+        cause,
+        detail: failure,
+      });
     }
     this.started(connection, service, client);
     return {
@@ -235,14 +253,29 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     };
   }
 
-  private async launchRemote(connection: Connection, service: Service, header: { readonly name: string; readonly value: string }): Promise<VendorHandle> {
+  private async launchRemote(
+    connection: Connection,
+    service: Service,
+    header: { readonly name: string; readonly value: string },
+  ): Promise<VendorHandle> {
     const t = service.entry.transport;
     if (t.type !== "http") throw new Error("not a remote service");
     const b = this.book.backoffOf(connection.id);
-    if (b) throw new PoolError("backoff", `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`, { retryAt: b.retryAt, detail: b.lastError });
+    if (b)
+      throw new PoolError(
+        "backoff",
+        `${service.displayName} is unreachable; retrying after ${new Date(b.retryAt).toISOString()}`,
+        { retryAt: b.retryAt, detail: b.lastError },
+      );
     let session: RemoteSession;
     try {
-      const target = { url: new URL(t.url), protocol: t.protocol, era: vendorProtocolOf(service), headers: { [header.name]: header.value }, initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000 };
+      const target = {
+        url: new URL(t.url),
+        protocol: t.protocol,
+        era: vendorProtocolOf(service),
+        headers: { [header.name]: header.value },
+        initializeTimeoutMs: this.opts.initializeTimeoutMs ?? 30_000,
+      };
       session = await connectRemote(target).catch((first: unknown) => {
         // A vendor restarted on the same port leaves a kept-alive socket that fails the next request
         // ("other side closed"): one fresh connect before counting a failure. Only the handshake is
@@ -258,26 +291,61 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       const lastError = failureClass(cause);
       if (status === 401 || status === 403) {
         // The vendor refused this credential: waiting will not fix it, a new login will.
-        if (this.book.of(connection.id)?.reason !== "credential_rejected") this.opts.events?.emit(remoteUnavailable(vendorTag(connection, service), "credential_rejected", lastError, null, this.opts.clock.now()));
+        if (this.book.of(connection.id)?.reason !== "credential_rejected")
+          this.opts.events?.emit(
+            remoteUnavailable(
+              vendorTag(connection, service),
+              "credential_rejected",
+              lastError,
+              null,
+              this.opts.clock.now(),
+            ),
+          );
         this.book.credentialRejected(connection.id, lastError);
-        this.opts.log.warn("remote vendor rejected the credential", { service: service.name, connectionId: connection.id, error: lastError });
-        throw new PoolError("credential_rejected", `${service.displayName} rejected the stored credential (${lastError})`, { cause, detail: lastError });
+        this.opts.log.warn("remote vendor rejected the credential", {
+          service: service.name,
+          connectionId: connection.id,
+          error: lastError,
+        });
+        throw new PoolError(
+          "credential_rejected",
+          `${service.displayName} rejected the stored credential (${lastError})`,
+          { cause, detail: lastError },
+        );
       }
       const next = this.book.connectFailed(connection.id, lastError);
-      if (next.failures === 1) this.opts.events?.emit(remoteUnavailable(vendorTag(connection, service), "backoff", lastError, next.retryAt, this.opts.clock.now()));
-      this.opts.log.warn("remote vendor connect failed", { service: service.name, connectionId: connection.id, failures: next.failures, error: lastError });
-      throw new PoolError("vendor_unreachable", `${service.displayName} is unreachable (${lastError}); retrying after ${new Date(next.retryAt).toISOString()}`, {
-        cause,
-        retryAt: next.retryAt,
-        detail: lastError,
+      if (next.failures === 1)
+        this.opts.events?.emit(
+          remoteUnavailable(vendorTag(connection, service), "backoff", lastError, next.retryAt, this.opts.clock.now()),
+        );
+      this.opts.log.warn("remote vendor connect failed", {
+        service: service.name,
+        connectionId: connection.id,
+        failures: next.failures,
+        error: lastError,
       });
+      throw new PoolError(
+        "vendor_unreachable",
+        `${service.displayName} is unreachable (${lastError}); retrying after ${new Date(next.retryAt).toISOString()}`,
+        {
+          cause,
+          retryAt: next.retryAt,
+          detail: lastError,
+        },
+      );
     }
-    if (this.started(connection, service, session.client)) this.opts.events?.emit(remoteRecovered(vendorTag(connection, service), this.opts.clock.now()));
+    if (this.started(connection, service, session.client))
+      this.opts.events?.emit(remoteRecovered(vendorTag(connection, service), this.opts.clock.now()));
     const { client } = session;
     let closedCb: (() => void) | undefined;
     client.onclose = () => {
       const lost = session.lostReason();
-      if (lost) this.opts.log.warn("remote vendor session lost", { service: service.name, connectionId: connection.id, error: lost });
+      if (lost)
+        this.opts.log.warn("remote vendor session lost", {
+          service: service.name,
+          connectionId: connection.id,
+          error: lost,
+        });
       closedCb?.();
     };
     return {

@@ -1,16 +1,16 @@
 import type { Client } from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
+import { type CallEventSink, noCallEvents } from "../events/event-bus.js";
+import type { ChildStopReason } from "../events/lifecycle-event.js";
+import { childStarted, childStopped, vendorTag } from "../events/vendor-events.js";
 import type { Logger } from "../log/logger.js";
-import { noMetrics, type Metrics } from "../metrics/metrics.js";
+import { type Metrics, noMetrics } from "../metrics/metrics.js";
 import { PoolError } from "./errors.js";
 import type { VendorHandle, VendorLauncher } from "./launcher.js";
+import { type Entry, PoolEntries } from "./pool-entries.js";
 import type { PoolLease, PoolOptions, PoolStats, VendorStartedListener } from "./pool-types.js";
-import { PoolEntries, type Entry } from "./pool-entries.js";
 import { SlotQueue } from "./slot-queue.js";
 import { LATE, stopVendor, within } from "./stop.js";
-import { noCallEvents, type CallEventSink } from "../events/event-bus.js";
-import type { ChildStopReason } from "../events/lifecycle-event.js";
-import { childStarted, childStopped, vendorTag, type VendorTag } from "../events/vendor-events.js";
 
 export type { PoolLease, PoolOptions, PoolStats, VendorStartedListener } from "./pool-types.js";
 
@@ -39,7 +39,11 @@ export class VendorPool {
     private readonly metrics: Pick<Metrics, "poolWaited" | "limitRefused"> = noMetrics,
     private readonly events: CallEventSink = noCallEvents,
   ) {
-    this.queue = new SlotQueue(clock, (id) => this.isLive(id), (team) => this.teamBlocked(team));
+    this.queue = new SlotQueue(
+      clock,
+      (id) => this.isLive(id),
+      (team) => this.teamBlocked(team),
+    );
   }
 
   /** One team's cap on vendors. */
@@ -49,7 +53,10 @@ export class VendorPool {
 
   /** A team at its cap with no idle vendor of its own to stop: its calls wait, and others pass them. */
   private teamBlocked(teamId: string): boolean {
-    return this.entries.teamLoad(teamId) >= this.perTeam && !this.entries.lruIdle((id) => this.queue.hasWaiterFor(id), teamId);
+    return (
+      this.entries.teamLoad(teamId) >= this.perTeam &&
+      !this.entries.lruIdle((id) => this.queue.hasWaiterFor(id), teamId)
+    );
   }
 
   /** Teams holding their whole per-team cap of vendors now (the tenants-at-limit gauge). */
@@ -64,7 +71,13 @@ export class VendorPool {
   stats(): PoolStats {
     let leased = 0;
     for (const e of this.entries.values()) if (e.leases > 0) leased++;
-    return { live: this.entries.size, leased, stopping: this.entries.stopping, spawned: this.spawned, waiting: this.queue.size };
+    return {
+      live: this.entries.size,
+      leased,
+      stopping: this.entries.stopping,
+      spawned: this.spawned,
+      waiting: this.queue.size,
+    };
   }
 
   /** Connection ids with a live (or starting) vendor. */
@@ -120,7 +133,11 @@ export class VendorPool {
       if (wait.since !== undefined) this.metrics.poolWaited((performance.now() - wait.since) / 1000, "slot");
       return entry;
     } catch (err) {
-      if (wait.since !== undefined) this.metrics.poolWaited((performance.now() - wait.since) / 1000, err instanceof PoolError && err.code === "pool_busy" ? "timeout" : "slot");
+      if (wait.since !== undefined)
+        this.metrics.poolWaited(
+          (performance.now() - wait.since) / 1000,
+          err instanceof PoolError && err.code === "pool_busy" ? "timeout" : "slot",
+        );
       throw err;
     }
   }
@@ -142,7 +159,10 @@ export class VendorPool {
         const existing = this.entries.get(id);
         if (existing && !existing.dead && existing.secretVersion === lease.version) {
           // A turn that turned out not to be needed passes to the next waiting call.
-          if (myTurn) { giveBack(); this.wake(); }
+          if (myTurn) {
+            giveBack();
+            this.wake();
+          }
           return this.join(existing);
         }
         if (existing) {
@@ -165,9 +185,15 @@ export class VendorPool {
         if (this.clock.now() >= deadline) {
           if (teamFull) {
             this.metrics.limitRefused("children");
-            throw new PoolError("pool_busy", `all ${this.perTeam} vendor slots of this team are busy with calls in progress; try again shortly`);
+            throw new PoolError(
+              "pool_busy",
+              `all ${this.perTeam} vendor slots of this team are busy with calls in progress; try again shortly`,
+            );
           }
-          throw new PoolError("pool_busy", `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`);
+          throw new PoolError(
+            "pool_busy",
+            `all ${this.opts.maxChildren} vendor slots are busy with calls in progress; try again shortly`,
+          );
         }
         const front: boolean = myTurn;
         giveBack();
@@ -213,13 +239,27 @@ export class VendorPool {
         // Over the broker's limits (endless tools/list paging): this vendor gets no calls.
         if (!entry.dead) this.events.emit(childStopped(entry.tag, "limit", this.clock.now()));
         entry.dead = true;
-        this.log.warn("vendor misbehaved; stopped", { connectionId: entry.connectionId, service: service.name, code: err.code });
+        this.log.warn("vendor misbehaved; stopped", {
+          connectionId: entry.connectionId,
+          service: service.name,
+          code: err.code,
+        });
         await this.stopHandle(entry.connectionId, handle, "kill");
         throw err;
       }
       return handle;
     })();
-    entry = { connectionId: connection.id, teamId: connection.teamId, tag: vendorTag(connection, service), secretVersion: lease.version, ready, handle: undefined, leases: 1, lastUsed: this.clock.now(), dead: false };
+    entry = {
+      connectionId: connection.id,
+      teamId: connection.teamId,
+      tag: vendorTag(connection, service),
+      secretVersion: lease.version,
+      ready,
+      handle: undefined,
+      leases: 1,
+      lastUsed: this.clock.now(),
+      dead: false,
+    };
     this.entries.set(entry);
     ready.then(
       () => this.wake(),
@@ -244,12 +284,27 @@ export class VendorPool {
     entry.dead = true;
     this.entries.stopStarted(entry);
     try {
-      const handle = entry.handle ?? (await within(this.clock, entry.ready.catch(() => undefined), STOP_DEADLINE_MS));
+      const handle =
+        entry.handle ??
+        (await within(
+          this.clock,
+          entry.ready.catch(() => undefined),
+          STOP_DEADLINE_MS,
+        ));
       if (handle === LATE) {
         // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
         this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
-        void entry.ready.then((h) => { report(); return this.stopHandle(entry.connectionId, h, "kill"); }, () => {});
-      } else if (handle) { report(); await this.stopHandle(entry.connectionId, handle, how); }
+        void entry.ready.then(
+          (h) => {
+            report();
+            return this.stopHandle(entry.connectionId, h, "kill");
+          },
+          () => {},
+        );
+      } else if (handle) {
+        report();
+        await this.stopHandle(entry.connectionId, handle, how);
+      }
     } finally {
       this.entries.stopped(entry);
       this.wake();
@@ -274,7 +329,9 @@ export class VendorPool {
   /** Stops vendors idle for at least idleMs; returns how many. */
   async reapIdle(): Promise<number> {
     const now = this.clock.now();
-    const idle = [...this.entries.values()].filter((e) => e.leases === 0 && e.handle && now - e.lastUsed >= this.opts.idleMs);
+    const idle = [...this.entries.values()].filter(
+      (e) => e.leases === 0 && e.handle && now - e.lastUsed >= this.opts.idleMs,
+    );
     await Promise.all(idle.map((e) => this.remove(e, "close", "idle")));
     return idle.length;
   }

@@ -1,15 +1,15 @@
 import {
   Client,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
   SdkError,
   SdkHttpError,
   SSEClientTransport,
   SseError,
   StreamableHTTPClientTransport,
-  UnauthorizedError,
-  type JSONRPCMessage,
-  type MessageExtraInfo,
   type Transport,
   type TransportSendOptions,
+  UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import { VERSION } from "../domain/version.js";
 import { LEGACY_REVISION, MODERN_REVISION, negotiationOf, type VendorProtocol } from "./era.js";
@@ -79,7 +79,8 @@ export async function connectRemote(t: RemoteTarget): Promise<RemoteSession> {
     return { client, lostReason: () => watched.lost };
   };
   const headers = { ...t.headers };
-  const sse = () => new SSEClientTransport(t.url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders(headers) } });
+  const sse = () =>
+    new SSEClientTransport(t.url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders(headers) } });
   // HTTP+SSE is the 2024 transport: nothing to probe there (a pin to 2026-07-28 still fails as such).
   const sseEra: VendorProtocol = t.era === MODERN_REVISION ? MODERN_REVISION : LEGACY_REVISION;
   if (t.protocol === "sse") return attempt(sse, sseEra);

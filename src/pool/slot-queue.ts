@@ -68,7 +68,10 @@ export class SlotQueue {
 
   /** Something changed: calls for live vendors go, then the oldest other call looks for a slot. */
   wake(): void {
-    const head = this.reserved === 0 ? this.waiters.find((w) => !this.isLive(w.connectionId) && !this.blocked(w.teamId)) : undefined;
+    const head =
+      this.reserved === 0
+        ? this.waiters.find((w) => !this.isLive(w.connectionId) && !this.blocked(w.teamId))
+        : undefined;
     for (const w of [...this.waiters]) {
       if (w === head) {
         this.reserved++;

@@ -1,5 +1,5 @@
-import { errorMessage } from "../domain/errors.js";
 import type { Clock } from "../clock/clock.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { VendorHandle } from "./launcher.js";
 
@@ -17,7 +17,12 @@ export function within<T>(clock: Clock, p: Promise<T>, ms: number): Promise<T | 
  * Stops one vendor within `deadlineMs` (a graceful stop that overruns is escalated to a kill);
  * never throws: a vendor that does not stop is logged and its slot released anyway.
  */
-export async function stopVendor(o: { clock: Clock; log: Logger; deadlineMs: number }, connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
+export async function stopVendor(
+  o: { clock: Clock; log: Logger; deadlineMs: number },
+  connectionId: string,
+  handle: VendorHandle,
+  how: "close" | "kill",
+): Promise<void> {
   const attempt = (h: "close" | "kill") =>
     within(o.clock, h === "kill" ? handle.kill() : handle.close(), o.deadlineMs).catch((err: unknown) => {
       o.log.warn("vendor stop failed", { connectionId, error: errorMessage(err) });

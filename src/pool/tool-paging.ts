@@ -1,9 +1,8 @@
 // Reads a vendor's whole tools/list within fixed limits. A vendor that pages forever (always a
 // nextCursor), repeats a cursor, sends huge pages or drips pages slowly would otherwise grow the
 // broker without bound on one call; over any limit it is a misbehaving vendor, reported as such.
-import type { Client } from "@modelcontextprotocol/client";
-import type { Tool } from "@modelcontextprotocol/client";
-import { systemClock, type Clock } from "../clock/clock.js";
+import type { Client, Tool } from "@modelcontextprotocol/client";
+import { type Clock, systemClock } from "../clock/clock.js";
 import { PoolError } from "./errors.js";
 
 /** Limits on one tools/list read (every page together). Real vendors are far below them. */
@@ -17,7 +16,12 @@ export interface ToolListLimits {
 }
 
 /** The defaults: 50 pages, 5,000 tools, 4 MiB, 10 s (a 118-tool vendor sends one ~100 KB page). */
-export const TOOL_LIST_LIMITS: ToolListLimits = { maxPages: 50, maxTools: 5_000, maxBytes: 4 * 1024 * 1024, maxMs: 10_000 };
+export const TOOL_LIST_LIMITS: ToolListLimits = {
+  maxPages: 50,
+  maxTools: 5_000,
+  maxBytes: 4 * 1024 * 1024,
+  maxMs: 10_000,
+};
 
 /** The error a vendor over a limit gets: the pool stops it and calls waiting for it fail with it. */
 export function vendorMisbehaved(what: string): PoolError {
@@ -28,7 +32,11 @@ export function vendorMisbehaved(what: string): PoolError {
  * Every tool of every page, or a `vendor_misbehaved` PoolError once a limit is passed or a cursor
  * repeats. The time limit bounds real I/O with the vendor: wall time unless a clock is given.
  */
-export async function listAllTools(client: Pick<Client, "request">, limits: ToolListLimits = TOOL_LIST_LIMITS, clock: Clock = systemClock): Promise<Tool[]> {
+export async function listAllTools(
+  client: Pick<Client, "request">,
+  limits: ToolListLimits = TOOL_LIST_LIMITS,
+  clock: Clock = systemClock,
+): Promise<Tool[]> {
   const deadline = clock.now() + limits.maxMs;
   const seen = new Set<string>();
   const tools: Tool[] = [];

@@ -28,7 +28,14 @@ export function readStat(pid: number): ProcStat | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the parenthesised command name (which may itself contain spaces or parentheses).
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { state: f[0] ?? "?", ppid: Number(f[1]), pgid: Number(f[2]), sid: Number(f[3]), startTicks: Number(f[19]), cpuTicks: Number(f[11]) + Number(f[12]) };
+    return {
+      state: f[0] ?? "?",
+      ppid: Number(f[1]),
+      pgid: Number(f[2]),
+      sid: Number(f[3]),
+      startTicks: Number(f[19]),
+      cpuTicks: Number(f[11]) + Number(f[12]),
+    };
   } catch {
     return undefined;
   }

@@ -5,7 +5,15 @@ import type { StoredResultMeta } from "../store/result-repo.js";
 // refusal is the same "not found" to the reader (no oracle); the reason goes to the audit only.
 
 /** Why a read was refused (audit only; never shown to the reader). */
-export type ReadRefusal = "malformed" | "unknown" | "no_turn" | "other_team" | "other_thread" | "other_user" | "not_member" | "expired";
+export type ReadRefusal =
+  | "malformed"
+  | "unknown"
+  | "no_turn"
+  | "other_team"
+  | "other_thread"
+  | "other_user"
+  | "not_member"
+  | "expired";
 
 /** The verdict on one read. */
 export type ReadVerdict = { readonly kind: "serve" } | { readonly kind: "not_found"; readonly reason: ReadRefusal };

@@ -55,7 +55,11 @@ export function pageOf(text: string, limits: ResultLimits, page: number): Result
 }
 
 /** Page `page` of UTF-8 `bytes` (only that page is decoded), or the page count when there is no such page. */
-export function pageOfBytes(bytes: Buffer, limits: ResultLimits, page: number): ResultPage | { readonly pages: number } {
+export function pageOfBytes(
+  bytes: Buffer,
+  limits: ResultLimits,
+  page: number,
+): ResultPage | { readonly pages: number } {
   const bounds = pageBounds(bytes, limits);
   const b = bounds[page - 1];
   if (!b) return { pages: bounds.length };

@@ -1,16 +1,16 @@
 import type http from "node:http";
-import type { Clock } from "../clock/clock.js";
-import type { BrokerEvent } from "../events/broker-event.js";
-import { BoundedSubscriber } from "../events/bounded-subscriber.js";
-import type { CallEventBus } from "../events/event-bus.js";
 import { LRUCache } from "lru-cache";
+import type { Clock } from "../clock/clock.js";
+import { BoundedSubscriber } from "../events/bounded-subscriber.js";
+import type { BrokerEvent } from "../events/broker-event.js";
+import type { CallEventBus } from "../events/event-bus.js";
 import type { LimitRefusals } from "../limits/limit-kind.js";
 import { TenantCounter } from "../limits/tenant-counter.js";
 import type { Logger } from "../log/logger.js";
-import { TEAM_BINDING, type HostBinding } from "../tenancy/host-binding.js";
+import { type HostBinding, TEAM_BINDING } from "../tenancy/host-binding.js";
 import type { OriginGuard } from "./host-auth.js";
 import type { HostTeamAuth } from "./host-teams.js";
-import { sendJson, type RouteHandler } from "./http-server.js";
+import { type RouteHandler, sendJson } from "./http-server.js";
 import { sendRefusal, type TenantGuard } from "./tenant-guard.js";
 
 // GET /v1/events: the call event stream as Server-Sent Events, for a host token bound to a tenant,
@@ -81,12 +81,19 @@ export class EventsEndpoint {
     const o = this.origin.check(req);
     if (o !== "ok") return sendJson(res, 403, { error: o });
     const who = this.auth.verify(req);
-    if (who.kind === "unauthorized") return sendJson(res, 401, { error: "unauthorized" }, { "www-authenticate": 'Bearer realm="slaude-connect"' });
+    if (who.kind === "unauthorized")
+      return sendJson(res, 401, { error: "unauthorized" }, { "www-authenticate": 'Bearer realm="slaude-connect"' });
     const binding = who.caller.binding;
     // A token that names no tenant would have to see every tenant's calls: refused instead.
-    if (binding.kind === "unbound") return sendJson(res, 403, { error: "token_not_bound_to_team", message: "bind this host token to its team or org in SLAUDE_HOST_TOKENS as <team_id>:<token> or <enterprise_id>:<token>" });
+    if (binding.kind === "unbound")
+      return sendJson(res, 403, {
+        error: "token_not_bound_to_team",
+        message:
+          "bind this host token to its team or org in SLAUDE_HOST_TOKENS as <team_id>:<token> or <enterprise_id>:<token>",
+      });
     const only = url.searchParams.get("team_id");
-    if (only !== null && !TEAM_BINDING.test(only)) return sendJson(res, 400, { error: "invalid_team_id", message: "team_id must be a Slack team id (T…)" });
+    if (only !== null && !TEAM_BINDING.test(only))
+      return sendJson(res, 400, { error: "invalid_team_id", message: "team_id must be a Slack team id (T…)" });
     if (only !== null) {
       const verdict = await this.tenants.check(binding, only);
       if (!verdict.ok) return sendRefusal(res, verdict.reason, only);
@@ -96,9 +103,27 @@ export class EventsEndpoint {
     const tenant = only ?? (binding.kind === "team" ? binding.teamId : binding.enterpriseId);
     if (this.perTeam.atCap(tenant)) {
       this.o.refused?.("event_streams");
-      return sendJson(res, 429, { error: "too_many_event_streams", message: `at most ${this.perTeam.capPerTeam} event streams may be open for one team` }, { "retry-after": "5" });
+      return sendJson(
+        res,
+        429,
+        {
+          error: "too_many_event_streams",
+          message: `at most ${this.perTeam.capPerTeam} event streams may be open for one team`,
+        },
+        { "retry-after": "5" },
+      );
     }
-    this.open(req, res, only ?? binding, only !== null ? `team ${only}` : binding.kind === "team" ? `team ${binding.teamId}` : `org ${binding.enterpriseId}`, tenant);
+    this.open(
+      req,
+      res,
+      only ?? binding,
+      only !== null
+        ? `team ${only}`
+        : binding.kind === "team"
+          ? `team ${binding.teamId}`
+          : `org ${binding.enterpriseId}`,
+      tenant,
+    );
   };
 
   /** The filter of a stream for one team (`only`, or a team binding), or for every team of an org binding. */
@@ -121,10 +146,21 @@ export class EventsEndpoint {
   }
 
   private full(res: http.ServerResponse): void {
-    sendJson(res, 503, { error: "too_many_event_streams", message: `at most ${this.o.maxClients} event streams may be open` }, { "retry-after": "5" });
+    sendJson(
+      res,
+      503,
+      { error: "too_many_event_streams", message: `at most ${this.o.maxClients} event streams may be open` },
+      { "retry-after": "5" },
+    );
   }
 
-  private open(req: http.IncomingMessage, res: http.ServerResponse, scope: string | HostBinding, label: string, teamId: string): void {
+  private open(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    scope: string | HostBinding,
+    label: string,
+    teamId: string,
+  ): void {
     let blocked = false;
     let closed = false;
     let pumping = false;
@@ -159,7 +195,11 @@ export class EventsEndpoint {
       // Written after the emitting call's synchronous step, never inside it.
       onReady: () => void setImmediate(() => void pump()),
       onDrop: (backlog) => {
-        this.o.log.warn("events stream dropped: the client fell behind", { stream: label, backlog, limit: this.o.clientBuffer });
+        this.o.log.warn("events stream dropped: the client fell behind", {
+          stream: label,
+          backlog,
+          limit: this.o.clientBuffer,
+        });
         res.destroy();
       },
     });
@@ -188,7 +228,12 @@ export class EventsEndpoint {
     this.perTeam.tryAcquire(teamId);
     res.on("close", end);
     req.on("error", end);
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
     // The first comment tells the client its subscription is live: events from here on reach it.
     res.write(`: subscribed to ${label}\n\n`);
   }

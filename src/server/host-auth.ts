@@ -15,7 +15,7 @@ export class HostTokenAuth {
 
   verify(req: http.IncomingMessage): boolean {
     const header = req.headers.authorization;
-    if (!header || !header.startsWith("Bearer ")) return false;
+    if (!header?.startsWith("Bearer ")) return false;
     const presented = createHash("sha256").update(header.slice(7).trim()).digest();
     let ok = false;
     for (const d of this.digests) ok = timingSafeEqual(d, presented) || ok;
@@ -31,10 +31,17 @@ export class OriginGuard {
   private readonly hosts: Set<string>;
   private readonly origins: Set<string>;
 
-  constructor(opts: { publicUrl: string; port: number; allowedHosts: readonly string[]; allowedOrigins: readonly string[] }) {
+  constructor(opts: {
+    publicUrl: string;
+    port: number;
+    allowedHosts: readonly string[];
+    allowedOrigins: readonly string[];
+  }) {
     const pub = new URL(opts.publicUrl);
     this.hosts = new Set(
-      [pub.host, `localhost:${opts.port}`, `127.0.0.1:${opts.port}`, `[::1]:${opts.port}`, ...opts.allowedHosts].map((h) => h.toLowerCase()),
+      [pub.host, `localhost:${opts.port}`, `127.0.0.1:${opts.port}`, `[::1]:${opts.port}`, ...opts.allowedHosts].map(
+        (h) => h.toLowerCase(),
+      ),
     );
     this.origins = new Set([pub.origin, ...opts.allowedOrigins].map((o) => o.toLowerCase()));
   }

@@ -13,7 +13,9 @@ export interface HostCaller {
 }
 
 /** A valid host token's caller, or "unauthorized" (missing, malformed or unknown bearer token). */
-export type HostTeamVerdict = { readonly kind: "host"; readonly caller: HostCaller } | { readonly kind: "unauthorized" };
+export type HostTeamVerdict =
+  | { readonly kind: "host"; readonly caller: HostCaller }
+  | { readonly kind: "unauthorized" };
 
 interface Entry {
   readonly digest: Buffer;
@@ -34,7 +36,10 @@ export class HostTeamAuth {
       if (!binding) throw new Error(`host token ${i + 1} has a binding that is neither a team nor an enterprise id`);
       const sessionDigest = sessions.digest(t);
       // Fixed-length digests, hashed once: the comparison is constant-time whatever the lengths.
-      return { digest: createHash("sha256").update(t).digest(), caller: { binding, sessionDigest: () => sessionDigest, owns: (stored) => sessions.check(stored, t) } };
+      return {
+        digest: createHash("sha256").update(t).digest(),
+        caller: { binding, sessionDigest: () => sessionDigest, owns: (stored) => sessions.check(stored, t) },
+      };
     });
   }
 
@@ -51,7 +56,7 @@ export class HostTeamAuth {
   /** The caller of a request by its bearer token (every entry compared in constant time), or "unauthorized". */
   verify(req: http.IncomingMessage): HostTeamVerdict {
     const header = req.headers.authorization;
-    if (!header || !header.startsWith("Bearer ")) return { kind: "unauthorized" };
+    if (!header?.startsWith("Bearer ")) return { kind: "unauthorized" };
     const presented = createHash("sha256").update(header.slice(7).trim()).digest();
     let match: Entry | undefined;
     // Every entry is compared, so the time does not say which one matched.

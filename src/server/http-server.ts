@@ -1,7 +1,7 @@
-import { errorMessage } from "../domain/errors.js";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { STORE_RETRY_SECONDS } from "../broker/outcome.js";
+import { errorMessage } from "../domain/errors.js";
 import { randomId } from "../domain/ids.js";
 import { safeRequestId, withLogContext } from "../log/context.js";
 import type { Logger } from "../log/logger.js";
@@ -9,7 +9,11 @@ import { isStoreUnavailable } from "../store/errors.js";
 
 /** A route handler; returns false to fall through to the next route. */
 // biome-ignore-start lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
-export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<boolean | void> | boolean | void;
+export type RouteHandler = (
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+) => Promise<boolean | void> | boolean | void;
 // biome-ignore-end lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
 
 /** A route: a method (or "*"), a path or path prefix, and its handler. */
@@ -26,18 +30,52 @@ export interface Route {
 export const STORE_UNAVAILABLE_MESSAGE = `slaude-connect's database is unavailable right now (it may be restarting), so this request was not served; retry in about ${STORE_RETRY_SECONDS} seconds.`;
 
 /** The answer to a request whose handler threw: 503 store_unavailable when the database is away, else 500 internal_error. */
-function failureAnswer(err: unknown, jsonRpc: boolean): { status: number; body: unknown; headers: Record<string, string> } {
+function failureAnswer(
+  err: unknown,
+  jsonRpc: boolean,
+): { status: number; body: unknown; headers: Record<string, string> } {
   if (isStoreUnavailable(err)) {
     const headers = { "retry-after": String(STORE_RETRY_SECONDS) };
-    if (jsonRpc) return { status: 503, headers, body: { jsonrpc: "2.0", error: { code: -32000, message: STORE_UNAVAILABLE_MESSAGE, data: { code: "store_unavailable", retryAfterSeconds: STORE_RETRY_SECONDS } }, id: null } };
+    if (jsonRpc)
+      return {
+        status: 503,
+        headers,
+        body: {
+          jsonrpc: "2.0",
+          error: {
+            code: -32000,
+            message: STORE_UNAVAILABLE_MESSAGE,
+            data: { code: "store_unavailable", retryAfterSeconds: STORE_RETRY_SECONDS },
+          },
+          id: null,
+        },
+      };
     return { status: 503, headers, body: { error: "store_unavailable", message: STORE_UNAVAILABLE_MESSAGE } };
   }
-  if (jsonRpc) return { status: 500, headers: {}, body: { jsonrpc: "2.0", error: { code: -32603, message: "Internal error (details are in the broker's log)", data: { code: "internal_error" } }, id: null } };
+  if (jsonRpc)
+    return {
+      status: 500,
+      headers: {},
+      body: {
+        jsonrpc: "2.0",
+        error: {
+          code: -32603,
+          message: "Internal error (details are in the broker's log)",
+          data: { code: "internal_error" },
+        },
+        id: null,
+      },
+    };
   return { status: 500, headers: {}, body: { error: "internal_error" } };
 }
 
 /** Writes a JSON response. */
-export function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers });
   res.end(text);
@@ -54,7 +92,10 @@ export class HttpServer {
   }
 
   /** Handles HTTP upgrades (WebSockets) for requests under `path`; anything else is refused. */
-  upgrade(path: string, handler: (req: http.IncomingMessage, socket: import("node:stream").Duplex, head: Buffer) => void): void {
+  upgrade(
+    path: string,
+    handler: (req: http.IncomingMessage, socket: import("node:stream").Duplex, head: Buffer) => void,
+  ): void {
     this.server.on("upgrade", (req, socket, head) => {
       const pathname = (req.url ?? "").split("?")[0];
       if (pathname === path) handler(req, socket, head);
@@ -84,7 +125,9 @@ export class HttpServer {
     let route: Route | undefined;
     try {
       for (const r of this.routes) {
-        const pathMatch = r.prefix ? url.pathname === r.path || url.pathname.startsWith(r.path.endsWith("/") ? r.path : r.path + "/") : url.pathname === r.path;
+        const pathMatch = r.prefix
+          ? url.pathname === r.path || url.pathname.startsWith(r.path.endsWith("/") ? r.path : `${r.path}/`)
+          : url.pathname === r.path;
         if (!pathMatch || (r.method !== "*" && r.method !== req.method)) continue;
         route = r;
         const handled = await r.handler(req, res, url);
@@ -94,7 +137,8 @@ export class HttpServer {
     } catch (err) {
       // Login link paths are bearer secrets: never logged.
       const path = url.pathname.startsWith("/login/l/") ? "/login/l/[link]" : url.pathname;
-      if (isStoreUnavailable(err)) this.log.warn("request refused: the database is unavailable", { path, error: err.message });
+      if (isStoreUnavailable(err))
+        this.log.warn("request refused: the database is unavailable", { path, error: err.message });
       else this.log.error("http handler failed", { path, error: errorMessage(err) });
       const answer = failureAnswer(err, route?.jsonRpc === true);
       if (!res.headersSent) sendJson(res, answer.status, answer.body, answer.headers);

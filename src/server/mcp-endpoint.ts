@@ -1,19 +1,24 @@
 import type http from "node:http";
 import { isInitializeRequest } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
-import { systemClock, type Clock } from "../clock/clock.js";
+import { type Clock, systemClock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { LimitRefusals } from "../limits/limit-kind.js";
 import type { Logger } from "../log/logger.js";
-import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { singleInstallation } from "../tenancy/tenant-directory.js";
-import { BodyTooLargeError, readBody, type OriginGuard } from "./host-auth.js";
+import { TURN_ID_PATTERN } from "../turns/turn-state.js";
+import { BodyTooLargeError, type OriginGuard, readBody } from "./host-auth.js";
 import type { HostCaller, HostTeamAuth } from "./host-teams.js";
-import { sendJson, type RouteHandler } from "./http-server.js";
+import { type RouteHandler, sendJson } from "./http-server.js";
 import { isLegacyMessage, ModernLeg } from "./mcp-modern.js";
 import { McpSessionHost } from "./mcp-session-host.js";
-import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, sweepEveryMs, type SessionLimits } from "./mcp-sessions.js";
-import { InitializeParamsSchema, MAX_INITIALIZE_JSON, MemorySessionRecords, type SessionRecords } from "./session-records.js";
+import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, type SessionLimits, sweepEveryMs } from "./mcp-sessions.js";
+import {
+  InitializeParamsSchema,
+  MAX_INITIALIZE_JSON,
+  MemorySessionRecords,
+  type SessionRecords,
+} from "./session-records.js";
 import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { sendWebResponse, toWebRequest } from "./web-bridge.js";
@@ -28,7 +33,12 @@ export { idPart, parseThreadHeader } from "./thread-header.js";
  * Shared guard of every host-facing route: Host/Origin, then the bearer host token. Answers the
  * refusal itself and returns undefined; otherwise the caller, whose tenant each route then checks.
  */
-export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResponse, auth: HostTeamAuth, origin: OriginGuard): HostCaller | undefined {
+export function guardHostRequest(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  auth: HostTeamAuth,
+  origin: OriginGuard,
+): HostCaller | undefined {
   const o = origin.check(req);
   if (o !== "ok") {
     sendJson(res, 403, { error: o });
@@ -49,19 +59,34 @@ export function guardHostRequest(req: http.IncomingMessage, res: http.ServerResp
 function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
   const v = req.headers["x-slaude-turn"];
   if (v === undefined || (typeof v === "string" && TURN_ID_PATTERN.test(v))) return true;
-  sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" }, id: null });
+  sendJson(res, 400, {
+    jsonrpc: "2.0",
+    error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" },
+    id: null,
+  });
   return false;
 }
 
 const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
-const TOKEN_MISMATCH = "This session was opened with another host token: send every request of a session with the token that opened it.";
-const tooMany = (max: number) => ({ jsonrpc: "2.0", error: { code: -32000, message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later` }, id: null });
+const TOKEN_MISMATCH =
+  "This session was opened with another host token: send every request of a session with the token that opened it.";
+const tooMany = (max: number) => ({
+  jsonrpc: "2.0",
+  error: {
+    code: -32000,
+    message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later`,
+  },
+  id: null,
+});
 
 /** The request ids of the `notifications/cancelled` messages in a POST body (one message or a batch). */
 function cancelledIds(body: unknown): (string | number)[] {
   const ids: (string | number)[] = [];
   for (const m of Array.isArray(body) ? body : [body]) {
-    const id = (m as { method?: unknown; params?: { requestId?: unknown } } | null)?.method === "notifications/cancelled" ? (m as { params?: { requestId?: unknown } }).params?.requestId : undefined;
+    const id =
+      (m as { method?: unknown; params?: { requestId?: unknown } } | null)?.method === "notifications/cancelled"
+        ? (m as { params?: { requestId?: unknown } }).params?.requestId
+        : undefined;
     if (typeof id === "string" || typeof id === "number") ids.push(id);
   }
   return ids;
@@ -142,8 +167,20 @@ export class McpEndpoint {
   async cancelFromElsewhere(sessionId: string, requestId: string | number): Promise<boolean> {
     const s = this.host.table.get(sessionId);
     if (!s || s.closed) return false;
-    const note = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "cancelled by the client through another replica" } };
-    const req = new Request("http://replica.invalid/mcp", { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId }, body: JSON.stringify(note) });
+    const note = {
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId, reason: "cancelled by the client through another replica" },
+    };
+    const req = new Request("http://replica.invalid/mcp", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sessionId,
+      },
+      body: JSON.stringify(note),
+    });
     const answer = await s.transport.handleRequest(req, { parsedBody: note });
     return answer.status === 202;
   }
@@ -185,7 +222,16 @@ export class McpEndpoint {
       } catch (err) {
         if (err instanceof BodyTooLargeError) {
           // The rest of the body is not read: close the connection once the answer is out.
-          return sendJson(res, 413, { jsonrpc: "2.0", error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` }, id: null }, { connection: "close" });
+          return sendJson(
+            res,
+            413,
+            {
+              jsonrpc: "2.0",
+              error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` },
+              id: null,
+            },
+            { connection: "close" },
+          );
         }
         return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
       }
@@ -201,9 +247,15 @@ export class McpEndpoint {
           this.log.warn("mcp request refused: the session was opened with another host token");
           return sendMcpRefusal(res, 403, "session_token_mismatch", TOKEN_MISMATCH);
         case "thread_mismatch":
-          return sendJson(res, 403, { jsonrpc: "2.0", error: { code: -32003, message: "This session is bound to another thread" }, id: null });
+          return sendJson(res, 403, {
+            jsonrpc: "2.0",
+            error: { code: -32003, message: "This session is bound to another thread" },
+            id: null,
+          });
         case "full":
-          this.log.warn("mcp session not rebuilt: the session cap is reached and every session is busy", { maxSessions: this.limits.maxSessions });
+          this.log.warn("mcp session not rebuilt: the session cap is reached and every session is busy", {
+            maxSessions: this.limits.maxSessions,
+          });
           return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
         case "ok":
           break;
@@ -216,16 +268,29 @@ export class McpEndpoint {
         return sendMcpRefusal(res, r.status, r.code, r.message);
       }
       await this.host.noteUse(found.record);
-      if (this.sharedRecords && this.onCancelled) for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
+      if (this.sharedRecords && this.onCancelled)
+        for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
       await sendWebResponse(res, await s.transport.handleRequest(toWebRequest(req), { parsedBody: body }));
       return;
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
-      return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "No session: send initialize first" }, id: null });
+      return sendJson(res, 400, {
+        jsonrpc: "2.0",
+        error: { code: -32000, message: "No session: send initialize first" },
+        id: null,
+      });
     }
     const thread = parseThreadHeader(headerThread);
-    if (!thread || typeof headerThread !== "string") return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session" }, id: null });
+    if (!thread || typeof headerThread !== "string")
+      return sendJson(res, 400, {
+        jsonrpc: "2.0",
+        error: {
+          code: -32602,
+          message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session",
+        },
+        id: null,
+      });
     const verdict = await this.tenants.check(caller.binding, thread.teamId);
     if (!verdict.ok) {
       const r = refusalOf(verdict.reason, thread.teamId);
@@ -233,18 +298,30 @@ export class McpEndpoint {
     }
     const init = InitializeParamsSchema.safeParse(body.params);
     if (!init.success || JSON.stringify(init.data).length > MAX_INITIALIZE_JSON) {
-      return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32602, message: `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB` }, id: null });
+      return sendJson(res, 400, {
+        jsonrpc: "2.0",
+        error: {
+          code: -32602,
+          message: `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB`,
+        },
+        id: null,
+      });
     }
     // One team's sessions cannot take every session of the process (or, with shared records, of the deployment).
     if (!this.host.table.roomForTeam(thread.teamId)) return this.teamFull(res);
     if (!this.host.table.reserve(thread.teamId)) {
       // Every open session is in use: refuse clearly rather than close one mid-request.
-      this.log.warn("mcp session refused: the session cap is reached and every session is busy", { maxSessions: this.limits.maxSessions });
+      this.log.warn("mcp session refused: the session cap is reached and every session is busy", {
+        maxSessions: this.limits.maxSessions,
+      });
       return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
     }
     try {
       const s = await this.host.open(thread, headerThread, init.data, caller.sessionDigest());
-      if (s === "full") return sendJson(res, 503, tooMany(this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS), { "retry-after": "5" });
+      if (s === "full")
+        return sendJson(res, 503, tooMany(this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS), {
+          "retry-after": "5",
+        });
       if (s === "team_full") return this.teamFull(res);
       const answer = await s.transport.handleRequest(toWebRequest(req), { parsedBody: body });
       // Refused before it initialized (e.g. a wrong Accept): no client has the id; its record ends now.

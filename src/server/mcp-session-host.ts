@@ -1,13 +1,24 @@
 import { randomUUID } from "node:crypto";
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
+import {
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
 import type { Clock } from "../clock/clock.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
 import type { HostCaller } from "./host-teams.js";
+import {
+  DEFAULT_MAX_LIVE_SESSIONS,
+  type McpSession,
+  type SessionLimits,
+  SessionTable,
+  sweepEveryMs,
+  touchEveryMs,
+} from "./mcp-sessions.js";
+import { type InitializeParams, isLive, type SessionRecord, type SessionRecords } from "./session-records.js";
 import { parseThreadHeader } from "./thread-header.js";
-import { DEFAULT_MAX_LIVE_SESSIONS, SessionTable, sweepEveryMs, touchEveryMs, type McpSession, type SessionLimits } from "./mcp-sessions.js";
-import { isLive, type InitializeParams, type SessionRecord, type SessionRecords } from "./session-records.js";
 
 // The sessions of one process: the local table of live transports (a bounded cache) over the
 // session records. With shared records (PostgreSQL), a session this process does not hold is looked
@@ -50,21 +61,41 @@ export class McpSessionHost {
    * Records and connects a new session for `thread`, whose initialize the caller then hands to the
    * returned transport. The session joins the table when the transport accepts the initialize.
    */
-  async open(thread: ThreadRef, threadHeader: string, init: InitializeParams, tokenDigest: string): Promise<McpSession | "full" | "team_full"> {
+  async open(
+    thread: ThreadRef,
+    threadHeader: string,
+    init: InitializeParams,
+    tokenDigest: string,
+  ): Promise<McpSession | "full" | "team_full"> {
     const id = randomUUID();
-    const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(init.protocolVersion) ? init.protocolVersion : LATEST_PROTOCOL_VERSION;
+    const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(init.protocolVersion)
+      ? init.protocolVersion
+      : LATEST_PROTOCOL_VERSION;
     const now = this.clock.now();
     // A session is idle (may be ended for a new one) once no replica can have used it since its last
     // recorded use: uses are written a touch interval apart, and busy sessions at every sweep.
-    const room = { max: this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS, idleBefore: now - touchEveryMs(this.limits) - sweepEveryMs(this.limits), ...(this.limits.maxSessionsPerTeam !== undefined ? { maxPerTeam: this.limits.maxSessionsPerTeam } : {}) };
+    const room = {
+      max: this.limits.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS,
+      idleBefore: now - touchEveryMs(this.limits) - sweepEveryMs(this.limits),
+      ...(this.limits.maxSessionsPerTeam !== undefined ? { maxPerTeam: this.limits.maxSessionsPerTeam } : {}),
+    };
     // Recorded before the client learns the id: any replica can serve its very next request.
-    const recorded = await this.records.open({ id, teamId: thread.teamId, tokenDigest, threadHeader, protocolVersion, initialize: init, createdAt: now }, room);
+    const recorded = await this.records.open(
+      { id, teamId: thread.teamId, tokenDigest, threadHeader, protocolVersion, initialize: init, createdAt: now },
+      room,
+    );
     if (!recorded.opened && recorded.teamFull) return "team_full";
     if (!recorded.opened) {
-      this.log.warn("mcp session refused: the deployment's live session cap is reached and no session is idle", { maxLiveSessions: room.max });
+      this.log.warn("mcp session refused: the deployment's live session cap is reached and no session is idle", {
+        maxLiveSessions: room.max,
+      });
       return "full";
     }
-    if (recorded.ended) this.log.info("mcp sessions ended to make room: the deployment's live session cap is reached", { count: recorded.ended, maxLiveSessions: room.max });
+    if (recorded.ended)
+      this.log.info("mcp sessions ended to make room: the deployment's live session cap is reached", {
+        count: recorded.ended,
+        maxLiveSessions: room.max,
+      });
     return this.connect(id, thread, threadHeader, tokenDigest, true);
   }
 
@@ -86,7 +117,9 @@ export class McpSessionHost {
       if (!s || s.closed) return { kind: "not_found" };
       const owner = caller.owns(s.tokenDigest);
       if (owner !== "match") return owner === "mismatch" ? { kind: "token_mismatch" } : { kind: "not_found" };
-      return headerThread !== undefined && headerThread !== s.threadHeader ? { kind: "thread_mismatch" } : { kind: "ok", session: s, record: undefined };
+      return headerThread !== undefined && headerThread !== s.threadHeader
+        ? { kind: "thread_mismatch" }
+        : { kind: "ok", session: s, record: undefined };
     }
     const record = await this.records.get(id);
     const local = this.table.get(id);
@@ -112,7 +145,9 @@ export class McpSessionHost {
     const now = this.clock.now();
     if (now - record.lastSeenAt < touchEveryMs(this.limits)) return;
     // Awaited, so the idle sweep of any replica sees this use; a failed write only risks an early expiry, not the request.
-    await this.records.touch(record.id, now).catch((err: unknown) => this.log.warn("mcp session last-use write failed", { err: String(err) }));
+    await this.records
+      .touch(record.id, now)
+      .catch((err: unknown) => this.log.warn("mcp session last-use write failed", { err: String(err) }));
   }
 
   /**
@@ -124,10 +159,18 @@ export class McpSessionHost {
     if (!this.records.shared) return 0;
     const now = this.clock.now();
     for (const id of this.table.busyIds()) await this.records.touch(id, now);
-    const ended = await this.records.expireIdle({ idleBefore: now - this.limits.idleMs - touchEveryMs(this.limits), now, purgeBefore: now - this.limits.idleMs });
+    const ended = await this.records.expireIdle({
+      idleBefore: now - this.limits.idleMs - touchEveryMs(this.limits),
+      now,
+      purgeBefore: now - this.limits.idleMs,
+    });
     if (ended) this.log.info("idle mcp sessions ended", { count: ended, idleMs: this.limits.idleMs });
     // Sessions ended on another replica (a DELETE there, or this sweep) lose their transports and GET streams here too.
-    for (const id of await this.records.notLive(this.table.ids())) this.table.get(id)?.server.close().catch(() => {});
+    for (const id of await this.records.notLive(this.table.ids()))
+      this.table
+        .get(id)
+        ?.server.close()
+        .catch(() => {});
     return ended;
   }
 
@@ -149,14 +192,21 @@ export class McpSessionHost {
       // The owner was checked against this digest before the rebuild (lookup): it is defined here.
       const s = await this.connect(record.id, thread, record.threadHeader, record.tokenDigest ?? "", false);
       try {
-        const init = await s.transport.handleRequest(new Request(INTERNAL_URL, { method: "POST", headers: INTERNAL_POST }), {
-          parsedBody: { jsonrpc: "2.0", id: REPLAY_ID, method: "initialize", params: record.initialize },
-        });
+        const init = await s.transport.handleRequest(
+          new Request(INTERNAL_URL, { method: "POST", headers: INTERNAL_POST }),
+          {
+            parsedBody: { jsonrpc: "2.0", id: REPLAY_ID, method: "initialize", params: record.initialize },
+          },
+        );
         const answer = await init.text();
-        if (init.status !== 200 || !answer.includes('"result"')) throw new Error(`replayed initialize answered ${init.status}`);
-        const done = await s.transport.handleRequest(new Request(INTERNAL_URL, { method: "POST", headers: { ...INTERNAL_POST, "mcp-session-id": record.id } }), {
-          parsedBody: { jsonrpc: "2.0", method: "notifications/initialized" },
-        });
+        if (init.status !== 200 || !answer.includes('"result"'))
+          throw new Error(`replayed initialize answered ${init.status}`);
+        const done = await s.transport.handleRequest(
+          new Request(INTERNAL_URL, { method: "POST", headers: { ...INTERNAL_POST, "mcp-session-id": record.id } }),
+          {
+            parsedBody: { jsonrpc: "2.0", method: "notifications/initialized" },
+          },
+        );
         if (done.status !== 202) throw new Error(`replayed initialized notification answered ${done.status}`);
       } catch (err) {
         await s.server.close().catch(() => {});
@@ -171,7 +221,13 @@ export class McpSessionHost {
   }
 
   /** A transport whose session id is `id` and the broker's server for `thread`, connected. */
-  private async connect(id: string, thread: ThreadRef, threadHeader: string, tokenDigest: string, joinOnInitialize: boolean): Promise<McpSession> {
+  private async connect(
+    id: string,
+    thread: ThreadRef,
+    threadHeader: string,
+    tokenDigest: string,
+    joinOnInitialize: boolean,
+  ): Promise<McpSession> {
     const server = this.broker.serverForThread(thread);
     let session: McpSession | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -195,4 +251,3 @@ export class McpSessionHost {
 }
 
 const INTERNAL_URL = "http://slaude-connect.invalid/mcp";
-

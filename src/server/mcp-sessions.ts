@@ -2,8 +2,8 @@ import type http from "node:http";
 import type { McpServer, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
-import type { Logger } from "../log/logger.js";
 import type { ThreadRef } from "../domain/thread.js";
+import type { Logger } from "../log/logger.js";
 
 /** How many MCP sessions may be open at once, and how long one may sit unused before it is closed. */
 export interface SessionLimits {

@@ -1,12 +1,16 @@
-import type { InstallationHealth } from "../store/installation-records.js";
 import type { Logger } from "../log/logger.js";
+import type { InstallationHealth } from "../store/installation-records.js";
 
 /** Why the broker is not ready, or "ok" per condition: the body of GET /readyz. */
 export interface ReadinessReport {
   readonly ready: boolean;
-  readonly checks: { readonly database: string; readonly registry: string; readonly slack: string; readonly installations?: InstallationHealth };
+  readonly checks: {
+    readonly database: string;
+    readonly registry: string;
+    readonly slack: string;
+    readonly installations?: InstallationHealth;
+  };
 }
-
 
 /** Slack's authentication as last checked: `auth.test` must have succeeded with the configured token. */
 export class SlackAuthState {
@@ -34,8 +38,14 @@ export class SlackAuthState {
         this.reason = "";
       } catch (err) {
         // The WebClient's error carries Slack's code (invalid_auth, account_inactive…), not the token.
-        const code = (err as { data?: { error?: unknown }; code?: unknown }).data?.error ?? (err as { code?: unknown }).code ?? "error";
-        this.reason = String(code).replace(/[^A-Za-z0-9_.:-]/g, "").slice(0, 60) || "error";
+        const code =
+          (err as { data?: { error?: unknown }; code?: unknown }).data?.error ??
+          (err as { code?: unknown }).code ??
+          "error";
+        this.reason =
+          String(code)
+            .replace(/[^A-Za-z0-9_.:-]/g, "")
+            .slice(0, 60) || "error";
         if (this.state !== "failed") this.log.warn("slack authentication failed: not ready", { code: this.reason });
         this.state = "failed";
       } finally {
@@ -67,7 +77,10 @@ export class Readiness {
     const registry = n > 0 ? "ok" : "no services loaded";
     const slack = this.parts.slack ? this.parts.slack.status : "not configured";
     const ready = database === "ok" && registry === "ok" && (slack === "ok" || slack === "not configured");
-    const installations = database === "ok" && this.parts.installations ? await this.parts.installations().catch(() => undefined) : undefined;
+    const installations =
+      database === "ok" && this.parts.installations
+        ? await this.parts.installations().catch(() => undefined)
+        : undefined;
     return { ready, checks: { database, registry, slack, ...(installations ? { installations } : {}) } };
   }
 }

@@ -69,7 +69,10 @@ export interface SessionRecords {
    * seen ones last seen before `room.idleBefore` are ended to make room; when too few are that idle,
    * nothing is recorded (`opened` false). `ended`: how many were ended for it.
    */
-  open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, room: SessionRoom): Promise<{ opened: boolean; ended: number; teamFull?: boolean }>;
+  open(
+    r: Omit<SessionRecord, "endedAt" | "lastSeenAt">,
+    room: SessionRoom,
+  ): Promise<{ opened: boolean; ended: number; teamFull?: boolean }>;
   /** The record `id`, ended or not; undefined when unknown (never opened, or purged after it ended). */
   get(id: string): Promise<SessionRecord | undefined>;
   /** Moves a live session's last use to `now` (callers throttle: see SessionRecords users). */
@@ -95,7 +98,10 @@ export class MemorySessionRecords implements SessionRecords {
   }
 
   /** The process's own table bounds its transports (and these records with them): `room` is for shared records. */
-  async open(r: Omit<SessionRecord, "endedAt" | "lastSeenAt">, _room: SessionRoom): Promise<{ opened: boolean; ended: number }> {
+  async open(
+    r: Omit<SessionRecord, "endedAt" | "lastSeenAt">,
+    _room: SessionRoom,
+  ): Promise<{ opened: boolean; ended: number }> {
     this.records.set(r.id, { ...r, lastSeenAt: r.createdAt, endedAt: undefined });
     return { opened: true, ended: 0 };
   }

@@ -1,6 +1,14 @@
 import type http from "node:http";
 import type { Logger } from "../log/logger.js";
-import { factsNeeded, hostMayAct, tenantRefusalCode, tenantRefusalMessage, type HostBinding, type TenantRefusal, type TenantVerdict } from "../tenancy/host-binding.js";
+import {
+  factsNeeded,
+  type HostBinding,
+  hostMayAct,
+  type TenantRefusal,
+  type TenantVerdict,
+  tenantRefusalCode,
+  tenantRefusalMessage,
+} from "../tenancy/host-binding.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { sendJson } from "./http-server.js";
 
@@ -38,24 +46,46 @@ export class TenantGuard {
       this.log.error("host request refused: the tenant directory did not answer", { teamId, err: String(err) });
       return { ok: false, reason: "directory_unavailable" };
     }
-    if (!verdict.ok && !quiet) this.log.warn("host request refused: the host token may not act in this tenant", { teamId, reason: verdict.reason, binding: binding.kind });
+    if (!verdict.ok && !quiet)
+      this.log.warn("host request refused: the host token may not act in this tenant", {
+        teamId,
+        reason: verdict.reason,
+        binding: binding.kind,
+      });
     return verdict;
   }
 }
 
 /** The status, error code and sentence of a refusal (403, or 503 when the directory did not answer). */
-export function refusalOf(reason: TenantRefusal | "directory_unavailable", teamId: string): { status: number; code: string; message: string } {
-  if (reason === "directory_unavailable") return { status: 503, code: "tenant_directory_unavailable", message: "The tenant of this thread could not be checked right now; retry shortly." };
+export function refusalOf(
+  reason: TenantRefusal | "directory_unavailable",
+  teamId: string,
+): { status: number; code: string; message: string } {
+  if (reason === "directory_unavailable")
+    return {
+      status: 503,
+      code: "tenant_directory_unavailable",
+      message: "The tenant of this thread could not be checked right now; retry shortly.",
+    };
   return { status: 403, code: tenantRefusalCode(reason), message: tenantRefusalMessage(reason, teamId) };
 }
 
 /** Answers a refusal as `{ error, message }` (the /v1 routes). */
-export function sendRefusal(res: http.ServerResponse, reason: TenantRefusal | "directory_unavailable", teamId: string): void {
+export function sendRefusal(
+  res: http.ServerResponse,
+  reason: TenantRefusal | "directory_unavailable",
+  teamId: string,
+): void {
   const r = refusalOf(reason, teamId);
   sendJson(res, r.status, { error: r.code, message: r.message }, r.status === 503 ? { "retry-after": "5" } : {});
 }
 
 /** Answers a refused /mcp request as a JSON-RPC error whose `data.error` carries the code. */
 export function sendMcpRefusal(res: http.ServerResponse, status: number, code: string, message: string): void {
-  sendJson(res, status, { jsonrpc: "2.0", error: { code: MCP_FORBIDDEN, message, data: { error: code } }, id: null }, status === 503 ? { "retry-after": "5" } : {});
+  sendJson(
+    res,
+    status,
+    { jsonrpc: "2.0", error: { code: MCP_FORBIDDEN, message, data: { error: code } }, id: null },
+    status === 503 ? { "retry-after": "5" } : {},
+  );
 }

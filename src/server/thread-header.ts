@@ -10,6 +10,11 @@ export function parseThreadHeader(v: string | string[] | undefined): ThreadRef |
   const parts = v.split("/");
   if (parts.length !== 3) return undefined;
   const [teamId, channelId, threadTs] = parts;
-  if (!idPart.safeParse(teamId).success || !idPart.safeParse(channelId).success || !/^\d{1,12}\.\d{1,8}$/.test(threadTs ?? "")) return undefined;
+  if (
+    !idPart.safeParse(teamId).success ||
+    !idPart.safeParse(channelId).success ||
+    !/^\d{1,12}\.\d{1,8}$/.test(threadTs ?? "")
+  )
+    return undefined;
   return { teamId: teamId!, channelId: channelId!, threadTs: threadTs! };
 }

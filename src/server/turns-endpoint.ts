@@ -1,9 +1,9 @@
 import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
-import { readBody, type OriginGuard } from "./host-auth.js";
+import { type OriginGuard, readBody } from "./host-auth.js";
 import type { HostTeamAuth } from "./host-teams.js";
-import { sendJson, type RouteHandler } from "./http-server.js";
+import { type RouteHandler, sendJson } from "./http-server.js";
 import { guardHostRequest, idPart } from "./mcp-endpoint.js";
 import { sendRefusal, type TenantGuard } from "./tenant-guard.js";
 
@@ -30,10 +30,16 @@ const turnBody = z
   })
   .strict();
 
-const endBody = z.object({ turn_id: z.string().regex(TURN_ID_PATTERN, "a turn id returned by POST /v1/turns") }).strict();
+const endBody = z
+  .object({ turn_id: z.string().regex(TURN_ID_PATTERN, "a turn id returned by POST /v1/turns") })
+  .strict();
 
 /** Reads and strictly parses a small JSON body, answering 400 itself when it is not acceptable. */
-async function parseBody<T>(req: Parameters<RouteHandler>[0], res: Parameters<RouteHandler>[1], schema: z.ZodType<T>): Promise<T | undefined> {
+async function parseBody<T>(
+  req: Parameters<RouteHandler>[0],
+  res: Parameters<RouteHandler>[1],
+  schema: z.ZodType<T>,
+): Promise<T | undefined> {
   let doc: unknown;
   try {
     doc = JSON.parse(await readBody(req, 16 << 10));
@@ -43,7 +49,10 @@ async function parseBody<T>(req: Parameters<RouteHandler>[0], res: Parameters<Ro
   }
   const parsed = schema.safeParse(doc);
   if (parsed.success) return parsed.data;
-  sendJson(res, 400, { error: "invalid_turn", issues: parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`) });
+  sendJson(res, 400, {
+    error: "invalid_turn",
+    issues: parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`),
+  });
   return undefined;
 }
 
@@ -56,7 +65,12 @@ export function turnsHandler(broker: Broker, d: TurnRouteDeps): RouteHandler {
     if (!t) return;
     const verdict = await d.tenants.check(caller.binding, t.team_id);
     if (!verdict.ok) return sendRefusal(res, verdict.reason, t.team_id);
-    const turn = await broker.turns.set({ teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts }, t.user_id, d.now(), { explicit: t.explicit_end === true });
+    const turn = await broker.turns.set(
+      { teamId: t.team_id, channelId: t.channel_id, threadTs: t.thread_ts },
+      t.user_id,
+      d.now(),
+      { explicit: t.explicit_end === true },
+    );
     res.writeHead(204, { "x-slaude-turn": turn.id, "cache-control": "no-store" }).end();
   };
 }

@@ -14,7 +14,11 @@ export function toWebRequest(req: http.IncomingMessage, signal?: AbortSignal): R
     for (const v of values ?? []) headers.append(name, v);
   }
   // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard).
-  return new Request(new URL(req.url ?? "/mcp", "http://slaude-connect.invalid"), { method: req.method ?? "GET", headers, ...(signal ? { signal } : {}) });
+  return new Request(new URL(req.url ?? "/mcp", "http://slaude-connect.invalid"), {
+    method: req.method ?? "GET",
+    headers,
+    ...(signal ? { signal } : {}),
+  });
 }
 
 /**

@@ -1,11 +1,11 @@
-import { errorMessage } from "../domain/errors.js";
 import type { ApprovalCard } from "../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../approvals/channel.js";
+import { approvalCard, approvalSettledCard } from "../cards/approval-cards.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { Approval } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import { approvalCardBlocks } from "./approval-blocks.js";
-import { approvalCard, approvalSettledCard } from "../cards/approval-cards.js";
 import { approvalSettledBlocks, threadNoteText } from "./blocks.js";
 import { notificationText } from "./card-mrkdwn.js";
 import type { SlackApis } from "./tenant-api.js";
@@ -35,10 +35,17 @@ export class SlackApprovalChannel implements ApprovalChannel {
     });
     await this.store.approvals.setCard(approval.id, posted.channel, posted.ts);
     try {
-      await api.postMessage({ channel: approval.channelId, threadTs: approval.threadTs, text: threadNoteText(approval, "asked", this.timeoutMs) });
+      await api.postMessage({
+        channel: approval.channelId,
+        threadTs: approval.threadTs,
+        text: threadNoteText(approval, "asked", this.timeoutMs),
+      });
     } catch (err) {
       // The owner has the card; a missing thread note is worth a log line, not a refusal.
-      this.log.warn("could not post the waiting note in the thread", { approvalId: approval.id, error: errorMessage(err) });
+      this.log.warn("could not post the waiting note in the thread", {
+        approvalId: approval.id,
+        error: errorMessage(err),
+      });
     }
   }
 
@@ -46,7 +53,12 @@ export class SlackApprovalChannel implements ApprovalChannel {
     const row = (await this.store.approvals.get(approval.id)) ?? approval;
     const api = await this.apis.forTeam(row.teamId);
     if (row.cardChannel && row.cardTs) {
-      await api.updateMessage({ channel: row.cardChannel, ts: row.cardTs, text: notificationText(approvalSettledCard(row, outcome)), blocks: approvalSettledBlocks(row, outcome) });
+      await api.updateMessage({
+        channel: row.cardChannel,
+        ts: row.cardTs,
+        text: notificationText(approvalSettledCard(row, outcome)),
+        blocks: approvalSettledBlocks(row, outcome),
+      });
     }
     await api.postMessage({ channel: row.channelId, threadTs: row.threadTs, text: threadNoteText(row, outcome) });
   }

@@ -1,6 +1,6 @@
-import { errorMessage } from "../domain/errors.js";
 import type { App } from "@slack/bolt";
 import type { ApprovalService } from "../approvals/approval-service.js";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
 import { approvalArgsView } from "./approval-blocks.js";
 import { ACTIONS } from "./blocks.js";
@@ -36,7 +36,9 @@ export function registerApprovalViewHandler(app: App, d: ApprovalViewDeps): void
     const seen = v ? await d.approvals.viewCard(v.a, v.n, click.body.user.id) : { kind: "unknown" as const };
     if (seen.kind !== "ok") {
       if (!click.body.response_url) return;
-      await respond({ response_type: "ephemeral", replace_original: false, text: REFUSALS[seen.kind] }).catch((err: unknown) => d.log.warn("could not answer a click", { error: errorMessage(err) }));
+      await respond({ response_type: "ephemeral", replace_original: false, text: REFUSALS[seen.kind] }).catch(
+        (err: unknown) => d.log.warn("could not answer a click", { error: errorMessage(err) }),
+      );
       return;
     }
     const { approval, card } = seen;

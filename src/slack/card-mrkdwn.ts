@@ -1,4 +1,4 @@
-import { howtoText, type Card, type CardLine } from "../domain/card.js";
+import { type Card, type CardLine, howtoText } from "../domain/card.js";
 import type { Block } from "./slack-api.js";
 
 // Slack's renderer of card text: each span becomes mrkdwn, every piece of text escaped (inert), so

@@ -1,7 +1,7 @@
-import { errorMessage } from "../domain/errors.js";
 import type { RespondFn } from "@slack/bolt";
+import { errorMessage } from "../domain/errors.js";
 import type { Logger } from "../log/logger.js";
-import { blockActionBody, buttonAction, tenantContext, type BlockActionBody } from "./payloads.js";
+import { type BlockActionBody, blockActionBody, buttonAction, tenantContext } from "./payloads.js";
 
 /** A parsed button click: who clicked where, the button, and the team whose installation Bolt authorized it for. */
 export interface Click {
@@ -16,7 +16,16 @@ export function parseClick(body: unknown, action: unknown, log: Logger, context:
   const a = buttonAction.safeParse(action);
   const t = tenantContext.safeParse(context);
   if (b.success && a.success && t.success) return { body: b.data, action: a.data, teamId: t.data.teamId };
-  log.warn("ignored a malformed Slack click", { issues: [...(b.error?.issues ?? []), ...(a.error?.issues ?? []), ...(t.error?.issues ?? []).map((i) => ({ path: ["context", ...i.path] }))].map((i) => i.path.join(".")).join(",").slice(0, 200) });
+  log.warn("ignored a malformed Slack click", {
+    issues: [
+      ...(b.error?.issues ?? []),
+      ...(a.error?.issues ?? []),
+      ...(t.error?.issues ?? []).map((i) => ({ path: ["context", ...i.path] })),
+    ]
+      .map((i) => i.path.join("."))
+      .join(",")
+      .slice(0, 200),
+  });
   return undefined;
 }
 

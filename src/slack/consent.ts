@@ -1,8 +1,8 @@
-import { ConnectionError } from "../connections/errors.js";
 import type { ConsentNotifier } from "../broker/ports.js";
-import type { ServiceRegistry } from "../config/registry.js";
-import type { ThreadRef } from "../domain/thread.js";
 import { consentCard } from "../cards/notice-cards.js";
+import type { ServiceRegistry } from "../config/registry.js";
+import { ConnectionError } from "../connections/errors.js";
+import type { ThreadRef } from "../domain/thread.js";
 import { consentCardBlocks, consentValue } from "./blocks.js";
 import { notificationText } from "./card-mrkdwn.js";
 import type { SlackApis } from "./tenant-api.js";
@@ -26,7 +26,10 @@ export class SlackConsent implements ConsentNotifier {
     await api.postMessage({
       channel: dm,
       text: notificationText(card),
-      blocks: consentCardBlocks(card, consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs })),
+      blocks: consentCardBlocks(
+        card,
+        consentValue({ userId, service: serviceName, channelId: thread.channelId, threadTs: thread.threadTs }),
+      ),
     });
   }
 }

@@ -1,6 +1,6 @@
 import type { GrantsAdmin } from "../connections/grants-admin.js";
 import type { Store } from "../store/store.js";
-import { connectionsBlocks, type ConnectionsModel } from "./blocks.js";
+import { type ConnectionsModel, connectionsBlocks } from "./blocks.js";
 import { MAX_HOME_CHANGES } from "./pin-blocks.js";
 import type { SlackApis } from "./tenant-api.js";
 
@@ -14,7 +14,11 @@ export interface HomeDeps {
 }
 
 /** One user's connections and grants (and, for admins, everyone's plus recent audit). */
-export async function connectionsModel(d: Pick<HomeDeps, "store" | "grants" | "tenantName">, teamId: string, userId: string): Promise<ConnectionsModel> {
+export async function connectionsModel(
+  d: Pick<HomeDeps, "store" | "grants" | "tenantName">,
+  teamId: string,
+  userId: string,
+): Promise<ConnectionsModel> {
   const tenant = { teamId, name: await d.tenantName?.(teamId).catch(() => undefined) };
   const [mine, grantsGiven, grantsReceived] = await Promise.all([
     d.store.connections.list({ teamId, ownerUserId: userId, statuses: ["active", "needs_login"] }),
@@ -32,5 +36,8 @@ export async function connectionsModel(d: Pick<HomeDeps, "store" | "grants" | "t
 
 /** Publishes the App Home tab for a user. */
 export async function publishHome(d: HomeDeps, teamId: string, userId: string): Promise<void> {
-  await (await d.apis.forTeam(teamId)).publishHome(userId, { type: "home", blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)) });
+  await (await d.apis.forTeam(teamId)).publishHome(userId, {
+    type: "home",
+    blocks: connectionsBlocks(await connectionsModel(d, teamId, userId)),
+  });
 }

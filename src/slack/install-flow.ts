@@ -1,14 +1,20 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type http from "node:http";
-import { InstallProvider, InvalidStateError, type Installation as SlackInstallation, type InstallURLOptions, type StateStore } from "@slack/oauth";
+import {
+  InstallProvider,
+  type InstallURLOptions,
+  InvalidStateError,
+  type Installation as SlackInstallation,
+  type StateStore,
+} from "@slack/oauth";
 import { WebClient, type WebClientOptions } from "@slack/web-api";
 import { z } from "zod";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
 import type { SlackDistribution } from "../config/env.js";
-import type { OAuthStateRepo } from "../store/installation-records.js";
-import type { InstallInput, Installations } from "../installations/installations.js";
+import type { Installations, InstallInput } from "../installations/installations.js";
 import type { Logger } from "../log/logger.js";
+import type { OAuthStateRepo } from "../store/installation-records.js";
 import { requiredBotScopes } from "./scopes.js";
 import { slackLibraryLogger } from "./slack-app.js";
 
@@ -25,7 +31,9 @@ export const REDIRECT_PATH = "/slack/oauth_redirect";
 /** How long an install may take between /slack/install and Slack's redirect back. */
 export const STATE_TTL_MS = 10 * 60_000;
 
-const installOptions = z.object({ scopes: z.array(z.string().max(128)).max(100), redirectUri: z.string().url().max(2048).optional() }).strict();
+const installOptions = z
+  .object({ scopes: z.array(z.string().max(128)).max(100), redirectUri: z.string().url().max(2048).optional() })
+  .strict();
 
 /** What the flow needs. */
 export interface InstallFlowDeps {
@@ -56,7 +64,10 @@ export class DatabaseStateStore implements StateStore {
   async generateStateParam(options: InstallURLOptions): Promise<string> {
     const state = randomBytes(32).toString("base64url");
     const now = this.clock.now();
-    const payload = JSON.stringify({ scopes: options.scopes, ...(options.redirectUri ? { redirectUri: options.redirectUri } : {}) });
+    const payload = JSON.stringify({
+      scopes: options.scopes,
+      ...(options.redirectUri ? { redirectUri: options.redirectUri } : {}),
+    });
     await this.states.put(this.hash(state), payload, now + STATE_TTL_MS, now);
     return state;
   }
@@ -75,8 +86,16 @@ export class DatabaseStateStore implements StateStore {
 }
 
 /** Whether `SLAUDE_SLACK_ALLOWED_TEAMS` lets this tenant install (empty: anyone). */
-export function installAllowed(allowed: readonly string[], teamId: string | null, enterpriseId: string | null): boolean {
-  return allowed.length === 0 || (teamId !== null && allowed.includes(teamId)) || (enterpriseId !== null && allowed.includes(enterpriseId));
+export function installAllowed(
+  allowed: readonly string[],
+  teamId: string | null,
+  enterpriseId: string | null,
+): boolean {
+  return (
+    allowed.length === 0 ||
+    (teamId !== null && allowed.includes(teamId)) ||
+    (enterpriseId !== null && allowed.includes(enterpriseId))
+  );
 }
 
 /** Our installation from @slack/oauth's (the bot token is required: slaude-connect is a bot app). */
@@ -100,8 +119,14 @@ export function installInput(i: SlackInstallation): InstallInput | undefined {
 }
 
 function page(res: http.ServerResponse, status: number, title: string, text: string): void {
-  res.writeHead(status, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": "default-src 'none'" });
-  res.end(`<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`);
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": "default-src 'none'",
+  });
+  res.end(
+    `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`,
+  );
 }
 
 /** Builds the install flow for a distributed app. */
@@ -119,35 +144,67 @@ export function createInstallFlow(d: InstallFlowDeps): InstallFlow {
     // Only its own record-keeping is left to the provider; fetching goes through our authorize.
     installationStore: {
       storeInstallation: async () => {},
-      fetchInstallation: async () => Promise.reject(new Error("not used: slaude-connect authorizes from its own installations")),
+      fetchInstallation: async () =>
+        Promise.reject(new Error("not used: slaude-connect authorizes from its own installations")),
     },
     logger: slackLibraryLogger(d.log, "slack oauth", "warn"),
   });
   const callbackOptions = {
-    afterInstallation: async (i: SlackInstallation, _o: InstallURLOptions, _req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> => {
+    afterInstallation: async (
+      i: SlackInstallation,
+      _o: InstallURLOptions,
+      _req: http.IncomingMessage,
+      res: http.ServerResponse,
+    ): Promise<boolean> => {
       const input = installInput(i);
       const teamId = input?.teamId ?? null;
       const enterpriseId = input?.enterpriseId ?? null;
       const allowed = input !== undefined && installAllowed(d.distribution.allowedTenants, teamId, enterpriseId);
       if (!allowed) {
-        await d.audit.append([{ at: d.clock.now(), event: "installation_refused", teamId: teamId ?? enterpriseId ?? "", actor: `slack:${i.user.id}`, decision: input ? "not_allowed" : "no_bot_token" }]);
+        await d.audit.append([
+          {
+            at: d.clock.now(),
+            event: "installation_refused",
+            teamId: teamId ?? enterpriseId ?? "",
+            actor: `slack:${i.user.id}`,
+            decision: input ? "not_allowed" : "no_bot_token",
+          },
+        ]);
         // The token Slack just issued is given back, so a refused tenant holds nothing of ours.
         if (i.bot?.token) {
           const client = new WebClient(i.bot.token, d.clientOptions);
           await client.auth.revoke().catch(() => {});
         }
-        d.log.warn("slack install refused: tenant not in SLAUDE_SLACK_ALLOWED_TEAMS", { team: teamId, enterprise: enterpriseId });
-        page(res, 403, "Installation refused", "This slaude-connect deployment does not serve your workspace. Ask its operator to allow it.");
+        d.log.warn("slack install refused: tenant not in SLAUDE_SLACK_ALLOWED_TEAMS", {
+          team: teamId,
+          enterprise: enterpriseId,
+        });
+        page(
+          res,
+          403,
+          "Installation refused",
+          "This slaude-connect deployment does not serve your workspace. Ask its operator to allow it.",
+        );
         return false;
       }
       await d.installations.record(input, `slack:${i.user.id}`);
       return true;
     },
     success: (_i: SlackInstallation, _o: InstallURLOptions, _req: http.IncomingMessage, res: http.ServerResponse) =>
-      page(res, 200, "slaude-connect is installed", "You can close this page and return to Slack. People connect their accounts with <code>/connect</code>."),
+      page(
+        res,
+        200,
+        "slaude-connect is installed",
+        "You can close this page and return to Slack. People connect their accounts with <code>/connect</code>.",
+      ),
     failure: (err: { code?: string }, _o: InstallURLOptions, _req: http.IncomingMessage, res: http.ServerResponse) => {
       d.log.warn("slack install failed", { code: err.code ?? "unknown" });
-      page(res, 400, "Installation failed", "The installation could not be completed (it may have expired or been used already). Start again from the install link.");
+      page(
+        res,
+        400,
+        "Installation failed",
+        "The installation could not be completed (it may have expired or been used already). Start again from the install link.",
+      );
     },
   };
   return {

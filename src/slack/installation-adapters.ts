@@ -1,16 +1,23 @@
-import { SlackApiError } from "./errors.js";
 import { WebClient, type WebClientOptions } from "@slack/web-api";
 import { z } from "zod";
 import type { SlackDistribution } from "../config/env.js";
 import type { InstallInput, OrgTeams, TokenRotation } from "../installations/installations.js";
+import { SlackApiError } from "./errors.js";
 
 // Slack's side of the installation ports: token rotation (oauth.v2.access with a refresh token),
 // the workspaces of an org-wide install (auth.teams.list), and the single configured bot token read
 // as an installation (auth.test). Answers are parsed, never cast; errors carry Slack's code only.
 
 const slackId = z.string().regex(/^[A-Z0-9]{2,32}$/);
-const refreshAnswer = z.object({ access_token: z.string().min(1), refresh_token: z.string().min(1), expires_in: z.number().int().positive() });
-const teamsPage = z.object({ teams: z.array(z.object({ id: slackId })).max(1_000), response_metadata: z.object({ next_cursor: z.string().optional() }).optional() });
+const refreshAnswer = z.object({
+  access_token: z.string().min(1),
+  refresh_token: z.string().min(1),
+  expires_in: z.number().int().positive(),
+});
+const teamsPage = z.object({
+  teams: z.array(z.object({ id: slackId })).max(1_000),
+  response_metadata: z.object({ next_cursor: z.string().optional() }).optional(),
+});
 const authTestAnswer = z.object({
   team_id: slackId,
   team: z.string().max(256).optional(),
@@ -36,7 +43,14 @@ export class SlackTokenRotation implements TokenRotation {
   }
 
   async refresh(refreshToken: string): Promise<{ botToken: string; refreshToken: string; expiresInSeconds: number }> {
-    const r = refreshAnswer.parse(await this.client.apiCall("oauth.v2.access", { client_id: this.dist.clientId, client_secret: this.dist.clientSecret, grant_type: "refresh_token", refresh_token: refreshToken }));
+    const r = refreshAnswer.parse(
+      await this.client.apiCall("oauth.v2.access", {
+        client_id: this.dist.clientId,
+        client_secret: this.dist.clientSecret,
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+      }),
+    );
     return { botToken: r.access_token, refreshToken: r.refresh_token, expiresInSeconds: r.expires_in };
   }
 }
@@ -50,7 +64,8 @@ export class SlackOrgTeams implements OrgTeams {
     const out: string[] = [];
     let pages = 0;
     for await (const page of client.paginate("auth.teams.list", { limit: 1000 })) {
-      if (++pages > MAX_TEAM_PAGES) throw new SlackApiError("too_many_pages", `auth.teams.list: more than ${MAX_TEAM_PAGES} pages`);
+      if (++pages > MAX_TEAM_PAGES)
+        throw new SlackApiError("too_many_pages", `auth.teams.list: more than ${MAX_TEAM_PAGES} pages`);
       out.push(...teamsPage.parse(page).teams.map((t) => t.id));
     }
     return out;

@@ -1,5 +1,5 @@
-import type { Service } from "../config/registry.js";
 import { connectionReadyCard, expiredCard, needsLoginCard, revokedCard } from "../cards/notice-cards.js";
+import type { Service } from "../config/registry.js";
 import type { Card } from "../domain/card.js";
 import type { LoginNotifier } from "../login/login-service.js";
 import type { Connection, LoginSession } from "../store/records.js";
@@ -52,6 +52,11 @@ export class SlackOwnerNotices implements OwnerNotices {
   }
   async connectionEnded(connection: Connection, end: ConnectionEnd): Promise<void> {
     if (!connection.ownerUserId) return;
-    await dmNotice(this.apis, connection.teamId, connection.ownerUserId, end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by));
+    await dmNotice(
+      this.apis,
+      connection.teamId,
+      connection.ownerUserId,
+      end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by),
+    );
   }
 }

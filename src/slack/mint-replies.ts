@@ -7,7 +7,8 @@ import { LoginError } from "../login/errors.js";
  */
 export function mintFailureReply(err: unknown, service: Service): string {
   const name = service.displayName;
-  if (!(err instanceof LoginError)) return `I could not create a sign-in link for ${name} just now; nothing was stored. Please try again in a moment.`;
+  if (!(err instanceof LoginError))
+    return `I could not create a sign-in link for ${name} just now; nothing was stored. Please try again in a moment.`;
   switch (err.code) {
     case "unknown_service":
       return "Signing in is not available for this service right now.";

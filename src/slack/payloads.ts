@@ -26,7 +26,11 @@ export type BlockActionBody = z.infer<typeof blockActionBody>;
  * The tenant Bolt authorized a request for (our `authorize` resolved its installation): the team the
  * request came from and its enterprise. Handlers take the team from here, never from the payload.
  */
-export const tenantContext = z.object({ teamId: slackId, enterpriseId: slackId.nullish(), installationId: z.string().min(1).max(64) });
+export const tenantContext = z.object({
+  teamId: slackId,
+  enterpriseId: slackId.nullish(),
+  installationId: z.string().min(1).max(64),
+});
 /** The parsed tenant of a request. */
 export type TenantContext = z.infer<typeof tenantContext>;
 
@@ -34,7 +38,12 @@ export type TenantContext = z.infer<typeof tenantContext>;
 export const buttonAction = z.object({ action_id: z.string().min(1).max(255), value: z.string().max(2000).optional() });
 
 /** A slash command's fields the handlers use. */
-export const slashCommand = z.object({ text: z.string().max(4000), user_id: slackId, channel_id: slackId, team_id: slackId });
+export const slashCommand = z.object({
+  text: z.string().max(4000),
+  user_id: slackId,
+  channel_id: slackId,
+  team_id: slackId,
+});
 
 /** The Events API envelope around an event: which workspace, and the id Slack retries it under. */
 export const eventEnvelope = z.object({ team_id: slackId.optional(), event_id: z.string().min(1).max(64).optional() });
@@ -61,7 +70,12 @@ export const approvalValue = z.object({ a: z.string().min(1).max(64), n: z.strin
 
 /** The value of the consent card's Continue button: who may accept, for which service and thread. */
 export const consentAcceptValue = z
-  .object({ u: z.string().regex(/^[UW][A-Z0-9]{2,30}$/), s: z.string().min(1).max(64), c: z.string().max(64).nullable(), t: z.string().max(32).nullable() })
+  .object({
+    u: z.string().regex(/^[UW][A-Z0-9]{2,30}$/),
+    s: z.string().min(1).max(64),
+    c: z.string().max(64).nullable(),
+    t: z.string().max(32).nullable(),
+  })
   .strict();
 
 /** The value of a tool-pin button (Accept / Reject): team, service, tool and the hash of the definition shown. */

@@ -1,5 +1,5 @@
 import type { types } from "@slack/bolt";
-import { diffDefinitions, type DiffLine } from "../pinning/diff.js";
+import { type DiffLine, diffDefinitions } from "../pinning/diff.js";
 import type { ToolPin } from "../store/records.js";
 import { contextBlock, esc, when } from "./card-mrkdwn.js";
 import type { Block } from "./slack-api.js";
@@ -39,8 +39,12 @@ const codeLine = (l: string) => esc(l).replace(/```/g, "`\u200b`\u200b`");
  * The changed lines with a little context, as escaped mrkdwn of at most `maxChars`. `omitted`:
  * unchanged lines were left out; `cut`: the excerpt stops short of the changes (Slack's limits).
  */
-export function diffExcerpt(lines: readonly DiffLine[], maxChars = MAX_DIFF_CHARS): { text: string; omitted: boolean; cut: boolean } {
-  const near = (i: number) => lines.slice(Math.max(0, i - CONTEXT_LINES), i + CONTEXT_LINES + 1).some((l) => l.op !== " ");
+export function diffExcerpt(
+  lines: readonly DiffLine[],
+  maxChars = MAX_DIFF_CHARS,
+): { text: string; omitted: boolean; cut: boolean } {
+  const near = (i: number) =>
+    lines.slice(Math.max(0, i - CONTEXT_LINES), i + CONTEXT_LINES + 1).some((l) => l.op !== " ");
   const kept: string[] = [];
   let skipped = false;
   let omitted = false;
@@ -74,14 +78,25 @@ export function diffExcerpt(lines: readonly DiffLine[], maxChars = MAX_DIFF_CHAR
 /** `s` cut to `n` characters (Slack caps a confirm dialog's text at 300). */
 const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
 
-function button(actionId: string, label: string, value: string, style: "primary" | "danger", confirm: string): types.Button {
+function button(
+  actionId: string,
+  label: string,
+  value: string,
+  style: "primary" | "danger",
+  confirm: string,
+): types.Button {
   return {
     type: "button",
     action_id: actionId,
     text: { type: "plain_text", text: label },
     style,
     value,
-    confirm: { title: { type: "plain_text", text: label }, text: { type: "plain_text", text: confirm }, confirm: { type: "plain_text", text: label }, deny: { type: "plain_text", text: "Cancel" } },
+    confirm: {
+      title: { type: "plain_text", text: label },
+      text: { type: "plain_text", text: confirm },
+      confirm: { type: "plain_text", text: label },
+      deny: { type: "plain_text", text: "Cancel" },
+    },
   };
 }
 
@@ -95,17 +110,41 @@ export function toolChangeBlocks(changes: readonly ToolPin[]): Block[] {
     const { text, omitted, cut } = diffExcerpt(diffDefinitions(p.pinnedDefinition, p.pendingDefinition), room);
     blocks.push({ type: "section", text: { type: "mrkdwn", text: `${title}\n\`\`\`${text || " "}\`\`\`` } });
     const shown = `Diff of the accepted definition (-) and the waiting one (+), hash ${p.pendingHash?.slice(0, 16) ?? "-"}${omitted ? ", unchanged lines left out" : ""}`;
-    blocks.push(contextBlock(cut ? [{ kind: "text", text: `${shown}; cut to fit Slack: the full diff is in ` }, { kind: "code", text: "slaude-connect registry changes --diff" }, { kind: "text", text: "." }] : [{ kind: "text", text: `${shown}.` }]));
+    blocks.push(
+      contextBlock(
+        cut
+          ? [
+              { kind: "text", text: `${shown}; cut to fit Slack: the full diff is in ` },
+              { kind: "code", text: "slaude-connect registry changes --diff" },
+              { kind: "text", text: "." },
+            ]
+          : [{ kind: "text", text: `${shown}.` }],
+      ),
+    );
     if (p.pendingHash === null || p.tool.length > MAX_BUTTON_TOOL_CHARS) continue;
     const value = pinButtonValue(p);
     const name = clip(`${p.service}/${p.tool}`, 120);
-    const elements = [button(PIN_ACTIONS.accept, "Accept", value, "primary", `Pin this definition of ${name}? Calls to it run again.`)];
-    if (p.status !== "rejected") elements.push(button(PIN_ACTIONS.reject, "Reject", value, "danger", `Reject this change to ${name}? Calls stay refused while the vendor serves it.`));
+    const elements = [
+      button(PIN_ACTIONS.accept, "Accept", value, "primary", `Pin this definition of ${name}? Calls to it run again.`),
+    ];
+    if (p.status !== "rejected")
+      elements.push(
+        button(
+          PIN_ACTIONS.reject,
+          "Reject",
+          value,
+          "danger",
+          `Reject this change to ${name}? Calls stay refused while the vendor serves it.`,
+        ),
+      );
     blocks.push({ type: "actions", elements });
   }
   blocks.push(
     contextBlock([
-      { kind: "text", text: `${changes.length > MAX_HOME_CHANGES ? `More changes wait than the ${MAX_HOME_CHANGES} shown here. ` : ""}Review all and decide from a shell: ` },
+      {
+        kind: "text",
+        text: `${changes.length > MAX_HOME_CHANGES ? `More changes wait than the ${MAX_HOME_CHANGES} shown here. ` : ""}Review all and decide from a shell: `,
+      },
       { kind: "code", text: "slaude-connect registry changes --diff" },
       { kind: "text", text: ", then " },
       { kind: "code", text: "registry accept" },

@@ -1,12 +1,12 @@
-import { errorMessage } from "../domain/errors.js";
 import type { App } from "@slack/bolt";
-import type { GrantsAdmin } from "../connections/grants-admin.js";
-import type { Logger } from "../log/logger.js";
 import { revokedCard } from "../cards/notice-cards.js";
+import type { GrantsAdmin } from "../connections/grants-admin.js";
+import { errorMessage } from "../domain/errors.js";
+import type { Logger } from "../log/logger.js";
 import { ACTIONS } from "./blocks.js";
 import { noticeText } from "./card-mrkdwn.js";
 import { parseClick, reply } from "./clicks.js";
-import { publishHome, type HomeDeps } from "./home.js";
+import { type HomeDeps, publishHome } from "./home.js";
 import { idValue } from "./payloads.js";
 
 /** What the revoke buttons need: the grants/admin service does the revoking and its audit. */
@@ -29,7 +29,12 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
       await reply(respond, body, "That is not one of your connections.", d.log);
       return;
     }
-    await reply(respond, body, `Revoked your ${r.connection.service} connection. Its credential is wiped and every grant on it revoked.`, d.log);
+    await reply(
+      respond,
+      body,
+      `Revoked your ${r.connection.service} connection. Its credential is wiped and every grant on it revoked.`,
+      d.log,
+    );
     await publishHome(d, teamId, body.user.id).catch(() => {});
   });
 
@@ -41,7 +46,13 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
     const id = idValue.safeParse(action.value);
     const user = body.user.id;
     // Only the owner or the borrower, and only in the workspace the click came from.
-    const r = id.success ? await d.grants.revokeGrant(id.data, user, (g) => (g.ownerUserId === user || g.borrowerUserId === user) && g.teamId === teamId) : ({ kind: "not_found" } as const);
+    const r = id.success
+      ? await d.grants.revokeGrant(
+          id.data,
+          user,
+          (g) => (g.ownerUserId === user || g.borrowerUserId === user) && g.teamId === teamId,
+        )
+      : ({ kind: "not_found" } as const);
     if (r.kind === "not_found" || r.kind === "refused") {
       await reply(respond, body, "That is not a grant you gave or got.", d.log);
       return;
@@ -74,10 +85,18 @@ export function registerRevokeHandlers(app: App, d: RevokeDeps): void {
         const dm = await api.openDm(conn.ownerUserId);
         await api.postMessage({ channel: dm, text: noticeText(revokedCard(conn, admin)) });
       } catch (err) {
-        d.log.warn("could not tell the owner about an admin revoke", { connectionId: conn.id, error: errorMessage(err) });
+        d.log.warn("could not tell the owner about an admin revoke", {
+          connectionId: conn.id,
+          error: errorMessage(err),
+        });
       }
     }
-    await reply(respond, body, ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.`, d.log);
+    await reply(
+      respond,
+      body,
+      ended ? `Revoked ${conn.id} (${conn.service}); the owner was told.` : `${conn.id} was not active.`,
+      d.log,
+    );
     await publishHome(d, teamId, admin).catch(() => {});
   });
 }

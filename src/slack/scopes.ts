@@ -12,7 +12,10 @@ export interface ScopeUse {
 
 /** Web API methods called through WebClient (src/slack/slack-api.ts), and Bolt's own start-up call. */
 export const SLACK_METHOD_SCOPES = {
-  "auth.test": { scopes: [], why: "SLACK_BOT_TOKEN is read as the one installation; doctor and installations check test each token" },
+  "auth.test": {
+    scopes: [],
+    why: "SLACK_BOT_TOKEN is read as the one installation; doctor and installations check test each token",
+  },
   // The install flow (src/slack/install-flow.ts): a refused tenant's fresh token is given back.
   "auth.revoke": { scopes: [], why: "an install refused by SLAUDE_SLACK_ALLOWED_TEAMS gives its token back" },
   "auth.teams.list": { scopes: [], why: "the workspaces an org-wide (Enterprise Grid) install serves" },
@@ -25,7 +28,10 @@ export const SLACK_METHOD_SCOPES = {
   "chat.delete": { scopes: ["chat:write"], why: "removing a message that carried a secret" },
   "conversations.open": { scopes: ["im:write"], why: "DMs to an owner or a connecting user" },
   // Threads are served in public and private channels; DMs and group DMs are not (no im:read, mpim:read).
-  "conversations.members": { scopes: ["channels:read", "groups:read"], why: "channel membership, checked on every call" },
+  "conversations.members": {
+    scopes: ["channels:read", "groups:read"],
+    why: "channel membership, checked on every call",
+  },
   "users.info": { scopes: ["users:read"], why: "workspace admins and owners are slaude-connect admins" },
   "views.publish": { scopes: [], why: "the App Home tab" },
   // A modal needs no scope of its own, only the trigger_id of the owner's click.
@@ -39,9 +45,18 @@ export const SLACK_EVENT_SCOPES = {
   app_uninstalled: { scopes: [], why: "an uninstall wipes that tenant (connections revoked, results deleted)" },
   tokens_revoked: { scopes: [], why: "a revoked bot token disables its installation until a reinstall" },
   // Without these the broker never sees human replies in served threads (turns) nor pasted secrets.
-  "message.channels": { scopes: ["channels:history"], why: "replies in served threads of public channels are turns; pasted secrets are caught" },
-  "message.groups": { scopes: ["groups:history"], why: "replies in served threads of private channels are turns; pasted secrets are caught" },
-  member_joined_channel: { scopes: ["channels:read", "groups:read"], why: "membership changes reach the cache at once" },
+  "message.channels": {
+    scopes: ["channels:history"],
+    why: "replies in served threads of public channels are turns; pasted secrets are caught",
+  },
+  "message.groups": {
+    scopes: ["groups:history"],
+    why: "replies in served threads of private channels are turns; pasted secrets are caught",
+  },
+  member_joined_channel: {
+    scopes: ["channels:read", "groups:read"],
+    why: "membership changes reach the cache at once",
+  },
   member_left_channel: { scopes: ["channels:read", "groups:read"], why: "membership changes reach the cache at once" },
 } as const satisfies Record<string, ScopeUse>;
 
@@ -53,7 +68,11 @@ export const SLACK_FEATURE_SCOPES = {
 /** A Web API method the code calls. */
 export type SlackMethod = keyof typeof SLACK_METHOD_SCOPES;
 
-const ALL_USES: readonly ScopeUse[] = [...Object.values(SLACK_METHOD_SCOPES), ...Object.values(SLACK_EVENT_SCOPES), ...Object.values(SLACK_FEATURE_SCOPES)];
+const ALL_USES: readonly ScopeUse[] = [
+  ...Object.values(SLACK_METHOD_SCOPES),
+  ...Object.values(SLACK_EVENT_SCOPES),
+  ...Object.values(SLACK_FEATURE_SCOPES),
+];
 
 /** Every bot scope slaude-connect needs, sorted: exactly what the manifests must ask for. */
 export function requiredBotScopes(): string[] {
@@ -65,5 +84,8 @@ export function missingScopes(granted: readonly string[]): { scope: string; brea
   const have = new Set(granted);
   return requiredBotScopes()
     .filter((s) => !have.has(s))
-    .map((scope) => ({ scope, breaks: [...new Set(ALL_USES.filter((u) => u.scopes.includes(scope)).map((u) => u.why))] }));
+    .map((scope) => ({
+      scope,
+      breaks: [...new Set(ALL_USES.filter((u) => u.scopes.includes(scope)).map((u) => u.why))],
+    }));
 }

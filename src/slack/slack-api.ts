@@ -1,7 +1,7 @@
-import { SlackApiError } from "./errors.js";
 import type { types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
+import { SlackApiError } from "./errors.js";
 
 /** A Block Kit block, typed by Slack's own definitions so a malformed block fails to compile. */
 export type Block = types.KnownBlock;
@@ -13,7 +13,12 @@ export type ModalView = types.ModalView;
 /** The Slack Web API methods slaude-connect uses: the port every Slack call goes through. */
 export interface SlackApi {
   openDm(userId: string): Promise<string>;
-  postMessage(m: { channel: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<{ channel: string; ts: string }>;
+  postMessage(m: {
+    channel: string;
+    text: string;
+    blocks?: Block[];
+    threadTs?: string;
+  }): Promise<{ channel: string; ts: string }>;
   updateMessage(m: { channel: string; ts: string; text: string; blocks?: Block[] }): Promise<void>;
   postEphemeral(m: { channel: string; user: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<void>;
   deleteMessage(channel: string, ts: string): Promise<void>;
@@ -40,16 +45,43 @@ export class WebClientSlackApi implements SlackApi {
     if (!id) throw new SlackApiError("unexpected_response", "conversations.open returned no channel");
     return id;
   }
-  async postMessage(m: { channel: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<{ channel: string; ts: string }> {
-    const r = await this.client.chat.postMessage({ channel: m.channel, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
+  async postMessage(m: {
+    channel: string;
+    text: string;
+    blocks?: Block[];
+    threadTs?: string;
+  }): Promise<{ channel: string; ts: string }> {
+    const r = await this.client.chat.postMessage({
+      channel: m.channel,
+      text: m.text,
+      ...(m.blocks ? { blocks: m.blocks } : {}),
+      ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
+    });
     if (!r.ts || !r.channel) throw new SlackApiError("unexpected_response", "chat.postMessage returned no ts");
     return { channel: r.channel, ts: r.ts };
   }
   async updateMessage(m: { channel: string; ts: string; text: string; blocks?: Block[] }): Promise<void> {
-    await this.client.chat.update({ channel: m.channel, ts: m.ts, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}) });
+    await this.client.chat.update({
+      channel: m.channel,
+      ts: m.ts,
+      text: m.text,
+      ...(m.blocks ? { blocks: m.blocks } : {}),
+    });
   }
-  async postEphemeral(m: { channel: string; user: string; text: string; blocks?: Block[]; threadTs?: string }): Promise<void> {
-    await this.client.chat.postEphemeral({ channel: m.channel, user: m.user, text: m.text, ...(m.blocks ? { blocks: m.blocks } : {}), ...(m.threadTs ? { thread_ts: m.threadTs } : {}) });
+  async postEphemeral(m: {
+    channel: string;
+    user: string;
+    text: string;
+    blocks?: Block[];
+    threadTs?: string;
+  }): Promise<void> {
+    await this.client.chat.postEphemeral({
+      channel: m.channel,
+      user: m.user,
+      text: m.text,
+      ...(m.blocks ? { blocks: m.blocks } : {}),
+      ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
+    });
   }
   async deleteMessage(channel: string, ts: string): Promise<void> {
     await this.client.chat.delete({ channel, ts });
@@ -59,7 +91,11 @@ export class WebClientSlackApi implements SlackApi {
     let pages = 0;
     // The WebClient follows response_metadata.next_cursor; we only bound how far.
     for await (const page of this.client.paginate("conversations.members", { channel, limit: 1000 })) {
-      if (++pages > MAX_MEMBER_PAGES) throw new SlackApiError("too_many_pages", `conversations.members: more than ${MAX_MEMBER_PAGES} pages for one channel`);
+      if (++pages > MAX_MEMBER_PAGES)
+        throw new SlackApiError(
+          "too_many_pages",
+          `conversations.members: more than ${MAX_MEMBER_PAGES} pages for one channel`,
+        );
       out.push(...(membersPage.parse(page).members ?? []));
     }
     return out;

@@ -1,5 +1,13 @@
 import type http from "node:http";
-import { App, ErrorCode, HTTPReceiver, LogLevel, type App as BoltApp, type AuthorizeResult, type AuthorizeSourceData } from "@slack/bolt";
+import {
+  App,
+  type AuthorizeResult,
+  type AuthorizeSourceData,
+  type App as BoltApp,
+  ErrorCode,
+  HTTPReceiver,
+  LogLevel,
+} from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
@@ -52,7 +60,7 @@ export function slackLibraryLogger(log: OurLogger, msg = "slack", errorsAs: "err
 export function slackClientOptions(cfg: Pick<SlackConfig, "apiUrl">, log: OurLogger): WebClientOptions {
   // Bounded retries: an approval must fail closed quickly when Slack is unreachable, not retry for 30 minutes.
   return {
-    ...(cfg.apiUrl ? { slackApiUrl: cfg.apiUrl.endsWith("/") ? cfg.apiUrl : cfg.apiUrl + "/" } : {}),
+    ...(cfg.apiUrl ? { slackApiUrl: cfg.apiUrl.endsWith("/") ? cfg.apiUrl : `${cfg.apiUrl}/` } : {}),
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 1_000 },
     timeout: 10_000,
     logger: slackLibraryLogger(log),
@@ -73,16 +81,42 @@ export interface SlackRuntimeDeps {
  * An unknown, disabled or uninstalled tenant is refused: Bolt acks and runs no listener, nothing is
  * sent to Slack, and the refusal is audited.
  */
-export function tenantAuthorize(d: SlackRuntimeDeps): (source: AuthorizeSourceData<boolean>) => Promise<AuthorizeResult> {
+export function tenantAuthorize(
+  d: SlackRuntimeDeps,
+): (source: AuthorizeSourceData<boolean>) => Promise<AuthorizeResult> {
   return async (source) => {
     try {
-      const inst = await d.installations.resolve({ enterpriseId: source.enterpriseId ?? null, teamId: source.teamId ?? null });
+      const inst = await d.installations.resolve({
+        enterpriseId: source.enterpriseId ?? null,
+        teamId: source.teamId ?? null,
+      });
       const { botToken } = await d.installations.token(inst);
-      return { botToken, botId: inst.botId, botUserId: inst.botUserId, ...(source.teamId ? { teamId: source.teamId } : {}), ...(inst.enterpriseId ? { enterpriseId: inst.enterpriseId } : {}), installationId: inst.id };
+      return {
+        botToken,
+        botId: inst.botId,
+        botUserId: inst.botUserId,
+        ...(source.teamId ? { teamId: source.teamId } : {}),
+        ...(inst.enterpriseId ? { enterpriseId: inst.enterpriseId } : {}),
+        installationId: inst.id,
+      };
     } catch (err) {
       const code = err instanceof InstallationError ? err.code : "authorize_failed";
-      await d.audit.append([{ at: d.clock.now(), event: "installation_refused", teamId: source.teamId ?? source.enterpriseId ?? "", actor: "slack", decision: code }]).catch(() => {});
-      d.log.warn("slack request refused: no active installation serves it", { team: source.teamId ?? null, enterprise: source.enterpriseId ?? null, code });
+      await d.audit
+        .append([
+          {
+            at: d.clock.now(),
+            event: "installation_refused",
+            teamId: source.teamId ?? source.enterpriseId ?? "",
+            actor: "slack",
+            decision: code,
+          },
+        ])
+        .catch(() => {});
+      d.log.warn("slack request refused: no active installation serves it", {
+        team: source.teamId ?? null,
+        enterprise: source.enterpriseId ?? null,
+        code,
+      });
       throw err;
     }
   };
@@ -106,14 +140,25 @@ function ackRefusedTenants(app: BoltApp): void {
  * listener runs with the token of the tenant the request came from.
  */
 export function createSlackRuntime(cfg: SlackConfig, d: SlackRuntimeDeps): SlackRuntime {
-  if (!cfg.botToken && !cfg.distribution) throw new ConfigError("invalid_env", "the Slack app needs SLACK_BOT_TOKEN, or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET for the install flow");
+  if (!cfg.botToken && !cfg.distribution)
+    throw new ConfigError(
+      "invalid_env",
+      "the Slack app needs SLACK_BOT_TOKEN, or SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET for the install flow",
+    );
   const clientOptions = slackClientOptions(cfg, d.log);
   const logger = slackLibraryLogger(d.log);
   const authorize = tenantAuthorize(d);
   const apis = new InstallationSlackApis(d.installations, clientOptions);
   if (cfg.mode === "socket") {
     if (!cfg.appToken) throw new ConfigError("invalid_env", "SLACK_APP_TOKEN is required in Socket Mode");
-    const app = new App({ authorize, appToken: cfg.appToken, socketMode: true, clientOptions, installerOptions: { clientOptions }, logger });
+    const app = new App({
+      authorize,
+      appToken: cfg.appToken,
+      socketMode: true,
+      clientOptions,
+      installerOptions: { clientOptions },
+      logger,
+    });
     ackRefusedTenants(app);
     return {
       app,
@@ -130,7 +175,12 @@ export function createSlackRuntime(cfg: SlackConfig, d: SlackRuntimeDeps): Slack
     };
   }
   if (!cfg.signingSecret) throw new ConfigError("invalid_env", "SLACK_SIGNING_SECRET is required in HTTP mode");
-  const receiver = new HTTPReceiver({ signingSecret: cfg.signingSecret, endpoints: "/slack/events", logger, processBeforeResponse: false });
+  const receiver = new HTTPReceiver({
+    signingSecret: cfg.signingSecret,
+    endpoints: "/slack/events",
+    logger,
+    processBeforeResponse: false,
+  });
   const app = new App({ authorize, receiver, clientOptions, logger });
   ackRefusedTenants(app);
   const listener = receiver.requestListener as (req: http.IncomingMessage, res: http.ServerResponse) => void;

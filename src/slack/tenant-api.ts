@@ -1,7 +1,7 @@
-import { LRUCache } from "lru-cache";
 import { WebClient, type WebClientOptions } from "@slack/web-api";
+import { LRUCache } from "lru-cache";
 import type { Installations } from "../installations/installations.js";
-import { WebClientSlackApi, type SlackApi } from "./slack-api.js";
+import { type SlackApi, WebClientSlackApi } from "./slack-api.js";
 
 // Every Slack call of a tenant goes out with that tenant's own bot token: the one way code reaches
 // Slack for a team is `forTeam(teamId)`, which resolves the installation serving that team and

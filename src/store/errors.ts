@@ -7,7 +7,15 @@ import { CodedError } from "../domain/errors.js";
  * `invalid_record`: a write the store refuses to hold. `migration_lock_timeout`: another
  * session held the migrations lock past the bounded wait.
  */
-export type StoreErrorCode = "newer_schema" | "migration_failed" | "migration_modified" | "open_failed" | "busy" | "unavailable" | "invalid_record" | "migration_lock_timeout";
+export type StoreErrorCode =
+  | "newer_schema"
+  | "migration_failed"
+  | "migration_modified"
+  | "open_failed"
+  | "busy"
+  | "unavailable"
+  | "invalid_record"
+  | "migration_lock_timeout";
 
 /** A storage failure with a message an operator can act on. */
 export class StoreError extends CodedError<StoreErrorCode> {

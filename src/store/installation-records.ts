@@ -51,7 +51,10 @@ export interface InstallationRepo {
    * is written disabled with that reason, whatever `i` says (a tenant cannot undo the operator).
    * Refuses (StoreError `invalid_record`) an uninstalled or unsealed `i` and bad ids.
    */
-  upsert(i: Installation, audit: readonly AuditEvent[] | ((previous: InstallationMeta | undefined) => readonly AuditEvent[])): Promise<Installation>;
+  upsert(
+    i: Installation,
+    audit: readonly AuditEvent[] | ((previous: InstallationMeta | undefined) => readonly AuditEvent[]),
+  ): Promise<Installation>;
   get(id: string): Promise<Installation | undefined>;
   /**
    * The installation serving `q`: the live (active or disabled) org-wide install of the enterprise
@@ -66,13 +69,28 @@ export interface InstallationRepo {
    * Disables (with a reason code) or re-enables a live installation, with its audit rows; false, and
    * nothing written, when the row is gone, uninstalled, or already in that status with that reason.
    */
-  setStatus(id: string, status: Exclude<InstallationStatus, "uninstalled">, reason: string | null, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  setStatus(
+    id: string,
+    status: Exclude<InstallationStatus, "uninstalled">,
+    reason: string | null,
+    at: number,
+    audit: readonly AuditEvent[],
+  ): Promise<boolean>;
   /** Replaces the sealed tokens after a refresh; false when the row is gone or not active. */
-  updateTokens(id: string, sealed: SealedSecret, tokenExpiresAt: number | null, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
+  updateTokens(
+    id: string,
+    sealed: SealedSecret,
+    tokenExpiresAt: number | null,
+    at: number,
+    audit: readonly AuditEvent[],
+  ): Promise<boolean>;
   /** Marks uninstalled and wipes the ciphertext; false when it already was. */
   uninstall(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
   /** Re-encrypts every sealed row with its audit row in one transaction, or changes nothing (keys rotate, which uses Store.reencryptAll to cover connections in the same one); returns the count. */
-  reencryptAll(reseal: (i: Installation & { sealed: SealedSecret }) => SealedSecret, audit: AuditEvent): Promise<number>;
+  reencryptAll(
+    reseal: (i: Installation & { sealed: SealedSecret }) => SealedSecret,
+    audit: AuditEvent,
+  ): Promise<number>;
 }
 
 /** Slack OAuth install states: single use, shared by every replica (any replica finishes a flow another started). */

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import type { Installation, InstallationMeta, InstallationStatus } from "./installation-records.js";
 import type { SealedSecret } from "../vault/aead.js";
 import { StoreError } from "./errors.js";
+import type { Installation, InstallationMeta, InstallationStatus } from "./installation-records.js";
 
 // What both adapters share about the installations and oauth_states tables: the row shape, the
 // mapping to domain objects (snake_case stays here) and the checks a write must pass first.
@@ -43,7 +43,9 @@ export const LIVE_INSTALLATION = "status <> 'uninstalled'";
 
 /** The live row with the same key as `i`: its org-wide install by enterprise, or its team install by team. */
 export function sameKeyWhere(i: Pick<Installation, "isEnterpriseInstall">): string {
-  return i.isEnterpriseInstall ? `is_enterprise_install = 1 AND enterprise_id = ? AND ${LIVE_INSTALLATION}` : `is_enterprise_install = 0 AND team_id = ? AND ${LIVE_INSTALLATION}`;
+  return i.isEnterpriseInstall
+    ? `is_enterprise_install = 1 AND enterprise_id = ? AND ${LIVE_INSTALLATION}`
+    : `is_enterprise_install = 0 AND team_id = ? AND ${LIVE_INSTALLATION}`;
 }
 
 /** The value `sameKeyWhere` compares. */
@@ -52,7 +54,9 @@ export function sameKeyValue(i: Pick<Installation, "isEnterpriseInstall" | "ente
 }
 
 /** Maps a row (any columns beyond the meta ones ignored) to an installation without its tokens. */
-export function toInstallationMeta(r: Omit<InstallationRow, "key_id" | "token_nonce" | "token_ct" | "token_tag">): InstallationMeta {
+export function toInstallationMeta(
+  r: Omit<InstallationRow, "key_id" | "token_nonce" | "token_ct" | "token_tag">,
+): InstallationMeta {
   return {
     id: r.id,
     enterpriseId: r.enterprise_id,
@@ -75,7 +79,10 @@ export function toInstallationMeta(r: Omit<InstallationRow, "key_id" | "token_no
 
 /** Maps a full row to the domain object, sealed tokens included (null when wiped). */
 export function toInstallation(r: InstallationRow): Installation {
-  const sealed: SealedSecret | null = r.token_ct && r.token_nonce && r.token_tag && r.key_id ? { keyId: r.key_id, nonce: r.token_nonce, ciphertext: r.token_ct, tag: r.token_tag } : null;
+  const sealed: SealedSecret | null =
+    r.token_ct && r.token_nonce && r.token_tag && r.key_id
+      ? { keyId: r.key_id, nonce: r.token_nonce, ciphertext: r.token_ct, tag: r.token_tag }
+      : null;
   return { ...toInstallationMeta(r), sealed };
 }
 
@@ -83,17 +90,39 @@ export function toInstallation(r: InstallationRow): Installation {
 export const OPERATOR_DISABLE = "operator";
 
 /** What a reinstall writes: `i`, still disabled when the row it replaces was disabled by the operator. */
-export function reinstalled(i: Installation, previous: Pick<InstallationMeta, "status" | "statusReason"> | undefined): Installation {
-  return previous?.status === "disabled" && previous.statusReason === OPERATOR_DISABLE ? { ...i, status: "disabled", statusReason: OPERATOR_DISABLE } : i;
+export function reinstalled(
+  i: Installation,
+  previous: Pick<InstallationMeta, "status" | "statusReason"> | undefined,
+): Installation {
+  return previous?.status === "disabled" && previous.statusReason === OPERATOR_DISABLE
+    ? { ...i, status: "disabled", statusReason: OPERATOR_DISABLE }
+    : i;
 }
 
 /** The values of every column of `i`, in INSTALLATION_COLUMNS order (positional, for both dialects). */
 export function installationValues(i: Installation): unknown[] {
   const s = i.sealed;
   return [
-    i.id, i.enterpriseId, i.enterpriseName, i.teamId, i.teamName, i.isEnterpriseInstall ? 1 : 0, i.appId, i.botId, i.botUserId,
-    i.scopes.join(","), i.status, i.statusReason, i.tokenExpiresAt, i.installedBy, i.installedAt, i.updatedAt,
-    s?.keyId ?? null, s?.nonce ?? null, s?.ciphertext ?? null, s?.tag ?? null,
+    i.id,
+    i.enterpriseId,
+    i.enterpriseName,
+    i.teamId,
+    i.teamName,
+    i.isEnterpriseInstall ? 1 : 0,
+    i.appId,
+    i.botId,
+    i.botUserId,
+    i.scopes.join(","),
+    i.status,
+    i.statusReason,
+    i.tokenExpiresAt,
+    i.installedBy,
+    i.installedAt,
+    i.updatedAt,
+    s?.keyId ?? null,
+    s?.nonce ?? null,
+    s?.ciphertext ?? null,
+    s?.tag ?? null,
   ];
 }
 
@@ -123,13 +152,29 @@ export function checkStatusReason(status: InstallationStatus, reason: string | n
 /** Refuses (StoreError `invalid_record`) an installation the tables must not hold; messages name fields, never values. */
 export function checkInstallation(i: Installation): void {
   if (!OUR_ID.test(i.id)) refuse("id must be 1-128 of [A-Za-z0-9_-]");
-  for (const [name, v] of [["enterpriseId", i.enterpriseId], ["teamId", i.teamId]] as const) if (v !== null && !SLACK_ID.test(v)) refuse(`${name} is not a Slack id`);
-  for (const [name, v] of [["appId", i.appId], ["botId", i.botId], ["botUserId", i.botUserId]] as const) if (!SLACK_ID.test(v)) refuse(`${name} is not a Slack id`);
-  if (i.isEnterpriseInstall ? i.enterpriseId === null : i.teamId === null) refuse(i.isEnterpriseInstall ? "an org-wide install needs its enterprise id" : "a team install needs its team id");
-  for (const [name, v] of [["teamName", i.teamName], ["enterpriseName", i.enterpriseName], ["installedBy", i.installedBy]] as const) if (v !== null && v.length > 256) refuse(`${name} is longer than 256`);
+  for (const [name, v] of [
+    ["enterpriseId", i.enterpriseId],
+    ["teamId", i.teamId],
+  ] as const)
+    if (v !== null && !SLACK_ID.test(v)) refuse(`${name} is not a Slack id`);
+  for (const [name, v] of [
+    ["appId", i.appId],
+    ["botId", i.botId],
+    ["botUserId", i.botUserId],
+  ] as const)
+    if (!SLACK_ID.test(v)) refuse(`${name} is not a Slack id`);
+  if (i.isEnterpriseInstall ? i.enterpriseId === null : i.teamId === null)
+    refuse(i.isEnterpriseInstall ? "an org-wide install needs its enterprise id" : "a team install needs its team id");
+  for (const [name, v] of [
+    ["teamName", i.teamName],
+    ["enterpriseName", i.enterpriseName],
+    ["installedBy", i.installedBy],
+  ] as const)
+    if (v !== null && v.length > 256) refuse(`${name} is longer than 256`);
   if (i.scopes.length > MAX_INSTALLATION_SCOPES) refuse(`more than ${MAX_INSTALLATION_SCOPES} scopes`);
   for (const s of i.scopes) if (!SCOPE.test(s)) refuse("a scope is not a Slack scope name");
-  if (i.status === "uninstalled") refuse("an installation is written active or disabled (uninstall() makes a tombstone)");
+  if (i.status === "uninstalled")
+    refuse("an installation is written active or disabled (uninstall() makes a tombstone)");
   checkStatusReason(i.status, i.statusReason);
   if (!i.sealed) refuse("a live installation holds its sealed tokens");
   checkTime("installedAt", i.installedAt);
@@ -149,12 +194,19 @@ export const DEFAULT_MAX_LIVE_OAUTH_STATES = 10_000;
 export const MAX_OAUTH_STATE_PAYLOAD = 8 * 1024;
 
 /** Refuses a write to oauth_states the table must not hold: a raw state instead of its hash, an oversized payload, a bad cap or expiry. */
-export function checkOAuthState(stateHash: string, payload: string, expiresAt: number, at: number, maxLive: number): void {
+export function checkOAuthState(
+  stateHash: string,
+  payload: string,
+  expiresAt: number,
+  at: number,
+  maxLive: number,
+): void {
   const no = (what: string): never => {
     throw new StoreError("invalid_record", `OAuth state refused: ${what}`);
   };
   if (!/^[0-9a-f]{64}$/.test(stateHash)) no("the key must be the state's SHA-256 hash (oauthStateHash), not the state");
   if (Buffer.byteLength(payload) > MAX_OAUTH_STATE_PAYLOAD) no(`payload is over ${MAX_OAUTH_STATE_PAYLOAD} bytes`);
-  if (!Number.isSafeInteger(expiresAt) || !Number.isSafeInteger(at) || expiresAt <= at) no("it must expire after it is stored");
+  if (!Number.isSafeInteger(expiresAt) || !Number.isSafeInteger(at) || expiresAt <= at)
+    no("it must expire after it is stored");
   if (!Number.isSafeInteger(maxLive) || maxLive < 1) no("the cap on live states must be a positive integer");
 }

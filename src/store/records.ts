@@ -1,5 +1,5 @@
-import type { SealedSecret } from "../vault/aead.js";
 import type { Card } from "../domain/card.js";
+import type { SealedSecret } from "../vault/aead.js";
 
 /** A connection's scope: one thread (default), the owner everywhere, or the broker's shared identity. */
 export type ConnectionScope = "thread" | "user" | "shared";

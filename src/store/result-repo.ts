@@ -27,7 +27,9 @@ export interface StoredResult extends StoredResultMeta {
 }
 
 /** What `put` did: stored (with the team's oldest results it evicted to make room), or refused as larger than the whole cap. */
-export type PutResultOutcome = { readonly stored: true; readonly evicted: readonly StoredResultMeta[] } | { readonly stored: false };
+export type PutResultOutcome =
+  | { readonly stored: true; readonly evicted: readonly StoredResultMeta[] }
+  | { readonly stored: false };
 
 /** Stored results repository. */
 export interface ResultRepo {
@@ -36,7 +38,11 @@ export interface ResultRepo {
    * the team's total plus `r` fits `maxTeamBytes`. A result alone larger than the cap is not stored.
    * `audit` builds the rows recording the outcome (stored, evicted), written in the same transaction.
    */
-  put(r: StoredResult, maxTeamBytes: number, audit: (evicted: readonly StoredResultMeta[]) => readonly AuditEvent[]): Promise<PutResultOutcome>;
+  put(
+    r: StoredResult,
+    maxTeamBytes: number,
+    audit: (evicted: readonly StoredResultMeta[]) => readonly AuditEvent[],
+  ): Promise<PutResultOutcome>;
   /** The row with this id, expired or not (the reader decides); undefined when there is none. */
   get(id: string): Promise<StoredResult | undefined>;
   /** Deletes every row with expires_at <= now (the ciphertext is overwritten on disk); returns how many. */

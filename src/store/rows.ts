@@ -70,8 +70,19 @@ export function approvalExpiredAudit(r: ApprovalRow, now: number, actor: "startu
 }
 
 /** How the TTL job ends a live connection whose time is up: status, reason and its audit row. */
-export function ttlExpiry(r: { id: string; team_id: string; owner_user_id: string | null; service: string }, now: number): EndConnection {
-  const audit: AuditEvent = { at: now, event: "connection_expired", teamId: r.team_id, ownerUserId: r.owner_user_id, connectionId: r.id, service: r.service, actor: "reaper" };
+export function ttlExpiry(
+  r: { id: string; team_id: string; owner_user_id: string | null; service: string },
+  now: number,
+): EndConnection {
+  const audit: AuditEvent = {
+    at: now,
+    event: "connection_expired",
+    teamId: r.team_id,
+    ownerUserId: r.owner_user_id,
+    connectionId: r.id,
+    service: r.service,
+    actor: "reaper",
+  };
   return { status: "expired", reason: "ttl", at: now, actor: "reaper", audit: [audit] };
 }
 
@@ -161,7 +172,8 @@ export interface ResultRow {
   tag: Buffer;
 }
 
-export const META_COLUMNS = "id, team_id, channel_id, thread_ts, owner_user_id, call_id, service, tool, size_bytes, created_at, expires_at";
+export const META_COLUMNS =
+  "id, team_id, channel_id, thread_ts, owner_user_id, call_id, service, tool, size_bytes, created_at, expires_at";
 
 export function toMeta(r: Omit<ResultRow, "key_id" | "nonce" | "ciphertext" | "tag">): StoredResultMeta {
   return {
@@ -312,7 +324,8 @@ export interface ConnectionRow {
 /** Maps a row to the domain object; snake_case stays in here. */
 export function toConnection(r: ConnectionRow): Connection {
   const sealed: SealedSecret | null =
-    r.secret_ct && r.secret_nonce && r.secret_tag && r.key_id ? { keyId: r.key_id, nonce: r.secret_nonce, ciphertext: r.secret_ct, tag: r.secret_tag } : null;
+    r.secret_ct && r.secret_nonce && r.secret_tag && r.key_id
+      ? { keyId: r.key_id, nonce: r.secret_nonce, ciphertext: r.secret_ct, tag: r.secret_tag }
+      : null;
   return { ...toConnectionMeta(r), sealed };
 }
-

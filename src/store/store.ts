@@ -1,6 +1,9 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../audit/event.js";
-import type { SealedSecret } from "../vault/aead.js";
 import type { Card } from "../domain/card.js";
+import type { ThreadRef } from "../domain/thread.js";
+import type { SealedSecret } from "../vault/aead.js";
+import type { SealedRows } from "../vault/rotate.js";
+import type { InstallationRepo, OAuthStateRepo } from "./installation-records.js";
 import type {
   Approval,
   Connection,
@@ -15,10 +18,7 @@ import type {
   WorkspaceChannelRecord,
   WorkspaceUserRecord,
 } from "./records.js";
-import type { ThreadRef } from "../domain/thread.js";
 import type { ResultRepo } from "./result-repo.js";
-import type { InstallationRepo, OAuthStateRepo } from "./installation-records.js";
-import type { SealedRows } from "../vault/rotate.js";
 
 // The storage port. The core only sees these interfaces; two adapters implement the same contract:
 // SQLite (src/store/sqlite, one process) and PostgreSQL (src/store/postgres, replicas). Every
@@ -94,7 +94,10 @@ export interface ConnectionRepo {
    * Inserts a connection. A live row with the same dedupe key (owner, service, scope, thread) is
    * ended as `revoked`/"replaced" first (ciphertext wiped, grants revoked), in the same transaction.
    */
-  create(c: NewConnection, audit: readonly AuditEvent[]): Promise<{ connection: Connection; replaced: Connection | null }>;
+  create(
+    c: NewConnection,
+    audit: readonly AuditEvent[],
+  ): Promise<{ connection: Connection; replaced: Connection | null }>;
   get(id: string): Promise<Connection | undefined>;
   list(filter: ConnectionFilter): Promise<Connection[]>;
   /** The rows `q.caller` can use in `q.thread`, ordered by id; one indexed statement, no ciphertext. */
@@ -123,7 +126,13 @@ export interface GrantRepo {
   /** Creates a live grant, or returns the existing live one for the same (connection, borrower, thread). */
   create(g: Omit<Grant, "revokedAt" | "revokedBy">, audit: readonly AuditEvent[]): Promise<Grant>;
   findLive(connectionId: string, borrowerUserId: string, thread: ThreadRef): Promise<Grant | undefined>;
-  list(filter: { teamId?: string; ownerUserId?: string; borrowerUserId?: string; connectionId?: string; liveOnly?: boolean }): Promise<Grant[]>;
+  list(filter: {
+    teamId?: string;
+    ownerUserId?: string;
+    borrowerUserId?: string;
+    connectionId?: string;
+    liveOnly?: boolean;
+  }): Promise<Grant[]>;
   get(id: string): Promise<Grant | undefined>;
   /** Revokes a live grant; false if it was not live. */
   revoke(id: string, by: string, at: number, audit: readonly AuditEvent[]): Promise<boolean>;
@@ -140,7 +149,12 @@ export interface ApprovalRepo {
    */
   decide(
     id: string,
-    d: { status: "allowed_thread" | "allowed_once" | "denied"; by: string; at: number; grant?: Omit<Grant, "revokedAt" | "revokedBy"> },
+    d: {
+      status: "allowed_thread" | "allowed_once" | "denied";
+      by: string;
+      at: number;
+      grant?: Omit<Grant, "revokedAt" | "revokedBy">;
+    },
     audit: readonly AuditEvent[],
   ): Promise<boolean>;
   /** Consumes an allowed approval for exactly `argsHash`; true once, false ever after. */
@@ -165,13 +179,28 @@ export interface AuditRepo {
 
 /** Login flows: one-time links (stored as hashes) and their state. */
 export interface LoginSessionRepo {
-  create(s: Omit<LoginSession, "status" | "openedAt" | "endedAt" | "connectionId" | "viewerHash">, audit: readonly AuditEvent[]): Promise<void>;
+  create(
+    s: Omit<LoginSession, "status" | "openedAt" | "endedAt" | "connectionId" | "viewerHash">,
+    audit: readonly AuditEvent[],
+  ): Promise<void>;
   get(id: string): Promise<LoginSession | undefined>;
   getByTokenHash(tokenHash: string): Promise<LoginSession | undefined>;
   /** Consumes a minted, unexpired link for one viewer (the flow then lives until `flowExpiresAt`); undefined if it was already opened, ended or expired. */
-  open(tokenHash: string, viewerHash: string, at: number, flowExpiresAt: number, audit: readonly AuditEvent[]): Promise<LoginSession | undefined>;
+  open(
+    tokenHash: string,
+    viewerHash: string,
+    at: number,
+    flowExpiresAt: number,
+    audit: readonly AuditEvent[],
+  ): Promise<LoginSession | undefined>;
   /** Ends an opened or minted flow; false if it had already ended. */
-  end(id: string, status: "completed" | "cancelled" | "expired" | "failed", at: number, connectionId: string | null, audit: readonly AuditEvent[]): Promise<boolean>;
+  end(
+    id: string,
+    status: "completed" | "cancelled" | "expired" | "failed",
+    at: number,
+    connectionId: string | null,
+    audit: readonly AuditEvent[],
+  ): Promise<boolean>;
   /** Expires flows past their deadline; returns them. */
   expireDue(now: number): Promise<LoginSession[]>;
 }
@@ -213,7 +242,12 @@ export interface WorkspaceRepo {
   addThread(t: WorkspaceThreadRecord, maxPerTeam: number): Promise<void>;
   threads(teamId: string, channelId: string, limit: number): Promise<WorkspaceThreadRecord[]>;
   /** Adds a note to a thread (recording the thread if needed), keeping at most `maxPerThread`. */
-  addNote(thread: ThreadRef, text: string, at: number, limits: { maxPerThread: number; maxThreads: number }): Promise<void>;
+  addNote(
+    thread: ThreadRef,
+    text: string,
+    at: number,
+    limits: { maxPerThread: number; maxThreads: number },
+  ): Promise<void>;
   notes(thread: ThreadRef, limit: number): Promise<{ text: string; at: number }[]>;
   /** Adds an inbox card, keeping at most `maxPerUser` for that user (settled ones dropped first, then the oldest). */
   putInbox(item: InboxRecord, maxPerUser: number): Promise<void>;

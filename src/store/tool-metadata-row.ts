@@ -23,5 +23,11 @@ export function toToolMetadata(r: ToolMetadataRow): ToolMetadata | undefined {
   }
   const parsed = toolsJson.safeParse(doc);
   if (!parsed.success) return undefined;
-  return { teamId: r.team_id, service: r.service, contentHash: r.content_hash, tools: parsed.data, fetchedAt: r.fetched_at };
+  return {
+    teamId: r.team_id,
+    service: r.service,
+    contentHash: r.content_hash,
+    tools: parsed.data,
+    fetchedAt: r.fetched_at,
+  };
 }

@@ -5,7 +5,10 @@
 // Every fact the decision needs is passed in; a fact that is missing refuses (fail closed).
 
 /** What a SLAUDE_HOST_TOKENS entry binds its token to. */
-export type HostBinding = { readonly kind: "team"; readonly teamId: string } | { readonly kind: "enterprise"; readonly enterpriseId: string } | { readonly kind: "unbound" };
+export type HostBinding =
+  | { readonly kind: "team"; readonly teamId: string }
+  | { readonly kind: "enterprise"; readonly enterpriseId: string }
+  | { readonly kind: "unbound" };
 
 /** A Slack team id as a binding names it (`T…`, then letters, digits, '.', '_' or '-'). */
 export const TEAM_BINDING = /^T[A-Za-z0-9._-]{0,63}$/;
@@ -34,7 +37,13 @@ export interface TenantFacts {
 }
 
 /** Why a host token may not act in a thread (each maps to one sentence in tenantRefusalMessage). */
-export type TenantRefusal = "not_installed" | "other_team" | "other_enterprise" | "enterprise_unknown" | "unbound_multi_tenant" | "installations_unknown";
+export type TenantRefusal =
+  | "not_installed"
+  | "other_team"
+  | "other_enterprise"
+  | "enterprise_unknown"
+  | "unbound_multi_tenant"
+  | "installations_unknown";
 
 /** The verdict on one request: act, or refused with a reason. */
 export type TenantVerdict = { readonly ok: true } | { readonly ok: false; readonly reason: TenantRefusal };
@@ -48,7 +57,9 @@ export function hostMayAct(binding: HostBinding, tenant: TenantFacts): TenantVer
       return binding.teamId === tenant.teamId ? { ok: true } : no("other_team");
     case "enterprise":
       if (tenant.enterpriseId === undefined) return no("enterprise_unknown");
-      return tenant.enterpriseId !== null && tenant.enterpriseId === binding.enterpriseId ? { ok: true } : no("other_enterprise");
+      return tenant.enterpriseId !== null && tenant.enterpriseId === binding.enterpriseId
+        ? { ok: true }
+        : no("other_enterprise");
     case "unbound":
       if (tenant.liveInstallations === undefined) return no("installations_unknown");
       return tenant.liveInstallations <= 1 ? { ok: true } : no("unbound_multi_tenant");
@@ -61,7 +72,9 @@ export function factsNeeded(binding: HostBinding): { readonly enterprise: boolea
 }
 
 /** The HTTP error code of a refusal: `token_not_bound_to_team` when the token must be bound first, else `tenant_forbidden`. */
-export function tenantRefusalCode(reason: TenantRefusal): "tenant_forbidden" | "token_not_bound_to_team" | "tenant_not_installed" {
+export function tenantRefusalCode(
+  reason: TenantRefusal,
+): "tenant_forbidden" | "token_not_bound_to_team" | "tenant_not_installed" {
   if (reason === "not_installed") return "tenant_not_installed";
   return reason === "unbound_multi_tenant" ? "token_not_bound_to_team" : "tenant_forbidden";
 }

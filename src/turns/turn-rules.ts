@@ -55,7 +55,12 @@ export interface TurnLimits {
 }
 
 /** Defaults of {@link TurnLimits} (SLAUDE_TURNS_MAX_THREADS, SLAUDE_TURN_MAX_SECONDS). */
-export const DEFAULT_TURN_LIMITS: TurnLimits = { maxThreads: 10_000, maxOpenPerThread: 16, maxParticipantsPerThread: 256, maxTurnMs: 3_600_000 };
+export const DEFAULT_TURN_LIMITS: TurnLimits = {
+  maxThreads: 10_000,
+  maxOpenPerThread: 16,
+  maxParticipantsPerThread: 256,
+  maxTurnMs: 3_600_000,
+};
 
 /** One turn inside a thread's state (the thread is the state's key). */
 export interface TurnRecord {
@@ -81,7 +86,14 @@ export interface ThreadTurns {
 /** The state of a thread that is served but has had no turn yet. */
 export const EMPTY_THREAD: ThreadTurns = Object.freeze({ current: null, open: [], watermark: 0, participants: [] });
 
-const turnRecordSchema = z.object({ id: z.string().regex(TURN_ID_PATTERN), userId: z.string().min(1).max(64), at: z.number().int().nonnegative(), explicit: z.boolean() }).strict();
+const turnRecordSchema = z
+  .object({
+    id: z.string().regex(TURN_ID_PATTERN),
+    userId: z.string().min(1).max(64),
+    at: z.number().int().nonnegative(),
+    explicit: z.boolean(),
+  })
+  .strict();
 
 /** Strict schema of a stored {@link ThreadTurns} (JSON read back from the database is validated like any edge). */
 export const threadTurnsSchema = z
@@ -133,7 +145,12 @@ export function beginTurn(s: ThreadTurns, turn: TurnRecord, order: number, limit
  * A Slack message by `userId` with timestamp `ts`: a turn only when newer than the thread's
  * watermark, so a retried or replayed older event never moves the turn back; undefined otherwise.
  */
-export function slackTurn(s: ThreadTurns, turn: Omit<TurnRecord, "explicit">, ts: string, limits: TurnLimits): TurnChange | undefined {
+export function slackTurn(
+  s: ThreadTurns,
+  turn: Omit<TurnRecord, "explicit">,
+  ts: string,
+  limits: TurnLimits,
+): TurnChange | undefined {
   const o = slackTsMicros(ts);
   if (o === undefined || !newerOrder(o, s.watermark)) return undefined;
   return beginTurn(s, { ...turn, explicit: false }, o, limits);
@@ -155,14 +172,22 @@ export function liveTurns(s: ThreadTurns, now: number, limits: TurnLimits): Turn
 /** Ends turn `id` when it is live at `now`; undefined when it is unknown, ended, superseded or expired. */
 export function endTurn(s: ThreadTurns, id: string, now: number, limits: TurnLimits): TurnChange | undefined {
   if (!liveTurns(s, now, limits).some((t) => t.id === id)) return undefined;
-  return { state: { ...s, open: s.open.filter((t) => t.id !== id), current: s.current?.id === id ? null : s.current }, dropped: [id] };
+  return {
+    state: { ...s, open: s.open.filter((t) => t.id !== id), current: s.current?.id === id ? null : s.current },
+    dropped: [id],
+  };
 }
 
 /**
  * Whose call this is: the named turn when `turnId` is given (it must be live in this thread),
  * otherwise the one user all live turns agree on; two users live at once is ambiguous.
  */
-export function resolveTurn(s: ThreadTurns | undefined, turnId: string | undefined, now: number, limits: TurnLimits): TurnResolution {
+export function resolveTurn(
+  s: ThreadTurns | undefined,
+  turnId: string | undefined,
+  now: number,
+  limits: TurnLimits,
+): TurnResolution {
   const live = s ? liveTurns(s, now, limits) : [];
   if (turnId !== undefined) {
     const t = live.find((x) => x.id === turnId);

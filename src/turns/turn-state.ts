@@ -9,15 +9,15 @@ import {
   newTurnId,
   resolveTurn,
   slackTurn,
-  threadKey,
   type ThreadTurns,
   type TurnChange,
   type TurnLimits,
   type TurnRecord,
   type TurnResolution,
+  threadKey,
 } from "./turn-rules.js";
 
-export { DEFAULT_TURN_LIMITS, threadKey, TURN_ID_PATTERN, type TurnLimits, type TurnResolution } from "./turn-rules.js";
+export { DEFAULT_TURN_LIMITS, TURN_ID_PATTERN, type TurnLimits, type TurnResolution, threadKey } from "./turn-rules.js";
 
 /** Whose message the agent is answering in one thread; `explicit` turns stay live until ended. */
 export interface Turn extends TurnRecord {

@@ -1,6 +1,6 @@
 import type { ThreadRef } from "../domain/thread.js";
-import { TurnState, type Turn } from "./turn-state.js";
 import type { TurnLimits, TurnResolution } from "./turn-rules.js";
+import { type Turn, TurnState } from "./turn-state.js";
 
 export type { Turn } from "./turn-state.js";
 

@@ -61,13 +61,18 @@ export function open(key: Buffer, sealed: SealedSecret, binding: SecretBinding):
 
 /** Decrypts and authenticates against `aad`; any mismatch throws VaultError `undecryptable`. */
 export function openWithAad(key: Buffer, sealed: SealedSecret, aad: Buffer): Buffer {
-  if (sealed.nonce.length !== 12 || sealed.tag.length !== 16) throw new VaultError("undecryptable", "credential ciphertext is malformed");
+  if (sealed.nonce.length !== 12 || sealed.tag.length !== 16)
+    throw new VaultError("undecryptable", "credential ciphertext is malformed");
   try {
     const decipher = createDecipheriv("aes-256-gcm", key, sealed.nonce, { authTagLength: 16 });
     decipher.setAAD(aad);
     decipher.setAuthTag(sealed.tag);
     return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]);
   } catch (cause) {
-    throw new VaultError("undecryptable", "credential cannot be decrypted for this connection (tampered, moved, or wrong key)", { cause });
+    throw new VaultError(
+      "undecryptable",
+      "credential cannot be decrypted for this connection (tampered, moved, or wrong key)",
+      { cause },
+    );
   }
 }

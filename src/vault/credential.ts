@@ -23,7 +23,12 @@ export const credentialSchema = z.discriminatedUnion("kind", [
        * dynamic registration): a refresh token only works with the client that obtained it.
        */
       client: z
-        .object({ tokenEndpoint: z.url(), clientId: z.string().min(1), clientSecret: z.string().min(1).optional(), resource: z.string().optional() })
+        .object({
+          tokenEndpoint: z.url(),
+          clientId: z.string().min(1),
+          clientSecret: z.string().min(1).optional(),
+          resource: z.string().optional(),
+        })
         .strict()
         .optional(),
     })
@@ -70,7 +75,11 @@ export function credentialSecrets(c: Credential): string[] {
     case "fields":
       return Object.values(c.fields);
     case "oauth":
-      return [c.accessToken, ...(c.refreshToken ? [c.refreshToken] : []), ...(c.client?.clientSecret ? [c.client.clientSecret] : [])];
+      return [
+        c.accessToken,
+        ...(c.refreshToken ? [c.refreshToken] : []),
+        ...(c.client?.clientSecret ? [c.client.clientSecret] : []),
+      ];
     case "cookies":
       return c.cookies.map((k) => k.value).filter((v) => v.length > 0);
   }

@@ -25,11 +25,19 @@ const INSTALLATION_AAD_VERSION = "slaude-connect/installation/v1";
 
 /** The AAD of an installation's tokens: a canonical encoding of its binding plus the key id. */
 export function installationAssociatedData(b: InstallationBinding, keyId: string): Buffer {
-  return Buffer.from(JSON.stringify([INSTALLATION_AAD_VERSION, b.id, b.enterpriseId, b.teamId, b.isEnterpriseInstall, b.appId, keyId]));
+  return Buffer.from(
+    JSON.stringify([INSTALLATION_AAD_VERSION, b.id, b.enterpriseId, b.teamId, b.isEnterpriseInstall, b.appId, keyId]),
+  );
 }
 
 // Slack tokens are short ASCII strings; anything else in a decrypted document is a malformed row.
-const slackToken = z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/);
+const slackToken = z
+  .string()
+  .min(1)
+  .max(4096)
+  .regex(/^[\x21-\x7e]+$/);
 
 /** The sealed plaintext: the bot token and, with rotation on, its single-use refresh token (strict). */
-export const installationTokensSchema = z.object({ botToken: slackToken, refreshToken: slackToken.optional() }).strict();
+export const installationTokensSchema = z
+  .object({ botToken: slackToken, refreshToken: slackToken.optional() })
+  .strict();

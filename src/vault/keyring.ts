@@ -20,7 +20,10 @@ export function decodeMasterKey(b64: string, name = "SLAUDE_ENCRYPTION_KEY"): Bu
   const trimmed = b64.trim();
   const buf = Buffer.from(trimmed, "base64");
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) || buf.toString("base64") !== trimmed) {
-    throw new VaultError("invalid_key", `${name} is not valid base64 (expected 32 random bytes: \`openssl rand -base64 32\`)`);
+    throw new VaultError(
+      "invalid_key",
+      `${name} is not valid base64 (expected 32 random bytes: \`openssl rand -base64 32\`)`,
+    );
   }
   if (buf.length !== 32) throw new VaultError("invalid_key", `${name} must decode to 32 bytes, got ${buf.length}`);
   return buf;
@@ -28,7 +31,7 @@ export function decodeMasterKey(b64: string, name = "SLAUDE_ENCRYPTION_KEY"): Bu
 
 /** A stable, non-secret identifier of a master key (a truncated hash), recorded on every row. */
 export function keyIdOf(master: Buffer): string {
-  return "k_" + createHash("sha256").update("slaude-connect/key-id/v1\0").update(master).digest("hex").slice(0, 16);
+  return `k_${createHash("sha256").update("slaude-connect/key-id/v1\0").update(master).digest("hex").slice(0, 16)}`;
 }
 
 interface KeyEntry {

@@ -15,5 +15,7 @@ const RESULT_AAD_VERSION = "slaude-connect/result/v1";
 
 /** The AAD of a stored result: a canonical encoding of its binding plus the key id (never the credential's shape). */
 export function resultAssociatedData(b: ResultBinding, keyId: string): Buffer {
-  return Buffer.from(JSON.stringify([RESULT_AAD_VERSION, b.resultId, b.teamId, b.ownerUserId, b.channelId, b.threadTs, keyId]));
+  return Buffer.from(
+    JSON.stringify([RESULT_AAD_VERSION, b.resultId, b.teamId, b.ownerUserId, b.channelId, b.threadTs, keyId]),
+  );
 }

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock/clock.js";
-import type { InstallationBinding } from "./installation-binding.js";
 import type { SealedSecret } from "./aead.js";
-import { bindingOf, type BoundRow } from "./binding.js";
+import { type BoundRow, bindingOf } from "./binding.js";
+import type { InstallationBinding } from "./installation-binding.js";
 import type { Vault } from "./vault.js";
 
 /** The audit row a key rotation writes (the store's audit event, as far as rotation fills it). */
@@ -36,7 +36,10 @@ export interface SealedRows {
  * Re-encrypts every stored credential and installation under the vault's primary key in one
  * transaction. If any row cannot be opened (unknown key, tampering) nothing changes and the error propagates.
  */
-export async function rotateKeys(deps: { rows: SealedRows; vault: Vault; clock: Clock }, actor: string): Promise<RotatedCounts> {
+export async function rotateKeys(
+  deps: { rows: SealedRows; vault: Vault; clock: Clock },
+  actor: string,
+): Promise<RotatedCounts> {
   return deps.rows.reencryptAll(
     {
       connection: (c) => deps.vault.reseal(c.sealed, bindingOf(c)),

@@ -1,9 +1,14 @@
-import { open, openWithAad, seal, sealWithAad, type SealedSecret, type SecretBinding } from "./aead.js";
-import { credentialSchema, type Credential, type CredentialInput } from "./credential.js";
+import { open, openWithAad, type SealedSecret, type SecretBinding, seal, sealWithAad } from "./aead.js";
+import { type Credential, type CredentialInput, credentialSchema } from "./credential.js";
 import { VaultError } from "./errors.js";
+import {
+  type InstallationBinding,
+  type InstallationTokens,
+  installationAssociatedData,
+  installationTokensSchema,
+} from "./installation-binding.js";
 import type { KeyRing } from "./keyring.js";
-import { resultAssociatedData, type ResultBinding } from "./result-binding.js";
-import { installationAssociatedData, installationTokensSchema, type InstallationBinding, type InstallationTokens } from "./installation-binding.js";
+import { type ResultBinding, resultAssociatedData } from "./result-binding.js";
 
 /** Encrypts credentials (connection rows), stored results and Slack installations' tokens, and decrypts them back, failing closed on any doubt. */
 export class Vault {
@@ -41,23 +46,41 @@ export class Vault {
   /** Seals a stored tool result (already redacted) under the primary key's result subkey, bound to `binding`. */
   sealResult(plaintext: Buffer, binding: ResultBinding): SealedSecret {
     const keyId = this.keys.primaryId;
-    return sealWithAad(this.keys.subkey("result-encryption", keyId), keyId, plaintext, resultAssociatedData(binding, keyId));
+    return sealWithAad(
+      this.keys.subkey("result-encryption", keyId),
+      keyId,
+      plaintext,
+      resultAssociatedData(binding, keyId),
+    );
   }
 
   /** Opens a stored result; an unknown (rotated-away) key, tampering or a moved row throw VaultError. */
   openResult(sealed: SealedSecret, binding: ResultBinding): Buffer {
-    return openWithAad(this.keys.subkey("result-encryption", sealed.keyId), sealed, resultAssociatedData(binding, sealed.keyId));
+    return openWithAad(
+      this.keys.subkey("result-encryption", sealed.keyId),
+      sealed,
+      resultAssociatedData(binding, sealed.keyId),
+    );
   }
 
   /** Seals an installation's Slack tokens under the primary key's installation subkey, bound to `binding`. */
   sealInstallation(tokens: InstallationTokens, binding: InstallationBinding): SealedSecret {
     const parsed = installationTokensSchema.safeParse(tokens);
     // Never the zod message: it could quote the token.
-    if (!parsed.success) throw new VaultError("malformed_credential", "installation tokens have an unexpected shape (a bot token is required)");
+    if (!parsed.success)
+      throw new VaultError(
+        "malformed_credential",
+        "installation tokens have an unexpected shape (a bot token is required)",
+      );
     const keyId = this.keys.primaryId;
     const plain = Buffer.from(JSON.stringify(parsed.data));
     try {
-      return sealWithAad(this.keys.subkey("installation-encryption", keyId), keyId, plain, installationAssociatedData(binding, keyId));
+      return sealWithAad(
+        this.keys.subkey("installation-encryption", keyId),
+        keyId,
+        plain,
+        installationAssociatedData(binding, keyId),
+      );
     } finally {
       plain.fill(0);
     }
@@ -71,7 +94,11 @@ export class Vault {
     try {
       plain = openWithAad(key, sealed, installationAssociatedData(binding, sealed.keyId));
     } catch (cause) {
-      throw new VaultError("undecryptable", "installation tokens cannot be decrypted for this installation (tampered, moved, or wrong key)", { cause });
+      throw new VaultError(
+        "undecryptable",
+        "installation tokens cannot be decrypted for this installation (tampered, moved, or wrong key)",
+        { cause },
+      );
     }
     let doc: unknown;
     try {
@@ -82,7 +109,8 @@ export class Vault {
       plain.fill(0);
     }
     const parsed = installationTokensSchema.safeParse(doc);
-    if (!parsed.success) throw new VaultError("malformed_credential", "decrypted installation tokens have an unexpected shape");
+    if (!parsed.success)
+      throw new VaultError("malformed_credential", "decrypted installation tokens have an unexpected shape");
     const { botToken, refreshToken } = parsed.data;
     return refreshToken === undefined ? { botToken } : { botToken, refreshToken };
   }

@@ -41,9 +41,17 @@ export interface WorkspaceAdapters {
   readonly notices: OwnerNotices;
 }
 
+/** The local workspace's shape, importable from here too. */
+export type {
+  InboxItem,
+  LocalRefusal,
+  LocalWorkspace,
+  ThreadNote,
+  WorkspaceChannel,
+  WorkspaceEvent,
+  WorkspaceThread,
+  WorkspaceUser,
+} from "./local/model.js";
+export { LOCAL_TEAM_ID } from "./local/model.js";
 /** Re-exported so adapters implement `connectionReady` with the login port's own types. */
 export type { Connection, LoginSession, Service };
-
-/** The local workspace's shape, importable from here too. */
-export type { InboxItem, LocalWorkspace, ThreadNote, WorkspaceChannel, WorkspaceEvent, WorkspaceThread, WorkspaceUser, LocalRefusal } from "./local/model.js";
-export { LOCAL_TEAM_ID } from "./local/model.js";

@@ -13,13 +13,21 @@ export async function openSession() {
 /** GET a console endpoint; throws an Error carrying the server's message on failure. */
 export async function getJson(path, params = {}) {
   const q = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== ""));
-  const res = await fetch(path + (q.size ? "?" + q : ""), { credentials: "same-origin", headers: { accept: "application/json" } });
+  const res = await fetch(path + (q.size ? `?${q}` : ""), {
+    credentials: "same-origin",
+    headers: { accept: "application/json" },
+  });
   return answer(res);
 }
 
 /** POST JSON to a console endpoint with the CSRF header. */
 export async function postJson(path, body) {
-  const res = await fetch(path, { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify(body) });
+  const res = await fetch(path, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/json", "x-console-csrf": csrf },
+    body: JSON.stringify(body),
+  });
   return answer(res);
 }
 

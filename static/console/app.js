@@ -8,8 +8,8 @@ import { onInbox, refreshInbox } from "./inbox.js";
 import { initPanels, onAudit, refreshAudit, refreshConnections } from "./panels.js";
 import { initPlay, onThreadNote, refreshServices, refreshThreads } from "./play.js";
 import { initTabs } from "./tabs.js";
-import { drawWorkspace } from "./workspace-panel.js";
 import { $, debounce, fillSelect, state, toast } from "./ui.js";
+import { drawWorkspace } from "./workspace-panel.js";
 
 /**
  * Tabs beyond the built-in ones: modules that call addTab() (./tabs.js) when imported, e.g.

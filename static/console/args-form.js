@@ -13,7 +13,7 @@ export function buildForm(schema) {
   box.textContent = "";
   const required = new Set(schema?.required ?? []);
   for (const [name, p] of Object.entries(schema?.properties ?? {})) {
-    const id = "arg-" + name.replace(/[^A-Za-z0-9_-]/g, "_");
+    const id = `arg-${name.replace(/[^A-Za-z0-9_-]/g, "_")}`;
     let input;
     if (Array.isArray(p.enum)) {
       input = el(
@@ -38,9 +38,9 @@ export function buildForm(schema) {
       input = el("textarea", { id, rows: "3", "data-arg": name, "data-kind": "json", spellcheck: "false" });
     }
     if (required.has(name)) input.required = true;
-    const hintId = id + "-hint";
-    const errId = id + "-error";
-    input.setAttribute("aria-describedby", `${p.description ? hintId + " " : ""}${errId}`);
+    const hintId = `${id}-hint`;
+    const errId = `${id}-error`;
+    input.setAttribute("aria-describedby", `${p.description ? `${hintId} ` : ""}${errId}`);
     box.append(
       el(
         "div",
@@ -62,7 +62,7 @@ export function fieldArgs() {
   const args = {};
   for (const input of $("arg-fields").querySelectorAll("[data-arg]")) {
     const name = input.dataset.arg;
-    const err = $(input.id + "-error");
+    const err = $(`${input.id}-error`);
     err.textContent = "";
     input.removeAttribute("aria-invalid");
     switch (input.dataset.kind) {

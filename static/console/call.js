@@ -3,9 +3,9 @@
 // for an owner's approval; the thread's past runs come from the audit.
 
 import { getJson } from "./api.js";
+import { buildForm, fieldArgs, jsonArgs, setJsonMode, toggleJson } from "./args-form.js";
 import { lineNodes } from "./cards.js";
 import { describeTool, hostCall } from "./play.js";
-import { buildForm, fieldArgs, jsonArgs, setJsonMode, toggleJson } from "./args-form.js";
 import { $, el, names, newRunId, reveal, state, toast } from "./ui.js";
 
 let runCount = 0;
@@ -152,11 +152,11 @@ export function onApprovalAsked(row) {
 /** A progress notification of a run (the broker's heartbeat while it waits). */
 export function onProgress(p) {
   const item = document.querySelector(`[data-run="${CSS.escape(p.runId)}"]`);
-  if (!item || item.dataset.state !== "running") return;
+  if (item?.dataset.state !== "running") return;
   const status = item.querySelector(".status");
   status.textContent = "Running… ";
   if (p.messageLine) status.append(...lineNodes(p.messageLine, names));
-  else status.append(`(${p.progress}${p.total ? "/" + p.total : ""})`);
+  else status.append(`(${p.progress}${p.total ? `/${p.total}` : ""})`);
 }
 
 // --- the thread's past runs, from the audit

@@ -14,17 +14,31 @@ const STATUS = {
 
 function diffBlock(lines) {
   const pre = el("pre", { class: "diff" });
-  for (const l of lines) pre.append(el("span", { class: l.op === "+" ? "add" : l.op === "-" ? "del" : "same", text: `${l.op} ${l.text}\n` }));
+  for (const l of lines)
+    pre.append(
+      el("span", { class: l.op === "+" ? "add" : l.op === "-" ? "del" : "same", text: `${l.op} ${l.text}\n` }),
+    );
   return pre;
 }
 
 function decideButton(c, kind, answer) {
   const label = kind === "accept" ? `Accept ${c.service}/${c.tool}` : `Reject ${c.service}/${c.tool}`;
-  const b = el("button", { type: "button", class: kind === "accept" ? "primary" : "danger", text: kind === "accept" ? "Accept" : "Reject", "aria-label": label });
+  const b = el("button", {
+    type: "button",
+    class: kind === "accept" ? "primary" : "danger",
+    text: kind === "accept" ? "Accept" : "Reject",
+    "aria-label": label,
+  });
   b.addEventListener("click", async () => {
     b.disabled = true;
     try {
-      const r = await postJson("/console/api/tool-decision", { kind, service: c.service, tool: c.tool, hash: c.pendingHash, asUserId: state.actor });
+      const r = await postJson("/console/api/tool-decision", {
+        kind,
+        service: c.service,
+        tool: c.tool,
+        hash: c.pendingHash,
+        asUserId: state.actor,
+      });
       toast(r.message);
       await refreshToolChanges();
     } catch (err) {
@@ -48,7 +62,10 @@ function changeItem(c) {
     { class: "card", "data-tool": `${c.service}/${c.tool}`, "data-status": c.status },
     el("h4", {}, el("strong", { text: `${c.service} · ${c.tool}` })),
     el("p", { text: `${STATUS[c.status] ?? c.status}, since ${when(c.changedAt)}` }),
-    el("p", { class: "footer", text: `accepted ${c.pinnedHash ? c.pinnedHash.slice(0, 16) : "never"} · waiting ${c.pendingHash ? c.pendingHash.slice(0, 16) : "-"}` }),
+    el("p", {
+      class: "footer",
+      text: `accepted ${c.pinnedHash ? c.pinnedHash.slice(0, 16) : "never"} · waiting ${c.pendingHash ? c.pendingHash.slice(0, 16) : "-"}`,
+    }),
     diffBlock(c.diff),
     actions,
     answer,
@@ -66,5 +83,6 @@ export async function refreshToolChanges(isAdmin = !$("pins-box").hidden) {
   const list = $("tool-changes");
   list.textContent = "";
   for (const c of changes) list.append(changeItem(c));
-  if (!changes.length) list.append(el("li", { class: "hint", text: "No tool definition changes wait for a decision." }));
+  if (!changes.length)
+    list.append(el("li", { class: "hint", text: "No tool definition changes wait for a decision." }));
 }

@@ -32,7 +32,7 @@ function structured(r) {
 export async function refreshThreads() {
   state.channelId = fillSelect(
     $("channel"),
-    state.channels.map((c) => [c.id, "#" + c.name]),
+    state.channels.map((c) => [c.id, `#${c.name}`]),
     state.channelId,
   );
   if (!state.channelId) return;

@@ -76,5 +76,8 @@ export function debounce(fn, ms = 120) {
 export function newRunId() {
   const b = new Uint8Array(12);
   crypto.getRandomValues(b);
-  return "run_" + btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return `run_${btoa(String.fromCharCode(...b))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "")}`;
 }

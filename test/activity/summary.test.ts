@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { CallSample } from "../../src/audit/event.js";
-import { outcomeOf, OUTCOMES, type Outcome } from "../../src/activity/outcome.js";
+import { OUTCOMES, type Outcome, outcomeOf } from "../../src/activity/outcome.js";
 import { MINUTE_MS, percentile, summarise, windowEndingAt } from "../../src/activity/summary.js";
+import type { CallSample } from "../../src/audit/event.js";
 
 // The Activity figures against an independent oracle: the outcome of every row shape, the
 // nearest-rank percentile computed by counting, and generated hours bucketed minute by minute.

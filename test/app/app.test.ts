@@ -1,11 +1,11 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { VERSION } from "../../src/domain/version.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { ConfigError } from "../../src/config/errors.js";
+import { VERSION } from "../../src/domain/version.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { devKeyPath } from "../../src/vault/key-source.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
@@ -18,7 +18,12 @@ afterEach(async () => {
 });
 
 function devEnv(dir: string): NodeJS.ProcessEnv {
-  return { NODE_ENV: "development", SLAUDE_DATA_DIR: path.join(dir, "data"), PORT: "0", SLAUDE_REGISTRY_PATH: writeRegistryFile(dir) };
+  return {
+    NODE_ENV: "development",
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    PORT: "0",
+    SLAUDE_REGISTRY_PATH: writeRegistryFile(dir),
+  };
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -84,7 +89,10 @@ describe("startApp", () => {
 
   it("a dead database makes it not ready (/readyz 503), while /healthz, the liveness probe, stays 200", async () => {
     const dir = tmp.make();
-    const app = await startApp({ config: loadConfig({ ...devEnv(dir), SLAUDE_ENCRYPTION_KEY: newKeyB64() }), log: memoryLogger() });
+    const app = await startApp({
+      config: loadConfig({ ...devEnv(dir), SLAUDE_ENCRYPTION_KEY: newKeyB64() }),
+      log: memoryLogger(),
+    });
     running.push(app);
     await app.store.close();
     const res = await fetch(`${app.url}/healthz`);

@@ -5,13 +5,13 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { testAppConfig } from "../support/app-config.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { holdWriteLock, type HeldLock } from "../support/db-lock.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
+import { ALICE, aliceThreadConnection, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
+import { testAppConfig } from "../support/app-config.js";
+import { type HeldLock, holdWriteLock } from "../support/db-lock.js";
 
 // Issue 9, item 10: SQLite busy waits must not block the event loop. With another process holding
 // the database's write lock, /healthz took 10 s because every write (the TTL reaper, a call's
@@ -44,19 +44,35 @@ describe("the event loop while another process holds the write lock", () => {
     const log = memoryLogger("debug");
     const config = testAppConfig(dir, TOKEN, { SLAUDE_DB_LOCK_WAIT_MS: "6000" });
     // The TTL reaper writes every 50 ms: each run waits for the lock too.
-    app = await startApp({ config, log, reapIntervalMs: 50, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+    app = await startApp({
+      config,
+      log,
+      reapIntervalMs: 50,
+      membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE),
+      registry: parseRegistry(fixtureRegistryDoc(), "x"),
+    });
     const a = app;
     await aliceThreadConnection(a.lifecycle);
     const turn = await fetch(`${a.url}/v1/turns`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
+      body: JSON.stringify({
+        team_id: THREAD.teamId,
+        channel_id: THREAD.channelId,
+        thread_ts: THREAD.threadTs,
+        user_id: ALICE,
+      }),
     });
     expect(turn.status).toBe(204);
     client = new Client({ name: "test-host", version: "1" });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}` } },
+        requestInit: {
+          headers: {
+            Authorization: `Bearer ${TOKEN}`,
+            "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`,
+          },
+        },
       }),
     );
     const base: number[] = [];
@@ -66,7 +82,10 @@ describe("the event loop while another process holds the write lock", () => {
     lock = await holdWriteLock(config.dbPath);
     const call = mcpCall(client, { tool: "write_item", args: { id: "x", value: "y" }, on_behalf_of: ALICE });
     let settled = false;
-    void call.then(() => (settled = true), () => (settled = true));
+    void call.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
     // Probe /healthz for as long as the call waits for the lock (its wait is 6 s).
     const samples: number[] = [];
     while (!settled) {
@@ -77,7 +96,9 @@ describe("the event loop while another process holds the write lock", () => {
     const worst = Math.max(...samples);
     const sorted = [...samples].sort((x, y) => x - y);
     const pct = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!.toFixed(1);
-    console.log(`healthz under a held write lock: ${samples.length} probes, p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${worst.toFixed(1)} ms; unlocked baseline p50 ${base[Math.floor(base.length / 2)]!.toFixed(1)} ms, max ${Math.max(...base).toFixed(1)} ms`);
+    console.log(
+      `healthz under a held write lock: ${samples.length} probes, p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${worst.toFixed(1)} ms; unlocked baseline p50 ${base[Math.floor(base.length / 2)]!.toFixed(1)} ms, max ${Math.max(...base).toFixed(1)} ms`,
+    );
     // Issue target 100 ms (a figure for the bench: npm run bench:dblock). What this test holds is the
     // mechanism: a wait that blocked the event loop would stall a probe for the whole 6 s lock wait (it
     // did, 5-10 s, before), so no probe may take half of it; a loaded CI machine stays well inside that.
@@ -86,7 +107,10 @@ describe("the event loop while another process holds the write lock", () => {
     const refused = await call;
     expect(refused.structured.code).toBe("audit_unavailable");
     // The reaper ran (and waited) meanwhile: the loop was busy with real contention, not idle.
-    await vi.waitFor(() => expect(log.lines.some((l) => l.includes("ttl reaper failed") && l.includes("locked"))).toBe(true), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(
+      () => expect(log.lines.some((l) => l.includes("ttl reaper failed") && l.includes("locked"))).toBe(true),
+      { timeout: 15_000, interval: 50 },
+    );
     expect(config.dbLockWaitMs).toBe(6000);
   });
 });

@@ -7,14 +7,14 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { openPostgresStore } from "../../src/store/postgres/pg-store.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
+import { ALICE, aliceThreadConnection, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const TOKEN = `host-${randomBytes(8).toString("hex")}`;
 let cluster: PgCluster;
@@ -38,19 +38,34 @@ describe("startApp with SLAUDE_DATABASE_URL", () => {
     const url = await cluster.createDatabase();
     const config = testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url });
     const log = memoryLogger("debug");
-    app = await startApp({ config, log, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+    app = await startApp({
+      config,
+      log,
+      membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE),
+      registry: parseRegistry(fixtureRegistryDoc(), "x"),
+    });
     const canary = `canary-${randomBytes(12).toString("hex")}`;
     const conn = await aliceThreadConnection(app.lifecycle, { token: canary });
     const turn = await fetch(`${app.url}/v1/turns`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
+      body: JSON.stringify({
+        team_id: THREAD.teamId,
+        channel_id: THREAD.channelId,
+        thread_ts: THREAD.threadTs,
+        user_id: ALICE,
+      }),
     });
     expect(turn.status).toBe(204);
     client = new Client({ name: "pg-host", version: "1" });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}` } },
+        requestInit: {
+          headers: {
+            Authorization: `Bearer ${TOKEN}`,
+            "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`,
+          },
+        },
       }),
     );
     const r = await mcpCall(client, { tool: "read_item", args: { id: "a1" }, on_behalf_of: ALICE });

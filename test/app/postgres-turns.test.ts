@@ -9,13 +9,13 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, BOB, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const TOKEN = `host-${randomBytes(8).toString("hex")}`;
 const KEY = randomBytes(32).toString("base64");
@@ -39,7 +39,12 @@ async function replica(url: string): Promise<RunningApp> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-pgturns-"));
   dirs.push(dir);
   const config = testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY });
-  const app = await startApp({ config, log: memoryLogger("debug"), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+  const app = await startApp({
+    config,
+    log: memoryLogger("debug"),
+    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
+    registry: parseRegistry(fixtureRegistryDoc(), "x"),
+  });
   apps.push(app);
   return app;
 }
@@ -48,7 +53,12 @@ async function session(app: RunningApp): Promise<Client> {
   const client = new Client({ name: "pg-turns-host", version: "1" });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}` } },
+      requestInit: {
+        headers: {
+          Authorization: `Bearer ${TOKEN}`,
+          "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`,
+        },
+      },
     }),
   );
   clients.push(client);
@@ -56,8 +66,18 @@ async function session(app: RunningApp): Promise<Client> {
 }
 
 const post = (app: RunningApp, p: string, body: unknown) =>
-  fetch(`${app.url}${p}`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-const turnBody = (user: string, explicit = false) => ({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: user, ...(explicit ? { explicit_end: true } : {}) });
+  fetch(`${app.url}${p}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+const turnBody = (user: string, explicit = false) => ({
+  team_id: THREAD.teamId,
+  channel_id: THREAD.channelId,
+  thread_ts: THREAD.threadTs,
+  user_id: user,
+  ...(explicit ? { explicit_end: true } : {}),
+});
 
 describe("turns across two replicas on one PostgreSQL", () => {
   it("POST /v1/turns to A is in force at B's next mcp_call (and B sees the participant); /v1/turns/end on B ends it for A", async () => {
@@ -65,7 +85,10 @@ describe("turns across two replicas on one PostgreSQL", () => {
     const a = await replica(url);
     const b = await replica(url);
     // Alice's connection is hers in this thread; Bob's follows him (user scope): borrowable where he took part.
-    for (const [owner, scope] of [[ALICE, "thread"], [BOB, "user"]] as const) {
+    for (const [owner, scope] of [
+      [ALICE, "thread"],
+      [BOB, "user"],
+    ] as const) {
       await a.lifecycle.create({
         teamId: THREAD.teamId,
         ownerUserId: owner,
@@ -79,7 +102,9 @@ describe("turns across two replicas on one PostgreSQL", () => {
     const onB = await session(b);
     const onA = await session(a);
     // No turn anywhere yet: B has no caller.
-    expect((await mcpCall(onB, { tool: "read_item", args: { id: "a1" }, on_behalf_of: ALICE })).structured.code).toBe("no_turn");
+    expect((await mcpCall(onB, { tool: "read_item", args: { id: "a1" }, on_behalf_of: ALICE })).structured.code).toBe(
+      "no_turn",
+    );
 
     // Bob's turn, reported to A: B's very next call runs as Bob.
     expect((await post(a, "/v1/turns", turnBody(BOB))).status).toBe(204);
@@ -94,23 +119,31 @@ describe("turns across two replicas on one PostgreSQL", () => {
     const asAlice = await mcpCall(onB, { tool: "read_item", args: { id: "a2" }, on_behalf_of: ALICE });
     expect(asAlice.structured).toMatchObject({ status: "ok", ranAs: "own", connectionOwner: ALICE });
     const listed = await onB.callTool({ name: "connections_list", arguments: {} });
-    const rows = (listed.structuredContent as { connections: { owner: string | null; mine: boolean; grant?: string }[] }).connections;
+    const rows = (
+      listed.structuredContent as { connections: { owner: string | null; mine: boolean; grant?: string }[] }
+    ).connections;
     expect(rows.filter((r) => r.mine).map((r) => r.owner)).toEqual([ALICE]);
     expect(rows.filter((r) => !r.mine)).toEqual([expect.objectContaining({ owner: BOB, grant: "needs_approval" })]);
 
     // The end goes to B: A's next call has no turn to act for, and A refuses a second end.
     expect((await post(b, "/v1/turns/end", { turn_id: turnId })).status).toBe(204);
-    expect((await mcpCall(onA, { tool: "read_item", args: { id: "a3" }, on_behalf_of: ALICE })).structured.code).toBe("no_turn");
+    expect((await mcpCall(onA, { tool: "read_item", args: { id: "a3" }, on_behalf_of: ALICE })).structured.code).toBe(
+      "no_turn",
+    );
     expect((await post(a, "/v1/turns/end", { turn_id: turnId })).status).toBe(404);
 
     // An embedded host on B records its caller's turn at each call: A's next HTTP call runs as that user.
     const embedded = await b.broker.connectEmbedded(() => ({ ...THREAD, userId: BOB }));
     try {
-      expect((await mcpCall(embedded.client, { tool: "read_item", args: { id: "b2" }, on_behalf_of: BOB })).structured).toMatchObject({ status: "ok", connectionOwner: BOB });
+      expect(
+        (await mcpCall(embedded.client, { tool: "read_item", args: { id: "b2" }, on_behalf_of: BOB })).structured,
+      ).toMatchObject({ status: "ok", connectionOwner: BOB });
     } finally {
       await embedded.close();
     }
-    expect((await mcpCall(onA, { tool: "read_item", args: { id: "b3" }, on_behalf_of: BOB })).structured).toMatchObject({ status: "ok", connectionOwner: BOB });
+    expect((await mcpCall(onA, { tool: "read_item", args: { id: "b3" }, on_behalf_of: BOB })).structured).toMatchObject(
+      { status: "ok", connectionOwner: BOB },
+    );
 
     // The audit (shared) shows each call under the user whose turn it was, whichever replica ran it.
     const calls = (await a.store.audit.query({})).filter((r) => r.event === "call");

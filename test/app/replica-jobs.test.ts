@@ -7,13 +7,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import type { Approval } from "../../src/store/records.js";
-import { ALICE, THREAD, fixtureRegistryDoc, aliceThreadConnection } from "../integration/broker-harness.js";
+import { ALICE, aliceThreadConnection, fixtureRegistryDoc, THREAD } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const TOKEN = `host-${randomBytes(8).toString("hex")}`;
 let cluster: PgCluster;
@@ -39,7 +39,12 @@ async function replica(url: string): Promise<{ app: RunningApp; log: ReturnType<
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-"));
   dirs.push(dir);
   const log = memoryLogger("debug");
-  const app = await startApp({ config: testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY }), log, registry: parseRegistry(fixtureRegistryDoc(), "x"), reapIntervalMs: 100 });
+  const app = await startApp({
+    config: testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY }),
+    log,
+    registry: parseRegistry(fixtureRegistryDoc(), "x"),
+    reapIntervalMs: 100,
+  });
   apps.push(app);
   return { app, log };
 }
@@ -101,7 +106,9 @@ describe("replicas on one PostgreSQL: startup and leader-only jobs", () => {
 
     // A call that waited on a replica now gone: its approval expires once, at its own expiry.
     const orphan = await pendingApproval(b.app, Date.now() + 300);
-    await expect.poll(async () => (await b.app.store.approvals.get(orphan.id))?.status, { timeout: 15_000 }).toBe("expired");
+    await expect
+      .poll(async () => (await b.app.store.approvals.get(orphan.id))?.status, { timeout: 15_000 })
+      .toBe("expired");
     const decided = await b.app.store.audit.query({ connectionId: orphan.connectionId, event: "approval_decided" });
     expect(decided.map((r) => r.decision)).toEqual(["expired"]);
 

@@ -7,19 +7,19 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { eventCallback, postSlackEvent } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
 import { testAppConfig } from "../support/app-config.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const ALICE = "UALICE01";
 const BOB = "UBOB0002";
 const CHANNEL = "C0THREAD1";
-const SECRET = "signing-secret-" + randomBytes(8).toString("hex");
+const SECRET = `signing-secret-${randomBytes(8).toString("hex")}`;
 let cluster: PgCluster;
 let fake: FakeSlack;
 const dirs: string[] = [];
@@ -42,7 +42,7 @@ afterAll(async () => {
 async function replica(url: string, key: string): Promise<RunningApp> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-slack-"));
   dirs.push(dir);
-  const config = testAppConfig(dir, "host-token-" + "x".repeat(32), {
+  const config = testAppConfig(dir, `host-token-${"x".repeat(32)}`, {
     SLAUDE_DATABASE_URL: url,
     SLAUDE_ENCRYPTION_KEY: key,
     SLACK_BOT_TOKEN: fake.botToken,
@@ -50,7 +50,11 @@ async function replica(url: string, key: string): Promise<RunningApp> {
     SLACK_API_URL: fake.apiUrl,
     SLAUDE_MEMBERSHIP_CACHE_SECONDS: "3600",
   });
-  const app = await startApp({ config, log: memoryLogger("debug"), registry: parseRegistry(fixtureRegistryDoc(), "test") });
+  const app = await startApp({
+    config,
+    log: memoryLogger("debug"),
+    registry: parseRegistry(fixtureRegistryDoc(), "test"),
+  });
   apps.push(app);
   return app;
 }
@@ -72,9 +76,19 @@ describe("membership caches across replicas", () => {
     expect(fake.callsOf("conversations.members").length).toBe(reads);
 
     // Slack tells replica A only (the load balancer sent the event there).
-    const res = await postSlackEvent(`${a.url}/slack/events`, SECRET, eventCallback({ teamId: team }, { type: "member_left_channel", user: BOB, channel: CHANNEL, channel_type: "C", team }));
+    const res = await postSlackEvent(
+      `${a.url}/slack/events`,
+      SECRET,
+      eventCallback(
+        { teamId: team },
+        { type: "member_left_channel", user: BOB, channel: CHANNEL, channel_type: "C", team },
+      ),
+    );
     expect(res.status).toBe(200);
-    await vi.waitFor(async () => expect(await b.broker.deps.membership.isMember(team, CHANNEL, BOB)).toBe(false), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(async () => expect(await b.broker.deps.membership.isMember(team, CHANNEL, BOB)).toBe(false), {
+      timeout: 10_000,
+      interval: 25,
+    });
     expect(fake.callsOf("conversations.members").length).toBeGreaterThan(reads);
     expect(await b.broker.deps.membership.isMember(team, CHANNEL, ALICE)).toBe(true);
   });

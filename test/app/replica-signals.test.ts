@@ -8,16 +8,24 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { ManualClock, type Clock } from "../../src/clock/clock.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
+import { type Clock, ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import type { Connection } from "../../src/store/records.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, FakeApprovalChannel, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
-import { testAppConfig } from "../support/app-config.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import type { Connection } from "../../src/store/records.js";
 import { runBin } from "../cli/run.js";
+import {
+  ALICE,
+  aliceThreadConnection,
+  BOB,
+  FakeApprovalChannel,
+  fixtureRegistryDoc,
+  mcpCall,
+  THREAD,
+} from "../integration/broker-harness.js";
+import { testAppConfig } from "../support/app-config.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const TOKEN = `host-${randomBytes(8).toString("hex")}`;
 const NEVER = 3_600_000; // the polls' interval here: far past every bound below
@@ -115,7 +123,9 @@ describe("signals between replicas on PostgreSQL", { timeout: 240_000 }, () => {
     const conn = await aliceConnection(a.app);
     // The owner's own call first: the vendor child is warm, so the delay measured below is the resume alone.
     const alice = await session(a.app, ALICE);
-    expect((await mcpCall(alice.client, { tool: "read_item", args: { id: "x0" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    expect(
+      (await mcpCall(alice.client, { tool: "read_item", args: { id: "x0" }, on_behalf_of: ALICE })).structured.status,
+    ).toBe("ok");
     await alice.close();
     const bob = await session(a.app, BOB);
     try {
@@ -133,7 +143,9 @@ describe("signals between replicas on PostgreSQL", { timeout: 240_000 }, () => {
       // Without the signal the call would wait for the (disabled) poll until its approval expired.
       expect(delayMs).toBeLessThan(5_000);
       console.log(`[replica-signals] decision on B -> call on A resumed in ${delayMs.toFixed(0)} ms`);
-      const events = (await a.app.store.audit.query({ connectionId: conn.id })).map((e) => `${e.event}:${e.decision ?? ""}`);
+      const events = (await a.app.store.audit.query({ connectionId: conn.id })).map(
+        (e) => `${e.event}:${e.decision ?? ""}`,
+      );
       expect(events.filter((e) => e === "approval_decided:consumed")).toHaveLength(1);
     } finally {
       await bob.close();
@@ -158,7 +170,8 @@ describe("signals between replicas on PostgreSQL", { timeout: 240_000 }, () => {
       const r = await call;
       expect(r.structured.status, r.text).toBe("ok");
       const rows = await a.app.store.audit.query({ connectionId: conn.id });
-      const count = (event: string, decision?: string) => rows.filter((e) => e.event === event && (decision === undefined || e.decision === decision)).length;
+      const count = (event: string, decision?: string) =>
+        rows.filter((e) => e.event === event && (decision === undefined || e.decision === decision)).length;
       expect(count("approval_decided", "allowed_thread")).toBe(1);
       expect(count("approval_decided", "consumed")).toBe(1);
       expect(count("grant_created")).toBe(1);
@@ -185,10 +198,14 @@ describe("signals between replicas on PostgreSQL", { timeout: 240_000 }, () => {
       expect(await b.app.store.approvals.decide(approval.id, { status: "allowed_once", by: ALICE, at }, [])).toBe(true);
       // The LISTEN connections die (a server restart, a network cut); the replicas reconnect and re-read.
       const db = new URL(url).pathname.slice(1);
-      await cluster.superQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`);
+      await cluster.superQuery(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`,
+      );
       const r = await call;
       expect(r.structured.status, r.text).toBe("ok");
-      expect((await a.app.store.audit.query({ connectionId: conn.id })).filter((e) => e.event === "call")).toHaveLength(1);
+      expect((await a.app.store.audit.query({ connectionId: conn.id })).filter((e) => e.event === "call")).toHaveLength(
+        1,
+      );
     } finally {
       await bob.close();
     }
@@ -220,7 +237,9 @@ describe("signals between replicas on PostgreSQL", { timeout: 240_000 }, () => {
       },
       { timeout: 10_000, interval: 20 },
     );
-    console.log(`[replica-signals] CLI revoke exited -> children gone on both replicas in ${(performance.now() - exited).toFixed(0)} ms`);
+    console.log(
+      `[replica-signals] CLI revoke exited -> children gone on both replicas in ${(performance.now() - exited).toFixed(0)} ms`,
+    );
   });
 
   it("a TTL expiry reaped by one replica kills the connection's child on the others", async () => {

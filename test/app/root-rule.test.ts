@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { runInProcess } from "../cli/run.js";
+import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { newKeyB64, TempDirs } from "../support/foundation.js";
 
 // Root without SLAUDE_CHILD_UID_BASE: vendors would run as root and could read the broker's
@@ -22,7 +22,15 @@ afterEach(async () => {
 
 function env(dir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   // Production without Slack refuses to start unless it is told to run without a workspace.
-  return { NODE_ENV: "production", SLAUDE_WORKSPACE: "none", SLAUDE_DATA_DIR: path.join(dir, "data"), PORT: "0", SLAUDE_ENCRYPTION_KEY: newKeyB64(), PATH: process.env.PATH ?? "/usr/bin:/bin", ...extra };
+  return {
+    NODE_ENV: "production",
+    SLAUDE_WORKSPACE: "none",
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    PORT: "0",
+    SLAUDE_ENCRYPTION_KEY: newKeyB64(),
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    ...extra,
+  };
 }
 
 const registry = () => parseRegistry(fixtureRegistryDoc(), "test");
@@ -34,7 +42,12 @@ describe("running as root", () => {
     for (const euid of [0, undefined]) {
       const dir = tmp.make();
       const config = loadConfig(env(dir));
-      const err = await startApp({ config, log: memoryLogger(), registry: registry(), ...(euid !== undefined ? { euid } : {}) }).then(
+      const err = await startApp({
+        config,
+        log: memoryLogger(),
+        registry: registry(),
+        ...(euid !== undefined ? { euid } : {}),
+      }).then(
         (a) => {
           running.push(a);
           return undefined;
@@ -50,9 +63,19 @@ describe("running as root", () => {
   });
 
   it("production starts as root with SLAUDE_CHILD_UID_BASE, and as a non-root user without it", async () => {
-    const withBase = await startApp({ config: loadConfig(env(tmp.make(), { SLAUDE_CHILD_UID_BASE: "200000" })), log: memoryLogger(), registry: registry(), euid: 0 });
+    const withBase = await startApp({
+      config: loadConfig(env(tmp.make(), { SLAUDE_CHILD_UID_BASE: "200000" })),
+      log: memoryLogger(),
+      registry: registry(),
+      euid: 0,
+    });
     running.push(withBase);
-    const notRoot = await startApp({ config: loadConfig(env(tmp.make())), log: memoryLogger(), registry: registry(), euid: 1000 });
+    const notRoot = await startApp({
+      config: loadConfig(env(tmp.make())),
+      log: memoryLogger(),
+      registry: registry(),
+      euid: 1000,
+    });
     running.push(notRoot);
     expect(withBase.port).toBeGreaterThan(0);
     expect(notRoot.port).toBeGreaterThan(0);
@@ -60,14 +83,26 @@ describe("running as root", () => {
 
   it("development as root without a uid base starts with a loud warning", async () => {
     const log = memoryLogger();
-    const app = await startApp({ config: loadConfig(env(tmp.make(), { NODE_ENV: "development" })), log, registry: registry(), euid: 0 });
+    const app = await startApp({
+      config: loadConfig(env(tmp.make(), { NODE_ENV: "development" })),
+      log,
+      registry: registry(),
+      euid: 0,
+    });
     running.push(app);
     const warning = log.lines.find((l) => l.includes("RUNNING AS ROOT"));
     expect(warning).toBeDefined();
     expect(warning).toContain('"level":"warn"');
     expect(warning).toContain("SLAUDE_CHILD_UID_BASE");
     const quiet = memoryLogger();
-    running.push(await startApp({ config: loadConfig(env(tmp.make(), { NODE_ENV: "development", SLAUDE_CHILD_UID_BASE: "200000" })), log: quiet, registry: registry(), euid: 0 }));
+    running.push(
+      await startApp({
+        config: loadConfig(env(tmp.make(), { NODE_ENV: "development", SLAUDE_CHILD_UID_BASE: "200000" })),
+        log: quiet,
+        registry: registry(),
+        euid: 0,
+      }),
+    );
     expect(quiet.lines.join("")).not.toContain("RUNNING AS ROOT");
   });
 
@@ -78,6 +113,8 @@ describe("running as root", () => {
     const dev = await runInProcess(["doctor"], env(tmp.make(), { NODE_ENV: "development" }));
     expect(dev.stdout).toMatch(/^WARN {2}process user: running as root without SLAUDE_CHILD_UID_BASE/m);
     const ok = await runInProcess(["doctor"], env(tmp.make(), { SLAUDE_CHILD_UID_BASE: "200000" }));
-    expect(ok.stdout).toMatch(/^ok {4}process user: running as root; vendor children run under their own uids from 200000/m);
+    expect(ok.stdout).toMatch(
+      /^ok {4}process user: running as root; vendor children run under their own uids from 200000/m,
+    );
   });
 });

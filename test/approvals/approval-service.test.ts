@@ -2,7 +2,7 @@
 // injected clock, so expiry happens when the test moves time past it, never in real time.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApprovalService, type ApprovalSubject, type WaitOutcome } from "../../src/approvals/approval-service.js";
-import { cardFacts, type ApprovalCard } from "../../src/approvals/card.js";
+import { type ApprovalCard, cardFacts } from "../../src/approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../src/approvals/channel.js";
 import { Redactor } from "../../src/hygiene/redact.js";
 import type { Approval } from "../../src/store/records.js";
@@ -34,7 +34,15 @@ async function setup() {
   const channel = new RecordingChannel();
   const service = new ApprovalService({ store: h.store, channel, clock: h.clock, log: h.log, timeoutMs: TIMEOUT_MS });
   const conn = await h.lifecycle.create(threadInput(ALICE, "canary-token"));
-  const subject: ApprovalSubject = { thread: THREAD, connectionId: conn.id, ownerUserId: ALICE, borrowerUserId: BOB, service: "svc", tool: "read_item", argsHash: "a".repeat(64) };
+  const subject: ApprovalSubject = {
+    thread: THREAD,
+    connectionId: conn.id,
+    ownerUserId: ALICE,
+    borrowerUserId: BOB,
+    service: "svc",
+    tool: "read_item",
+    argsHash: "a".repeat(64),
+  };
   const card: Omit<ApprovalCard, "expiresAt"> = {
     borrowerUserId: BOB,
     ownerUserId: ALICE,
@@ -83,7 +91,13 @@ describe("approval timeouts on the injected clock", () => {
     const { h, channel, service, ask } = await setup();
     // The leader is another process on the same database: it never saw the call.
     const leaderChannel = new RecordingChannel();
-    const leader = new ApprovalService({ store: h.store, channel: leaderChannel, clock: h.clock, log: h.log, timeoutMs: TIMEOUT_MS });
+    const leader = new ApprovalService({
+      store: h.store,
+      channel: leaderChannel,
+      clock: h.clock,
+      log: h.log,
+      timeoutMs: TIMEOUT_MS,
+    });
     const a = await ask();
     expect(await leader.expireDue()).toBe(0);
     // Time passes without the asker's timer firing (the asker's replica is dead).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CARD_LIMITS, cardArguments, cardFacts, type CardArgument } from "../../src/approvals/card.js";
+import { CARD_LIMITS, type CardArgument, cardArguments, cardFacts } from "../../src/approvals/card.js";
 import { Redactor } from "../../src/hygiene/redact.js";
 
 // The card model: every argument exactly as the vendor will receive it, or a card that says it
@@ -15,7 +15,7 @@ function shown(args: Record<string, unknown>, redactor = none): CardArgument[] {
 
 describe("card arguments", () => {
   it("shows every argument, past the eighth and past 120 characters, exactly", () => {
-    const long = "cd /srv/app && " + "echo keep-this-part && ".repeat(12) + "rm -rf /srv/app/data --no-preserve-root";
+    const long = `cd /srv/app && ${"echo keep-this-part && ".repeat(12)}rm -rf /srv/app/data --no-preserve-root`;
     const args: Record<string, unknown> = { command: long };
     for (let i = 1; i <= 11; i++) args[`arg${i}`] = `value ${i}`;
     const out = shown(args);
@@ -25,8 +25,16 @@ describe("card arguments", () => {
     expect(cardFacts(args, none, false).keyArgs.map(([k]) => k)).toEqual(Object.keys(args));
   });
 
-  it("keeps newlines and whitespace as they are and types every value, so \"2\" and 2 differ", () => {
-    const out = shown({ script: "line 1\n\tline  2\n", s: "2", n: 2, b: false, z: null, list: [1, "a"], obj: { k: { deep: true } } });
+  it('keeps newlines and whitespace as they are and types every value, so "2" and 2 differ', () => {
+    const out = shown({
+      script: "line 1\n\tline  2\n",
+      s: "2",
+      n: 2,
+      b: false,
+      z: null,
+      list: [1, "a"],
+      obj: { k: { deep: true } },
+    });
     expect(out.map((a) => [a.name, a.type, a.text])).toEqual([
       ["script", "string", "line 1\n\tline  2\n"],
       ["s", "string", "2"],
@@ -63,9 +71,13 @@ describe("card arguments", () => {
   });
 
   it("hides the owner's credential in any form, marks it, and offers only Deny", () => {
-    const token = "tok-" + "s3cr3t".repeat(4);
+    const token = `tok-${"s3cr3t".repeat(4)}`;
     const redactor = new Redactor([token]);
-    const facts = cardFacts({ id: "1", note: `please send ${token}`, b64: Buffer.from(token).toString("base64") }, redactor, false);
+    const facts = cardFacts(
+      { id: "1", note: `please send ${token}`, b64: Buffer.from(token).toString("base64") },
+      redactor,
+      false,
+    );
     expect(facts.args.shown).toBe("redacted");
     expect(JSON.stringify(facts)).not.toContain(token);
     expect(JSON.stringify(facts)).not.toContain(Buffer.from(token).toString("base64"));
@@ -87,7 +99,7 @@ describe("card arguments", () => {
     const many: Record<string, unknown> = {};
     for (let i = 0; i < CARD_LIMITS.maxArgs; i++) many[`a${i}`] = i;
     expect(cardArguments(many, none).shown).toBe("complete");
-    many["one_more"] = 1;
+    many.one_more = 1;
     expect(cardArguments(many, none)).toMatchObject({ shown: "too_large", count: CARD_LIMITS.maxArgs + 1 });
 
     const big = { v: "x".repeat(CARD_LIMITS.maxChars - 1) };

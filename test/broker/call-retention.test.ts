@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
+import { BOB, makeHarness, mcpCall, THREAD } from "../integration/broker-harness.js";
 import { liveHeapMb } from "../support/gc.js";
-import { BOB, THREAD, makeHarness, mcpCall } from "../integration/broker-harness.js";
 
 // A finished mcp_call leaves nothing behind. Before the fix every call stayed reachable (about
 // 5 KB each: its trace, audit, progress closure) because the vendor call's signal was an

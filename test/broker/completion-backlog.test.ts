@@ -10,7 +10,14 @@ import { FakeAudit } from "../support/fake-audit.js";
 // memory and is written once it is back, never twice; the backlog is bounded, and what happens past
 // its cap fails closed. Time is a ManualClock; the audit is an in-memory fake whose outage is a switch.
 
-const row = (n: number): AuditEvent => ({ at: 1, event: "call", callId: `call_${n}`, service: "vendor", tool: "echo", argsHash: "secret-free" });
+const row = (n: number): AuditEvent => ({
+  at: 1,
+  event: "call",
+  callId: `call_${n}`,
+  service: "vendor",
+  tool: "echo",
+  argsHash: "secret-free",
+});
 
 function setup(limits = { maxRows: 3, waitMs: 10_000, retryMs: 100, maxRetryMs: 400 }) {
   const repo = new FakeAudit();
@@ -50,8 +57,12 @@ describe("CompletionBacklog", () => {
     expect(w.value).toBe("written");
     expect(repo.rows.map((r) => r.callId)).toEqual(["call_1"]);
     expect(backlog.size).toBe(0);
-    expect(log.lines.some((l) => l.includes("audit row queued: the database is unavailable") && l.includes("call_1"))).toBe(true);
-    expect(log.lines.some((l) => l.includes("audit row written after the database came back") && l.includes("call_1"))).toBe(true);
+    expect(
+      log.lines.some((l) => l.includes("audit row queued: the database is unavailable") && l.includes("call_1")),
+    ).toBe(true);
+    expect(
+      log.lines.some((l) => l.includes("audit row written after the database came back") && l.includes("call_1")),
+    ).toBe(true);
     // Ids only: never the arguments' hash or anything else of the row.
     expect(log.lines.join("\n")).not.toContain("secret-free");
   });
@@ -87,7 +98,13 @@ describe("CompletionBacklog", () => {
     expect(backlog.full).toBe(true);
     expect(await backlog.write(row(4))).toBe("dropped");
     expect(backlog.size).toBe(3);
-    expect(log.lines.some((l) => l.includes("audit row dropped: the database is unavailable and the completion backlog is full") && l.includes("call_4"))).toBe(true);
+    expect(
+      log.lines.some(
+        (l) =>
+          l.includes("audit row dropped: the database is unavailable and the completion backlog is full") &&
+          l.includes("call_4"),
+      ),
+    ).toBe(true);
     repo.down = false;
     await clock.advanceAsync(400);
     expect(queued.map((q) => q.value)).toEqual(["written", "written", "written"]);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ALICE, makeHarness, type Harness } from "../integration/broker-harness.js";
+import { ALICE, type Harness, makeHarness } from "../integration/broker-harness.js";
 
 // The `connect` tool when the consent card cannot be delivered (issue 9 item 16): its own code,
 // not approval_unavailable (no approval was involved). The consent port is a fake that fails.

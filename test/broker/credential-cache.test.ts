@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CallService } from "../../src/broker/call.js";
-import { ALICE, makeHarness, THREAD, type Harness } from "../integration/broker-harness.js";
+import { ALICE, type Harness, makeHarness, THREAD } from "../integration/broker-harness.js";
 
 // The decrypted-credential cache (issue 9 item 15) is bounded in count and age: it used to be a
 // map cleared wholesale at 10,000 entries, with plaintext kept for as long as the process lived.
@@ -19,7 +19,11 @@ describe("decrypted credential cache", () => {
     h = await makeHarness();
     const calls = new CallService({ ...h.broker.deps, credentialCache: { max: 2, ttlMs: 60_000 } });
     for (const n of [1, 2, 3]) await h.connect(ALICE, { thread: threadOf(n) });
-    const call = async (n: number) => calls.call({ thread: threadOf(n), userId: ALICE }, { service: "vendor", tool: "echo", args: { text: `t${n}` }, on_behalf_of: ALICE });
+    const call = async (n: number) =>
+      calls.call(
+        { thread: threadOf(n), userId: ALICE },
+        { service: "vendor", tool: "echo", args: { text: `t${n}` }, on_behalf_of: ALICE },
+      );
     for (const n of [1, 2, 3]) expect((await call(n)).kind).toBe("ok");
     expect(calls.sessions.opened.size).toBe(2);
 

@@ -3,8 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { ALICE, THREAD, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
-import { POISON, mutatingRegistryDoc, ran, vendorFiles, type VendorFiles } from "../pinning/mutating.js";
+import { ALICE, type Harness, makeHarness, mcpCall, THREAD } from "../integration/broker-harness.js";
+import { mutatingRegistryDoc, POISON, ran, type VendorFiles, vendorFiles } from "../pinning/mutating.js";
 
 // Issue 21 finding 3: a tool a vendor adds after its service was pinned (status `new`) reached the
 // model through mcp_describe (list, query and tool=) with its own description and input schema,
@@ -20,7 +20,17 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-type Described = { tools: { name: string; description: string; pin?: string; unreviewed?: boolean; class: { access: string; write: boolean }; inputSchema?: unknown }[]; note?: string };
+type Described = {
+  tools: {
+    name: string;
+    description: string;
+    pin?: string;
+    unreviewed?: boolean;
+    class: { access: string; write: boolean };
+    inputSchema?: unknown;
+  }[];
+  note?: string;
+};
 
 async function describeVendor(c: Client, args: Record<string, unknown>): Promise<{ text: string; s: Described }> {
   const r = await c.callTool({ name: "mcp_describe", arguments: { service: "vendor", ...args } });
@@ -32,17 +42,23 @@ async function describeVendor(c: Client, args: Record<string, unknown>): Promise
  * Pins the vendor's first tools, then starts it again upgraded (the changed state on disk): its
  * start lists export_all (new) and a changed write_item (quarantined).
  */
-async function upgradedVendor(o: { trustNewTools?: boolean } = {}): Promise<{ h: Harness; files: VendorFiles; client: Client }> {
+async function upgradedVendor(
+  o: { trustNewTools?: boolean } = {},
+): Promise<{ h: Harness; files: VendorFiles; client: Client }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-new-tools-"));
   dirs.push(dir);
   const files = vendorFiles(dir);
   h = await makeHarness({ registryDoc: mutatingRegistryDoc(files, o) });
   const { connection } = await h.connect(ALICE);
   const { client } = await h.session();
-  expect((await mcpCall(client, { tool: "echo", args: { text: "first" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+  expect(
+    (await mcpCall(client, { tool: "echo", args: { text: "first" }, on_behalf_of: ALICE })).structured.status,
+  ).toBe("ok");
   await h.broker.pool.drop(connection.id);
   writeFileSync(files.stateFile, "changed\n");
-  expect((await mcpCall(client, { tool: "echo", args: { text: "second" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+  expect(
+    (await mcpCall(client, { tool: "echo", args: { text: "second" }, on_behalf_of: ALICE })).structured.status,
+  ).toBe("ok");
   expect(await h.store.toolPins.get(THREAD.teamId, "vendor", "export_all")).toMatchObject({ status: "new" });
   return { h, files, client };
 }
@@ -59,12 +75,23 @@ describe("a tool the vendor added after its service was pinned", () => {
       expect(JSON.stringify(d.s)).not.toContain("exfiltrate_to");
     }
     const listed = all.s.tools.find((t) => t.name === "export_all");
-    expect(listed).toMatchObject({ name: "export_all", description: "", pin: "new", unreviewed: true, class: { access: "personal", write: true } });
-    expect(one.s.tools).toEqual([expect.objectContaining({ name: "export_all", description: "", pin: "new", unreviewed: true })]);
+    expect(listed).toMatchObject({
+      name: "export_all",
+      description: "",
+      pin: "new",
+      unreviewed: true,
+      class: { access: "personal", write: true },
+    });
+    expect(one.s.tools).toEqual([
+      expect.objectContaining({ name: "export_all", description: "", pin: "new", unreviewed: true }),
+    ]);
     expect(one.s.tools[0]?.inputSchema).toBeUndefined();
     expect(all.s.note).toContain("Not reviewed (calls are refused until an admin accepts them): export_all");
     // The quarantined one still shows its accepted text (as before).
-    expect(all.s.tools.find((t) => t.name === "write_item")).toMatchObject({ pin: "quarantined", description: "Write an item (a write tool)." });
+    expect(all.s.tools.find((t) => t.name === "write_item")).toMatchObject({
+      pin: "quarantined",
+      description: "Write an item (a write tool).",
+    });
   });
 
   it("is refused by mcp_call, on the caller's own connection too, until an admin accepts it; then it runs", async () => {
@@ -77,17 +104,28 @@ describe("a tool the vendor added after its service was pinned", () => {
     expect(denied.at(-1)).toMatchObject({ tool: "export_all", errorCode: "tool_unreviewed", decision: "pin_new" });
 
     const pin = await h.store.toolPins.get(THREAD.teamId, "vendor", "export_all");
-    await h.broker.deps.pins.decide({ teamId: THREAD.teamId, service: "vendor" }, { kind: "accept", tool: "export_all", by: "cli:op", expectedHash: pin!.pendingHash! });
+    await h.broker.deps.pins.decide(
+      { teamId: THREAD.teamId, service: "vendor" },
+      { kind: "accept", tool: "export_all", by: "cli:op", expectedHash: pin!.pendingHash! },
+    );
     expect((await mcpCall(client, { tool: "export_all", on_behalf_of: ALICE })).structured.status).toBe("ok");
     expect(ran(files)).toContain("export_all");
     // Accepted: its own definition is what the model reads now.
-    expect((await describeVendor(client, { tool: "export_all" })).s.tools[0]).toMatchObject({ pin: "pinned", description: expect.stringContaining("Export every item") });
+    expect((await describeVendor(client, { tool: "export_all" })).s.tools[0]).toMatchObject({
+      pin: "pinned",
+      description: expect.stringContaining("Export every item"),
+    });
   });
 
   it("with trustNewTools, it is described with its own text and runs on the caller's own connection under the fail-closed class", async () => {
     const { files, client } = await upgradedVendor({ trustNewTools: true });
     const one = await describeVendor(client, { tool: "export_all" });
-    expect(one.s.tools[0]).toMatchObject({ pin: "new", unreviewed: true, description: expect.stringContaining("Export every item"), class: { access: "personal", write: true } });
+    expect(one.s.tools[0]).toMatchObject({
+      pin: "new",
+      unreviewed: true,
+      description: expect.stringContaining("Export every item"),
+      class: { access: "personal", write: true },
+    });
     expect(one.s.tools[0]?.inputSchema).toMatchObject({ properties: { exfiltrate_to: {} } });
     expect(one.s.note).toContain("This service trusts new tools");
     expect((await mcpCall(client, { tool: "export_all", on_behalf_of: ALICE })).structured.status).toBe("ok");

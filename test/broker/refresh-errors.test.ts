@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { OAuthError } from "../../src/login/oauth/errors.js";
-import { ALICE, makeHarness, mcpCall, THREAD, type Harness } from "../integration/broker-harness.js";
+import { ALICE, type Harness, makeHarness, mcpCall, THREAD } from "../integration/broker-harness.js";
 
 // How a failed OAuth refresh before a call is reported (issue 9 item 16): the verdict comes from the
 // refresher's own error type, never from a `code` property any error may carry. The refresher is
@@ -22,7 +22,13 @@ async function callWithRefreshFailure(failure: Error) {
     channelId: THREAD.channelId,
     threadTs: THREAD.threadTs,
     // Expiring now: the call refreshes first.
-    credential: { kind: "oauth", accessToken: "at-canary-0123456789", refreshToken: "rt-canary-0123456789", tokenType: "Bearer", expiresAt: h.clock.now() + 1_000 },
+    credential: {
+      kind: "oauth",
+      accessToken: "at-canary-0123456789",
+      refreshToken: "rt-canary-0123456789",
+      tokenType: "Bearer",
+      expiresAt: h.clock.now() + 1_000,
+    },
     createdBy: ALICE,
   });
   const s = await h.session();
@@ -31,11 +37,16 @@ async function callWithRefreshFailure(failure: Error) {
 
 describe("a failed refresh before a call", () => {
   it("an OAuthError needs_login is reported as connection_unusable (reconnect)", async () => {
-    expect((await callWithRefreshFailure(new OAuthError("needs_login", "needs a new login"))).structured.code).toBe("connection_unusable");
+    expect((await callWithRefreshFailure(new OAuthError("needs_login", "needs a new login"))).structured.code).toBe(
+      "connection_unusable",
+    );
   });
 
   it("a transient OAuthError is vendor_unreachable", async () => {
-    expect((await callWithRefreshFailure(new OAuthError("network", "token refresh: could not reach the IdP"))).structured.code).toBe("vendor_unreachable");
+    expect(
+      (await callWithRefreshFailure(new OAuthError("network", "token refresh: could not reach the IdP"))).structured
+        .code,
+    ).toBe("vendor_unreachable");
   });
 
   it("another error that merely carries code 'needs_login' is an internal error, not a revoked connection", async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { dbCounts } from "../../src/store/sqlite/db.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { ALICE, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { ALICE, type Harness, makeHarness, mcpCall } from "../integration/broker-harness.js";
 
 // SQLite off the warm path (issue 13 item 3), through the real call path: real store file, real
 // vendor child, real MCP client. A warm call on the caller's own connection reads no connection
@@ -21,10 +21,15 @@ describe("warm mcp_call and the store", () => {
     h = await makeHarness();
     await h.connect(ALICE);
     const s = await h.session();
-    expect((await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
+    expect(
+      (await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs,
+    ).toBe("own");
     const before = counts(h);
     const n = 20;
-    for (let i = 0; i < n; i++) expect((await mcpCall(s.client, { tool: "read_item", args: { id: String(i) }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
+    for (let i = 0; i < n; i++)
+      expect(
+        (await mcpCall(s.client, { tool: "read_item", args: { id: String(i) }, on_behalf_of: ALICE })).structured.ranAs,
+      ).toBe("own");
     const after = counts(h);
     // data_version for the connection memo, one each for the tool-pin gate and the check on the
     // vendor (they run in later turns of the event loop), and the two audit rows.
@@ -40,7 +45,11 @@ describe("warm mcp_call and the store", () => {
     await mcpCall(s.client, { tool: "read_item", args: { id: "0" }, on_behalf_of: ALICE });
     const before = counts(h);
     const n = 24;
-    const results = await Promise.all(Array.from({ length: n }, (_, i) => mcpCall(s.client, { tool: "read_item", args: { id: String(i) }, on_behalf_of: ALICE })));
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        mcpCall(s.client, { tool: "read_item", args: { id: String(i) }, on_behalf_of: ALICE }),
+      ),
+    );
     expect(results.every((r) => r.structured.ranAs === "own")).toBe(true);
     expect(counts(h).transactions - before.transactions).toBeLessThan(2 * n);
     expect(await h.store.audit.count({ event: "call_started" })).toBe(n + 1);
@@ -51,10 +60,18 @@ describe("warm mcp_call and the store", () => {
     h = await makeHarness();
     const { connection } = await h.connect(ALICE);
     const s = await h.session();
-    expect((await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
+    expect(
+      (await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs,
+    ).toBe("own");
     const cli = openSqliteStore(h.store.db.name, Date.now).store;
     try {
-      await cli.connections.end(connection.id, { status: "revoked", reason: "admin", at: Date.now(), audit: [], actor: "cli:admin" });
+      await cli.connections.end(connection.id, {
+        status: "revoked",
+        reason: "admin",
+        at: Date.now(),
+        audit: [],
+        actor: "cli:admin",
+      });
     } finally {
       await cli.close();
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { plainLine } from "../../src/domain/card.js";
 import { slackTextLine } from "../../src/cards/slack-text.js";
+import { plainLine } from "../../src/domain/card.js";
 
 // The broker's Slack text read into card spans for a surface that is not Slack: no Slack markup
 // survives, a mention becomes a user span (written as a name by the renderer), escapes are undone.

@@ -4,8 +4,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callHash } from "../../src/policy/args-hash.js";
-import { startFakeJira, type FakeJira } from "../fixtures/fake-jira-api.js";
-import { ALICE, BOB, THREAD, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { type FakeJira, startFakeJira } from "../fixtures/fake-jira-api.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall, THREAD } from "../integration/broker-harness.js";
 
 // The catalog's Jira entry through the real broker: the pinned @aaronsb/jira-cloud-mcp child runs
 // with Alice's email and API token against a fake Jira Cloud API on loopback. Bob, in Alice's

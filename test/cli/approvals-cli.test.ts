@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ApprovalService } from "../../src/approvals/approval-service.js";
 import { noApprovalChannel } from "../../src/approvals/channel.js";
 import type { EmbeddedCaller } from "../../src/broker/broker.js";
@@ -13,7 +13,7 @@ import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, FakeApprovalChannel, THREAD, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, BOB, FakeApprovalChannel, mcpCall, THREAD } from "../integration/broker-harness.js";
 import { runBin, runInProcess } from "./run.js";
 
 // `approvals list|decide` against a running broker that holds a borrower's call waiting: the CLI is
@@ -41,7 +41,11 @@ beforeEach(async () => {
   };
   channel = new FakeApprovalChannel();
   app = await startApp({
-    config: loadConfig({ ...env, SLAUDE_HOST_TOKENS: "host-token-for-approvals-cli-test", PATH: process.env.PATH ?? "/usr/bin:/bin" }),
+    config: loadConfig({
+      ...env,
+      SLAUDE_HOST_TOKENS: "host-token-for-approvals-cli-test",
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+    }),
     log: memoryLogger(),
     registry: parseRegistry(demoRegistryDoc(), "demo"),
     membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
@@ -70,7 +74,8 @@ async function session(user: string) {
   const turn = { user };
   const s = await app.broker.connectEmbedded((): EmbeddedCaller => ({ ...THREAD, userId: turn.user }));
   sessions.push(s);
-  const call = (tool: string, args: Record<string, unknown> = {}) => mcpCall(s.client, { service: "demo", tool, args, on_behalf_of: turn.user });
+  const call = (tool: string, args: Record<string, unknown> = {}) =>
+    mcpCall(s.client, { service: "demo", tool, args, on_behalf_of: turn.user });
   return { turn, call };
 }
 
@@ -89,7 +94,12 @@ describe("approvals decide from another process", () => {
 
     const listed = await runInProcess(["approvals", "list", "--owner", ALICE], env);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(listed.stdout).toMatch(new RegExp(`^${approval.id}\\s+${THREAD.teamId}\\s+${THREAD.channelId}/${THREAD.threadTs}\\s+${ALICE}\\s+${BOB}\\s+demo\\s+list_notes\\s+pending\\s+\\S+\\s+allow-thread\\|once\\|deny$`, "m"));
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `^${approval.id}\\s+${THREAD.teamId}\\s+${THREAD.channelId}/${THREAD.threadTs}\\s+${ALICE}\\s+${BOB}\\s+demo\\s+list_notes\\s+pending\\s+\\S+\\s+allow-thread\\|once\\|deny$`,
+        "m",
+      ),
+    );
     expect(listed.stdout).not.toContain(approval.nonce);
     expect((await runInProcess(["approvals", "list", "--owner", BOB], env)).stdout.trim()).toBe("(none)");
 
@@ -145,7 +155,13 @@ describe("approvals decide from another process", () => {
     const pending = bob.call("add_note", { title: "sneaky" });
     const { approval } = await channel.nextCard(0);
     // Another process with a different idea of the tool's class: it writes allowed_thread.
-    const elsewhere = new ApprovalService({ store: app.store, channel: noApprovalChannel, clock: systemClock, log: memoryLogger(), timeoutMs: 60_000 });
+    const elsewhere = new ApprovalService({
+      store: app.store,
+      channel: noApprovalChannel,
+      clock: systemClock,
+      log: memoryLogger(),
+      timeoutMs: 60_000,
+    });
     expect(await elsewhere.decide(approval.id, approval.nonce, ALICE, "allowed_thread")).toBe("applied");
 
     const r = await pending;
@@ -160,7 +176,14 @@ describe("approvals decide from another process", () => {
 
 describe("approvals arguments", () => {
   it("refuses malformed arguments with usage (exit 2) and unknown approvals with exit 1", async () => {
-    for (const args of [["approvals"], ["approvals", "decide", "appr_x", "maybe", "--as", ALICE], ["approvals", "decide", "appr_x", "once"], ["approvals", "decide", "nope", "once", "--as", ALICE], ["approvals", "list", "--limit", "0"], ["approvals", "list", "--bogus"]]) {
+    for (const args of [
+      ["approvals"],
+      ["approvals", "decide", "appr_x", "maybe", "--as", ALICE],
+      ["approvals", "decide", "appr_x", "once"],
+      ["approvals", "decide", "nope", "once", "--as", ALICE],
+      ["approvals", "list", "--limit", "0"],
+      ["approvals", "list", "--bogus"],
+    ]) {
       const r = await runInProcess(args, env);
       expect(r.code, args.join(" ")).toBe(2);
     }

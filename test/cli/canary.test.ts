@@ -4,9 +4,9 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { bindingOf } from "../../src/vault/binding.js";
 import { openDatabase } from "../../src/store/sqlite/db.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
@@ -47,7 +47,7 @@ describe("connections add through the real process", () => {
     const forms = [canary, Buffer.from(canary).toString("base64"), Buffer.from(canary).toString("hex")];
 
     const argv = ["connections", "add", "--team", "T1", "--service", "svc", "--scope", "shared", "--label", "ops bot"];
-    const add = await runBin(argv, env, { stdin: canary + "\n", cwd: dir });
+    const add = await runBin(argv, env, { stdin: `${canary}\n`, cwd: dir });
     expect(add.stderr).toBe("");
     expect(add.code).toBe(0);
     const id = /^stored (conn_[A-Za-z0-9_-]+) \(svc, shared, expires \S+\)$/m.exec(add.stdout)?.[1];
@@ -72,19 +72,45 @@ describe("connections add through the real process", () => {
       for (const f of forms) expect(bytes.includes(Buffer.from(f)), `${f} in ${name}`).toBe(false);
     }
 
-    const listed = list.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const listed = list.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(listed).toHaveLength(1);
-    expect(listed[0]).toMatchObject({ id, teamId: "T1", ownerUserId: null, service: "svc", scope: "shared", status: "active", label: "ops bot", hasSecret: true, keyId: KeyRing.fromBase64(key).primaryId });
+    expect(listed[0]).toMatchObject({
+      id,
+      teamId: "T1",
+      ownerUserId: null,
+      service: "svc",
+      scope: "shared",
+      status: "active",
+      label: "ops bot",
+      hasSecret: true,
+      keyId: KeyRing.fromBase64(key).primaryId,
+    });
     expect(Object.keys(listed[0]!)).not.toContain("sealed");
 
-    const events = audit.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(events).toEqual([expect.objectContaining({ event: "connection_created", connectionId: id, decision: "shared", actor: "cli:tester" })]);
+    const events = audit.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events).toEqual([
+      expect.objectContaining({
+        event: "connection_created",
+        connectionId: id,
+        decision: "shared",
+        actor: "cli:tester",
+      }),
+    ]);
 
     // The stored ciphertext decrypts back to the canary with the same key, and only with it.
     const store = readOnlyStore(dbPath);
     try {
       const c = (await store.connections.get(id!))!;
-      expect(new Vault(KeyRing.fromBase64(key)).openCredential(c.sealed, bindingOf(c))).toEqual({ kind: "fields", fields: { token: canary } });
+      expect(new Vault(KeyRing.fromBase64(key)).openCredential(c.sealed, bindingOf(c))).toEqual({
+        kind: "fields",
+        fields: { token: canary },
+      });
       expect(() => new Vault(KeyRing.fromBase64(newKeyB64())).openCredential(c.sealed, bindingOf(c))).toThrow();
     } finally {
       await store.close();
@@ -94,7 +120,10 @@ describe("connections add through the real process", () => {
   it("refuses an unknown service with exit 1 and writes nothing", async () => {
     const { dir, dbPath, env } = setup();
     const secret = `canary-${randomBytes(8).toString("hex")}`;
-    const r = await runBin(["connections", "add", "--team", "T1", "--service", "nope"], env, { stdin: secret, cwd: dir });
+    const r = await runBin(["connections", "add", "--team", "T1", "--service", "nope"], env, {
+      stdin: secret,
+      cwd: dir,
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('unknown service "nope"');
     expect(r.stderr).toContain("known: svc, other");
@@ -113,7 +142,10 @@ describe("connections add through the real process", () => {
   it("refuses positional arguments to add (a secret must never be in argv) and writes nothing", async () => {
     const { dir, dbPath, env } = setup();
     const positional = `hunter2-${randomBytes(8).toString("hex")}`;
-    const r = await runBin(["connections", "add", "--team", "T1", "--service", "svc", positional], env, { stdin: "", cwd: dir });
+    const r = await runBin(["connections", "add", "--team", "T1", "--service", "svc", positional], env, {
+      stdin: "",
+      cwd: dir,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("no positional arguments");
     expect(r.stdout + r.stderr).not.toContain(positional);

@@ -3,12 +3,12 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { registryJsonSchema } from "../../src/config/registry-json-schema.js";
-import { bindingOf } from "../../src/vault/binding.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
-import { runInProcess, type CliResult } from "./run.js";
+import { type CliResult, runInProcess } from "./run.js";
 
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
@@ -57,20 +57,67 @@ const ADD_SHARED = ["connections", "add", "--team", "T1", "--service", "svc", "-
 describe("connections", () => {
   it("add supports user and thread scopes, token fields and JSON credentials", async () => {
     const { cli, dbPath, key } = setup();
-    const user = storedId(await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1", "--field", "api_key", "--ttl", "30m"], { stdin: "user-secret" }));
+    const user = storedId(
+      await cli(
+        [
+          "connections",
+          "add",
+          "--team",
+          "T1",
+          "--service",
+          "svc",
+          "--scope",
+          "user",
+          "--owner",
+          "U1",
+          "--field",
+          "api_key",
+          "--ttl",
+          "30m",
+        ],
+        { stdin: "user-secret" },
+      ),
+    );
     const thread = storedId(
-      await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "thread", "--owner", "U2", "--channel", "C1", "--thread", "1.1", "--format", "json"], {
-        stdin: JSON.stringify({ kind: "oauth", accessToken: "at-secret", refreshToken: "rt-secret" }),
-      }),
+      await cli(
+        [
+          "connections",
+          "add",
+          "--team",
+          "T1",
+          "--service",
+          "svc",
+          "--scope",
+          "thread",
+          "--owner",
+          "U2",
+          "--channel",
+          "C1",
+          "--thread",
+          "1.1",
+          "--format",
+          "json",
+        ],
+        {
+          stdin: JSON.stringify({ kind: "oauth", accessToken: "at-secret", refreshToken: "rt-secret" }),
+        },
+      ),
     );
     const vault = new Vault(KeyRing.fromBase64(key));
     await withStore(dbPath, async (s) => {
       const u = (await s.connections.get(user))!;
       expect(u).toMatchObject({ scope: "user", ownerUserId: "U1", expiresAt: u.createdAt + 30 * 60_000 });
-      expect(vault.openCredential(u.sealed, bindingOf(u))).toEqual({ kind: "fields", fields: { api_key: "user-secret" } });
+      expect(vault.openCredential(u.sealed, bindingOf(u))).toEqual({
+        kind: "fields",
+        fields: { api_key: "user-secret" },
+      });
       const t = (await s.connections.get(thread))!;
       expect(t).toMatchObject({ scope: "thread", ownerUserId: "U2", channelId: "C1", threadTs: "1.1" });
-      expect(vault.openCredential(t.sealed, bindingOf(t))).toMatchObject({ kind: "oauth", accessToken: "at-secret", refreshToken: "rt-secret" });
+      expect(vault.openCredential(t.sealed, bindingOf(t))).toMatchObject({
+        kind: "oauth",
+        accessToken: "at-secret",
+        refreshToken: "rt-secret",
+      });
     });
   });
 
@@ -85,8 +132,18 @@ describe("connections", () => {
       [[...ADD_SHARED, "--bogus"], secret, 2, /bogus/],
       [ADD_SHARED, "", 1, /no secret on standard input/],
       [[...ADD_SHARED, "--format", "json"], `{"kind":"fields","fields":{"token":"${secret}"`, 1, /not valid JSON/],
-      [[...ADD_SHARED, "--format", "json"], JSON.stringify({ kind: "fields", fields: { token: secret }, extra: secret }), 1, /invalid at/],
-      [["connections", "add", "--team", "T1", "--service", "other", "--scope", "shared"], secret, 1, /does not allow scope "shared"/],
+      [
+        [...ADD_SHARED, "--format", "json"],
+        JSON.stringify({ kind: "fields", fields: { token: secret }, extra: secret }),
+        1,
+        /invalid at/,
+      ],
+      [
+        ["connections", "add", "--team", "T1", "--service", "other", "--scope", "shared"],
+        secret,
+        1,
+        /does not allow scope "shared"/,
+      ],
     ];
     for (const [args, stdin, code, message] of cases) {
       const r = await cli(args, stdin === undefined ? {} : { stdin });
@@ -104,7 +161,11 @@ describe("connections", () => {
     const { cli, clock } = setup();
     const a = storedId(await cli(ADD_SHARED, { stdin: "s1" }));
     clock.advance(1);
-    const b = storedId(await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], { stdin: "s2" }));
+    const b = storedId(
+      await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], {
+        stdin: "s2",
+      }),
+    );
     expect((await cli(["connections", "revoke", a])).code).toBe(0);
     const live = jsonLines((await cli(["connections", "list", "--json"])).stdout);
     expect(live.map((c) => c.id)).toEqual([b]);
@@ -113,7 +174,9 @@ describe("connections", () => {
       [a, "revoked", false],
       [b, "active", true],
     ]);
-    expect(jsonLines((await cli(["connections", "list", "--json", "--owner", "U1"])).stdout).map((c) => c.id)).toEqual([b]);
+    expect(jsonLines((await cli(["connections", "list", "--json", "--owner", "U1"])).stdout).map((c) => c.id)).toEqual([
+      b,
+    ]);
     const table = (await cli(["connections", "list"])).stdout;
     expect(table).toMatch(/^ID\s+TEAM\s+OWNER/);
     expect(table).toContain(b);
@@ -122,18 +185,67 @@ describe("connections", () => {
 
   it("revoke wipes the ciphertext, revokes grants and audits; a second revoke fails", async () => {
     const { cli, dbPath, clock } = setup();
-    const id = storedId(await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "thread", "--owner", "U1", "--channel", "C1", "--thread", "1.1"], { stdin: "s" }));
+    const id = storedId(
+      await cli(
+        [
+          "connections",
+          "add",
+          "--team",
+          "T1",
+          "--service",
+          "svc",
+          "--scope",
+          "thread",
+          "--owner",
+          "U1",
+          "--channel",
+          "C1",
+          "--thread",
+          "1.1",
+        ],
+        { stdin: "s" },
+      ),
+    );
     await withStore(dbPath, (s) =>
-      s.grants.create({ id: "grant_1", connectionId: id, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: clock.now() }, []),
+      s.grants.create(
+        {
+          id: "grant_1",
+          connectionId: id,
+          teamId: "T1",
+          channelId: "C1",
+          threadTs: "1.1",
+          ownerUserId: "U1",
+          borrowerUserId: "U2",
+          service: "svc",
+          createdAt: clock.now(),
+        },
+        [],
+      ),
     );
     clock.advance(1000);
     const r = await cli(["connections", "revoke", id, "--reason", "left the company"]);
     expect(r).toMatchObject({ code: 0, stdout: `revoked ${id}\n` });
     await withStore(dbPath, async (s) => {
-      const raw = s.db.prepare("SELECT status, ended_reason, ended_at, key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?").get(id);
-      expect(raw).toEqual({ status: "revoked", ended_reason: "left the company", ended_at: clock.now(), key_id: null, secret_nonce: null, secret_ct: null, secret_tag: null });
+      const raw = s.db
+        .prepare(
+          "SELECT status, ended_reason, ended_at, key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?",
+        )
+        .get(id);
+      expect(raw).toEqual({
+        status: "revoked",
+        ended_reason: "left the company",
+        ended_at: clock.now(),
+        key_id: null,
+        secret_nonce: null,
+        secret_ct: null,
+        secret_tag: null,
+      });
       expect(await s.grants.get("grant_1")).toMatchObject({ revokedAt: clock.now(), revokedBy: "cli:tester" });
-      expect((await s.audit.query({ connectionId: id })).map((e) => e.event)).toEqual(["connection_created", "connection_revoked", "grant_revoked"]);
+      expect((await s.audit.query({ connectionId: id })).map((e) => e.event)).toEqual([
+        "connection_created",
+        "connection_revoked",
+        "grant_revoked",
+      ]);
     });
     const again = await cli(["connections", "revoke", id]);
     expect(again.code).toBe(1);
@@ -148,18 +260,37 @@ describe("connections", () => {
 describe("grants", () => {
   it("lists and revokes grants, with an audit row", async () => {
     const { cli, dbPath, clock } = setup();
-    const id = storedId(await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], { stdin: "s" }));
+    const id = storedId(
+      await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], {
+        stdin: "s",
+      }),
+    );
     await withStore(dbPath, async (s) => {
       for (const [gid, borrower] of [
         ["grant_a", "U2"],
         ["grant_b", "U3"],
       ] as const) {
-        await s.grants.create({ id: gid, connectionId: id, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: borrower, service: "svc", createdAt: clock.now() }, []);
+        await s.grants.create(
+          {
+            id: gid,
+            connectionId: id,
+            teamId: "T1",
+            channelId: "C1",
+            threadTs: "1.1",
+            ownerUserId: "U1",
+            borrowerUserId: borrower,
+            service: "svc",
+            createdAt: clock.now(),
+          },
+          [],
+        );
       }
     });
     const listed = jsonLines((await cli(["grants", "list", "--json"])).stdout);
     expect(listed.map((g) => g.id)).toEqual(["grant_a", "grant_b"]);
-    expect(jsonLines((await cli(["grants", "list", "--json", "--borrower", "U3"])).stdout).map((g) => g.id)).toEqual(["grant_b"]);
+    expect(jsonLines((await cli(["grants", "list", "--json", "--borrower", "U3"])).stdout).map((g) => g.id)).toEqual([
+      "grant_b",
+    ]);
     expect((await cli(["grants", "list"])).stdout).toMatch(/^ID\s+CONNECTION\s+SERVICE/);
 
     clock.advance(500);
@@ -170,7 +301,13 @@ describe("grants", () => {
     expect(all.find((g) => g.id === "grant_a")).toMatchObject({ revokedAt: clock.now(), revokedBy: "cli:tester" });
     await withStore(dbPath, async (s) => {
       expect(await s.audit.query({ event: "grant_revoked" })).toEqual([
-        expect.objectContaining({ connectionId: id, ownerUserId: "U1", callerUserId: "U2", actor: "cli:tester", at: clock.now() }),
+        expect.objectContaining({
+          connectionId: id,
+          ownerUserId: "U1",
+          callerUserId: "U2",
+          actor: "cli:tester",
+          at: clock.now(),
+        }),
       ]);
     });
 
@@ -187,7 +324,27 @@ describe("audit", () => {
     const { cli, clock } = setup();
     const a = storedId(await cli(ADD_SHARED, { stdin: "s1" }));
     clock.advance(3_600_000);
-    const b = storedId(await cli(["connections", "add", "--team", "T2", "--service", "other", "--scope", "thread", "--owner", "U5", "--channel", "C9", "--thread", "9.9"], { stdin: "s2" }));
+    const b = storedId(
+      await cli(
+        [
+          "connections",
+          "add",
+          "--team",
+          "T2",
+          "--service",
+          "other",
+          "--scope",
+          "thread",
+          "--owner",
+          "U5",
+          "--channel",
+          "C9",
+          "--thread",
+          "9.9",
+        ],
+        { stdin: "s2" },
+      ),
+    );
     clock.advance(60_000);
     expect((await cli(["connections", "revoke", b])).code).toBe(0);
 
@@ -199,7 +356,8 @@ describe("audit", () => {
     expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
     expect(rows[0]).toMatchObject({ connectionId: a, time: new Date(rows[0]!.at as number).toISOString() });
 
-    const events = async (...args: string[]) => jsonLines((await cli(["audit", "--jsonl", ...args])).stdout).map((r) => `${r.event}:${r.connectionId}`);
+    const events = async (...args: string[]) =>
+      jsonLines((await cli(["audit", "--jsonl", ...args])).stdout).map((r) => `${r.event}:${r.connectionId}`);
     expect(await events("--event", "connection_revoked")).toEqual([`connection_revoked:${b}`]);
     expect(await events("--service", "svc")).toEqual([`connection_created:${a}`]);
     expect(await events("--team", "T2")).toEqual([`connection_created:${b}`, `connection_revoked:${b}`]);
@@ -223,7 +381,11 @@ describe("keys", () => {
     const { cli, dbPath } = setup(keyA);
     const ids = [
       storedId(await cli(ADD_SHARED, { stdin: "shared-secret" })),
-      storedId(await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], { stdin: "user-secret" })),
+      storedId(
+        await cli(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], {
+          stdin: "user-secret",
+        }),
+      ),
     ];
     // Without the old key the rotation refuses and changes nothing.
     const refused = await cli(["keys", "rotate"], { env: { SLAUDE_ENCRYPTION_KEY: keyB } });
@@ -231,9 +393,13 @@ describe("keys", () => {
     expect(refused.stderr).toMatch(/no key with id/);
     const idA = KeyRing.fromBase64(keyA).primaryId;
     const idB = KeyRing.fromBase64(keyB).primaryId;
-    await withStore(dbPath, async (s) => expect((await s.connections.list({})).map((c) => c.sealed?.keyId)).toEqual([idA, idA]));
+    await withStore(dbPath, async (s) =>
+      expect((await s.connections.list({})).map((c) => c.sealed?.keyId)).toEqual([idA, idA]),
+    );
 
-    const r = await cli(["keys", "rotate"], { env: { SLAUDE_ENCRYPTION_KEY: keyB, SLAUDE_ENCRYPTION_KEY_PREVIOUS: keyA } });
+    const r = await cli(["keys", "rotate"], {
+      env: { SLAUDE_ENCRYPTION_KEY: keyB, SLAUDE_ENCRYPTION_KEY_PREVIOUS: keyA },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(`re-encrypted 2 credential(s) and 0 installation(s) under key ${idB}\n`);
 
@@ -247,10 +413,14 @@ describe("keys", () => {
         secrets.push(cred.kind === "fields" ? cred.fields.token : undefined);
       }
       expect(secrets).toEqual(["shared-secret", "user-secret"]);
-      expect(await s.audit.query({ event: "keys_rotated" })).toEqual([expect.objectContaining({ decision: idB, actor: "cli:tester" })]);
+      expect(await s.audit.query({ event: "keys_rotated" })).toEqual([
+        expect.objectContaining({ decision: idB, actor: "cli:tester" }),
+      ]);
     });
     // After rotation the new key alone serves the CLI.
-    expect((await cli(["keys", "rotate"], { env: { SLAUDE_ENCRYPTION_KEY: keyB } })).stdout).toContain("re-encrypted 2");
+    expect((await cli(["keys", "rotate"], { env: { SLAUDE_ENCRYPTION_KEY: keyB } })).stdout).toContain(
+      "re-encrypted 2",
+    );
   });
 
   it("generate prints a valid new key; a malformed key is a configuration error naming the variable", async () => {

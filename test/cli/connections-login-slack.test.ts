@@ -4,14 +4,14 @@
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
+import { demoRegistryDoc } from "../../src/config/demo-registry.js";
 import { Installations } from "../../src/installations/installations.js";
 import { createLogger } from "../../src/log/logger.js";
 import { processRefreshLock } from "../../src/login/oauth/refresh-lock.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { demoRegistryDoc } from "../../src/config/demo-registry.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { runInProcess } from "./run.js";
 
@@ -25,29 +25,79 @@ afterEach(async () => {
 const TEAM = "T0LOGIN01";
 
 async function setup() {
-  const fake = await startFakeSlack({ teams: [{ id: TEAM, name: "Acme", users: ["UREAL0001", { id: "UGONE0001", deleted: true }] }] });
+  const fake = await startFakeSlack({
+    teams: [{ id: TEAM, name: "Acme", users: ["UREAL0001", { id: "UGONE0001", deleted: true }] }],
+  });
   fakes.push(fake);
   const inst = fake.install({ tenant: { teamId: TEAM }, scopes: ["users:read"] });
   const dir = tmp.make();
   const key = newKeyB64();
   const dbPath = path.join(dir, "data", "slaude.db");
-  const env: NodeJS.ProcessEnv = { NODE_ENV: "test", SLAUDE_DATA_DIR: path.join(dir, "data"), SLAUDE_REGISTRY_PATH: writeRegistryFile(dir, demoRegistryDoc()), SLAUDE_ENCRYPTION_KEY: key, SLACK_API_URL: fake.apiUrl };
+  const env: NodeJS.ProcessEnv = {
+    NODE_ENV: "test",
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    SLAUDE_REGISTRY_PATH: writeRegistryFile(dir, demoRegistryDoc()),
+    SLAUDE_ENCRYPTION_KEY: key,
+    SLACK_API_URL: fake.apiUrl,
+  };
   const clock = new ManualClock();
   const { store } = openSqliteStore(dbPath);
   const vault = new Vault(KeyRing.fromBase64(key));
-  const installations = new Installations({ repo: store.installations, sealer: { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) }, clock, log: createLogger("error"), audit: store.audit, lock: processRefreshLock });
-  await installations.record({ enterpriseId: null, enterpriseName: null, teamId: TEAM, teamName: "Acme", isEnterpriseInstall: false, appId: fake.appId, botId: inst.botId, botUserId: inst.botUserId, scopes: ["users:read"], tokens: { botToken: inst.botToken }, tokenExpiresAt: null, installedBy: "UREAL0001" }, "test");
+  const installations = new Installations({
+    repo: store.installations,
+    sealer: { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) },
+    clock,
+    log: createLogger("error"),
+    audit: store.audit,
+    lock: processRefreshLock,
+  });
+  await installations.record(
+    {
+      enterpriseId: null,
+      enterpriseName: null,
+      teamId: TEAM,
+      teamName: "Acme",
+      isEnterpriseInstall: false,
+      appId: fake.appId,
+      botId: inst.botId,
+      botUserId: inst.botUserId,
+      scopes: ["users:read"],
+      tokens: { botToken: inst.botToken },
+      tokenExpiresAt: null,
+      installedBy: "UREAL0001",
+    },
+    "test",
+  );
   await store.close();
   /** The login_started rows and the sessions a far-future expiry would end: what was minted. */
   const minted = async () => {
     const { store: s } = openSqliteStore(dbPath);
     try {
-      return { audit: (await s.audit.query({ event: "login_started" })).map((e) => e.callerUserId), sessions: (await s.loginSessions.expireDue(Number.MAX_SAFE_INTEGER)).map((x) => x.userId) };
+      return {
+        audit: (await s.audit.query({ event: "login_started" })).map((e) => e.callerUserId),
+        sessions: (await s.loginSessions.expireDue(Number.MAX_SAFE_INTEGER)).map((x) => x.userId),
+      };
     } finally {
       await s.close();
     }
   };
-  const login = (team: string, user: string) => runInProcess(["connections", "login", "--team", team, "--user", user, "--service", "demo", "--thread", "C0GENERAL/1700000000.000100"], env, { clock });
+  const login = (team: string, user: string) =>
+    runInProcess(
+      [
+        "connections",
+        "login",
+        "--team",
+        team,
+        "--user",
+        user,
+        "--service",
+        "demo",
+        "--thread",
+        "C0GENERAL/1700000000.000100",
+      ],
+      env,
+      { clock },
+    );
   return { login, minted, botUserId: inst.botUserId };
 }
 

@@ -17,14 +17,20 @@ const CATALOG = fileURLToPath(new URL("../../services.example.json", import.meta
 it("in an empty directory names the package's own services.example.json, a fix that works as printed, and warns about root once", async () => {
   const cwd = tmp.make();
   expect(readdirSync(cwd)).toEqual([]);
-  const env = { NODE_ENV: "development", SLAUDE_DATA_DIR: path.join(tmp.make(), "data"), SLAUDE_ENCRYPTION_KEY: newKeyB64() };
+  const env = {
+    NODE_ENV: "development",
+    SLAUDE_DATA_DIR: path.join(tmp.make(), "data"),
+    SLAUDE_ENCRYPTION_KEY: newKeyB64(),
+  };
   const r = await runBin(["doctor"], env, { cwd });
   expect(r.code, r.stderr).toBe(0);
   const lines = r.stdout.split("\n");
   const at = lines.findIndex((l) => l.startsWith("WARN  service registry:"));
   expect(at, r.stdout).toBeGreaterThanOrEqual(0);
   const fix = lines[at + 1]!.trim();
-  expect(fix).toBe(`fix: cp ${CATALOG} ${path.join(cwd, "services.json")} (then keep the services you use), or set SLAUDE_REGISTRY_PATH`);
+  expect(fix).toBe(
+    `fix: cp ${CATALOG} ${path.join(cwd, "services.json")} (then keep the services you use), or set SLAUDE_REGISTRY_PATH`,
+  );
   expect(existsSync(CATALOG)).toBe(true);
 
   // Said once, by the process-user check (this machine's tests may run as root or not).
@@ -34,5 +40,10 @@ it("in an empty directory names the package's own services.example.json, a fix t
   // The fix, run as printed from that directory, gives doctor a registry it accepts.
   execFileSync("/bin/sh", ["-c", fix.slice("fix: ".length).split(" (then")[0]!], { cwd });
   const again = await runBin(["doctor"], env, { cwd });
-  expect(again.stdout).toMatch(new RegExp(`^ok {4}service registry: ${path.join(cwd, "services.json").replace(/[.]/g, "\\.")}: \\d+ service\\(s\\)`, "m"));
+  expect(again.stdout).toMatch(
+    new RegExp(
+      `^ok {4}service registry: ${path.join(cwd, "services.json").replace(/[.]/g, "\\.")}: \\d+ service\\(s\\)`,
+      "m",
+    ),
+  );
 });

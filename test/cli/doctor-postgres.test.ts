@@ -9,7 +9,7 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readPgMigrations } from "../../src/store/postgres/migrator.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 import { runInProcess } from "./run.js";
 
 const tmp = new TempDirs();
@@ -24,7 +24,14 @@ afterAll(async () => {
 
 function env(url: string, key = newKeyB64()): NodeJS.ProcessEnv {
   const dir = tmp.make();
-  return { SLAUDE_DATA_DIR: path.join(dir, "data"), SLAUDE_REGISTRY_PATH: writeRegistryFile(dir), SLAUDE_ENCRYPTION_KEY: key, SLAUDE_CHROMIUM_PATH: path.join(dir, "none"), SLAUDE_DATABASE_URL: url, USER: "tester" };
+  return {
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    SLAUDE_REGISTRY_PATH: writeRegistryFile(dir),
+    SLAUDE_ENCRYPTION_KEY: key,
+    SLAUDE_CHROMIUM_PATH: path.join(dir, "none"),
+    SLAUDE_DATABASE_URL: url,
+    USER: "tester",
+  };
 }
 
 const latest = readPgMigrations().at(-1)!.version;
@@ -35,16 +42,24 @@ describe("doctor on PostgreSQL", () => {
     const e = env(url);
     const fresh = await runInProcess(["doctor"], e);
     expect(fresh.code).toBe(0);
-    expect(fresh.stdout).toMatch(new RegExp(`^ok {4}store: PostgreSQL at 127\\.0\\.0\\.1:${cluster.port}/\\w+ \\(SLAUDE_DATABASE_URL`, "m"));
-    expect(fresh.stdout).toMatch(new RegExp(`^WARN {2}database: PostgreSQL \\d+\\S* at .*, schema 0, ${latest} migration\\(s\\) pending$`, "m"));
+    expect(fresh.stdout).toMatch(
+      new RegExp(`^ok {4}store: PostgreSQL at 127\\.0\\.0\\.1:${cluster.port}/\\w+ \\(SLAUDE_DATABASE_URL`, "m"),
+    );
+    expect(fresh.stdout).toMatch(
+      new RegExp(`^WARN {2}database: PostgreSQL \\d+\\S* at .*, schema 0, ${latest} migration\\(s\\) pending$`, "m"),
+    );
     expect(fresh.stdout).toMatch(/^ok {4}database role: slaude is an ordinary role \(not a superuser\)$/m);
     expect(fresh.stdout).not.toContain("slaude.db");
     expect(fresh.stdout + fresh.stderr).not.toContain(cluster.password);
 
     expect((await runInProcess(["migrate"], e)).code).toBe(0);
     const migrated = await runInProcess(["doctor"], e);
-    expect(migrated.stdout).toMatch(new RegExp(`^ok {4}database: PostgreSQL .*, schema ${latest} \\(up to date\\), answering$`, "m"));
-    expect(migrated.stdout).toMatch(/^ok {4}stored credentials: every stored credential is sealed under a configured key$/m);
+    expect(migrated.stdout).toMatch(
+      new RegExp(`^ok {4}database: PostgreSQL .*, schema ${latest} \\(up to date\\), answering$`, "m"),
+    );
+    expect(migrated.stdout).toMatch(
+      /^ok {4}stored credentials: every stored credential is sealed under a configured key$/m,
+    );
   });
 
   it("a superuser role is a warning (an error in production); credentials under an unknown key are an error", async () => {
@@ -61,10 +76,20 @@ describe("doctor on PostgreSQL", () => {
     expect(r.stdout + prod.stdout).not.toContain(password);
 
     const e = env(url);
-    expect((await runInProcess(["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"], e, { stdin: "secret" })).code).toBe(0);
+    expect(
+      (
+        await runInProcess(
+          ["connections", "add", "--team", "T1", "--service", "svc", "--scope", "user", "--owner", "U1"],
+          e,
+          { stdin: "secret" },
+        )
+      ).code,
+    ).toBe(0);
     const otherKey = await runInProcess(["doctor"], { ...e, SLAUDE_ENCRYPTION_KEY: newKeyB64() });
     expect(otherKey.code).toBe(1);
-    expect(otherKey.stdout).toMatch(/^ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key \S+; serve refuses to start$/m);
+    expect(otherKey.stdout).toMatch(
+      /^ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key \S+; serve refuses to start$/m,
+    );
   });
 
   it("a database other roles may connect to is a warning (an error in production) until CONNECT and TEMP are revoked from PUBLIC", async () => {
@@ -72,8 +97,15 @@ describe("doctor on PostgreSQL", () => {
     const db = new URL(url).pathname.slice(1);
     const e = env(url);
     const fresh = await runInProcess(["doctor"], e);
-    expect(fresh.stdout).toMatch(new RegExp(`^WARN {2}database access: PUBLIC has CONNECT and TEMP on database ${db}: every role on the server can connect`, "m"));
-    expect(fresh.stdout).toContain(`REVOKE CONNECT, TEMP ON DATABASE "${db}" FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE "${db}" TO "slaude"`);
+    expect(fresh.stdout).toMatch(
+      new RegExp(
+        `^WARN {2}database access: PUBLIC has CONNECT and TEMP on database ${db}: every role on the server can connect`,
+        "m",
+      ),
+    );
+    expect(fresh.stdout).toContain(
+      `REVOKE CONNECT, TEMP ON DATABASE "${db}" FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE "${db}" TO "slaude"`,
+    );
     const prod = await runInProcess(["doctor"], { ...e, NODE_ENV: "production" });
     expect(prod.stdout).toMatch(/^ERROR database access: PUBLIC has CONNECT and TEMP/m);
     expect(prod.code).toBe(1);
@@ -82,14 +114,20 @@ describe("doctor on PostgreSQL", () => {
     const owner = `postgres://${cluster.role}:${cluster.password}@127.0.0.1:${cluster.port}/${db}`;
     const c = new pg.Client({ connectionString: owner });
     await c.connect();
-    await c.query(`REVOKE CONNECT, TEMP ON DATABASE "${db}" FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE "${db}" TO "slaude"`);
+    await c.query(
+      `REVOKE CONNECT, TEMP ON DATABASE "${db}" FROM PUBLIC; GRANT CONNECT, TEMP ON DATABASE "${db}" TO "slaude"`,
+    );
     await c.end();
-    expect((await runInProcess(["doctor"], e)).stdout).toMatch(new RegExp(`^ok {4}database access: only slaude \\(and superusers\\) may connect to database ${db}$`, "m"));
+    expect((await runInProcess(["doctor"], e)).stdout).toMatch(
+      new RegExp(`^ok {4}database access: only slaude \\(and superusers\\) may connect to database ${db}$`, "m"),
+    );
 
     const other = `reader_${randomBytes(3).toString("hex")}`;
     await cluster.superQuery(`CREATE ROLE ${other} LOGIN PASSWORD 'x${randomBytes(6).toString("hex")}'`);
     await cluster.superQuery(`GRANT CONNECT ON DATABASE "${db}" TO ${other}`);
-    expect((await runInProcess(["doctor"], e)).stdout).toMatch(new RegExp(`^WARN {2}database access: other roles may connect to database ${db}: ${other}$`, "m"));
+    expect((await runInProcess(["doctor"], e)).stdout).toMatch(
+      new RegExp(`^WARN {2}database access: other roles may connect to database ${db}: ${other}$`, "m"),
+    );
   });
 
   it("an unreachable server is an error naming host and port, without the password", async () => {

@@ -10,7 +10,8 @@ import { StaticTenantDirectory } from "../../src/tenancy/tenant-directory.js";
 const UNBOUND = `host-${randomBytes(16).toString("hex")}`;
 const BOUND = `host-${randomBytes(16).toString("hex")}`;
 const KEY = randomBytes(32).toString("base64");
-const config = (env: Record<string, string>) => loadConfig({ SLAUDE_ENCRYPTION_KEY: KEY, SLAUDE_HOST_TOKENS: `T012AB:${BOUND},${UNBOUND}`, ...env });
+const config = (env: Record<string, string>) =>
+  loadConfig({ SLAUDE_ENCRYPTION_KEY: KEY, SLAUDE_HOST_TOKENS: `T012AB:${BOUND},${UNBOUND}`, ...env });
 
 describe("doctor: host token tenants", () => {
   it("is ok with one installation, warns with several, and is an error in production with several", async () => {
@@ -23,12 +24,18 @@ describe("doctor: host token tenants", () => {
     expect(prod.level).toBe("error");
     expect(prod.fix).toContain("<team_id>:<token>");
     for (const f of [one, dev, prod]) expect(JSON.stringify(f)).not.toContain(UNBOUND);
-    const bound = await checkHostTokenTenancy(loadConfig({ NODE_ENV: "production", SLAUDE_ENCRYPTION_KEY: KEY, SLAUDE_HOST_TOKENS: `T012AB:${BOUND}` }), new StaticTenantDirectory(3));
+    const bound = await checkHostTokenTenancy(
+      loadConfig({ NODE_ENV: "production", SLAUDE_ENCRYPTION_KEY: KEY, SLAUDE_HOST_TOKENS: `T012AB:${BOUND}` }),
+      new StaticTenantDirectory(3),
+    );
     expect(bound.level).toBe("ok");
   });
 
   it("an installations directory that cannot answer is an error, not a pass", async () => {
-    const broken = { enterpriseOf: async () => null, liveInstallations: async (): Promise<number> => Promise.reject(new Error("connection refused")) };
+    const broken = {
+      enterpriseOf: async () => null,
+      liveInstallations: async (): Promise<number> => Promise.reject(new Error("connection refused")),
+    };
     expect((await checkHostTokenTenancy(config({ NODE_ENV: "test" }), broken)).level).toBe("error");
   });
 });

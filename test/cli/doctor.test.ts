@@ -25,7 +25,9 @@ describe("doctor", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^ok {4}encryption key: SLAUDE_ENCRYPTION_KEY is a valid 32-byte key$/m);
     expect(r.stdout).toMatch(/^WARN {2}chromium: .*no-such-chromium not found or not executable$/m);
-    expect(r.stdout).toMatch(/^WARN {2}slack: Slack is not configured \(missing SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET\)/m);
+    expect(r.stdout).toMatch(
+      /^WARN {2}slack: Slack is not configured \(missing SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET\)/m,
+    );
     expect(r.stdout).toMatch(/^ok {4}service registry: .*2 service\(s\): svc, other$/m);
     expect(r.stdout).toMatch(/^no errors, \d+ warning\(s\)$/m);
     expect(r.stdout).not.toContain(env.SLAUDE_ENCRYPTION_KEY);
@@ -46,7 +48,10 @@ describe("doctor", () => {
     expect(badEnv.code).toBe(1);
     expect(badEnv.stdout).toMatch(/^ERROR environment: invalid environment\n\s+PORT: /m);
 
-    const brokenRegistry = await runInProcess(["doctor"], { ...env, SLAUDE_REGISTRY_PATH: path.join(env.SLAUDE_DATA_DIR!, "..", "missing.json") });
+    const brokenRegistry = await runInProcess(["doctor"], {
+      ...env,
+      SLAUDE_REGISTRY_PATH: path.join(env.SLAUDE_DATA_DIR!, "..", "missing.json"),
+    });
     expect(brokenRegistry.code).toBe(1);
     expect(brokenRegistry.stdout).toMatch(/^ERROR service registry: .*missing\.json cannot be read/m);
     // Without a key in development: a warning, not an error.
@@ -54,7 +59,9 @@ describe("doctor", () => {
 
     const dbPath = path.join(env.SLAUDE_DATA_DIR!, "slaude.db");
     const { store } = openSqliteStore(dbPath);
-    store.db.prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, 'future', 'x', 0)").run();
+    store.db
+      .prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, 'future', 'x', 0)")
+      .run();
     await store.close();
     const newer = await runInProcess(["doctor"], env);
     expect(newer.code).toBe(1);

@@ -9,7 +9,7 @@ import { processRefreshLock } from "../../src/login/oauth/refresh-lock.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { runInProcess } from "./run.js";
 
@@ -21,20 +21,57 @@ afterEach(async () => {
 });
 
 async function setup() {
-  const fake = await startFakeSlack({ teams: [{ id: "T0CLIAAA1", name: "Acme", users: ["UOP000001"] }, { id: "T0CLIBBB1", name: "Beta", users: ["UOP000002"] }] });
+  const fake = await startFakeSlack({
+    teams: [
+      { id: "T0CLIAAA1", name: "Acme", users: ["UOP000001"] },
+      { id: "T0CLIBBB1", name: "Beta", users: ["UOP000002"] },
+    ],
+  });
   fakes.push(fake);
   const a = fake.install({ tenant: { teamId: "T0CLIAAA1" }, scopes: ["chat:write"] });
   const b = fake.install({ tenant: { teamId: "T0CLIBBB1" } });
   const dir = tmp.make();
   const key = newKeyB64();
-  const env: NodeJS.ProcessEnv = { SLAUDE_DATA_DIR: path.join(dir, "data"), SLAUDE_REGISTRY_PATH: writeRegistryFile(dir), SLAUDE_ENCRYPTION_KEY: key, SLACK_API_URL: fake.apiUrl, USER: "tester" };
+  const env: NodeJS.ProcessEnv = {
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    SLAUDE_REGISTRY_PATH: writeRegistryFile(dir),
+    SLAUDE_ENCRYPTION_KEY: key,
+    SLACK_API_URL: fake.apiUrl,
+    USER: "tester",
+  };
   const clock = new ManualClock();
   const { store } = openSqliteStore(path.join(dir, "data", "slaude.db"));
   const vault = new Vault(KeyRing.fromBase64(key));
-  const installations = new Installations({ repo: store.installations, sealer: { seal: (t, bd) => vault.sealInstallation(t, bd), open: (s, bd) => vault.openInstallation(s, bd) }, clock, log: createLogger("error"), audit: store.audit, lock: processRefreshLock });
+  const installations = new Installations({
+    repo: store.installations,
+    sealer: { seal: (t, bd) => vault.sealInstallation(t, bd), open: (s, bd) => vault.openInstallation(s, bd) },
+    clock,
+    log: createLogger("error"),
+    audit: store.audit,
+    lock: processRefreshLock,
+  });
   const ids: string[] = [];
-  for (const [team, name, inst] of [["T0CLIAAA1", "Acme", a], ["T0CLIBBB1", "Beta", b]] as const) {
-    const row = await installations.record({ enterpriseId: null, enterpriseName: null, teamId: team, teamName: name, isEnterpriseInstall: false, appId: fake.appId, botId: inst.botId, botUserId: inst.botUserId, scopes: ["chat:write"], tokens: { botToken: inst.botToken }, tokenExpiresAt: null, installedBy: "UOP000001" }, "test");
+  for (const [team, name, inst] of [
+    ["T0CLIAAA1", "Acme", a],
+    ["T0CLIBBB1", "Beta", b],
+  ] as const) {
+    const row = await installations.record(
+      {
+        enterpriseId: null,
+        enterpriseName: null,
+        teamId: team,
+        teamName: name,
+        isEnterpriseInstall: false,
+        appId: fake.appId,
+        botId: inst.botId,
+        botUserId: inst.botUserId,
+        scopes: ["chat:write"],
+        tokens: { botToken: inst.botToken },
+        tokenExpiresAt: null,
+        installedBy: "UOP000001",
+      },
+      "test",
+    );
     ids.push(row.id);
   }
   await store.close();
@@ -51,9 +88,13 @@ describe("installations", () => {
     expect(r.stdout).toContain("Beta");
     expect(r.stdout).toMatch(/active/);
     const json = await cli(["installations", "list", "--json"]);
-    const rows = json.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const rows = json.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(rows.map((x) => x.teamId).sort()).toEqual(["T0CLIAAA1", "T0CLIBBB1"]);
-    for (const out of [r.stdout, json.stdout, r.stderr, json.stderr]) for (const t of tokens) expect(out).not.toContain(t);
+    for (const out of [r.stdout, json.stdout, r.stderr, json.stderr])
+      for (const t of tokens) expect(out).not.toContain(t);
     expect(json.stdout).not.toMatch(/xox[bpe]-/);
     expect(rows.every((x) => !("sealed" in x))).toBe(true);
   });

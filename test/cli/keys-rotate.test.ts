@@ -6,8 +6,8 @@ import { ManualClock } from "../../src/clock/clock.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { canaryTokens, installation } from "../store/contract/installation-fixtures.js";
+import { newKeyB64, TempDirs, writeRegistryFile } from "../support/foundation.js";
 import { postgresStores } from "../support/postgres-stores.js";
 import { runInProcess } from "./run.js";
 
@@ -23,9 +23,18 @@ describe("keys rotate", () => {
     const keyB = newKeyB64();
     const env = { SLAUDE_DATA_DIR: dataDir, SLAUDE_REGISTRY_PATH: writeRegistryFile(dir), USER: "tester" };
     const clock = new ManualClock();
-    const cli = (args: string[], extra: NodeJS.ProcessEnv, stdin?: string) => runInProcess(args, { ...env, ...extra }, { clock, ...(stdin !== undefined ? { stdin } : {}) });
+    const cli = (args: string[], extra: NodeJS.ProcessEnv, stdin?: string) =>
+      runInProcess(args, { ...env, ...extra }, { clock, ...(stdin !== undefined ? { stdin } : {}) });
     // A first command creates and migrates the database.
-    expect((await cli(["connections", "add", "--team", "T1", "--service", "svc"], { SLAUDE_ENCRYPTION_KEY: keyA }, "shared-secret")).code).toBe(0);
+    expect(
+      (
+        await cli(
+          ["connections", "add", "--team", "T1", "--service", "svc"],
+          { SLAUDE_ENCRYPTION_KEY: keyA },
+          "shared-secret",
+        )
+      ).code,
+    ).toBe(0);
     const tokens = canaryTokens();
     const { store } = openSqliteStore(path.join(dataDir, "slaude.db"));
     const inst = installation(new Vault(KeyRing.fromBase64(keyA)), { tokens });
@@ -38,7 +47,8 @@ describe("keys rotate", () => {
     expect(r.code, r.stderr).toBe(0);
     const idB = KeyRing.fromBase64(keyB).primaryId;
     expect(r.stdout).toBe(`re-encrypted 1 credential(s) and 1 installation(s) under key ${idB}\n`);
-    for (const out of [r.stdout, r.stderr, refused.stdout, refused.stderr]) for (const t of Object.values(tokens)) expect(out).not.toContain(t);
+    for (const out of [r.stdout, r.stderr, refused.stdout, refused.stderr])
+      for (const t of Object.values(tokens)) expect(out).not.toContain(t);
 
     const reopened = openSqliteStore(path.join(dataDir, "slaude.db")).store;
     try {
@@ -60,7 +70,9 @@ describe("keys rotate", () => {
     await store.close();
     const idA = KeyRing.fromBase64(keyA).primaryId;
     const lost = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: newKeyB64() });
-    expect(lost.stdout).toContain(`ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key ${idA}; serve refuses to start`);
+    expect(lost.stdout).toContain(
+      `ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key ${idA}; serve refuses to start`,
+    );
     const ok = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: keyA });
     expect(ok.stdout).toMatch(/^ok {4}stored credentials: every stored credential is sealed under a configured key$/m);
   });
@@ -71,10 +83,18 @@ describe("keys rotate", () => {
     const keyA = newKeyB64();
     const store = await pg.store(url);
     await store.installations.upsert(installation(new Vault(KeyRing.fromBase64(keyA))), []);
-    const env = { SLAUDE_DATA_DIR: path.join(dir, "data"), SLAUDE_REGISTRY_PATH: writeRegistryFile(dir), SLAUDE_DATABASE_URL: url, SLAUDE_CHROMIUM_PATH: path.join(dir, "none"), USER: "tester" };
+    const env = {
+      SLAUDE_DATA_DIR: path.join(dir, "data"),
+      SLAUDE_REGISTRY_PATH: writeRegistryFile(dir),
+      SLAUDE_DATABASE_URL: url,
+      SLAUDE_CHROMIUM_PATH: path.join(dir, "none"),
+      USER: "tester",
+    };
     const lost = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: newKeyB64() });
     expect(lost.code).toBe(1);
-    expect(lost.stdout).toContain(`ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key ${KeyRing.fromBase64(keyA).primaryId}; serve refuses to start`);
+    expect(lost.stdout).toContain(
+      `ERROR stored credentials: credentials sealed under a key that is not configured: 1 under key ${KeyRing.fromBase64(keyA).primaryId}; serve refuses to start`,
+    );
     const ok = await runInProcess(["doctor"], { ...env, SLAUDE_ENCRYPTION_KEY: keyA });
     expect(ok.stdout).toMatch(/^ok {4}stored credentials: every stored credential is sealed under a configured key$/m);
   });

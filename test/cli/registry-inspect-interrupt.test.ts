@@ -3,7 +3,7 @@
 // a terminal's Ctrl-C never reaches it (it runs in its own process group). SIGINT and SIGTERM kill
 // every process of the run before the CLI exits; what a SIGKILLed CLI left behind is swept by the
 // next inspect and by `serve` at start-up. The /proc scans look for the credential itself.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -32,7 +32,13 @@ afterEach(() => {
 function setup() {
   const dir = tmp.make();
   const mark = path.join(dir, "stalled.json");
-  const transport = (env: Record<string, string>) => ({ type: "stdio", command: process.execPath, args: [STALL_VENDOR], env, credentialEnv: { RT_TOKEN: "{{token}}" } });
+  const transport = (env: Record<string, string>) => ({
+    type: "stdio",
+    command: process.execPath,
+    args: [STALL_VENDOR],
+    env,
+    credentialEnv: { RT_TOKEN: "{{token}}" },
+  });
   const registry = {
     services: {
       stall: { transport: transport({ STALL_MARK: mark }), capture: { strategy: "paste" }, scopes: ["shared"] },
@@ -40,21 +46,38 @@ function setup() {
     },
   };
   const dataDir = path.join(dir, "data");
-  const env: NodeJS.ProcessEnv = { SLAUDE_DATA_DIR: dataDir, SLAUDE_REGISTRY_PATH: writeRegistryFile(dir, registry), SLAUDE_ENCRYPTION_KEY: newKeyB64(), USER: "tester" };
+  const env: NodeJS.ProcessEnv = {
+    SLAUDE_DATA_DIR: dataDir,
+    SLAUDE_REGISTRY_PATH: writeRegistryFile(dir, registry),
+    SLAUDE_ENCRYPTION_KEY: newKeyB64(),
+    USER: "tester",
+  };
   return { dir, dataDir, mark, env, registry };
 }
 
 /** Starts `registry inspect stall` as a real process with `token` on stdin; resolves once its vendor stalls on tools/list. */
-async function stalledInspect(s: ReturnType<typeof setup>, token: string): Promise<{ cli: ChildProcess; exited: Promise<{ code: number | null; stderr: string }>; pids: number[] }> {
-  const cli = spawn(process.execPath, [BIN, "registry", "inspect", "stall"], { env: { PATH: process.env.PATH, ...s.env }, stdio: ["pipe", "pipe", "pipe"], shell: false });
+async function stalledInspect(
+  s: ReturnType<typeof setup>,
+  token: string,
+): Promise<{ cli: ChildProcess; exited: Promise<{ code: number | null; stderr: string }>; pids: number[] }> {
+  const cli = spawn(process.execPath, [BIN, "registry", "inspect", "stall"], {
+    env: { PATH: process.env.PATH, ...s.env },
+    stdio: ["pipe", "pipe", "pipe"],
+    shell: false,
+  });
   started.push(cli);
   let stderr = "";
   cli.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   cli.stdout!.resume();
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => cli.on("close", (code) => resolve({ code, stderr })));
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    cli.on("close", (code) => resolve({ code, stderr })),
+  );
   cli.stdin!.end(token);
   // The event that proves the vendor runs with the credential: it reached tools/list.
-  expect(await waitFor(() => existsSync(s.mark) || cli.exitCode !== null, 90_000, 50), "the vendor never reached tools/list").toBe(true);
+  expect(
+    await waitFor(() => existsSync(s.mark) || cli.exitCode !== null, 90_000, 50),
+    "the vendor never reached tools/list",
+  ).toBe(true);
   expect(cli.exitCode, stderr).toBeNull();
   const { vendor, grandchild } = JSON.parse(readFileSync(s.mark, "utf8")) as { vendor: number; grandchild: number };
   leftovers.push(vendor, grandchild);
@@ -89,9 +112,13 @@ describe("registry inspect interrupted", () => {
     // The vendor may exit on its stdin's end; its detached grandchild, holding the credential, stays.
     expect(isAlive(pids[1]!)).toBe(true);
 
-    const next = await runInProcess(["registry", "inspect", "quick"], s.env, { stdin: `other-${randomBytes(6).toString("hex")}` });
+    const next = await runInProcess(["registry", "inspect", "quick"], s.env, {
+      stdin: `other-${randomBytes(6).toString("hex")}`,
+    });
     expect(next.code, next.stderr).toBe(0);
-    expect(next.stderr).toMatch(/warning: killed [1-9]\d* vendor process\(es\) an interrupted registry inspect left running/);
+    expect(next.stderr).toMatch(
+      /warning: killed [1-9]\d* vendor process\(es\) an interrupted registry inspect left running/,
+    );
     expect(next.stdout).toContain("read_thing");
     expect(await waitDead(pids, 10_000)).toEqual([]);
     expect(processesReferencing([token])).toEqual([]);
@@ -107,11 +134,17 @@ describe("registry inspect interrupted", () => {
     expect(isAlive(pids[1]!)).toBe(true);
 
     const log = memoryLogger();
-    const app = await startApp({ config: testAppConfig(s.dataDir, `host-${randomBytes(16).toString("hex")}`), log, registry: parseRegistry(s.registry, "test") });
+    const app = await startApp({
+      config: testAppConfig(s.dataDir, `host-${randomBytes(16).toString("hex")}`),
+      log,
+      registry: parseRegistry(s.registry, "test"),
+    });
     try {
       expect(await waitDead(pids, 10_000)).toEqual([]);
       expect(processesReferencing([token])).toEqual([]);
-      expect(log.lines.some((l) => l.includes("killed vendor processes an interrupted registry inspect left running"))).toBe(true);
+      expect(
+        log.lines.some((l) => l.includes("killed vendor processes an interrupted registry inspect left running")),
+      ).toBe(true);
       expect(readdirSync(inspectionsDir(s.dataDir))).toEqual([]);
     } finally {
       await app.close();

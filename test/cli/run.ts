@@ -2,8 +2,8 @@
 import { spawn } from "node:child_process";
 import { PassThrough, Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import type { Clock } from "../../src/clock/clock.js";
 import { runCli } from "../../src/cli/main.js";
+import type { Clock } from "../../src/clock/clock.js";
 
 /** The CLI as a process, run from the sources (bin-from-source.js); the installed bin is tested by package.test.ts. */
 export const BIN = fileURLToPath(new URL("./bin-from-source.js", import.meta.url));
@@ -16,7 +16,11 @@ export interface CliResult {
 }
 
 /** Spawns `node bin-from-source.js ...args` with exactly `env` (plus PATH), writing `stdin` and closing it. */
-export function runBin(args: readonly string[], env: NodeJS.ProcessEnv, opts: { stdin?: string; cwd?: string } = {}): Promise<CliResult> {
+export function runBin(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  opts: { stdin?: string; cwd?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { PATH: process.env.PATH, ...env },
@@ -42,7 +46,11 @@ export function runBin(args: readonly string[], env: NodeJS.ProcessEnv, opts: { 
 }
 
 /** Runs `runCli` in this process with captured streams. */
-export async function runInProcess(args: readonly string[], env: NodeJS.ProcessEnv, opts: { stdin?: string; clock?: Clock } = {}): Promise<CliResult> {
+export async function runInProcess(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  opts: { stdin?: string; clock?: Clock } = {},
+): Promise<CliResult> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = "";

@@ -12,11 +12,11 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { openPostgresStore } from "../../src/store/postgres/pg-store.js";
 import { resolveKeyRing } from "../../src/vault/key-source.js";
 import { Vault } from "../../src/vault/vault.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 import { envOf, processesReferencing } from "../support/proc.js";
-import { startReplicas, type ReplicaSet } from "../support/replicas.js";
+import { type ReplicaSet, startReplicas } from "../support/replicas.js";
 
 export const ALICE = "UALICE01";
 export const BOB = "UBOB0002";
@@ -26,9 +26,16 @@ export const LOADERS = ["ULOAD001", "ULOAD002", "ULOAD003", "ULOAD004"] as const
 
 /** The fixture vendor as `vendor`, and `stubborn`: the same, ignoring SIGTERM and stdin EOF, so it outlives a SIGKILLed replica. */
 export function clusterRegistryDoc(): unknown {
-  const doc = fixtureRegistryDoc() as { services: { vendor: { transport: Record<string, unknown> } & Record<string, unknown> } };
+  const doc = fixtureRegistryDoc() as {
+    services: { vendor: { transport: Record<string, unknown> } & Record<string, unknown> };
+  };
   const vendor = doc.services.vendor;
-  return { services: { vendor, stubborn: { ...vendor, transport: { ...vendor.transport, env: { VENDOR_IGNORE_SIGTERM: "1" } } } } };
+  return {
+    services: {
+      vendor,
+      stubborn: { ...vendor, transport: { ...vendor.transport, env: { VENDOR_IGNORE_SIGTERM: "1" } } },
+    },
+  };
 }
 
 /** Everything a replica test file runs against. */
@@ -57,7 +64,11 @@ export async function startCluster(count = 3): Promise<Cluster> {
     pg: pgc,
     fake,
     set,
-    thread: (n) => ({ teamId: fake.teamId, channelId: CHANNEL, threadTs: `1700000${String(n).padStart(3, "0")}.000100` }),
+    thread: (n) => ({
+      teamId: fake.teamId,
+      channelId: CHANNEL,
+      threadTs: `1700000${String(n).padStart(3, "0")}.000100`,
+    }),
     async stop() {
       await set.stop();
       await fake.close();
@@ -67,13 +78,31 @@ export async function startCluster(count = 3): Promise<Cluster> {
 }
 
 /** Stores a user-scoped connection of `service` for `owner` through the library, as `connections add` does; returns its id and token. */
-export async function addConnection(set: ReplicaSet, teamId: string, owner: string, service = "stubborn"): Promise<{ id: string; token: string }> {
+export async function addConnection(
+  set: ReplicaSet,
+  teamId: string,
+  owner: string,
+  service = "stubborn",
+): Promise<{ id: string; token: string }> {
   const config = loadConfig(set.cliEnv);
   const { store } = await openPostgresStore({ url: set.databaseUrl });
-  const lifecycle = new ConnectionLifecycle({ store, vault: new Vault(resolveKeyRing(config).ring), registry: parseRegistry(clusterRegistryDoc(), "cluster"), clock: systemClock, log: memoryLogger("error") });
+  const lifecycle = new ConnectionLifecycle({
+    store,
+    vault: new Vault(resolveKeyRing(config).ring),
+    registry: parseRegistry(clusterRegistryDoc(), "cluster"),
+    clock: systemClock,
+    log: memoryLogger("error"),
+  });
   const token = `canary-${randomBytes(10).toString("hex")}`;
   try {
-    const c = await lifecycle.create({ teamId, ownerUserId: owner, service, scope: "user", credential: { kind: "fields", fields: { token, user: owner } }, createdBy: "cli:test" });
+    const c = await lifecycle.create({
+      teamId,
+      ownerUserId: owner,
+      service,
+      scope: "user",
+      credential: { kind: "fields", fields: { token, user: owner } },
+      createdBy: "cli:test",
+    });
     return { id: c.id, token };
   } finally {
     await store.close();
@@ -81,7 +110,11 @@ export async function addConnection(set: ReplicaSet, teamId: string, owner: stri
 }
 
 /** Runs `sql` on the shared database as the broker's role. */
-export async function query<T extends pg.QueryResultRow>(set: ReplicaSet, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function query<T extends pg.QueryResultRow>(
+  set: ReplicaSet,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const c = new pg.Client({ connectionString: set.databaseUrl });
   await c.connect();
   try {
@@ -94,7 +127,7 @@ export async function query<T extends pg.QueryResultRow>(set: ReplicaSet, sql: s
 /** Live fixture-vendor processes of a replica (its data dir is their HOME), optionally only those holding `token`. */
 export function vendorsUnder(dataDir: string, token?: string): number[] {
   return processesReferencing([dataDir]).filter((p) => {
-    const t = envOf(p)["VENDOR_TOKEN"];
+    const t = envOf(p).VENDOR_TOKEN;
     return t !== undefined && (token === undefined || t === token);
   });
 }

@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { approvalCard } from "../support/replicas.js";
-import { ALICE, BOB, addConnection, query, startCluster, type Cluster } from "./cluster-story.js";
+import { ALICE, addConnection, BOB, type Cluster, query, startCluster } from "./cluster-story.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 180_000 });
 const MODERN = "2026-07-28";

@@ -10,14 +10,13 @@
 // completion row in the shared audit.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { callHash } from "../../src/policy/args-hash.js";
 import { mcpCall } from "../integration/broker-harness.js";
+import { waitFor } from "../support/proc.js";
 import { rawRequest } from "../support/raw-http.js";
 import { sessionIdOf } from "../support/replicas.js";
-import { waitFor } from "../support/proc.js";
-import { ALICE, LOADERS, addConnection, query, startCluster, type Cluster } from "./cluster-story.js";
+import { ALICE, addConnection, type Cluster, LOADERS, query, startCluster } from "./cluster-story.js";
 
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 180_000 });
 /** Calls each session must have answered after the restart (all started after every replica is ready again). */
@@ -66,7 +65,11 @@ describe("a PostgreSQL restart under load", () => {
         const args = { text: `r${i}-${n}` };
         const at = phase;
         try {
-          const r = await mcpCall(l.client, { service: "stubborn", tool: "echo", args, on_behalf_of: l.user }, { timeout: 60_000 });
+          const r = await mcpCall(
+            l.client,
+            { service: "stubborn", tool: "echo", args, on_behalf_of: l.user },
+            { timeout: 60_000 },
+          );
           const ok = r.structured.status === "ok";
           seen.push({ phase: at, args, ok, ...(ok ? {} : { failure: `${r.structured.code}: ${r.text}` }) });
           if (ok && at === "after") l.okAfter++;
@@ -83,39 +86,88 @@ describe("a PostgreSQL restart under load", () => {
     const aliceThread = c.thread(20);
     await c.set.turn(aliceThread, ALICE);
     const alice = await c.set.session(aliceThread);
-    const held = mcpCall(alice, { service: "stubborn", tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE }, { timeout: 90_000 });
-    const heldStarted = async (): Promise<boolean> => (await query<{ n: number }>(c.set, "SELECT count(*)::int AS n FROM audit WHERE event = 'call_started' AND tool = 'wait_for_file'"))[0]!.n === 1;
+    const held = mcpCall(
+      alice,
+      { service: "stubborn", tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE },
+      { timeout: 90_000 },
+    );
+    const heldStarted = async (): Promise<boolean> =>
+      (
+        await query<{ n: number }>(
+          c.set,
+          "SELECT count(*)::int AS n FROM audit WHERE event = 'call_started' AND tool = 'wait_for_file'",
+        )
+      )[0]!.n === 1;
     await vi.waitFor(async () => expect(await heldStarted()).toBe(true), { timeout: 30_000, interval: 50 });
     const warmed = await waitFor(() => count("before", true) >= 60, 60_000, 20);
     expect(warmed, `calls answered before the restart: ${count("before", true)}`).toBe(true);
 
     const sid = sessionIdOf(loaders[0]!.client)!;
-    const during: { healthz: number[]; readyz: { status: number; body: Record<string, unknown> }[]; mcp: { status: number; retryAfter: string | undefined; body: string }[]; turns: { status: number; body: string }[] } = { healthz: [], readyz: [], mcp: [], turns: [] };
+    const during: {
+      healthz: number[];
+      readyz: { status: number; body: Record<string, unknown> }[];
+      mcp: { status: number; retryAfter: string | undefined; body: string }[];
+      turns: { status: number; body: string }[];
+    } = { healthz: [], readyz: [], mcp: [], turns: [] };
     await c.pg.restart(async () => {
       phase = "outage";
       // The held call's vendor answers now: its completion row cannot be written, so it is queued.
       writeFileSync(gate, "");
-      const queued = await waitFor(() => c.set.replicas.some((r) => r.log().includes("audit row queued: the database is unavailable")), 30_000, 20);
+      const queued = await waitFor(
+        () => c.set.replicas.some((r) => r.log().includes("audit row queued: the database is unavailable")),
+        30_000,
+        20,
+      );
       expect(queued, "the held call's completion row was queued").toBe(true);
       for (const r of c.set.replicas) {
         during.healthz.push((await fetch(`${r.url}/healthz`)).status);
         during.readyz.push(await probe(r.url, "/readyz"));
-        const m = await rawRequest(r.port, { method: "POST", path: "/mcp", headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${c.set.hostToken}`, "mcp-session-id": sid }, body: { jsonrpc: "2.0", id: 1, method: "tools/list" } });
+        const m = await rawRequest(r.port, {
+          method: "POST",
+          path: "/mcp",
+          headers: {
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${c.set.hostToken}`,
+            "mcp-session-id": sid,
+          },
+          body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+        });
         during.mcp.push({ status: m.status, retryAfter: m.headers["retry-after"] as string | undefined, body: m.body });
-        const t = await rawRequest(r.port, { method: "POST", path: "/v1/turns", headers: { authorization: `Bearer ${c.set.hostToken}`, "content-type": "application/json" }, body: { team_id: c.fake.teamId, channel_id: "C0REPLICA", thread_ts: "1700000099.000100", user_id: ALICE } });
+        const t = await rawRequest(r.port, {
+          method: "POST",
+          path: "/v1/turns",
+          headers: { authorization: `Bearer ${c.set.hostToken}`, "content-type": "application/json" },
+          body: { team_id: c.fake.teamId, channel_id: "C0REPLICA", thread_ts: "1700000099.000100", user_id: ALICE },
+        });
         during.turns.push({ status: t.status, body: t.body });
       }
       // Every session has been refused at least once while the server is away.
-      const refusedAll = await waitFor(() => seen.filter((s) => s.phase === "outage" && !s.ok).length >= loaders.length * 5, 30_000, 20);
+      const refusedAll = await waitFor(
+        () => seen.filter((s) => s.phase === "outage" && !s.ok).length >= loaders.length * 5,
+        30_000,
+        20,
+      );
       expect(refusedAll, "calls refused during the outage").toBe(true);
       // Every replica has lost its LISTEN connection and is trying to get it back.
-      const retrying = await waitFor(() => c.set.replicas.every((r) => r.log().includes("cluster signals: cannot LISTEN, retrying")), 30_000, 20);
+      const retrying = await waitFor(
+        () => c.set.replicas.every((r) => r.log().includes("cluster signals: cannot LISTEN, retrying")),
+        30_000,
+        20,
+      );
       expect(retrying, "every replica retries its LISTEN connection").toBe(true);
     });
 
     // Back: every replica reconnects by itself and is ready again; only then are calls counted as "after".
-    for (const r of c.set.replicas) await vi.waitFor(async () => expect((await probe(r.url, "/readyz")).status).toBe(200), { timeout: 60_000, interval: 100 });
-    const relistened = await waitFor(() => c.set.replicas.every((r) => r.log().includes("cluster signals: listening again")), 60_000, 50);
+    for (const r of c.set.replicas)
+      await vi.waitFor(async () => expect((await probe(r.url, "/readyz")).status).toBe(200), {
+        timeout: 60_000,
+        interval: 100,
+      });
+    const relistened = await waitFor(
+      () => c.set.replicas.every((r) => r.log().includes("cluster signals: listening again")),
+      60_000,
+      50,
+    );
     expect(relistened, "every replica LISTENs again").toBe(true);
     phase = "after";
     const heldAnswer = await held;
@@ -128,11 +180,15 @@ describe("a PostgreSQL restart under load", () => {
 
     // While down: liveness 200, readiness 503 naming the database, requests 503 store_unavailable with a retry hint.
     expect(during.healthz).toEqual([200, 200, 200]);
-    for (const r of during.readyz) expect(r).toMatchObject({ status: 503, body: { status: "not_ready", database: "unavailable" } });
+    for (const r of during.readyz)
+      expect(r).toMatchObject({ status: 503, body: { status: "not_ready", database: "unavailable" } });
     for (const m of during.mcp) {
       expect(m.status).toBe(503);
       expect(m.retryAfter).toBe("5");
-      expect(JSON.parse(m.body)).toMatchObject({ jsonrpc: "2.0", error: { code: -32000, data: { code: "store_unavailable", retryAfterSeconds: 5 } } });
+      expect(JSON.parse(m.body)).toMatchObject({
+        jsonrpc: "2.0",
+        error: { code: -32000, data: { code: "store_unavailable", retryAfterSeconds: 5 } },
+      });
     }
     for (const t of during.turns) {
       expect(t.status).toBe(503);
@@ -155,12 +211,17 @@ describe("a PostgreSQL restart under load", () => {
     expect(c.set.replicas.some((r) => r.log().includes("audit row written after the database came back"))).toBe(true);
 
     // Every call a client saw answered ok has its completion row in the shared audit.
-    const rows = await query<{ args_hash: string; tool: string }>(c.set, "SELECT args_hash, tool FROM audit WHERE event = 'call'");
+    const rows = await query<{ args_hash: string; tool: string }>(
+      c.set,
+      "SELECT args_hash, tool FROM audit WHERE event = 'call'",
+    );
     const hashes = new Set(rows.map((r) => r.args_hash));
     const acknowledged = seen.filter((s) => s.ok).map((s) => s.args);
     expect(acknowledged.filter((a) => !hashes.has(callHash("stubborn", "echo", a)))).toEqual([]);
     expect(hashes.has(callHash("stubborn", "wait_for_file", { path: gate }))).toBe(true);
-    console.log(`pg-restart: ${acknowledged.length} calls acknowledged, ${failures.length} refused as store_unavailable (${count("outage", false)} during the outage)`);
+    console.log(
+      `pg-restart: ${acknowledged.length} calls acknowledged, ${failures.length} refused as store_unavailable (${count("outage", false)} during the outage)`,
+    );
     for (const cl of [...loaders.map((l) => l.client), alice]) await cl.close().catch(() => {});
   });
 });

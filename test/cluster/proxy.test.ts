@@ -5,7 +5,7 @@ import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
-import { startRoundRobinProxy, type RoundRobinProxy } from "../support/rr-proxy.js";
+import { type RoundRobinProxy, startRoundRobinProxy } from "../support/rr-proxy.js";
 
 interface Backend {
   readonly server: Server;
@@ -20,7 +20,11 @@ async function backend(index: number): Promise<Backend> {
   const server = http.createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8").on("data", (d: string) => (body += d));
-    req.on("end", () => res.writeHead(200, { "content-type": "text/plain", "mcp-session-id": `s${index}` }).end(`${index} ${req.method} ${body}`));
+    req.on("end", () =>
+      res
+        .writeHead(200, { "content-type": "text/plain", "mcp-session-id": `s${index}` })
+        .end(`${index} ${req.method} ${body}`),
+    );
   });
   const wss = new WebSocketServer({ server });
   wss.on("connection", (ws) => ws.on("message", (m) => ws.send(`${index}:${String(m)}`)));
@@ -35,7 +39,8 @@ async function start(n: number): Promise<RoundRobinProxy> {
   return proxy;
 }
 
-const get = async (url: string, body?: string): Promise<string> => (await fetch(url, body === undefined ? {} : { method: "POST", body })).text();
+const get = async (url: string, body?: string): Promise<string> =>
+  (await fetch(url, body === undefined ? {} : { method: "POST", body })).text();
 
 afterEach(async () => {
   await proxy?.close();
@@ -54,7 +59,13 @@ describe("the round-robin proxy of the replica harness", () => {
     expect(answers.map((a) => a.split(" ")[0])).toEqual(["0", "1", "2", "0", "1", "2"]);
     expect(answers[4]).toBe('1 POST {"method":"tools/call","n":4}');
     expect(p.routes.map((r) => r.backend)).toEqual([0, 1, 2, 0, 1, 2]);
-    expect(p.routes[0]).toMatchObject({ method: "POST", path: "/x", rpcMethod: "tools/call", sessionId: "s0", upgrade: false });
+    expect(p.routes[0]).toMatchObject({
+      method: "POST",
+      path: "/x",
+      rpcMethod: "tools/call",
+      sessionId: "s0",
+      upgrade: false,
+    });
   });
 
   it("skips a backend marked down, and one that refuses connections, without failing the request", async () => {

@@ -4,13 +4,23 @@
 // the others under the same session ids, every call started after the kill succeeds without the
 // client retrying, no acknowledged call is missing from the audit, the waiting call fails cleanly,
 // and the restarted replica kills the (SIGTERM-deaf) vendor children its previous life left.
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { callHash } from "../../src/policy/args-hash.js";
 import { mcpCall } from "../integration/broker-harness.js";
-import { approvalCard, sessionIdOf } from "../support/replicas.js";
 import { descendsFrom, waitDead, waitFor } from "../support/proc.js";
-import { ALICE, BOB, LOADERS, addConnection, query, startCluster, vendorsUnder, type Cluster } from "./cluster-story.js";
+import { approvalCard, sessionIdOf } from "../support/replicas.js";
+import {
+  ALICE,
+  addConnection,
+  BOB,
+  type Cluster,
+  LOADERS,
+  query,
+  startCluster,
+  vendorsUnder,
+} from "./cluster-story.js";
 
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 180_000 });
 /** Calls each session must have answered after the kill (all started after it). */
@@ -44,7 +54,12 @@ describe("kill -9 of one replica under load", () => {
     const owner = LOADERS[3];
     await c.set.turn(c.thread(30), owner, victim.url);
     const direct = await c.set.session(c.thread(30), victim.url);
-    const r = await mcpCall(direct, { service: "stubborn", tool: "echo", args: { text: "before" }, on_behalf_of: owner });
+    const r = await mcpCall(direct, {
+      service: "stubborn",
+      tool: "echo",
+      args: { text: "before" },
+      on_behalf_of: owner,
+    });
     expect(r.structured, r.text).toMatchObject({ status: "ok" });
     const oldPid = victim.pid;
     expect((await victim.kill("SIGKILL")).signal).toBe("SIGKILL");
@@ -75,7 +90,15 @@ describe("kill -9 of one replica under load", () => {
       LOADERS.map(async (user, i) => {
         await c.set.turn(c.thread(i + 1), user);
         const client = await c.set.session(c.thread(i + 1));
-        const l: Loader = { user, client, sid: sessionIdOf(client), current: undefined, okBefore: 0, okAfter: 0, failedAfter: [] };
+        const l: Loader = {
+          user,
+          client,
+          sid: sessionIdOf(client),
+          current: undefined,
+          okBefore: 0,
+          okAfter: 0,
+          failedAfter: [],
+        };
         watch(client, () => l.current?.beforeKill && l.current.abort.abort());
         return l;
       }),
@@ -88,12 +111,20 @@ describe("kill -9 of one replica under load", () => {
     const bob = await c.set.session(borrowThread);
     const borrowAbort = new AbortController();
     watch(bob, () => borrowAbort.abort());
-    const borrow = mcpCall(bob, { service: "stubborn", tool: "read_item", args: { id: "waiting" }, on_behalf_of: BOB }, { signal: borrowAbort.signal, timeout: 120_000 }).then(
+    const borrow = mcpCall(
+      bob,
+      { service: "stubborn", tool: "read_item", args: { id: "waiting" }, on_behalf_of: BOB },
+      { signal: borrowAbort.signal, timeout: 120_000 },
+    ).then(
       (r) => ({ settled: r.structured.status === "ok" ? ("ok" as const) : ("refused" as const), r }),
       (e: unknown) => ({ settled: "failed" as const, e }),
     );
     await approvalCard(c.fake, ALICE, 0);
-    const victim = c.set.replicas[c.set.proxy.routes.filter((r) => r.sessionId === sessionIdOf(bob) && r.rpcMethod === "tools/call").at(-1)!.backend]!;
+    const victim =
+      c.set.replicas[
+        c.set.proxy.routes.filter((r) => r.sessionId === sessionIdOf(bob) && r.rpcMethod === "tools/call").at(-1)!
+          .backend
+      ]!;
 
     const loads = loaders.map(async (l, i) => {
       for (let n = 0; n < MAX_CALLS && l.okAfter < AFTER_KILL; n++) {
@@ -101,7 +132,11 @@ describe("kill -9 of one replica under load", () => {
         const cur = { abort: new AbortController(), beforeKill: !killed };
         l.current = cur;
         try {
-          const r = await mcpCall(l.client, { service: "stubborn", tool: "echo", args, on_behalf_of: l.user }, { signal: cur.abort.signal, timeout: 60_000 });
+          const r = await mcpCall(
+            l.client,
+            { service: "stubborn", tool: "echo", args, on_behalf_of: l.user },
+            { signal: cur.abort.signal, timeout: 60_000 },
+          );
           if (r.structured.status === "ok") {
             acknowledged.push(args);
             if (cur.beforeKill) l.okBefore++;
@@ -114,7 +149,11 @@ describe("kill -9 of one replica under load", () => {
     });
 
     // Load until every session has calls answered and the victim runs vendors, then SIGKILL it.
-    const warmed = await waitFor(() => loaders.every((l) => l.okBefore >= 5) && vendorsUnder(victim.dataDir).length > 0, 60_000, 50);
+    const warmed = await waitFor(
+      () => loaders.every((l) => l.okBefore >= 5) && vendorsUnder(victim.dataDir).length > 0,
+      60_000,
+      50,
+    );
     expect(warmed, `loaders answered: ${loaders.map((l) => l.okBefore).join(",")}`).toBe(true);
     killed = true;
     const exit = await victim.kill("SIGKILL");
@@ -131,7 +170,11 @@ describe("kill -9 of one replica under load", () => {
     expect(settled.settled).toBe("failed");
 
     // Every call the clients saw answered is in the shared audit.
-    const hashes = new Set((await query<{ args_hash: string }>(c.set, "SELECT args_hash FROM audit WHERE event = 'call'")).map((r) => r.args_hash));
+    const hashes = new Set(
+      (await query<{ args_hash: string }>(c.set, "SELECT args_hash FROM audit WHERE event = 'call'")).map(
+        (r) => r.args_hash,
+      ),
+    );
     const missing = acknowledged.filter((a) => !hashes.has(callHash("stubborn", "echo", a)));
     expect(missing).toEqual([]);
 
@@ -141,7 +184,9 @@ describe("kill -9 of one replica under load", () => {
     await victim.restart();
     expect(await waitDead(survivors, 10_000)).toEqual([]);
     expect(vendorsUnder(victim.dataDir).filter((p) => !descendsFrom(p, victim.pid))).toEqual([]);
-    console.log(`replica-kill: ${acknowledged.length} calls acknowledged, ${survivors.length} orphaned vendors cleaned up`);
+    console.log(
+      `replica-kill: ${acknowledged.length} calls acknowledged, ${survivors.length} orphaned vendors cleaned up`,
+    );
     for (const cl of [...loaders.map((l) => l.client), bob]) await cl.close().catch(() => {});
   });
 });

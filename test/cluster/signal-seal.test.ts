@@ -30,7 +30,9 @@ describe("SignalSeal", () => {
     expect(receiver.open(old)).toEqual({ dropped: "stale" });
     const ahead = new SignalSeal(ring, new ManualClock(clock.now() + MAX_AGE_MS + 1)).seal(wire);
     expect(receiver.open(ahead)).toEqual({ dropped: "stale" });
-    expect(receiver.open(new SignalSeal(KeyRing.fromBase64(newKeyB64()), clock).seal(wire))).toEqual({ dropped: "unknown_key" });
+    expect(receiver.open(new SignalSeal(KeyRing.fromBase64(newKeyB64()), clock).seal(wire))).toEqual({
+      dropped: "unknown_key",
+    });
     expect(receiver.open(wire)).toEqual({ dropped: "malformed" });
     expect(receiver.open("x".repeat(MAX_SEALED_BYTES + 1))).toEqual({ dropped: "malformed" });
   });

@@ -3,7 +3,7 @@
 // delivery queue is bounded: past its limit the backlog becomes one gap (a full re-read).
 import { describe, expect, it, vi } from "vitest";
 import { LocalClusterSignals } from "../../src/cluster/local-signals.js";
-import { MAX_SIGNAL_BYTES, decodeSignal, encodeSignal, type SignalPayload } from "../../src/cluster/signals.js";
+import { decodeSignal, encodeSignal, MAX_SIGNAL_BYTES, type SignalPayload } from "../../src/cluster/signals.js";
 import { memoryLogger } from "../../src/log/logger.js";
 
 describe("the signal wire format", () => {
@@ -26,11 +26,17 @@ describe("the signal wire format", () => {
       JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn x; DROP" } }),
       JSON.stringify({ topic: "membership_changed", payload: { teamId: "T1", channelId: "" } }),
       JSON.stringify({ topic: "connection_ended", payload: { connectionId: "c".repeat(129) } }),
-      JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_x" }, pad: "x".repeat(MAX_SIGNAL_BYTES) }),
+      JSON.stringify({
+        topic: "connection_ended",
+        payload: { connectionId: "conn_x" },
+        pad: "x".repeat(MAX_SIGNAL_BYTES),
+      }),
     ];
     for (const text of bad) expect(decodeSignal(text), text.slice(0, 80)).toBeUndefined();
     expect(encodeSignal("connection_ended", { connectionId: "conn x" })).toBeUndefined();
-    expect(encodeSignal("connection_ended", { connectionId: "conn_x", more: 1 } as SignalPayload<"connection_ended">)).toBeUndefined();
+    expect(
+      encodeSignal("connection_ended", { connectionId: "conn_x", more: 1 } as SignalPayload<"connection_ended">),
+    ).toBeUndefined();
   });
 });
 
@@ -61,7 +67,9 @@ describe("LocalClusterSignals", () => {
     await signals.publish("connection_ended", { connectionId: "../../etc" });
     await signals.publish("connection_ended", { connectionId: "conn_ok" });
     await vi.waitFor(() => expect(got).toEqual(["conn_ok"]));
-    await vi.waitFor(() => expect(log.lines.some((l) => l.includes("cluster signal handler failed") && l.includes("boom"))).toBe(true));
+    await vi.waitFor(() =>
+      expect(log.lines.some((l) => l.includes("cluster signal handler failed") && l.includes("boom"))).toBe(true),
+    );
     expect(log.lines.some((l) => l.includes("cluster signal not sent"))).toBe(true);
   });
 

@@ -6,7 +6,11 @@ describe("SLAUDE_DATABASE_URL", () => {
   it("is unset by default (SQLite), taken as given when it is a postgres:// URL", () => {
     expect(loadConfig({}).databaseUrl).toBeUndefined();
     expect(loadConfig({ SLAUDE_DATABASE_URL: "" }).databaseUrl).toBeUndefined();
-    for (const url of ["postgres://slaude:pw@db:5432/slaude?sslmode=verify-full", "postgresql://slaude@127.0.0.1/slaude"]) expect(loadConfig({ SLAUDE_DATABASE_URL: url }).databaseUrl).toBe(url);
+    for (const url of [
+      "postgres://slaude:pw@db:5432/slaude?sslmode=verify-full",
+      "postgresql://slaude@127.0.0.1/slaude",
+    ])
+      expect(loadConfig({ SLAUDE_DATABASE_URL: url }).databaseUrl).toBe(url);
   });
 
   it("refuses anything else, naming the variable and never echoing the value (it holds a password)", () => {

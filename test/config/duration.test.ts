@@ -14,8 +14,10 @@ describe("parseDurationMs", () => {
   });
 
   it("rejects malformed, zero, negative and sub-millisecond durations", () => {
-    for (const bad of ["", "h", "8w", "-5m", "1.5h", "0", "0s", "abc"]) expect(parseDurationMs(bad), bad).toBeUndefined();
-    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 0.0001]) expect(parseDurationMs(bad), String(bad)).toBeUndefined();
+    for (const bad of ["", "h", "8w", "-5m", "1.5h", "0", "0s", "abc"])
+      expect(parseDurationMs(bad), bad).toBeUndefined();
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 0.0001])
+      expect(parseDurationMs(bad), String(bad)).toBeUndefined();
   });
 
   it("as a zod schema, reports the bad value's shape", () => {

@@ -58,18 +58,25 @@ describe("loadConfig", () => {
     expect(c.registryPath).toBe("/etc/slaude/services.json");
     expect(c.port).toBe(0);
     expect(c.publicUrl).toBe("https://broker.example.com");
-    expect(c.admins).toEqual([{ teamId: undefined, userId: "U1" }, { teamId: undefined, userId: "U2" }]);
+    expect(c.admins).toEqual([
+      { teamId: undefined, userId: "U1" },
+      { teamId: undefined, userId: "U2" },
+    ]);
     expect(c.pool.idleMs).toBe(30_000);
     expect(c.slack.configured).toBe(true);
     // Socket Mode without its app token is a half setup: refused, naming the variable.
-    expect(() => loadConfig({ SLACK_MODE: "socket", SLACK_BOT_TOKEN: "xoxb-1", SLACK_SIGNING_SECRET: "s" })).toThrow(/SLACK_APP_TOKEN/);
+    expect(() => loadConfig({ SLACK_MODE: "socket", SLACK_BOT_TOKEN: "xoxb-1", SLACK_SIGNING_SECRET: "s" })).toThrow(
+      /SLACK_APP_TOKEN/,
+    );
   });
 
   it("refuses production without SLAUDE_ENCRYPTION_KEY, naming it", () => {
     const err = configError(() => loadConfig({ NODE_ENV: "production" }));
     expect(err.code).toBe("missing_key");
     expect(err.message).toContain("SLAUDE_ENCRYPTION_KEY");
-    expect(configError(() => loadConfig({ NODE_ENV: "production", SLAUDE_ENCRYPTION_KEY: "" })).code).toBe("missing_key");
+    expect(configError(() => loadConfig({ NODE_ENV: "production", SLAUDE_ENCRYPTION_KEY: "" })).code).toBe(
+      "missing_key",
+    );
   });
 
   it("names a bad PORT", () => {
@@ -92,7 +99,14 @@ describe("loadConfig", () => {
         SLAUDE_POOL_MAX_CHILDREN: canary,
       }),
     );
-    for (const name of ["PORT", "NODE_ENV", "SLAUDE_PUBLIC_URL", "SLAUDE_LOG_LEVEL", "SLACK_API_URL", "SLAUDE_POOL_MAX_CHILDREN"]) {
+    for (const name of [
+      "PORT",
+      "NODE_ENV",
+      "SLAUDE_PUBLIC_URL",
+      "SLAUDE_LOG_LEVEL",
+      "SLACK_API_URL",
+      "SLAUDE_POOL_MAX_CHILDREN",
+    ]) {
       expect(err.message).toMatch(new RegExp(`^${name}: `, "m"));
     }
     expect(err.message).not.toContain(canary);
@@ -103,8 +117,17 @@ describe("SLAUDE_REPLICA_URL", () => {
   it("is unset by default, kept as a bare origin, and refused with a path, credentials, a query or another scheme", () => {
     expect(loadConfig({}).replicaUrl).toBeUndefined();
     expect(loadConfig({ SLAUDE_REPLICA_URL: "http://10.0.0.5:8080/" }).replicaUrl).toBe("http://10.0.0.5:8080");
-    expect(loadConfig({ SLAUDE_REPLICA_URL: "https://replica-2.internal" }).replicaUrl).toBe("https://replica-2.internal");
-    for (const bad of ["http://10.9.9.9:8080/login", "http://user:pw@10.9.9.9:8080", "http://10.9.9.9:8080?x=1", "ftp://10.9.9.9", "10.9.9.9:8080", "http://10.9.9.9#a"]) {
+    expect(loadConfig({ SLAUDE_REPLICA_URL: "https://replica-2.internal" }).replicaUrl).toBe(
+      "https://replica-2.internal",
+    );
+    for (const bad of [
+      "http://10.9.9.9:8080/login",
+      "http://user:pw@10.9.9.9:8080",
+      "http://10.9.9.9:8080?x=1",
+      "ftp://10.9.9.9",
+      "10.9.9.9:8080",
+      "http://10.9.9.9#a",
+    ]) {
       const err = configError(() => loadConfig({ SLAUDE_REPLICA_URL: bad }));
       expect(err.message, bad).toContain("SLAUDE_REPLICA_URL");
       expect(err.message, bad).not.toContain(bad);

@@ -8,7 +8,9 @@ import { parseHostTokens } from "../../src/config/host-token-teams.js";
 
 describe("host token team bindings", () => {
   it("splits bound entries, keeps unbound ones, and gives the auth check the bare tokens", () => {
-    const c = loadConfig({ SLAUDE_HOST_TOKENS: "T012AB:tok-one-aaaaaaaaaaaaaaaa,tok-two-bbbbbbbbbbbbbbbb,E0ORG:tok-three=cc/dd+" });
+    const c = loadConfig({
+      SLAUDE_HOST_TOKENS: "T012AB:tok-one-aaaaaaaaaaaaaaaa,tok-two-bbbbbbbbbbbbbbbb,E0ORG:tok-three=cc/dd+",
+    });
     expect(c.hostTokens).toEqual(["tok-one-aaaaaaaaaaaaaaaa", "tok-two-bbbbbbbbbbbbbbbb", "tok-three=cc/dd+"]);
     expect([...c.hostTokenTeams]).toEqual([
       ["tok-one-aaaaaaaaaaaaaaaa", "T012AB"],
@@ -19,7 +21,16 @@ describe("host token team bindings", () => {
 
   it("refuses a malformed entry and a token bound to two teams (or bound and unbound), never echoing the token", () => {
     const secret = "sekrit-token-value-1234567890";
-    for (const entries of [[`bad team:${secret}`], [`team-a:${secret}`], [`U0USER:${secret}`], [`t1:${secret}`], ["T1:"], [`T1:${secret}`, `T2:${secret}`], [secret, `T1:${secret}`], [`T1:${secret}`, secret]]) {
+    for (const entries of [
+      [`bad team:${secret}`],
+      [`team-a:${secret}`],
+      [`U0USER:${secret}`],
+      [`t1:${secret}`],
+      ["T1:"],
+      [`T1:${secret}`, `T2:${secret}`],
+      [secret, `T1:${secret}`],
+      [`T1:${secret}`, secret],
+    ]) {
       let err: unknown;
       try {
         parseHostTokens(entries);

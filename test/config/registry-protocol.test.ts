@@ -6,10 +6,22 @@ import { vendorProtocolOf } from "../../src/pool/era.js";
 // strictly; the default depends on the transport.
 
 const http = (extra: Record<string, unknown> = {}, transport: Record<string, unknown> = {}) => ({
-  services: { svc: { transport: { type: "http", url: "https://mcp.example.com/mcp", ...transport }, capture: { strategy: "paste" }, ...extra } },
+  services: {
+    svc: {
+      transport: { type: "http", url: "https://mcp.example.com/mcp", ...transport },
+      capture: { strategy: "paste" },
+      ...extra,
+    },
+  },
 });
 const stdio = (extra: Record<string, unknown> = {}) => ({
-  services: { svc: { transport: { type: "stdio", command: "vendor", credentialEnv: { TOKEN: "{{token}}" } }, capture: { strategy: "paste" }, ...extra } },
+  services: {
+    svc: {
+      transport: { type: "stdio", command: "vendor", credentialEnv: { TOKEN: "{{token}}" } },
+      capture: { strategy: "paste" },
+      ...extra,
+    },
+  },
 });
 
 describe("registry protocol", () => {
@@ -29,6 +41,8 @@ describe("registry protocol", () => {
     expect(() => parseRegistry(http({ protocol: "2024-11-05" }), "t")).toThrow(/protocol/);
     expect(() => parseRegistry(http({ protocol: "latest" }), "t")).toThrow(/protocol/);
     expect(() => parseRegistry(http({ protocol: "2026-07-28" }, { protocol: "sse" }), "t")).toThrow(/Streamable HTTP/);
-    expect(vendorProtocolOf(parseRegistry(http({ protocol: "auto" }, { protocol: "sse" }), "t").get("svc")!)).toBe("auto");
+    expect(vendorProtocolOf(parseRegistry(http({ protocol: "auto" }, { protocol: "sse" }), "t").get("svc")!)).toBe(
+      "auto",
+    );
   });
 });

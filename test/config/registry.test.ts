@@ -24,7 +24,12 @@ function jiraDoc(service: Record<string, unknown>): unknown {
   return {
     services: {
       jira: {
-        transport: { type: "stdio", command: "npx", args: ["-y", "jira-mcp"], credentialEnv: { JIRA_API_TOKEN: "{{token}}" } },
+        transport: {
+          type: "stdio",
+          command: "npx",
+          args: ["-y", "jira-mcp"],
+          credentialEnv: { JIRA_API_TOKEN: "{{token}}" },
+        },
         capture: { strategy: "paste" },
         ...service,
       },
@@ -76,8 +81,14 @@ describe("loadRegistry", () => {
     const cases: [unknown, string][] = [
       [jiraDoc({ ttll: "8h" }), "services.jira"],
       [{ ...(jiraDoc({}) as object), extra: true }, "(root)"],
-      [jiraDoc({ transport: { type: "stdio", command: "x", credentialEnv: { T: "{{token}}" }, shell: true } }), "services.jira.transport"],
-      [jiraDoc({ capture: { strategy: "paste", fields: [{ name: "token", label: "Token", secrett: true }] } }), "services.jira.capture.fields.0"],
+      [
+        jiraDoc({ transport: { type: "stdio", command: "x", credentialEnv: { T: "{{token}}" }, shell: true } }),
+        "services.jira.transport",
+      ],
+      [
+        jiraDoc({ capture: { strategy: "paste", fields: [{ name: "token", label: "Token", secrett: true }] } }),
+        "services.jira.capture.fields.0",
+      ],
     ];
     for (const [doc, where] of cases) {
       const err = configError(() => parseRegistry(doc, "reg.json"));
@@ -120,27 +131,48 @@ describe("loadRegistry", () => {
       expect(err.message).toContain("reg.json: services.jira.tools.create_issue");
       expect(err.message).toMatch(message);
     }
-    expect(configError(() => parseRegistry(jiraDoc({ defaultToolClass: ["read", "write"] }), "reg.json")).message).toContain("services.jira.defaultToolClass");
+    expect(
+      configError(() => parseRegistry(jiraDoc({ defaultToolClass: ["read", "write"] }), "reg.json")).message,
+    ).toContain("services.jira.defaultToolClass");
   });
 
   it("rejects bad service names, TTLs, scopes, templates and transports", () => {
     const err = (doc: unknown) => configError(() => parseRegistry(doc, "reg.json")).message;
-    expect(err({ services: { Jira: (jiraDoc({}) as { services: { jira: unknown } }).services.jira } })).toContain("services.Jira");
+    expect(err({ services: { Jira: (jiraDoc({}) as { services: { jira: unknown } }).services.jira } })).toContain(
+      "services.Jira",
+    );
     expect(err(jiraDoc({ ttl: "forever" }))).toContain("services.jira.ttl");
     expect(err(jiraDoc({ ttl: 0 }))).toContain("services.jira.ttl");
     expect(err(jiraDoc({ scopes: ["team"] }))).toContain("services.jira.scopes.0");
     expect(err(jiraDoc({ scopes: [] }))).toContain("services.jira.scopes");
-    expect(err(jiraDoc({ transport: { type: "stdio", command: "x", credentialEnv: { T: "plain text" } } }))).toContain("services.jira.transport.credentialEnv.T");
-    expect(err(jiraDoc({ transport: { type: "stdio", command: "x", credentialEnv: {} } }))).toContain("services.jira.transport.credentialEnv");
-    expect(err(jiraDoc({ transport: { type: "http", url: "ftp://example.com/mcp" } }))).toContain("services.jira.transport.url");
+    expect(err(jiraDoc({ transport: { type: "stdio", command: "x", credentialEnv: { T: "plain text" } } }))).toContain(
+      "services.jira.transport.credentialEnv.T",
+    );
+    expect(err(jiraDoc({ transport: { type: "stdio", command: "x", credentialEnv: {} } }))).toContain(
+      "services.jira.transport.credentialEnv",
+    );
+    expect(err(jiraDoc({ transport: { type: "http", url: "ftp://example.com/mcp" } }))).toContain(
+      "services.jira.transport.url",
+    );
     expect(err(jiraDoc({ capture: { strategy: "oauth" } }))).toContain("services.jira.capture");
     expect(err({})).toContain("reg.json: services:");
   });
 
   it("fills http transport and capture defaults", () => {
-    const reg = parseRegistry(jiraDoc({ transport: { type: "http", url: "https://mcp.example.com/mcp" }, capture: { strategy: "oauth", discovery: true } }), "reg.json");
+    const reg = parseRegistry(
+      jiraDoc({
+        transport: { type: "http", url: "https://mcp.example.com/mcp" },
+        capture: { strategy: "oauth", discovery: true },
+      }),
+      "reg.json",
+    );
     const entry = reg.get("jira")!.entry;
-    expect(entry.transport).toEqual({ type: "http", url: "https://mcp.example.com/mcp", protocol: "auto", credentialHeader: { name: "Authorization", value: "Bearer {{access_token}}" } });
+    expect(entry.transport).toEqual({
+      type: "http",
+      url: "https://mcp.example.com/mcp",
+      protocol: "auto",
+      credentialHeader: { name: "Authorization", value: "Bearer {{access_token}}" },
+    });
     expect(entry.ttl).toBe("8h");
     expect(reg.get("jira")!.ttlMs).toBe(8 * 3_600_000);
   });

@@ -7,12 +7,12 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { ALICE, fixtureRegistryDoc, THREAD } from "../integration/broker-harness.js";
 
 // The MCP conformance suite's server scenarios against the real app's /mcp.
 //
@@ -22,7 +22,9 @@ import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness
 // and Origin included, so the app itself still judges DNS rebinding. The app's public URL is the
 // proxy's address, which is where the suite reaches it.
 
-const CONFORMANCE_BIN = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/conformance/dist/index.js", import.meta.url));
+const CONFORMANCE_BIN = fileURLToPath(
+  new URL("../../node_modules/@modelcontextprotocol/conformance/dist/index.js", import.meta.url),
+);
 const HOST_TOKEN = `host-${randomBytes(12).toString("hex")}`;
 const THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`;
 
@@ -73,7 +75,10 @@ function startHostProxy(target: () => number): Promise<http.Server> {
 /** Runs the conformance CLI as a child (async: the app under test shares this event loop). */
 function runSuite(args: string[], timeoutMs = 45_000): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CONFORMANCE_BIN, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" } });
+    const child = spawn(process.execPath, [CONFORMANCE_BIN, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" },
+    });
     let output = "";
     child.stdout.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr.on("data", (d: Buffer) => (output += d.toString()));
@@ -116,12 +121,25 @@ afterAll(async () => {
 
 describe("MCP conformance (server scenarios)", () => {
   it("the app refuses the suite's requests without the host's headers (the proxy is what authenticates)", async () => {
-    const init = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } } });
-    const direct = await fetch(`${app.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: init });
+    const init = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    });
+    const direct = await fetch(`${app.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: init,
+    });
     expect(direct.status).toBe(401);
     const noThread = await fetch(`${app.url}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${HOST_TOKEN}` },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${HOST_TOKEN}`,
+      },
       body: init,
     });
     expect(noThread.status).toBe(400);
@@ -135,9 +153,14 @@ describe("MCP conformance (server scenarios)", () => {
       .map((l) => /^\s+- (\S+)$/.exec(l)?.[1])
       .filter((s): s is string => s !== undefined);
     expect(scenarios.length).toBeGreaterThan(20);
-    const expected = new Map<string, string>([...Object.entries(baseline.expectedFailures), ...Object.entries(baseline.knownGaps ?? {})]);
+    const expected = new Map<string, string>([
+      ...Object.entries(baseline.expectedFailures),
+      ...Object.entries(baseline.knownGaps ?? {}),
+    ]);
     // A baseline entry naming no scenario is a typo that would hide nothing and mean nothing.
-    expect([...expected.keys(), ...Object.keys(baseline.vacuousPasses)].filter((s) => !scenarios.includes(s))).toEqual([]);
+    expect([...expected.keys(), ...Object.keys(baseline.vacuousPasses)].filter((s) => !scenarios.includes(s))).toEqual(
+      [],
+    );
 
     const out = path.join(dir, "results");
     const before = forwarded;
@@ -163,12 +186,26 @@ describe("MCP conformance (server scenarios)", () => {
       // The suite's own baseline rule: a FAILURE or a WARNING fails the scenario.
       const failed = failures.length > 0 || warnings.length > 0 || checks.length === 0;
       const baselined = expected.has(s);
-      const verdict = failed ? (baselined ? (s in (baseline.knownGaps ?? {}) ? "FAIL (known gap)" : "FAIL (baseline)") : "FAIL (UNEXPECTED)") : baselined ? "PASS (STALE BASELINE)" : "pass";
+      const verdict = failed
+        ? baselined
+          ? s in (baseline.knownGaps ?? {})
+            ? "FAIL (known gap)"
+            : "FAIL (baseline)"
+          : "FAIL (UNEXPECTED)"
+        : baselined
+          ? "PASS (STALE BASELINE)"
+          : "pass";
       if (failed && !baselined) unexpected.push(s);
       if (!failed && baselined) stale.push(s);
       const first = [...failures, ...warnings][0];
-      const note = first ? `${first.id}: ${(first.errorMessage ?? "").slice(0, 110)}` : s in baseline.vacuousPasses ? "(vacuous, see baseline.vacuousPasses)" : "";
-      rows.push(`  ${s.padEnd(31)} ${verdict.padEnd(21)} ${String(passed).padStart(2)} ok ${String(failures.length).padStart(2)} fail ${String(warnings.length).padStart(2)} warn  ${note}`);
+      const note = first
+        ? `${first.id}: ${(first.errorMessage ?? "").slice(0, 110)}`
+        : s in baseline.vacuousPasses
+          ? "(vacuous, see baseline.vacuousPasses)"
+          : "";
+      rows.push(
+        `  ${s.padEnd(31)} ${verdict.padEnd(21)} ${String(passed).padStart(2)} ok ${String(failures.length).padStart(2)} fail ${String(warnings.length).padStart(2)} warn  ${note}`,
+      );
     }
     const passing = scenarios.filter((s) => !expected.has(s) && !unexpected.includes(s));
     console.log(

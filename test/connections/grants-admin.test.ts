@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { GrantsAdmin } from "../../src/connections/grants-admin.js";
-import { harness, TempDirs, threadInput, type Harness } from "../support/foundation.js";
+import { type Harness, harness, TempDirs, threadInput } from "../support/foundation.js";
 
 // The grants/admin service is the one writer of grant revokes and admin revokes, with their audit
 // rows, for Slack and the CLI alike; an admin revoke without a working admin check is refused.
@@ -11,7 +11,17 @@ afterEach(() => tmp.cleanup());
 async function withGrant(h: Harness) {
   const conn = await h.lifecycle.create(threadInput("UOWNER", "tok-1"));
   const grant = await h.store.grants.create(
-    { id: "grant_test00001", connectionId: conn.id, teamId: "T1", channelId: "C1", threadTs: "1700000000.000100", ownerUserId: "UOWNER", borrowerUserId: "UBORROW", service: "svc", createdAt: h.clock.now() },
+    {
+      id: "grant_test00001",
+      connectionId: conn.id,
+      teamId: "T1",
+      channelId: "C1",
+      threadTs: "1700000000.000100",
+      ownerUserId: "UOWNER",
+      borrowerUserId: "UBORROW",
+      service: "svc",
+      createdAt: h.clock.now(),
+    },
     [],
   );
   return { conn, grant };
@@ -27,7 +37,15 @@ describe("GrantsAdmin", () => {
     expect((await admin.revokeGrant("grant_missing0001", "UBORROW")).kind).toBe("not_found");
     const rows = await h.store.audit.query({ event: "grant_revoked" });
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ teamId: "T1", channelId: "C1", ownerUserId: "UOWNER", callerUserId: "UBORROW", connectionId: conn.id, service: "svc", actor: "UBORROW" });
+    expect(rows[0]).toMatchObject({
+      teamId: "T1",
+      channelId: "C1",
+      ownerUserId: "UOWNER",
+      callerUserId: "UBORROW",
+      connectionId: conn.id,
+      service: "svc",
+      actor: "UBORROW",
+    });
   });
 
   it("a revoke `may` refuses writes nothing", async () => {
@@ -44,9 +62,19 @@ describe("GrantsAdmin", () => {
     const { conn } = await withGrant(h);
     const noCheck = new GrantsAdmin({ store: h.store, lifecycle: h.lifecycle, clock: h.clock });
     expect((await noCheck.adminRevoke("T1", conn.id, "UADMIN")).kind).toBe("not_admin");
-    const failing = new GrantsAdmin({ store: h.store, lifecycle: h.lifecycle, clock: h.clock, admins: { isAdmin: async () => Promise.reject(new Error("slack down")) } });
+    const failing = new GrantsAdmin({
+      store: h.store,
+      lifecycle: h.lifecycle,
+      clock: h.clock,
+      admins: { isAdmin: async () => Promise.reject(new Error("slack down")) },
+    });
     expect((await failing.adminRevoke("T1", conn.id, "UADMIN")).kind).toBe("not_admin");
-    const admin = new GrantsAdmin({ store: h.store, lifecycle: h.lifecycle, clock: h.clock, admins: { isAdmin: async (_team, u) => u === "UADMIN" } });
+    const admin = new GrantsAdmin({
+      store: h.store,
+      lifecycle: h.lifecycle,
+      clock: h.clock,
+      admins: { isAdmin: async (_team, u) => u === "UADMIN" },
+    });
     expect((await admin.adminRevoke("T1", conn.id, "UOTHER")).kind).toBe("not_admin");
     expect((await h.store.connections.get(conn.id))?.status).toBe("active");
     expect((await admin.adminRevoke("T2", conn.id, "UADMIN")).kind).toBe("not_found");

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { bindingOf } from "../../src/vault/binding.js";
 import { ConnectionError } from "../../src/connections/errors.js";
 import type { Connection } from "../../src/store/records.js";
-import { harness, rows, SVC_TTL_MS, TempDirs, threadInput, type Harness } from "../support/foundation.js";
+import { bindingOf } from "../../src/vault/binding.js";
+import { type Harness, harness, rows, SVC_TTL_MS, TempDirs, threadInput } from "../support/foundation.js";
 
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
@@ -28,7 +28,17 @@ describe("ConnectionLifecycle.reapExpired", () => {
     expect(c.expiresAt).toBe(start + SVC_TTL_MS);
     const other = await h.lifecycle.create({ ...threadInput("U9", "tok9"), ttlMs: 3 * SVC_TTL_MS });
     const grant = await h.store.grants.create(
-      { id: "grant_1", connectionId: c.id, teamId: "T1", channelId: "C1", threadTs: c.threadTs!, ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: start },
+      {
+        id: "grant_1",
+        connectionId: c.id,
+        teamId: "T1",
+        channelId: "C1",
+        threadTs: c.threadTs!,
+        ownerUserId: "U1",
+        borrowerUserId: "U2",
+        service: "svc",
+        createdAt: start,
+      },
       [{ at: start, event: "grant_created" }],
     );
     await h.store.approvals.create(
@@ -72,7 +82,9 @@ describe("ConnectionLifecycle.reapExpired", () => {
     const after = (await h.store.connections.get(c.id))!;
     expect(after).toMatchObject({ status: "expired", endedAt: now, endedReason: "ttl", sealed: null });
     expect(secretColumns(h, c.id)).toEqual({ key_id: null, secret_nonce: null, secret_ct: null, secret_tag: null });
-    expect(() => h.vault.openCredential(after.sealed, bindingOf(after))).toThrow(expect.objectContaining({ code: "wiped" }));
+    expect(() => h.vault.openCredential(after.sealed, bindingOf(after))).toThrow(
+      expect.objectContaining({ code: "wiped" }),
+    );
     expect(await h.store.grants.get(grant.id)).toMatchObject({ revokedAt: now, revokedBy: "reaper" });
     expect(await h.store.grants.list({ connectionId: c.id, liveOnly: true })).toEqual([]);
     expect((await h.store.approvals.get("appr_1"))!.status).toBe("expired");
@@ -80,7 +92,13 @@ describe("ConnectionLifecycle.reapExpired", () => {
     const audit = await h.store.audit.query({ connectionId: c.id, since: now });
     expect(audit.map((a) => a.event)).toEqual(["connection_expired", "grant_revoked"]);
     expect(audit[0]).toMatchObject({ at: now, teamId: "T1", ownerUserId: "U1", service: "svc", actor: "reaper" });
-    expect(audit[1]).toMatchObject({ at: now, ownerUserId: "U1", callerUserId: "U2", channelId: "C1", actor: "reaper" });
+    expect(audit[1]).toMatchObject({
+      at: now,
+      ownerUserId: "U1",
+      callerUserId: "U2",
+      channelId: "C1",
+      actor: "reaper",
+    });
 
     expect(ended.map((x) => [x.id, x.status])).toEqual([[c.id, "expired"]]);
     // The connection with a longer TTL is untouched.
@@ -97,7 +115,11 @@ describe("ConnectionLifecycle.reapExpired", () => {
     const h = harness(tmp);
     const a = await h.lifecycle.create(threadInput("U1", "a"));
     const b = await h.lifecycle.create(threadInput("U2", "b"));
-    expect(await h.store.connections.markNeedsLogin(a.id, h.clock.now(), [{ at: h.clock.now(), event: "connection_needs_login", connectionId: a.id }])).toBe(true);
+    expect(
+      await h.store.connections.markNeedsLogin(a.id, h.clock.now(), [
+        { at: h.clock.now(), event: "connection_needs_login", connectionId: a.id },
+      ]),
+    ).toBe(true);
     await h.lifecycle.revoke(b.id, "U2");
     h.clock.advance(SVC_TTL_MS);
     expect(await h.lifecycle.reapExpired()).toBe(1);
@@ -124,12 +146,25 @@ describe("ConnectionLifecycle.reapExpired", () => {
 describe("ConnectionLifecycle.create / revoke", () => {
   it("refuses an unknown service, a disallowed scope, a missing thread and a bad credential", async () => {
     const h = harness(tmp);
-    expect((await connectionError(h.lifecycle.create({ ...threadInput("U1", "t"), service: "nope" }))).code).toBe("unknown_service");
+    expect((await connectionError(h.lifecycle.create({ ...threadInput("U1", "t"), service: "nope" }))).code).toBe(
+      "unknown_service",
+    );
     // `other` allows only the default thread scope.
-    const shared = { teamId: "T1", ownerUserId: null, service: "other", scope: "shared" as const, credential: { kind: "fields" as const, fields: { token: "t" } }, createdBy: "cli:x" };
+    const shared = {
+      teamId: "T1",
+      ownerUserId: null,
+      service: "other",
+      scope: "shared" as const,
+      credential: { kind: "fields" as const, fields: { token: "t" } },
+      createdBy: "cli:x",
+    };
     expect((await connectionError(h.lifecycle.create(shared))).code).toBe("scope_not_allowed");
-    expect((await connectionError(h.lifecycle.create({ ...threadInput("U1", "t"), threadTs: null }))).code).toBe("missing_thread");
-    expect((await connectionError(h.lifecycle.create({ ...shared, service: "svc", ownerUserId: "U1" }))).code).toBe("scope_not_allowed");
+    expect((await connectionError(h.lifecycle.create({ ...threadInput("U1", "t"), threadTs: null }))).code).toBe(
+      "missing_thread",
+    );
+    expect((await connectionError(h.lifecycle.create({ ...shared, service: "svc", ownerUserId: "U1" }))).code).toBe(
+      "scope_not_allowed",
+    );
     const bad = { ...threadInput("U1", "t"), credential: { kind: "fields", fields: {}, junk: true } as never };
     expect((await connectionError(h.lifecycle.create(bad))).code).toBe("invalid_credential");
     expect(await h.store.connections.list({})).toEqual([]);
@@ -139,8 +174,19 @@ describe("ConnectionLifecycle.create / revoke", () => {
   it("seals the credential bound to the new row and audits the creation", async () => {
     const h = harness(tmp);
     const c = await h.lifecycle.create({ ...threadInput("U1", "secret-token"), label: "alice@example" });
-    expect(c).toMatchObject({ status: "active", teamId: "T1", ownerUserId: "U1", scope: "thread", channelId: "C1", label: "alice@example", createdAt: h.clock.now() });
-    expect(h.vault.openCredential(c.sealed, bindingOf(c))).toEqual({ kind: "fields", fields: { token: "secret-token" } });
+    expect(c).toMatchObject({
+      status: "active",
+      teamId: "T1",
+      ownerUserId: "U1",
+      scope: "thread",
+      channelId: "C1",
+      label: "alice@example",
+      createdAt: h.clock.now(),
+    });
+    expect(h.vault.openCredential(c.sealed, bindingOf(c))).toEqual({
+      kind: "fields",
+      fields: { token: "secret-token" },
+    });
     const [created] = await h.store.audit.query({ connectionId: c.id });
     expect(created).toMatchObject({ event: "connection_created", decision: "thread", actor: "U1", ownerUserId: "U1" });
     expect(JSON.stringify(await h.store.audit.query({}))).not.toContain("secret-token");
@@ -149,7 +195,20 @@ describe("ConnectionLifecycle.create / revoke", () => {
   it("revoke wipes the row, revokes grants, audits and notifies once", async () => {
     const h = harness(tmp);
     const c = await h.lifecycle.create(threadInput("U1", "t"));
-    await h.store.grants.create({ id: "g1", connectionId: c.id, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: 0 }, []);
+    await h.store.grants.create(
+      {
+        id: "g1",
+        connectionId: c.id,
+        teamId: "T1",
+        channelId: "C1",
+        threadTs: "1.1",
+        ownerUserId: "U1",
+        borrowerUserId: "U2",
+        service: "svc",
+        createdAt: 0,
+      },
+      [],
+    );
     const ended: string[] = [];
     h.lifecycle.onEnded((x) => void ended.push(x.id));
     h.clock.advance(10);

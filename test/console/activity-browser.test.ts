@@ -2,13 +2,13 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import type { AuditEvent } from "../../src/audit/event.js";
 import { demoRegistry } from "../../src/config/demo-registry.js";
-import { testAppConfig } from "../support/app-config.js";
 import { runBin } from "../cli/run.js";
+import { testAppConfig } from "../support/app-config.js";
 import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS } from "./serve.js";
 
 // The Activity tab in a real browser: planted call rows of the console's team are drawn as SVG
@@ -46,7 +46,7 @@ function calls(now: number): AuditEvent[] {
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-activity-"));
   app = await startApp({
-    config: testAppConfig(dir, "host-token-" + "a".repeat(24), { SLAUDE_WORKSPACE: "local" }),
+    config: testAppConfig(dir, `host-token-${"a".repeat(24)}`, { SLAUDE_WORKSPACE: "local" }),
     registry: demoRegistry(),
   });
   link = /http:\/\/127\.0\.0\.1:\d+\/console\/\?token=[A-Za-z0-9_-]{43}(?=\s)/.exec(app.banner)![0];

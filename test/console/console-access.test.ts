@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import http from "node:http";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { demoRegistry } from "../../src/config/demo-registry.js";
 import { testAppConfig } from "../support/app-config.js";
 
@@ -20,7 +20,10 @@ let link: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-access-"));
-  app = await startApp({ config: testAppConfig(dir, "host-token-" + "x".repeat(24), { SLAUDE_WORKSPACE: "local" }), registry: demoRegistry() });
+  app = await startApp({
+    config: testAppConfig(dir, `host-token-${"x".repeat(24)}`, { SLAUDE_WORKSPACE: "local" }),
+    registry: demoRegistry(),
+  });
   // The console link is printed once, in the start-up block.
   const printed = /http:\/\/127\.0\.0\.1:\d+\/console\/\?token=[A-Za-z0-9_-]{43}(?=\s)/.exec(app.banner);
   expect(printed).not.toBeNull();
@@ -68,7 +71,9 @@ describe("console access", () => {
     const wrong = await fetch(`${base}/console/?token=${"A".repeat(43)}`, { redirect: "manual" });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("set-cookie")).toBeNull();
-    const forged = await fetch(`${base}/console/api/session`, { headers: { cookie: `slaude_console_${new URL(base).port}=${"B".repeat(43)}` } });
+    const forged = await fetch(`${base}/console/api/session`, {
+      headers: { cookie: `slaude_console_${new URL(base).port}=${"B".repeat(43)}` },
+    });
     expect(forged.status).toBe(401);
   });
 
@@ -76,38 +81,70 @@ describe("console access", () => {
     const { cookie, csrf } = await signIn();
     expect(await isMember(cookie, "UBOB")).toBe(true);
     const body = JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: false });
-    const none = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json" }, body });
+    const none = await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json" },
+      body,
+    });
     expect(none.status).toBe(403);
     expect(((await none.json()) as { error: string }).error).toBe("csrf");
-    const wrong = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf.slice(1) + "x" }, body });
+    const wrong = await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "x-console-csrf": `${csrf.slice(1)}x` },
+      body,
+    });
     expect(wrong.status).toBe(403);
-    const noCookie = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { "content-type": "application/json", "x-console-csrf": csrf }, body });
+    const noCookie = await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-console-csrf": csrf },
+      body,
+    });
     expect(noCookie.status).toBe(401);
     expect(await isMember(cookie, "UBOB")).toBe(true);
     // With both, it applies (and is put back).
-    const ok = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body });
+    const ok = await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf },
+      body,
+    });
     expect(ok.status).toBe(200);
     expect(await isMember(cookie, "UBOB")).toBe(false);
-    await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: true }) });
+    await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf },
+      body: JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: true }),
+    });
     expect(await isMember(cookie, "UBOB")).toBe(true);
   });
 
   it("refuses a foreign Origin and a foreign Host even with a valid cookie and CSRF token", async () => {
     const { cookie, csrf } = await signIn();
     const body = JSON.stringify({ channelId: "C_GENERAL", userId: "UBOB", member: false });
-    const origin = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://evil.example", "content-type": "application/json", "x-console-csrf": csrf }, body });
+    const origin = await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { cookie, origin: "http://evil.example", "content-type": "application/json", "x-console-csrf": csrf },
+      body,
+    });
     expect(origin.status).toBe(403);
     expect(((await origin.json()) as { error: string }).error).toBe("bad_origin");
     // A sibling port on localhost is another origin (cookies are not isolated by port; Origin is).
-    const sibling = await fetch(`${base}/console/api/membership`, { method: "POST", headers: { cookie, origin: "http://127.0.0.1:1", "content-type": "application/json", "x-console-csrf": csrf }, body });
+    const sibling = await fetch(`${base}/console/api/membership`, {
+      method: "POST",
+      headers: { cookie, origin: "http://127.0.0.1:1", "content-type": "application/json", "x-console-csrf": csrf },
+      body,
+    });
     expect(sibling.status).toBe(403);
     expect(await isMember(cookie, "UBOB")).toBe(true);
     // fetch cannot set Host: a raw request can, as a DNS-rebinding page's browser would send it.
     const hostStatus = await new Promise<number | undefined>((resolve, reject) => {
-      const req = http.request(`${base}/console/api/session`, { headers: { cookie, host: `evil.example:${new URL(base).port}` } }, (res) => {
-        res.resume();
-        resolve(res.statusCode);
-      });
+      const req = http.request(
+        `${base}/console/api/session`,
+        { headers: { cookie, host: `evil.example:${new URL(base).port}` } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        },
+      );
       req.on("error", reject);
       req.end();
     });
@@ -118,11 +155,31 @@ describe("console access", () => {
 
   it("validates bodies strictly: unknown keys, unknown users and malformed ids are refused", async () => {
     const { cookie, csrf } = await signIn();
-    const post = (p: string, b: unknown) => fetch(`${base}/console/api/${p}`, { method: "POST", headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf }, body: JSON.stringify(b) });
-    expect((await post("membership", { channelId: "C_GENERAL", userId: "UBOB", member: false, admin: true })).status).toBe(400);
+    const post = (p: string, b: unknown) =>
+      fetch(`${base}/console/api/${p}`, {
+        method: "POST",
+        headers: { cookie, "content-type": "application/json", "x-console-csrf": csrf },
+        body: JSON.stringify(b),
+      });
+    expect(
+      (await post("membership", { channelId: "C_GENERAL", userId: "UBOB", member: false, admin: true })).status,
+    ).toBe(400);
     expect((await post("membership", { channelId: "C_GENERAL", userId: "U_NOBODY", member: false })).status).toBe(404);
-    expect((await post("decide", { approvalId: "../x", decision: "allowed_thread", asUserId: "UALICE" })).status).toBe(400);
-    expect((await post("host", { channelId: "C_GENERAL", threadTs: "1.1", userId: "UALICE", tool: "shell", arguments: {}, runId: "run_abcdefgh" })).status).toBe(400);
+    expect((await post("decide", { approvalId: "../x", decision: "allowed_thread", asUserId: "UALICE" })).status).toBe(
+      400,
+    );
+    expect(
+      (
+        await post("host", {
+          channelId: "C_GENERAL",
+          threadTs: "1.1",
+          userId: "UALICE",
+          tool: "shell",
+          arguments: {},
+          runId: "run_abcdefgh",
+        })
+      ).status,
+    ).toBe(400);
     expect(await isMember(cookie, "UBOB")).toBe(true);
   });
 
@@ -141,7 +198,12 @@ describe("console access", () => {
         readers.push(reader);
       }
       // The first stream was ended by the server when the 17th opened.
-      await expect(readers[0]!.read().then((x) => x.done, () => true)).resolves.toBe(true);
+      await expect(
+        readers[0]!.read().then(
+          (x) => x.done,
+          () => true,
+        ),
+      ).resolves.toBe(true);
     } finally {
       for (const a of aborts) a.abort();
     }
@@ -149,7 +211,16 @@ describe("console access", () => {
 
   it("never sends a stored credential to the page", async () => {
     const { cookie } = await signIn();
-    const conn = await app.lifecycle.create({ teamId: "T_LOCAL", ownerUserId: "UALICE", service: "demo", scope: "user", channelId: null, threadTs: null, credential: { kind: "fields", fields: { token: CANARY } }, createdBy: "UALICE" });
+    const conn = await app.lifecycle.create({
+      teamId: "T_LOCAL",
+      ownerUserId: "UALICE",
+      service: "demo",
+      scope: "user",
+      channelId: null,
+      threadTs: null,
+      credential: { kind: "fields", fields: { token: CANARY } },
+      createdBy: "UALICE",
+    });
     const pages = ["connections?user=UALICE", "connections?user=UCAROL", "audit", "inbox?user=UALICE", "workspace"];
     for (const p of pages) {
       const r = await fetch(`${base}/console/api/${p}`, { headers: { cookie } });
@@ -158,7 +229,9 @@ describe("console access", () => {
       expect(text, p).not.toContain(CANARY);
       expect(text, p).not.toContain("sealed");
     }
-    const carol = (await (await fetch(`${base}/console/api/connections?user=UCAROL`, { headers: { cookie } })).json()) as { admin: { all: { id: string }[] } | null };
+    const carol = (await (
+      await fetch(`${base}/console/api/connections?user=UCAROL`, { headers: { cookie } })
+    ).json()) as { admin: { all: { id: string }[] } | null };
     expect(carol.admin?.all.map((c) => c.id)).toContain(conn.id);
   });
 });
@@ -166,7 +239,9 @@ describe("console access", () => {
 describe("no console without the local workspace", () => {
   it("serves no /console route at all when the local workspace does not run", async () => {
     const other = mkdtempSync(path.join(os.tmpdir(), "slaude-console-none-"));
-    const none = await startApp({ config: testAppConfig(other, "host-token-" + "y".repeat(24), { SLAUDE_WORKSPACE: "none" }) });
+    const none = await startApp({
+      config: testAppConfig(other, `host-token-${"y".repeat(24)}`, { SLAUDE_WORKSPACE: "none" }),
+    });
     try {
       for (const p of ["/console", "/console/", "/console/api/session", "/console/app.js"]) {
         const r = await fetch(`http://127.0.0.1:${none.port}${p}`, { redirect: "manual" });

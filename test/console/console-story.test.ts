@@ -1,9 +1,9 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Locator, type Page } from "playwright-core";
+import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, startServe, type ServeProcess } from "./serve.js";
+import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, type ServeProcess, startServe } from "./serve.js";
 
 // The acceptance story of issue 10, in a real browser against a real server process started the
 // way `npm start` starts it (no Slack, no services.json, no host tokens, a fresh data directory):
@@ -36,7 +36,9 @@ const visible = (l: Locator) => l.waitFor({ state: "visible", timeout: WAIT });
 async function actAs(name: string): Promise<void> {
   await page.getByLabel("Acting as").selectOption({ label: name });
   // The panels reload for the new person; the play panel says who calls run as.
-  await page.getByText(new RegExp(`calls run as ${name.replace(/ \(admin\)$/, "")}\\.`)).waitFor({ state: "attached", timeout: WAIT });
+  await page
+    .getByText(new RegExp(`calls run as ${name.replace(/ \(admin\)$/, "")}\\.`))
+    .waitFor({ state: "attached", timeout: WAIT });
 }
 
 async function openTab(name: RegExp): Promise<void> {
@@ -73,13 +75,21 @@ describe("the console, as a new user meets it", () => {
     await actAs("Alice");
     await page.getByRole("button", { name: "Start a new thread" }).click();
     await visible(page.getByText(/^Thread in #general; calls run as Alice\.$/));
-    expect(await page.getByRole("combobox", { name: "Thread" }).locator("option:checked").textContent()).toMatch(/^Alice's thread/);
+    expect(await page.getByRole("combobox", { name: "Thread" }).locator("option:checked").textContent()).toMatch(
+      /^Alice's thread/,
+    );
     await page.getByRole("button", { name: "Connect Demo notes" }).click();
     await finishedRun("Alice", "connect demo");
     await openTab(/^Inbox/);
-    const consent = page.getByRole("article").filter({ has: page.getByRole("button", { name: "Continue" }) }).first();
+    const consent = page
+      .getByRole("article")
+      .filter({ has: page.getByRole("button", { name: "Continue" }) })
+      .first();
     await visible(consent);
-    const [login] = await Promise.all([context.waitForEvent("page", { timeout: WAIT }), consent.getByRole("button", { name: "Continue" }).click()]);
+    const [login] = await Promise.all([
+      context.waitForEvent("page", { timeout: WAIT }),
+      consent.getByRole("button", { name: "Continue" }).click(),
+    ]);
     await login.waitForURL(/\/login\/l\//, { timeout: WAIT });
     await login.getByLabel("Demo token").fill("demo-alice-a1b2c3d4");
     await login.getByRole("button", { name: "Save" }).click();
@@ -102,7 +112,10 @@ describe("the console, as a new user meets it", () => {
     await visible(page.getByRole("article", { name: /^Run \d+: Bob · demo · list_notes$/ }).first());
     await actAs("Alice");
     await openTab(/^Inbox/);
-    const ask = page.getByRole("article").filter({ has: page.getByRole("button", { name: "Allow for thread" }) }).first();
+    const ask = page
+      .getByRole("article")
+      .filter({ has: page.getByRole("button", { name: "Allow for thread" }) })
+      .first();
     await visible(ask);
     expect(await ask.getByText("list_notes", { exact: true }).count()).toBeGreaterThan(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "console-inbox-1280x800.png") });
@@ -119,14 +132,26 @@ describe("the console, as a new user meets it", () => {
     await page.getByRole("button", { name: "Run add_note" }).click();
     await openTab(/^Inbox/);
     await page.getByLabel("Inbox of").selectOption({ label: "Alice" });
-    const writeAsk = page.getByRole("article").filter({ hasText: "add_note" }).filter({ has: page.getByRole("button", { name: "Just once" }) }).first();
+    const writeAsk = page
+      .getByRole("article")
+      .filter({ hasText: "add_note" })
+      .filter({ has: page.getByRole("button", { name: "Just once" }) })
+      .first();
     await visible(writeAsk);
     expect(await writeAsk.getByRole("button", { name: "Allow for thread" }).count()).toBe(0);
     await writeAsk.getByRole("button", { name: "Just once" }).click();
-    await visible(writeAsk.getByRole("status").filter({ hasText: "Only the owner of this account can answer this request." }));
+    await visible(
+      writeAsk.getByRole("status").filter({ hasText: "Only the owner of this account can answer this request." }),
+    );
     await actAs("Alice");
     await openTab(/^Inbox/);
-    await page.getByRole("article").filter({ hasText: "add_note" }).filter({ has: page.getByRole("button", { name: "Just once" }) }).first().getByRole("button", { name: "Just once" }).click();
+    await page
+      .getByRole("article")
+      .filter({ hasText: "add_note" })
+      .filter({ has: page.getByRole("button", { name: "Just once" }) })
+      .first()
+      .getByRole("button", { name: "Just once" })
+      .click();
     await openTab(/^Play a thread/);
     const once = await finishedRun("Bob", "demo · add_note");
     expect(await once.getAttribute("data-state")).toBe("ok");
@@ -143,7 +168,9 @@ describe("the console, as a new user meets it", () => {
     await openTab(/^Connections/);
     await page.getByRole("button", { name: "Revoke Alice's demo connection" }).click();
     await page.getByRole("button", { name: "Yes, revoke" }).click();
-    await visible(page.getByRole("alert").filter({ hasText: /^Revoked Alice's demo connection for the thread in #general\./ }));
+    await visible(
+      page.getByRole("alert").filter({ hasText: /^Revoked Alice's demo connection for the thread in #general\./ }),
+    );
     await actAs("Bob");
     await useTool("notes", "list_notes");
     await page.getByRole("button", { name: "Run list_notes" }).click();
@@ -154,17 +181,36 @@ describe("the console, as a new user meets it", () => {
     // --- The audit tail shows each step.
     await openTab(/^Audit/);
     const audit = page.getByRole("table", { name: /Audit log/ });
-    for (const event of ["login_completed", "call", "approval_requested", "approval_decided", "grant_created", "approval_rejected_click", "admin_action", "connection_revoked"]) {
+    for (const event of [
+      "login_completed",
+      "call",
+      "approval_requested",
+      "approval_decided",
+      "grant_created",
+      "approval_rejected_click",
+      "admin_action",
+      "connection_revoked",
+    ]) {
       await visible(audit.getByRole("cell", { name: event, exact: true }).first());
     }
-    await visible(audit.getByRole("row").filter({ hasText: "approval_decided" }).filter({ hasText: "allowed_once" }).first());
-    await visible(audit.getByRole("row").filter({ hasText: "approval_rejected_click" }).filter({ hasText: "clicked by Bob" }).first());
+    await visible(
+      audit.getByRole("row").filter({ hasText: "approval_decided" }).filter({ hasText: "allowed_once" }).first(),
+    );
+    await visible(
+      audit
+        .getByRole("row")
+        .filter({ hasText: "approval_rejected_click" })
+        .filter({ hasText: "clicked by Bob" })
+        .first(),
+    );
 
     // Every control on every panel has an accessible name (an unnamed one shows as a bare role).
     for (const tab of [/^Play a thread/, /^Inbox/, /^Connections/, /^Workspace/, /^Audit/]) {
       await openTab(tab);
       const snapshot = await page.locator("body").ariaSnapshot();
-      expect(snapshot).not.toMatch(/- (button|combobox|textbox|searchbox|checkbox|link|tab|option)( \[[^\]]*\])?(:|$)/m);
+      expect(snapshot).not.toMatch(
+        /- (button|combobox|textbox|searchbox|checkbox|link|tab|option)( \[[^\]]*\])?(:|$)/m,
+      );
     }
 
     // Phone width: the same page, readable at 390 px (once the last notice has cleared).

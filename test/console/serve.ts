@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { BIN } from "../cli/run.js";
@@ -10,7 +10,16 @@ import { freePort } from "../support/ports.js";
 
 /** Debian's Chromium and the flags it needs here (root, headless, offline). */
 export const CHROMIUM = "/usr/bin/chromium";
-export const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+export const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /** Where the browser tests save their screenshots (gitignored). */
 export const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/console/", import.meta.url));
@@ -27,8 +36,19 @@ export interface ServeProcess {
 /** Starts `serve` in `dir` (its cwd, so no services.json is found) and waits for the console link. */
 export async function startServe(dir: string, extraEnv: Record<string, string> = {}): Promise<ServeProcess> {
   const port = await freePort();
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, PORT: String(port), SLAUDE_DATA_DIR: path.join(dir, "data"), ...extraEnv };
-  const proc = spawn(process.execPath, [BIN, "serve"], { cwd: dir, env, stdio: ["ignore", "ignore", "pipe"], shell: false });
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    PORT: String(port),
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    ...extraEnv,
+  };
+  const proc = spawn(process.execPath, [BIN, "serve"], {
+    cwd: dir,
+    env,
+    stdio: ["ignore", "ignore", "pipe"],
+    shell: false,
+  });
   let err = "";
   proc.stderr!.setEncoding("utf8").on("data", (d: string) => (err = (err + d).slice(-200_000)));
   const exited = new Promise<void>((resolve) => proc.on("exit", () => resolve()));

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { demoRegistry } from "../../src/config/demo-registry.js";
 import { testAppConfig } from "../support/app-config.js";
 
@@ -19,7 +19,7 @@ let csrf = "";
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-standing-"));
-  const config = testAppConfig(dir, "host-token-" + "s".repeat(24), { SLAUDE_WORKSPACE: "local" });
+  const config = testAppConfig(dir, `host-token-${"s".repeat(24)}`, { SLAUDE_WORKSPACE: "local" });
   app = await startApp({ config, registry: demoRegistry() });
   const link = /http:\/\/127\.0\.0\.1:\d+\/console\/\?token=[A-Za-z0-9_-]{43}(?=\s)/.exec(app.banner)![0];
   base = new URL(link).origin;
@@ -70,7 +70,7 @@ async function callAnswer(user: string, ts: string): Promise<string> {
     arguments: args,
     runId: "run_standing1",
   });
-  const s = r["structured"] as { status: string; code?: string };
+  const s = r.structured as { status: string; code?: string };
   return s.status === "ok" ? "ok" : s.code!;
 }
 
@@ -95,7 +95,7 @@ describe("GET /console/api/standing agrees with the next call", () => {
     expect(await standing("UALICE", b)).toBe("own");
 
     const revoked = await post("revoke", { kind: "admin", id: inB.id, asUserId: "UCAROL" });
-    expect(revoked["message"]).toBe(
+    expect(revoked.message).toBe(
       "Revoked Alice's demo connection for the thread in #general. Its credential is wiped and every grant on it revoked.",
     );
 

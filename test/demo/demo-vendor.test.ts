@@ -1,11 +1,11 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DEMO_VENDOR_SCRIPT, demoRegistry, demoRegistryDoc } from "../../src/config/demo-registry.js";
-import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall } from "../integration/broker-harness.js";
 
 // The demo vendor (examples/demo-vendor/server.js) as the broker runs it: a real child process per
 // connection started from the demo registry, reached through a real MCP client, the real policy and
@@ -28,7 +28,12 @@ function result(text: string): Record<string, unknown> {
   return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
 }
 
-async function call(s: { client: Client; turn: { user: string } }, user: string, tool: string, args: Record<string, unknown> = {}) {
+async function call(
+  s: { client: Client; turn: { user: string } },
+  user: string,
+  tool: string,
+  args: Record<string, unknown> = {},
+) {
   s.turn.user = user;
   return mcpCall(s.client, { service: "demo", tool, args, on_behalf_of: user });
 }
@@ -75,7 +80,9 @@ describe("demo vendor through the broker", () => {
     const first = await h.approvals.nextCard(0);
     expect(first.card.tool).toBe("list_notes");
     expect(first.card.decisions).toEqual(["allowed_thread", "allowed_once", "denied"]);
-    expect(await h.approvalService.decide(first.approval.id, first.approval.nonce, ALICE, "allowed_thread")).toBe("applied");
+    expect(await h.approvalService.decide(first.approval.id, first.approval.nonce, ALICE, "allowed_thread")).toBe(
+      "applied",
+    );
     const borrowed = await pending;
     expect(borrowed.structured.ranAs).toBe("approval_thread");
     expect(result(borrowed.text)).toMatchObject({ account: "alice", notes: [{ title: "shared list" }] });
@@ -87,8 +94,15 @@ describe("demo vendor through the broker", () => {
     // A write: asked again under the grant, and the card offers Just once or Deny only.
     const write = call(s, BOB, "add_note", { title: "from bob" });
     const second = await h.approvals.nextCard(1);
-    expect(second.card).toMatchObject({ tool: "add_note", write: true, reason: "write_under_grant", decisions: ["allowed_once", "denied"] });
-    expect(await h.approvalService.decide(second.approval.id, second.approval.nonce, ALICE, "allowed_once")).toBe("applied");
+    expect(second.card).toMatchObject({
+      tool: "add_note",
+      write: true,
+      reason: "write_under_grant",
+      decisions: ["allowed_once", "denied"],
+    });
+    expect(await h.approvalService.decide(second.approval.id, second.approval.nonce, ALICE, "allowed_once")).toBe(
+      "applied",
+    );
     const wrote = await write;
     expect(wrote.isError, wrote.text).toBe(false);
     expect(result(wrote.text)).toMatchObject({ account: "alice", added: { title: "from bob" } });
@@ -111,7 +125,13 @@ describe("demo vendor's own declarations", () => {
 
   it("annotates every tool honestly: read-only exactly where the registry says read, destructive only for delete", async () => {
     const client = new Client({ name: "t", version: "1" });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [DEMO_VENDOR_SCRIPT], env: { HOME: home, DEMO_VENDOR_TOKEN: ALICE_TOKEN } }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [DEMO_VENDOR_SCRIPT],
+        env: { HOME: home, DEMO_VENDOR_TOKEN: ALICE_TOKEN },
+      }),
+    );
     try {
       const { tools } = await client.listTools();
       const service = demoRegistry().get("demo")!;
@@ -132,7 +152,12 @@ describe("demo vendor's own declarations", () => {
 
   it("refuses to start without a well-formed token, and does not echo what it was given", async () => {
     const client = new Client({ name: "t", version: "1" });
-    const transport = new StdioClientTransport({ command: process.execPath, args: [DEMO_VENDOR_SCRIPT], env: { HOME: home, DEMO_VENDOR_TOKEN: "not-a-demo-secret-xyz" }, stderr: "pipe" });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [DEMO_VENDOR_SCRIPT],
+      env: { HOME: home, DEMO_VENDOR_TOKEN: "not-a-demo-secret-xyz" },
+      stderr: "pipe",
+    });
     let stderr = "";
     transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
     await expect(client.connect(transport)).rejects.toThrow();

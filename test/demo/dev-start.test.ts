@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { demoRegistryDoc } from "../../src/config/demo-registry.js";
 import { devHostTokenPath, resolveHostTokens } from "../../src/config/dev-host-token.js";
 import { loadConfig } from "../../src/config/env.js";
@@ -20,7 +20,9 @@ import { runInProcess } from "../cli/run.js";
 // empty, and a start-up block whose MCP Inspector command really connects. Test and production
 // starts keep refusing every host without configured tokens.
 
-const INSPECTOR_BIN = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/inspector/cli/build/cli.js", import.meta.url));
+const INSPECTOR_BIN = fileURLToPath(
+  new URL("../../node_modules/@modelcontextprotocol/inspector/cli/build/cli.js", import.meta.url),
+);
 
 const dirs: string[] = [];
 const apps: RunningApp[] = [];
@@ -36,11 +38,21 @@ function tmp(): string {
 }
 
 function env(dir: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), PATH: process.env.PATH ?? "/usr/bin:/bin", ...extra };
+  return {
+    SLAUDE_DATA_DIR: dir,
+    PORT: "0",
+    SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    ...extra,
+  };
 }
 
 async function start(e: Record<string, string>): Promise<RunningApp> {
-  const app = await startApp({ config: loadConfig(e), log: memoryLogger(), registry: parseRegistry(demoRegistryDoc(), "demo") });
+  const app = await startApp({
+    config: loadConfig(e),
+    log: memoryLogger(),
+    registry: parseRegistry(demoRegistryDoc(), "demo"),
+  });
   apps.push(app);
   return app;
 }
@@ -54,7 +66,12 @@ async function initialize(app: RunningApp, token: string | undefined): Promise<n
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
     },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    }),
   });
   await r.body?.cancel();
   return r.status;
@@ -69,7 +86,9 @@ describe("demo registry selection", () => {
     expect(dev.note).toContain("demo registry");
     expect(dev.note).toContain(path.join(cwd, "services.json"));
     expect(resolveRegistry(loadConfig({ NODE_ENV: "test" }), cwd).registry.list()).toEqual([]);
-    expect(() => resolveRegistry({ ...loadConfig({}), production: true, nodeEnv: "production" }, cwd)).toThrow(ConfigError);
+    expect(() => resolveRegistry({ ...loadConfig({}), production: true, nodeEnv: "production" }, cwd)).toThrow(
+      ConfigError,
+    );
   });
 });
 
@@ -84,7 +103,7 @@ describe("development host token", () => {
     const token = readFileSync(file, "utf8").trim();
     expect(app.hostToken).toBe(token);
     expect(await initialize(app, undefined)).toBe(401);
-    expect(await initialize(app, "slaude_dev_" + "x".repeat(43))).toBe(401);
+    expect(await initialize(app, `slaude_dev_${"x".repeat(43)}`)).toBe(401);
     expect(await initialize(app, token)).toBe(200);
     await app.close();
     apps.length = 0;
@@ -103,10 +122,15 @@ describe("development host token", () => {
     expect(app.banner).toContain("none configured");
     // Production is judged without starting (a production start has further requirements of its own).
     const prodDir = tmp();
-    expect(resolveHostTokens(loadConfig(env(prodDir, { NODE_ENV: "production" })))).toEqual({ tokens: [], origin: "none" });
+    expect(resolveHostTokens(loadConfig(env(prodDir, { NODE_ENV: "production" })))).toEqual({
+      tokens: [],
+      origin: "none",
+    });
     expect(existsSync(devHostTokenPath(prodDir))).toBe(false);
     const dir = tmp();
-    const configured = await start(env(dir, { NODE_ENV: "development", SLAUDE_HOST_TOKENS: "configured-host-token-1" }));
+    const configured = await start(
+      env(dir, { NODE_ENV: "development", SLAUDE_HOST_TOKENS: "configured-host-token-1" }),
+    );
     expect(existsSync(devHostTokenPath(dir))).toBe(false);
     expect(configured.hostToken).toBe("configured-host-token-1");
     expect(configured.banner).toContain("one of SLAUDE_HOST_TOKENS");
@@ -150,11 +174,24 @@ describe("start-up block", () => {
     // ending in --method tools/list as the block says (test/demo/startup-commands.test.ts runs it unchanged).
     const command = line!
       .trim()
-      .replace("npx @modelcontextprotocol/inspector", `${JSON.stringify(process.execPath)} ${JSON.stringify(INSPECTOR_BIN)}`)
+      .replace(
+        "npx @modelcontextprotocol/inspector",
+        `${JSON.stringify(process.execPath)} ${JSON.stringify(INSPECTOR_BIN)}`,
+      )
       .replace(/ --method tools\/call .*$/, " --method tools/list");
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-      execFile("/bin/sh", ["-c", command], { timeout: 30_000, env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`, HOME: dir, NO_COLOR: "1" } }, (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      execFile(
+        "/bin/sh",
+        ["-c", command],
+        {
+          timeout: 30_000,
+          env: {
+            PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+            HOME: dir,
+            NO_COLOR: "1",
+          },
+        },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       ),
     );
     expect(run.code, run.stderr).toBe(0);

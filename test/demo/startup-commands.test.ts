@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { memoryLogger } from "../../src/log/logger.js";
 
@@ -23,7 +23,16 @@ let app: RunningApp;
 
 /** As `npm start` in a fresh clone: development, no services.json (the demo registry), no host tokens. */
 function devStart(): Promise<RunningApp> {
-  return startApp({ config: loadConfig({ NODE_ENV: "development", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: KEY, PATH: process.env.PATH ?? "/usr/bin:/bin" }), log: memoryLogger() });
+  return startApp({
+    config: loadConfig({
+      NODE_ENV: "development",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_ENCRYPTION_KEY: KEY,
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+    }),
+    log: memoryLogger(),
+  });
 }
 
 beforeAll(async () => {
@@ -44,8 +53,18 @@ interface Run {
 
 /** Runs one printed command line with /bin/sh from the package root, as a person pastes it. */
 function sh(command: string): Promise<Run> {
-  const env = { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`, HOME: dir, NO_COLOR: "1", npm_config_offline: "true", npm_config_update_notifier: "false" };
-  return new Promise((resolve) => execFile("/bin/sh", ["-c", command], { cwd: ROOT, timeout: 60_000, env }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })));
+  const env = {
+    PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    HOME: dir,
+    NO_COLOR: "1",
+    npm_config_offline: "true",
+    npm_config_update_notifier: "false",
+  };
+  return new Promise((resolve) =>
+    execFile("/bin/sh", ["-c", command], { cwd: ROOT, timeout: 60_000, env }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
 }
 
 /** The block's command lines, in order. */
@@ -97,12 +116,28 @@ describe("the start-up block's commands, run as printed", () => {
     expect(after.isError ?? false, JSON.stringify(after)).toBe(false);
     expect(JSON.stringify(after)).not.toContain("no_turn");
     expect(after.structuredContent?.service).toBe("demo");
-    expect(after.structuredContent?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(["whoami", "list_notes", "add_note"]));
+    expect(after.structuredContent?.tools?.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["whoami", "list_notes", "add_note"]),
+    );
 
     // docs/local-workspace.md's next steps: the same command calling mcp_call (needs_connect), then connect (a card in her inbox).
-    const call = parse(await sh(inspector!.replace(/--tool-name mcp_describe --tool-arg service=demo$/, "--tool-name mcp_call --tool-arg service=demo --tool-arg tool=whoami --tool-arg on_behalf_of=UALICE")));
+    const call = parse(
+      await sh(
+        inspector!.replace(
+          /--tool-name mcp_describe --tool-arg service=demo$/,
+          "--tool-name mcp_call --tool-arg service=demo --tool-arg tool=whoami --tool-arg on_behalf_of=UALICE",
+        ),
+      ),
+    );
     expect(JSON.stringify(call)).toContain("needs_connect");
-    const connect = parse(await sh(inspector!.replace(/--tool-name mcp_describe --tool-arg service=demo$/, "--tool-name connect --tool-arg service=demo")));
+    const connect = parse(
+      await sh(
+        inspector!.replace(
+          /--tool-name mcp_describe --tool-arg service=demo$/,
+          "--tool-name connect --tool-arg service=demo",
+        ),
+      ),
+    );
     expect(connect.structuredContent?.service, JSON.stringify(connect)).toBe("demo");
     expect((await app.workspace.local!.inbox("UALICE")).map((i) => i.card.kind)).toContain("consent");
   });

@@ -56,7 +56,8 @@ describe("docs say what is", () => {
     for (const doc of [...DOCS, ".env.example"]) {
       const lines = read(doc).split("\n");
       lines.forEach((line, i) => {
-        for (const m of line.matchAll(FUTURE_MARKER)) found.push(`${doc}:${i + 1}: ${m[0]}: ${line.trim().slice(0, 120)}`);
+        for (const m of line.matchAll(FUTURE_MARKER))
+          found.push(`${doc}:${i + 1}: ${m[0]}: ${line.trim().slice(0, 120)}`);
       });
     }
     expect(found).toEqual([]);

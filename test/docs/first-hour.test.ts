@@ -24,8 +24,8 @@ describe("the README's opening tells a newcomer the truth", () => {
   it("names the two commands, and package.json has both scripts", () => {
     expect(opening).toContain("```sh\nnpm ci && npm start\n```");
     expect(opening).toContain("```sh\nnpm test\n```");
-    expect(pkg.scripts["start"]).toMatch(/slaude-connect\.js serve$/);
-    expect(pkg.scripts["test"]).toMatch(/vitest/);
+    expect(pkg.scripts.start).toMatch(/slaude-connect\.js serve$/);
+    expect(pkg.scripts.test).toMatch(/vitest/);
   });
 
   it("says calls run without Slack, which is what a zero-environment start chooses", () => {

@@ -24,15 +24,27 @@ function envVariables(): Set<string> {
 /** Top-level CLI commands (the cases of runCli's switch that call a command) and each one's subcommands (its own dispatch). */
 function cliCommands(): Map<string, Set<string>> {
   const main = read("src/cli/main.ts");
-  const body = main.slice(main.indexOf("switch (command) {"), main.indexOf("default:", main.indexOf("switch (command) {")));
-  const files = new Map([...main.matchAll(/import \{ (\w+Command)\b[^}]*\} from "\.\/commands\/([\w-]+)\.js"/g)].map((m) => [m[1]!, m[2]!]));
+  const body = main.slice(
+    main.indexOf("switch (command) {"),
+    main.indexOf("default:", main.indexOf("switch (command) {")),
+  );
+  const files = new Map(
+    [...main.matchAll(/import \{ (\w+Command)\b[^}]*\} from "\.\/commands\/([\w-]+)\.js"/g)].map((m) => [m[1]!, m[2]!]),
+  );
   const commands = new Map<string, Set<string>>();
-  for (const m of body.matchAll(/case "([a-z][a-z-]*)":\s*(?:\/\/[^\n]*\n\s*)*(?:noArguments\([^)]*\);\s*)?return await \(?(?:await import\("\.\/commands\/([\w-]+)\.js"\)\)\.)?(\w+Command)/g)) {
+  for (const m of body.matchAll(
+    /case "([a-z][a-z-]*)":\s*(?:\/\/[^\n]*\n\s*)*(?:noArguments\([^)]*\);\s*)?return await \(?(?:await import\("\.\/commands\/([\w-]+)\.js"\)\)\.)?(\w+Command)/g,
+  )) {
     const file = m[2] ?? files.get(m[3]!);
     expect(file, `no command file for "${m[1]}" in src/cli/main.ts`).toBeDefined();
     const src = read(`src/cli/commands/${file}.ts`);
     // A command run through noArguments takes none: its file's other switches are not subcommands.
-    commands.set(m[1]!, m[0].includes("noArguments(") ? new Set() : new Set([...src.matchAll(/(?:case |sub === )"([a-z][a-z-]*)"/g)].map((s) => s[1]!)));
+    commands.set(
+      m[1]!,
+      m[0].includes("noArguments(")
+        ? new Set()
+        : new Set([...src.matchAll(/(?:case |sub === )"([a-z][a-z-]*)"/g)].map((s) => s[1]!)),
+    );
   }
   return commands;
 }
@@ -53,8 +65,16 @@ describe("docs name what the code knows", () => {
     const list = ops.slice(at, ops.indexOf("\n\n", at));
     const listed = new Set([...list.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
     expect(EVENT_KINDS.length).toBeGreaterThan(20);
-    expect(sorted(EVENT_KINDS.filter((k) => !listed.has(k))).map((k) => `audit kind \`${k}\` is missing from docs/operations.md's "Event kinds:" list`)).toEqual([]);
-    expect(sorted([...listed].filter((k) => !(EVENT_KINDS as string[]).includes(k))).map((k) => `docs/operations.md's "Event kinds:" list names \`${k}\`, which is no audit kind`)).toEqual([]);
+    expect(
+      sorted(EVENT_KINDS.filter((k) => !listed.has(k))).map(
+        (k) => `audit kind \`${k}\` is missing from docs/operations.md's "Event kinds:" list`,
+      ),
+    ).toEqual([]);
+    expect(
+      sorted([...listed].filter((k) => !(EVENT_KINDS as string[]).includes(k))).map(
+        (k) => `docs/operations.md's "Event kinds:" list names \`${k}\`, which is no audit kind`,
+      ),
+    ).toEqual([]);
   });
 
   it("every event kind has its row in host-integration.md, and no doc names an event kind that does not exist", () => {
@@ -62,12 +82,17 @@ describe("docs name what the code knows", () => {
     const rows = new Set([...doc.matchAll(/^\| `([a-z_]+\.[a-z_]+)` \|/gm)].map((m) => m[1]!));
     const known = new Set<string>(EVENT_TYPES);
     expect(known.size).toBeGreaterThan(20);
-    expect(sorted([...known].filter((t) => !rows.has(t))).map((t) => `event kind \`${t}\` has no table row in docs/host-integration.md`)).toEqual([]);
+    expect(
+      sorted([...known].filter((t) => !rows.has(t))).map(
+        (t) => `event kind \`${t}\` has no table row in docs/host-integration.md`,
+      ),
+    ).toEqual([]);
     const prefixes = sorted([...known].map((t) => t.split(".")[0]!)).join("|");
     const unknown: string[] = [];
     for (const d of DOCS) {
       for (const m of read(d).matchAll(new RegExp(`\`((?:${prefixes})\\.[a-z_]+)\``, "g"))) {
-        if (!known.has(m[1]!) && !/\.(ts|js|mjs|md|json|sql|html|css)$/.test(m[1]!)) unknown.push(`${d} names event kind \`${m[1]}\`, which does not exist`);
+        if (!known.has(m[1]!) && !/\.(ts|js|mjs|md|json|sql|html|css)$/.test(m[1]!))
+          unknown.push(`${d} names event kind \`${m[1]}\`, which does not exist`);
       }
     }
     expect(sorted(unknown)).toEqual([]);
@@ -79,14 +104,19 @@ describe("docs name what the code knows", () => {
     const all = DOCS.map((d) => read(d)).join("\n");
     const missing: string[] = [];
     for (const [cmd, subs] of commands) {
-      if (!all.includes(`slaude-connect ${cmd}`)) missing.push(`CLI command \`slaude-connect ${cmd}\` appears in no doc (README.md, docs/*.md)`);
-      for (const sub of subs) if (!new RegExp(`slaude-connect ${cmd} ${sub}\\b`).test(all)) missing.push(`CLI command \`slaude-connect ${cmd} ${sub}\` appears in no doc (README.md, docs/*.md)`);
+      if (!all.includes(`slaude-connect ${cmd}`))
+        missing.push(`CLI command \`slaude-connect ${cmd}\` appears in no doc (README.md, docs/*.md)`);
+      for (const sub of subs)
+        if (!new RegExp(`slaude-connect ${cmd} ${sub}\\b`).test(all))
+          missing.push(`CLI command \`slaude-connect ${cmd} ${sub}\` appears in no doc (README.md, docs/*.md)`);
     }
     expect(sorted(missing)).toEqual([]);
 
     // What the code itself prints as "slaude-connect …" (log lines, notices) is not a command line.
     const messages = new Set<string>();
-    for (const f of readdirSync(path.join(ROOT, "src"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"))) {
+    for (const f of readdirSync(path.join(ROOT, "src"), { recursive: true, encoding: "utf8" }).filter((f) =>
+      f.endsWith(".ts"),
+    )) {
       for (const m of read(`src/${f}`).matchAll(/"slaude-connect ([a-z]+)/g)) messages.add(m[1]!);
     }
     const unknown: string[] = [];
@@ -99,7 +129,8 @@ describe("docs name what the code knows", () => {
           const subs = commands.get(cmd!);
           if (!subs) {
             if (!messages.has(cmd!)) unknown.push(`${d}: \`slaude-connect ${cmd}\` is no CLI command`);
-          } else if (sub && subs.size && !subs.has(sub)) unknown.push(`${d}: \`slaude-connect ${cmd} ${sub}\`: ${sub} is no subcommand of ${cmd}`);
+          } else if (sub && subs.size && !subs.has(sub))
+            unknown.push(`${d}: \`slaude-connect ${cmd} ${sub}\`: ${sub} is no subcommand of ${cmd}`);
         }
       }
     }
@@ -110,11 +141,25 @@ describe("docs name what the code knows", () => {
     const vars = envVariables();
     expect(vars.size).toBeGreaterThan(30);
     const docs = DOCS.map((d) => [d, read(d)] as const);
-    const missing = sorted([...vars].filter((v) => !v.endsWith("_FILE") && !docs.some(([d, t]) => d !== "README.md" && d !== "docs/configuration.md" && new RegExp(`\\b${v}\\b`).test(t))));
-    expect(missing.map((v) => `environment variable ${v} is documented in no topic page under docs/ (only the reference table or nowhere)`)).toEqual([]);
+    const missing = sorted(
+      [...vars].filter(
+        (v) =>
+          !v.endsWith("_FILE") &&
+          !docs.some(
+            ([d, t]) => d !== "README.md" && d !== "docs/configuration.md" && new RegExp(`\\b${v}\\b`).test(t),
+          ),
+      ),
+    );
+    expect(
+      missing.map(
+        (v) =>
+          `environment variable ${v} is documented in no topic page under docs/ (only the reference table or nowhere)`,
+      ),
+    ).toEqual([]);
     const unknown: string[] = [];
     for (const [d, t] of docs) {
-      for (const m of t.matchAll(/\b((?:SLAUDE|SLACK)_[A-Z0-9_]*[A-Z0-9])\b/g)) if (!vars.has(m[1]!)) unknown.push(`${d} names ${m[1]}, which src/config/env.ts does not read`);
+      for (const m of t.matchAll(/\b((?:SLAUDE|SLACK)_[A-Z0-9_]*[A-Z0-9])\b/g))
+        if (!vars.has(m[1]!)) unknown.push(`${d} names ${m[1]}, which src/config/env.ts does not read`);
     }
     expect(sorted(unknown)).toEqual([]);
   });

@@ -10,14 +10,21 @@ export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const read = (rel: string): string => readFileSync(path.join(ROOT, rel), "utf8");
 
 /** Every doc page: the README and docs/*.md. */
-export const DOCS = ["README.md", ...readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+export const DOCS = [
+  "README.md",
+  ...readdirSync(path.join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 /** Every variable the env schema reads: the keys of `envSchema` in src/config/env.ts (empty when it is not found). */
 export function schemaVariables(): Set<string> {
   const src = read("src/config/env.ts");
   const start = src.indexOf("const envSchema = z.object({");
   if (start < 0) return new Set();
-  return new Set([...src.slice(start, src.indexOf("\n});", start)).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!));
+  return new Set(
+    [...src.slice(start, src.indexOf("\n});", start)).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!),
+  );
 }
 
 /** `<NAME>_FILE` variants of the secret variables (read by src/config/secret-files.ts). */

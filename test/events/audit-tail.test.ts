@@ -24,14 +24,26 @@ function open() {
   return store;
 }
 
-const row = (id: string, at = 1): AuditEvent => ({ at, event: "connection_created", teamId: "T1", ownerUserId: "U1", connectionId: id, service: "vendor" });
+const row = (id: string, at = 1): AuditEvent => ({
+  at,
+  event: "connection_created",
+  teamId: "T1",
+  ownerUserId: "U1",
+  connectionId: id,
+  service: "vendor",
+});
 
 describe("AuditTail on SQLite", () => {
   it("skips history, emits each later row once, and reads at most pageRows × pagesPerPass rows a pass", async () => {
     const store = open();
     await store.audit.append([row("old1"), row("old2")]);
     const seen: BrokerEvent[] = [];
-    const tail = new AuditTail(store.audit, { emit: (e) => void seen.push(e) }, new ManualClock(), { pageRows: 2, pagesPerPass: 2, maxGaps: 10, gapMs: 1_000 });
+    const tail = new AuditTail(store.audit, { emit: (e) => void seen.push(e) }, new ManualClock(), {
+      pageRows: 2,
+      pagesPerPass: 2,
+      maxGaps: 10,
+      gapMs: 1_000,
+    });
     await tail.start();
     expect(await tail.poll()).toBe(0);
     await store.audit.append(Array.from({ length: 5 }, (_, i) => row(`new${i}`)));

@@ -15,9 +15,23 @@ function rig() {
   const log = memoryLogger("debug");
   const bus = new CallEventBus({ log });
   const seen: string[] = [];
-  bus.subscribe((e: BrokerEvent) => void seen.push("reason" in e ? `${e.type}:${e.connectionId}:${e.reason}` : `${e.type}:${"connectionId" in e ? e.connectionId : ""}`));
+  bus.subscribe(
+    (e: BrokerEvent) =>
+      void seen.push(
+        "reason" in e
+          ? `${e.type}:${e.connectionId}:${e.reason}`
+          : `${e.type}:${"connectionId" in e ? e.connectionId : ""}`,
+      ),
+  );
   const launcher = new FakeLauncher();
-  const pool = new VendorPool(launcher, { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000 }, new ManualClock(), log, undefined, bus);
+  const pool = new VendorPool(
+    launcher,
+    { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000 },
+    new ManualClock(),
+    log,
+    undefined,
+    bus,
+  );
   return { pool, launcher, seen };
 }
 
@@ -30,7 +44,8 @@ describe("child events", () => {
 
     let misbehave = true;
     pool.onVendorStarted(() => {
-      if (misbehave && launcher.started.at(-1)?.connectionId === "B") throw new PoolError("vendor_misbehaved", "endless tools/list");
+      if (misbehave && launcher.started.at(-1)?.connectionId === "B")
+        throw new PoolError("vendor_misbehaved", "endless tools/list");
     });
     await expect(pool.withLease(leaseOf("B"), async () => {})).rejects.toThrow("endless");
     expect(seen.slice(3)).toEqual(["child.started:B", "child.stopped:B:limit"]);

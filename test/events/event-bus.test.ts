@@ -1,13 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { BoundedSubscriber } from "../../src/events/bounded-subscriber.js";
-import { PROGRESS_MESSAGE_MAX, progressMessage, type CallEvent } from "../../src/events/call-event.js";
+import { type CallEvent, PROGRESS_MESSAGE_MAX, progressMessage } from "../../src/events/call-event.js";
 import { CallEventBus } from "../../src/events/event-bus.js";
 import { memoryLogger } from "../../src/log/logger.js";
 
 // The event bus and its bounded subscribers on their own: ordered synchronous fan-out, a capped
 // subscriber set, a throwing subscriber isolated, and a slow subscriber dropped at its limit.
 
-const base = { callId: "call_1", at: 1, teamId: "T1", channelId: "C1", threadTs: "1.2", callerUserId: "U1", service: "vendor", tool: "echo" };
+const base = {
+  callId: "call_1",
+  at: 1,
+  teamId: "T1",
+  channelId: "C1",
+  threadTs: "1.2",
+  callerUserId: "U1",
+  service: "vendor",
+  tool: "echo",
+};
 const started = (teamId = "T1"): CallEvent => ({ type: "call.started", ...base, teamId });
 
 describe("CallEventBus", () => {
@@ -38,7 +47,9 @@ describe("CallEventBus", () => {
     expect(bus.subscribe(() => {})).toBeUndefined();
     expect(() => bus.emit(started())).not.toThrow();
     expect(got).toEqual(["call.started"]);
-    expect(log.lines.some((l) => l.includes("call event subscriber failed") && l.includes('"error":"Error"'))).toBe(true);
+    expect(log.lines.some((l) => l.includes("call event subscriber failed") && l.includes('"error":"Error"'))).toBe(
+      true,
+    );
     expect(log.lines.join("\n")).not.toContain("secret-ish");
   });
 });
@@ -48,7 +59,13 @@ describe("BoundedSubscriber", () => {
     const bus = new CallEventBus({ log: memoryLogger("debug") });
     let ready = 0;
     const drops: number[] = [];
-    const sub = BoundedSubscriber.attach(bus, { max: 3, filter: (e) => e.teamId === "T1", map: (e, seq) => `${seq}:${e.teamId}`, onReady: () => ready++, onDrop: (n) => drops.push(n) })!;
+    const sub = BoundedSubscriber.attach(bus, {
+      max: 3,
+      filter: (e) => e.teamId === "T1",
+      map: (e, seq) => `${seq}:${e.teamId}`,
+      onReady: () => ready++,
+      onDrop: (n) => drops.push(n),
+    })!;
     bus.emit(started("T2"));
     bus.emit(started());
     bus.emit(started());
@@ -68,7 +85,9 @@ describe("BoundedSubscriber", () => {
   it("is refused when the bus is full", () => {
     const bus = new CallEventBus({ log: memoryLogger("debug"), maxSubscribers: 1 });
     bus.subscribe(() => {});
-    expect(BoundedSubscriber.attach(bus, { max: 1, filter: () => true, map: () => 1, onReady: () => {}, onDrop: () => {} })).toBeUndefined();
+    expect(
+      BoundedSubscriber.attach(bus, { max: 1, filter: () => true, map: () => 1, onReady: () => {}, onDrop: () => {} }),
+    ).toBeUndefined();
   });
 });
 

@@ -8,14 +8,14 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { expect } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import type { AppOptions } from "../../src/app/running-app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, FakeApprovalChannel, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { ALICE, BOB, FakeApprovalChannel, fixtureRegistryDoc, THREAD } from "../integration/broker-harness.js";
 import { SseReader } from "./sse-reader.js";
 
 export const TOKEN_T1 = `host-t1-${randomBytes(16).toString("hex")}`;
@@ -37,7 +37,12 @@ export class Opened {
 }
 
 /** Starts the app; `env` overrides the environment, `opts` the start options. */
-export async function boot(opened: Opened, env: Record<string, string> = {}, opts: Partial<AppOptions> = {}, registryDoc: unknown = fixtureRegistryDoc()) {
+export async function boot(
+  opened: Opened,
+  env: Record<string, string> = {},
+  opts: Partial<AppOptions> = {},
+  registryDoc: unknown = fixtureRegistryDoc(),
+) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-events-"));
   opened.dirs.push(dir);
   const log = memoryLogger("debug");
@@ -64,9 +69,19 @@ export async function boot(opened: Opened, env: Record<string, string> = {}, opt
 }
 
 /** A real SDK client on /mcp for `thread`, with host token `token`. */
-export async function client(opened: Opened, app: RunningApp, token = TOKEN_T1, thread: ThreadRef = THREAD): Promise<Client> {
+export async function client(
+  opened: Opened,
+  app: RunningApp,
+  token = TOKEN_T1,
+  thread: ThreadRef = THREAD,
+): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-    requestInit: { headers: { authorization: `Bearer ${token}`, "x-slaude-thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+    requestInit: {
+      headers: {
+        authorization: `Bearer ${token}`,
+        "x-slaude-thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
   });
   const c = new Client({ name: "events-test", version: "1" });
   await c.connect(transport);
@@ -79,7 +94,12 @@ export async function turn(app: RunningApp, user: string, token = TOKEN_T1, thre
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: user }),
+    body: JSON.stringify({
+      team_id: thread.teamId,
+      channel_id: thread.channelId,
+      thread_ts: thread.threadTs,
+      user_id: user,
+    }),
   });
   expect(r.status).toBe(204);
 }

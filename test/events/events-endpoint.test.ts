@@ -3,8 +3,20 @@ import net from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunningApp } from "../../src/app/app.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
-import { ALICE, BOB, CAROL, THREAD, mcpCall } from "../integration/broker-harness.js";
-import { Opened, THREAD_T2, TOKEN_T1, TOKEN_T2, TOKEN_UNBOUND, boot as bootApp, callOf, client as openClient, connect, subscribe as openStream, turn } from "./events-app.js";
+import { ALICE, BOB, CAROL, mcpCall, THREAD } from "../integration/broker-harness.js";
+import {
+  boot as bootApp,
+  callOf,
+  connect,
+  Opened,
+  client as openClient,
+  subscribe as openStream,
+  THREAD_T2,
+  TOKEN_T1,
+  TOKEN_T2,
+  TOKEN_UNBOUND,
+  turn,
+} from "./events-app.js";
 
 // Issue 15 part 5: every mcp_call emits started → (progress) → (approval asked/decided) → ended on
 // one internal stream, and GET /v1/events serves it as SSE to a host token bound to a team, that
@@ -14,7 +26,8 @@ import { Opened, THREAD_T2, TOKEN_T1, TOKEN_T2, TOKEN_UNBOUND, boot as bootApp, 
 const opened = new Opened();
 afterEach(() => opened.closeAll());
 const boot = (env: Record<string, string> = {}) => bootApp(opened, env);
-const client = (app: RunningApp, token = TOKEN_T1, thread: ThreadRef = THREAD) => openClient(opened, app, token, thread);
+const client = (app: RunningApp, token = TOKEN_T1, thread: ThreadRef = THREAD) =>
+  openClient(opened, app, token, thread);
 const subscribe = (app: RunningApp, token = TOKEN_T1) => openStream(opened, app, token);
 const closers = opened.closers;
 
@@ -27,16 +40,36 @@ describe("GET /v1/events", () => {
 
     await turn(app, ALICE);
     const seen: string[] = [];
-    const r = await mcpCall(c, { tool: "slow", args: { steps: 3, delayMs: 20 }, on_behalf_of: ALICE }, { onprogress: (p) => void seen.push(p.message ?? "") });
+    const r = await mcpCall(
+      c,
+      { tool: "slow", args: { steps: 3, delayMs: 20 }, on_behalf_of: ALICE },
+      { onprogress: (p) => void seen.push(p.message ?? "") },
+    );
     expect(r.text).toContain("done");
     const own = await callOf(s, "slow");
-    expect(own.events.map((e) => e.event)).toEqual(["call.started", "call.progress", "call.progress", "call.progress", "call.ended"]);
+    expect(own.events.map((e) => e.event)).toEqual([
+      "call.started",
+      "call.progress",
+      "call.progress",
+      "call.progress",
+      "call.ended",
+    ]);
     expect(own.events.slice(1, 4).map((e) => [e.data.progress, e.data.total, e.data.message])).toEqual([
       [1, 3, "step 1/3"],
       [2, 3, "step 2/3"],
       [3, 3, "step 3/3"],
     ]);
-    expect(own.ended.data).toMatchObject({ type: "call.ended", outcome: "ok", via: "own", teamId: "T1", channelId: THREAD.channelId, threadTs: THREAD.threadTs, callerUserId: ALICE, service: "vendor", truncated: false });
+    expect(own.ended.data).toMatchObject({
+      type: "call.ended",
+      outcome: "ok",
+      via: "own",
+      teamId: "T1",
+      channelId: THREAD.channelId,
+      threadTs: THREAD.threadTs,
+      callerUserId: ALICE,
+      service: "vendor",
+      truncated: false,
+    });
     expect(own.ended.data.durationMs as number).toBeGreaterThan(0);
     expect(own.ended.data.vendorMs as number).toBeGreaterThan(0);
     // Ids increase along the stream.
@@ -49,11 +82,22 @@ describe("GET /v1/events", () => {
     const card = await approvals.nextCard();
     const asked = await s.waitFor((e) => e.event === "approval.asked");
     expect(asked.data).toMatchObject({ tool: "read_item", callerUserId: BOB, ownerUserId: ALICE, reason: "no_grant" });
-    expect(await app.broker.approvals.decide(card.approval.id, card.approval.nonce, ALICE, "allowed_once")).toBe("applied");
+    expect(await app.broker.approvals.decide(card.approval.id, card.approval.nonce, ALICE, "allowed_once")).toBe(
+      "applied",
+    );
     expect((await borrowed).structured.ranAs).toBe("approval_once");
     const borrow = await callOf(s, "read_item");
-    expect(borrow.events.map((e) => e.event)).toEqual(["call.started", "approval.asked", "approval.decided", "call.ended"]);
-    expect(borrow.events[2]!.data).toMatchObject({ decision: "allowed_once", ownerUserId: ALICE, connectionId: asked.data.connectionId });
+    expect(borrow.events.map((e) => e.event)).toEqual([
+      "call.started",
+      "approval.asked",
+      "approval.decided",
+      "call.ended",
+    ]);
+    expect(borrow.events[2]!.data).toMatchObject({
+      decision: "allowed_once",
+      ownerUserId: ALICE,
+      connectionId: asked.data.connectionId,
+    });
     expect(borrow.ended.data).toMatchObject({ outcome: "ok", via: "approval_once", callerUserId: BOB });
 
     // A refused call still starts and ends, with its code as the outcome.
@@ -94,7 +138,11 @@ describe("GET /v1/events", () => {
     expect((await get({ authorization: "Bearer not-a-host-token" })).status).toBe(401);
     expect((await get({})).status).toBe(401);
     const foreign = await new Promise<string>((resolve) => {
-      const sock = net.connect(app.port, "127.0.0.1", () => sock.write(`GET /v1/events HTTP/1.1\r\nHost: evil.example:${app.port}\r\nAuthorization: Bearer ${TOKEN_T1}\r\nConnection: close\r\n\r\n`));
+      const sock = net.connect(app.port, "127.0.0.1", () =>
+        sock.write(
+          `GET /v1/events HTTP/1.1\r\nHost: evil.example:${app.port}\r\nAuthorization: Bearer ${TOKEN_T1}\r\nConnection: close\r\n\r\n`,
+        ),
+      );
       let got = "";
       sock.on("data", (d) => (got += d.toString()));
       sock.on("close", () => resolve(got));
@@ -111,14 +159,20 @@ describe("GET /v1/events", () => {
     const s = await subscribe(app);
     const c = await client(app);
     await turn(app, ALICE);
-    const r = await mcpCall(c, { tool: "progress_burst", args: { count: 3, size: 0, leak: true }, on_behalf_of: ALICE }, { onprogress: () => {} });
+    const r = await mcpCall(
+      c,
+      { tool: "progress_burst", args: { count: 3, size: 0, leak: true }, on_behalf_of: ALICE },
+      { onprogress: () => {} },
+    );
     expect(r.text).toContain("burst done with");
     expect(r.text).not.toContain(canary);
     const burst = await callOf(s, "progress_burst");
     const progress = burst.events.filter((e) => e.event === "call.progress");
     expect(progress).toHaveLength(3);
     // The message is there (redacted), not dropped.
-    expect(progress.map((e) => e.data.message)).toEqual(progress.map((_, i) => expect.stringContaining(`burst ${i + 1}/3`)));
+    expect(progress.map((e) => e.data.message)).toEqual(
+      progress.map((_, i) => expect.stringContaining(`burst ${i + 1}/3`)),
+    );
     expect(s.raw).toContain("burst 1/3");
     expect(s.raw).not.toContain(canary);
     expect(s.raw).not.toContain(Buffer.from(canary).toString("base64"));
@@ -145,7 +199,9 @@ describe("GET /v1/events", () => {
           resolve();
         }
       });
-      stalled.write(`GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:${app.port}\r\nAuthorization: Bearer ${TOKEN_T1}\r\n\r\n`);
+      stalled.write(
+        `GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:${app.port}\r\nAuthorization: Bearer ${TOKEN_T1}\r\n\r\n`,
+      );
     });
     expect(head).toMatch(/^HTTP\/1\.1 200/);
     expect(app.events.clientCount).toBe(2);
@@ -153,10 +209,18 @@ describe("GET /v1/events", () => {
     const c = await client(app);
     await turn(app, ALICE);
     // About 9 MB of events: more than the kernel's socket buffers (about 4 MB here) and the backlog hold.
-    const burst = await mcpCall(c, { tool: "progress_burst", args: { count: 12_000, size: 480, leak: false }, on_behalf_of: ALICE });
+    const burst = await mcpCall(c, {
+      tool: "progress_burst",
+      args: { count: 12_000, size: 480, leak: false },
+      on_behalf_of: ALICE,
+    });
     expect(burst.text).toContain("burst done");
     await vi.waitFor(() => expect(app.events.clientCount).toBe(1), { timeout: 30_000, interval: 50 });
-    expect(log.lines.some((l) => l.includes("events stream dropped") && l.includes('"backlog":1001') && l.includes('"limit":1000'))).toBe(true);
+    expect(
+      log.lines.some(
+        (l) => l.includes("events stream dropped") && l.includes('"backlog":1001') && l.includes('"limit":1000'),
+      ),
+    ).toBe(true);
     // Calls keep running, and the healthy subscriber saw all of it.
     const after = await mcpCall(c, { tool: "echo", args: { text: "still here" }, on_behalf_of: ALICE });
     expect(after.text).toContain("still here");

@@ -5,7 +5,20 @@ import { AUDIT_LIFECYCLE_TYPES, eventFromAudit } from "../../src/events/lifecycl
 
 // Which audit rows are lifecycle events, as what, and what of the row an event never carries.
 
-const ROW = { at: 1, teamId: "T1", channelId: "C1", threadTs: "1.2", callerUserId: "UB", ownerUserId: "UA", connectionId: "conn_1", service: "vendor", tool: "read", argsHash: "h".repeat(64), decision: null, actor: null } as const;
+const ROW = {
+  at: 1,
+  teamId: "T1",
+  channelId: "C1",
+  threadTs: "1.2",
+  callerUserId: "UB",
+  ownerUserId: "UA",
+  connectionId: "conn_1",
+  service: "vendor",
+  tool: "read",
+  argsHash: "h".repeat(64),
+  decision: null,
+  actor: null,
+} as const;
 
 // Every audit kind, with what it becomes (a Record over the union: a new kind fails to compile here until it is decided).
 const EXPECTED: Record<AuditEventKind, string | undefined> = {
@@ -50,14 +63,39 @@ describe("eventFromAudit", () => {
   });
 
   it("an approval expired is its own event; tool pins by their change; refusals and invalid clicks are none", () => {
-    expect(eventFromAudit({ ...ROW, event: "approval_decided", decision: "expired", actor: "reaper" })?.type).toBe("approval.expired");
+    expect(eventFromAudit({ ...ROW, event: "approval_decided", decision: "expired", actor: "reaper" })?.type).toBe(
+      "approval.expired",
+    );
     expect(eventFromAudit({ ...ROW, event: "approval_decided", decision: "consumed" })).toBeUndefined();
     const pin = (decision: string) => eventFromAudit({ ...ROW, event: "tool_pin", decision })?.type;
-    expect(["first_seen", "restored", "new", "quarantined", "accepted", "rejected", "refused_hash_mismatch", "click_invalid", "refused_not_admin"].map(pin)).toEqual([
-      "tool.pinned", "tool.pinned", "tool.new", "tool.quarantined", "tool.accepted", "tool.rejected", undefined, undefined, undefined,
+    expect(
+      [
+        "first_seen",
+        "restored",
+        "new",
+        "quarantined",
+        "accepted",
+        "rejected",
+        "refused_hash_mismatch",
+        "click_invalid",
+        "refused_not_admin",
+      ].map(pin),
+    ).toEqual([
+      "tool.pinned",
+      "tool.pinned",
+      "tool.new",
+      "tool.quarantined",
+      "tool.accepted",
+      "tool.rejected",
+      undefined,
+      undefined,
+      undefined,
     ]);
     // Every audit-derived kind names the audit kind it comes from.
-    for (const [type, kind] of Object.entries(AUDIT_LIFECYCLE_TYPES)) { expect(EVENT_TYPES).toContain(type); expect(Object.keys(EXPECTED)).toContain(kind); }
+    for (const [type, kind] of Object.entries(AUDIT_LIFECYCLE_TYPES)) {
+      expect(EVENT_TYPES).toContain(type);
+      expect(Object.keys(EXPECTED)).toContain(kind);
+    }
   });
 
   it("never carries the arguments' hash, an operator's name, or a row without a team", () => {

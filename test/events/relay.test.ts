@@ -25,7 +25,20 @@ class MemoryChannel implements RelayTransport {
   }
 }
 
-const progress = (i: number): BrokerEvent => ({ type: "call.progress", callId: `call_${i}`, at: 1, teamId: "T1", channelId: "C1", threadTs: "1.1", callerUserId: "U1", service: "vendor", tool: "slow", progress: i, total: null, message: "é".repeat(450) });
+const progress = (i: number): BrokerEvent => ({
+  type: "call.progress",
+  callId: `call_${i}`,
+  at: 1,
+  teamId: "T1",
+  channelId: "C1",
+  threadTs: "1.1",
+  callerUserId: "U1",
+  service: "vendor",
+  tool: "slow",
+  progress: i,
+  total: null,
+  message: "é".repeat(450),
+});
 
 describe("EventRelay", () => {
   it("holds at most maxQueued events while the database is slow, drops the rest with one log line, and delivers the rest once, in batches under the NOTIFY limit", async () => {
@@ -35,7 +48,11 @@ describe("EventRelay", () => {
     const key = randomBytes(32);
     const busA = new CallEventBus({ log });
     const busB = new CallEventBus({ log });
-    const a = new EventRelay(busA, channel, key, { log, clock, limits: { maxQueued: 100, maxBatchBytes: 5_000, maxSkewMs: 60_000 } });
+    const a = new EventRelay(busA, channel, key, {
+      log,
+      clock,
+      limits: { maxQueued: 100, maxBatchBytes: 5_000, maxSkewMs: 60_000 },
+    });
     const b = new EventRelay(busB, channel, key, { log, clock });
     await a.start();
     await b.start();

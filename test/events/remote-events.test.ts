@@ -11,8 +11,8 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { BACKOFF_START_MS } from "../../src/pool/availability.js";
 import { ChildLedger } from "../../src/pool/child-ledger.js";
 import { ProductionLauncher } from "../../src/pool/launcher.js";
-import { VendorPool, type PoolLease } from "../../src/pool/pool.js";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
+import { type PoolLease, VendorPool } from "../../src/pool/pool.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
 import { leaseOf } from "../pool/fake-launcher.js";
 
 // remote.unavailable / remote.recovered (issue 21 item 8): a real remote vendor over Streamable
@@ -30,11 +30,29 @@ afterEach(async () => {
 
 function remoteLease(url: string, token: string, id = "R1"): PoolLease {
   const service = parseRegistry(
-    { services: { remote: { transport: { type: "http", url, protocol: "streamable-http", credentialHeader: { name: "Authorization", value: "Bearer {{token}}" } }, capture: { strategy: "paste" } } } },
+    {
+      services: {
+        remote: {
+          transport: {
+            type: "http",
+            url,
+            protocol: "streamable-http",
+            credentialHeader: { name: "Authorization", value: "Bearer {{token}}" },
+          },
+          capture: { strategy: "paste" },
+        },
+      },
+    },
     "remote-events-test",
   ).get("remote")!;
   const base = leaseOf(id);
-  return { ...base, connection: { ...base.connection, service: "remote" }, service, secrets: () => ({ kind: "header", name: "Authorization", value: `Bearer ${token}` }), redactor: new Redactor([token]) };
+  return {
+    ...base,
+    connection: { ...base.connection, service: "remote" },
+    service,
+    secrets: () => ({ kind: "header", name: "Authorization", value: `Bearer ${token}` }),
+    redactor: new Redactor([token]),
+  };
 }
 
 async function rig() {
@@ -47,8 +65,22 @@ async function rig() {
   const bus = new CallEventBus({ log });
   const seen: BrokerEvent[] = [];
   bus.subscribe((e) => void seen.push(e));
-  const launcher = new ProductionLauncher({ baseEnv: {}, runDir: path.join(dir, "vendors"), ledger: new ChildLedger(path.join(dir, "children")), clock, log, events: bus });
-  const pool = new VendorPool(launcher, { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 }, clock, log, undefined, bus);
+  const launcher = new ProductionLauncher({
+    baseEnv: {},
+    runDir: path.join(dir, "vendors"),
+    ledger: new ChildLedger(path.join(dir, "children")),
+    clock,
+    log,
+    events: bus,
+  });
+  const pool = new VendorPool(
+    launcher,
+    { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 },
+    clock,
+    log,
+    undefined,
+    bus,
+  );
   pools.push(pool);
   return { v, clock, pool, seen, types: () => seen.map((e) => ("reason" in e ? `${e.type}:${e.reason}` : e.type)) };
 }
@@ -68,7 +100,12 @@ describe("remote vendor events", () => {
     // The connect fails: unavailable, with the backoff's retry time and the broker's error class.
     await expect(whoami()).rejects.toThrow(/unreachable/);
     const down = seen.find((e) => e.type === "remote.unavailable")!;
-    expect(down).toMatchObject({ reason: "backoff", connectionId: "R1", transport: "remote", retryAt: clock.now() + BACKOFF_START_MS });
+    expect(down).toMatchObject({
+      reason: "backoff",
+      connectionId: "R1",
+      transport: "remote",
+      retryAt: clock.now() + BACKOFF_START_MS,
+    });
     expect(down.type === "remote.unavailable" && down.error).toMatch(/^[A-Za-z0-9_]+$/);
     // Refused inside the backoff, then failing again after it: still one unavailable event.
     await expect(whoami()).rejects.toThrow(/retrying after/);

@@ -25,9 +25,12 @@ export class SseReader {
     if (res.status !== 200 || !res.body) throw new Error(`events stream refused: ${res.status} ${await res.text()}`);
     const r = new SseReader(abort);
     void r.pump(res.body.getReader());
-    await vi.waitFor(() => {
-      if (!r.raw.includes(": subscribed")) throw new Error("not subscribed yet");
-    }, { timeout: 10_000, interval: 10 });
+    await vi.waitFor(
+      () => {
+        if (!r.raw.includes(": subscribed")) throw new Error("not subscribed yet");
+      },
+      { timeout: 10_000, interval: 10 },
+    );
     return r;
   }
 
@@ -50,7 +53,8 @@ export class SseReader {
             if (i > 0) fields.set(line.slice(0, i), line.slice(i + 2));
           }
           const data = fields.get("data");
-          if (data !== undefined) this.events.push({ id: fields.get("id") ?? "", event: fields.get("event") ?? "", data: JSON.parse(data) });
+          if (data !== undefined)
+            this.events.push({ id: fields.get("id") ?? "", event: fields.get("event") ?? "", data: JSON.parse(data) });
         }
       }
     } catch {

@@ -1,19 +1,19 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { callHash } from "../../src/policy/args-hash.js";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ThreadRef } from "../../src/domain/thread.js";
+import { callHash } from "../../src/policy/args-hash.js";
 import { BIN, runBin } from "../cli/run.js";
-import { startFakeSlack, type FakeSlack, type FakeSlackCall } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, type FakeSlackCall, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { cmdlineOf, descendsFrom, isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
 import { freePort } from "../support/ports.js";
+import { cmdlineOf, descendsFrom, isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
 
 // The real server process (`slaude-connect serve`) killed with SIGKILL in the middle of load
 // (brief §10, §11: "broker killed with SIGKILL mid-write", "vendor child crashes, ignores
@@ -27,8 +27,8 @@ const ALICE = "UALICE01";
 const BOB = "UBOB0002";
 const LOADERS = [ALICE, "ULOAD002", "ULOAD003"] as const;
 const CHANNEL = "C0FAULTS1";
-const HOST_TOKEN = "host-token-" + randomBytes(16).toString("hex");
-const SIGNING_SECRET = "signing-" + randomBytes(8).toString("hex");
+const HOST_TOKEN = `host-token-${randomBytes(16).toString("hex")}`;
+const SIGNING_SECRET = `signing-${randomBytes(8).toString("hex")}`;
 /** Calls each loader gets answered after the first ten, before the SIGKILL lands mid-flight (about 1.5 s here). */
 const LOAD_MORE_CALLS = 40;
 const MAX_CALLS_PER_SESSION = 400;
@@ -51,8 +51,14 @@ interface Server {
 /** Starts the CLI's `serve` (run from the sources: BIN of test/cli/run.ts) on a free port and waits until /healthz answers. */
 async function startServer(): Promise<Server> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [BIN, "serve"], { env: { ...env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"], shell: false });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  const proc = spawn(process.execPath, [BIN, "serve"], {
+    env: { ...env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+    shell: false,
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.on("exit", (code, signal) => resolve({ code, signal })),
+  );
   const s: Server = { proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, exited, stderr: "" };
   proc.stderr!.setEncoding("utf8").on("data", (d: string) => (s.stderr = (s.stderr + d).slice(-20_000)));
   servers.push(s);
@@ -62,7 +68,13 @@ async function startServer(): Promise<Server> {
     .waitFor(
       async () => {
         if (dead) return "exited";
-        if (!(await fetch(`${s.url}/healthz`).then((r) => r.ok, () => false))) throw new Error("not ready yet");
+        if (
+          !(await fetch(`${s.url}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          ))
+        )
+          throw new Error("not ready yet");
         return "ready";
       },
       { timeout: 30_000, interval: 50 },
@@ -78,14 +90,28 @@ function dataDirProcesses(except?: number): number[] {
   return processesReferencing([dataDir]).filter((p) => except === undefined || !descendsFrom(p, except));
 }
 
-const threadOf = (n: number): ThreadRef => ({ teamId, channelId: CHANNEL, threadTs: `1700000${String(n).padStart(3, "0")}.000100` });
+const threadOf = (n: number): ThreadRef => ({
+  teamId,
+  channelId: CHANNEL,
+  threadTs: `1700000${String(n).padStart(3, "0")}.000100`,
+});
 
 /** A real MCP session over Streamable HTTP, bound to `thread`, as the agent host opens it. */
 async function openSession(server: Server, thread: ThreadRef): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${HOST_TOKEN}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+    requestInit: {
+      headers: {
+        Authorization: `Bearer ${HOST_TOKEN}`,
+        "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
     // A dead server is not coming back on this port: fail the in-flight requests instead of resuming streams.
-    reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 100, maxReconnectionDelay: 100, reconnectionDelayGrowFactor: 1 },
+    reconnectionOptions: {
+      maxRetries: 0,
+      initialReconnectionDelay: 100,
+      maxReconnectionDelay: 100,
+      reconnectionDelayGrowFactor: 1,
+    },
   });
   const client = new Client({ name: "fault-test-host", version: "1" });
   await client.connect(transport);
@@ -96,19 +122,51 @@ async function reportTurn(server: Server, thread: ThreadRef, user: string): Prom
   const res = await fetch(`${server.url}/v1/turns`, {
     method: "POST",
     headers: { Authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: user }),
+    body: JSON.stringify({
+      team_id: thread.teamId,
+      channel_id: thread.channelId,
+      thread_ts: thread.threadTs,
+      user_id: user,
+    }),
   });
   expect(res.status).toBe(204);
 }
 
 async function call(client: Client, service: string, tool: string, args: Record<string, unknown>, onBehalfOf: string) {
-  const r = await client.callTool({ name: "mcp_call", arguments: { service, tool, args, on_behalf_of: onBehalfOf } }, undefined, { timeout: 60_000 });
-  return { structured: r.structuredContent as { status: string; code?: string; ranAs?: string }, text: (r.content as { text?: string }[]).map((c) => c.text ?? "").join("\n") };
+  const r = await client.callTool(
+    { name: "mcp_call", arguments: { service, tool, args, on_behalf_of: onBehalfOf } },
+    undefined,
+    { timeout: 60_000 },
+  );
+  return {
+    structured: r.structuredContent as { status: string; code?: string; ranAs?: string },
+    text: (r.content as { text?: string }[]).map((c) => c.text ?? "").join("\n"),
+  };
 }
 
 async function addConnection(owner: string, service: string): Promise<void> {
-  const credential = JSON.stringify({ kind: "fields", fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: owner } });
-  const r = await runBin(["connections", "add", "--team", teamId, "--service", service, "--scope", "user", "--owner", owner, "--format", "json"], env, { stdin: credential });
+  const credential = JSON.stringify({
+    kind: "fields",
+    fields: { token: `canary-${randomBytes(8).toString("hex")}`, user: owner },
+  });
+  const r = await runBin(
+    [
+      "connections",
+      "add",
+      "--team",
+      teamId,
+      "--service",
+      service,
+      "--scope",
+      "user",
+      "--owner",
+      owner,
+      "--format",
+      "json",
+    ],
+    env,
+    { stdin: credential },
+  );
   expect(r.code, r.stderr).toBe(0);
 }
 
@@ -118,7 +176,9 @@ beforeAll(async () => {
   fake = await startFakeSlack();
   teamId = fake.teamId;
   fake.setMembers(CHANNEL, [...LOADERS, BOB]);
-  const doc = fixtureRegistryDoc() as { services: { vendor: { transport: Record<string, unknown> } & Record<string, unknown> } };
+  const doc = fixtureRegistryDoc() as {
+    services: { vendor: { transport: Record<string, unknown> } & Record<string, unknown> };
+  };
   const vendor = doc.services.vendor;
   // `stubborn`: the same fixture, but it ignores SIGTERM and stdin EOF: it outlives a killed broker.
   const stubborn = { ...vendor, transport: { ...vendor.transport, env: { VENDOR_IGNORE_SIGTERM: "1" } } };
@@ -187,14 +247,16 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
     const perLoader = LOADERS.map(() => 0);
     const loads = sessions.map(async ({ user, client }, i) => {
       for (let n = 0; n < MAX_CALLS_PER_SESSION && !stop; n++) {
-        const c = n % 3 === 2 ? { service: "stubborn", tool: "read_item", args: { id: `s${i}-${n}` } } : { service: "stubborn", tool: "echo", args: { text: `s${i}-${n}` } };
+        const c =
+          n % 3 === 2
+            ? { service: "stubborn", tool: "read_item", args: { id: `s${i}-${n}` } }
+            : { service: "stubborn", tool: "echo", args: { text: `s${i}-${n}` } };
         try {
           const r = await call(client, c.service, c.tool, c.args, user);
           if (r.structured.status === "ok") {
             acknowledged.push(c);
             perLoader[i]!++;
-          }
-          else if (!stop) errorsBeforeKill++;
+          } else if (!stop) errorsBeforeKill++;
         } catch {
           if (!stop) errorsBeforeKill++;
           return;
@@ -203,11 +265,17 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
     });
 
     // The card reached ALICE's DM and the waiting note the thread (the note is posted after the card is recorded).
-    const note = await fake.waitFor("chat.postMessage", (c) => c.args["channel"] === CHANNEL && c.args["thread_ts"] === borrowThread.threadTs, 20_000);
-    expect(note.response?.["ok"]).toBe(true);
-    const cardPost = fake.callsOf("chat.postMessage").find((c: FakeSlackCall) => String(c.args["channel"]).startsWith("D") && Array.isArray(c.args["blocks"]));
-    expect(cardPost?.response?.["ok"]).toBe(true);
-    card = { channel: String(cardPost!.response!["channel"]), ts: String(cardPost!.response!["ts"]) };
+    const note = await fake.waitFor(
+      "chat.postMessage",
+      (c) => c.args.channel === CHANNEL && c.args.thread_ts === borrowThread.threadTs,
+      20_000,
+    );
+    expect(note.response?.ok).toBe(true);
+    const cardPost = fake
+      .callsOf("chat.postMessage")
+      .find((c: FakeSlackCall) => String(c.args.channel).startsWith("D") && Array.isArray(c.args.blocks));
+    expect(cardPost?.response?.ok).toBe(true);
+    card = { channel: String(cardPost!.response!.channel), ts: String(cardPost!.response!.ts) };
 
     // Load until every loader has had calls answered, then a little longer, then SIGKILL mid-flight.
     expect(await waitFor(() => perLoader.every((n) => n >= 10), 60_000)).toBe(true);
@@ -231,7 +299,9 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
     survivors = dataDirProcesses();
     const vendors = survivors.filter((p) => cmdlineOf(p).includes("vendor-stdio"));
     expect(vendors.length).toBe(LOADERS.length);
-    console.log(`crash: ${acknowledged.length} calls acknowledged before SIGKILL; ${survivors.length} orphaned processes (${vendors.length} vendors)`);
+    console.log(
+      `crash: ${acknowledged.length} calls acknowledged before SIGKILL; ${survivors.length} orphaned processes (${vendors.length} vendors)`,
+    );
   }, 120_000);
 
   it("the restart kills every orphaned vendor from the ledger and expires the pending approval, updating its card", async () => {
@@ -243,9 +313,13 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
 
     // The abandoned approval's card is updated in place by the new process.
     expect(card).toBeDefined();
-    const update = await fake.waitFor("chat.update", (c) => c.args["channel"] === card!.channel && c.args["ts"] === card!.ts, 10_000);
+    const update = await fake.waitFor(
+      "chat.update",
+      (c) => c.args.channel === card!.channel && c.args.ts === card!.ts,
+      10_000,
+    );
     expect(fake.calls.indexOf(update)).toBeGreaterThanOrEqual(callsAtKill);
-    expect(update.response?.["ok"]).toBe(true);
+    expect(update.response?.ok).toBe(true);
   }, 120_000);
 
   it("a vendor that crashes on every call is reported each time and restarted; a SIGTERM-deaf one dies with a graceful shutdown", async () => {
@@ -267,7 +341,10 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
 
     // …and after a graceful SIGTERM of the broker nothing of this data dir is left.
     second.proc.kill("SIGTERM");
-    const exit = await Promise.race([second.exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 20_000))]);
+    const exit = await Promise.race([
+      second.exited,
+      new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 20_000)),
+    ]);
     expect(exit, second.stderr).toEqual({ code: 0, signal: null });
     expect(await waitDead(children, 2_000)).toEqual([]);
     expect(await waitFor(() => dataDirProcesses().length === 0, 2_000)).toBe(true);
@@ -278,7 +355,11 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
     const db = new Database(path.join(dataDir, "slaude.db"), { readonly: true, fileMustExist: true });
     try {
       expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
-      const approvals = db.prepare("SELECT status, card_channel, card_ts FROM approvals").all() as { status: string; card_channel: string; card_ts: string }[];
+      const approvals = db.prepare("SELECT status, card_channel, card_ts FROM approvals").all() as {
+        status: string;
+        card_channel: string;
+        card_ts: string;
+      }[];
       expect(approvals).toEqual([{ status: "expired", card_channel: card!.channel, card_ts: card!.ts }]);
     } finally {
       db.close();
@@ -288,13 +369,23 @@ describe("the broker process killed with SIGKILL mid-load, then restarted on the
     const rows = audit.stdout
       .trim()
       .split("\n")
-      .map((l) => JSON.parse(l) as { event: string; argsHash?: string | null; decision?: string | null; errorCode?: string | null });
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            event: string;
+            argsHash?: string | null;
+            decision?: string | null;
+            errorCode?: string | null;
+          },
+      );
     const calls = rows.filter((r) => r.event === "call");
     expect(calls.length).toBeGreaterThanOrEqual(acknowledged.length);
     const hashes = new Set(calls.map((r) => r.argsHash));
     const missing = acknowledged.filter((c) => !hashes.has(callHash(c.service, c.tool, c.args)));
     expect(missing).toEqual([]);
     expect(rows.some((r) => r.event === "approval_decided" && r.decision === "expired")).toBe(true);
-    console.log(`audit: ${calls.length} call rows for ${acknowledged.length} acknowledged calls; ${rows.length} rows in all`);
+    console.log(
+      `audit: ${calls.length} call rows for ${acknowledged.length} acknowledged calls; ${rows.length} rows in all`,
+    );
   }, 120_000);
 });

@@ -2,7 +2,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeGitlab, type FakeGitlab } from "../fixtures/fake-gitlab-api.js";
+import { type FakeGitlab, startFakeGitlab } from "../fixtures/fake-gitlab-api.js";
 import { SERVER_GITLAB_BIN } from "../fixtures/paths.js";
 
 const TOKEN = "glpat-smoke-1234567890";
@@ -14,7 +14,7 @@ async function connectGitlab(apiUrl: string, token: string): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SERVER_GITLAB_BIN],
-    env: { PATH: process.env["PATH"] ?? "", GITLAB_PERSONAL_ACCESS_TOKEN: token, GITLAB_API_URL: apiUrl },
+    env: { PATH: process.env.PATH ?? "", GITLAB_PERSONAL_ACCESS_TOKEN: token, GITLAB_API_URL: apiUrl },
     stderr: "pipe",
   });
   const client = new Client({ name: "smoke", version: "0.0.1" });
@@ -52,8 +52,8 @@ describe("fake GitLab API with the real server-gitlab", () => {
 
   it("search_repositories", async () => {
     const result = jsonOf(await client.callTool({ name: "search_repositories", arguments: { search: "widg" } }));
-    expect(result["count"]).toBe(1);
-    expect(result["items"]).toMatchObject([{ id: 42, path_with_namespace: "acme/widgets" }]);
+    expect(result.count).toBe(1);
+    expect(result.items).toMatchObject([{ id: 42, path_with_namespace: "acme/widgets" }]);
     expect(gitlab.requests.at(-1)).toMatchObject({ method: "GET", path: "/api/v4/projects", token: TOKEN });
   });
 
@@ -64,7 +64,7 @@ describe("fake GitLab API with the real server-gitlab", () => {
         arguments: { project_id: "acme/widgets", file_path: "README.md" },
       }),
     );
-    expect(result["content"]).toBe("# Widgets\n\nHello from the fake GitLab.\n");
+    expect(result.content).toBe("# Widgets\n\nHello from the fake GitLab.\n");
     expect(gitlab.requests.at(-1)).toMatchObject({
       method: "GET",
       path: "/api/v4/projects/acme%2Fwidgets/repository/files/README.md",

@@ -4,7 +4,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
 
 const TOKENS = { "tok-alice": "alice", "tok-bob": "bob" };
 const bearer = (token: string): RequestInit => ({ headers: { Authorization: `Bearer ${token}` } });

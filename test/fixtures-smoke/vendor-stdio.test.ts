@@ -1,7 +1,7 @@
 // Smoke test: the stdio fixture vendor runs as a real child and every tool behaves as documented.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -35,12 +35,14 @@ function textOf(result: Awaited<ReturnType<Client["callTool"]>>): string {
   return content.map((c) => c.text ?? "").join("");
 }
 
-async function connectVendor(extraEnv: Record<string, string> = {}): Promise<{ client: Client; transport: StdioClientTransport }> {
+async function connectVendor(
+  extraEnv: Record<string, string> = {},
+): Promise<{ client: Client; transport: StdioClientTransport }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [...VENDOR_STDIO_ARGS],
     env: {
-      PATH: process.env["PATH"] ?? "",
+      PATH: process.env.PATH ?? "",
       VENDOR_TOKEN: TOKEN,
       VENDOR_USER: USER,
       VENDOR_WRITE_LOG: join(dir, "writes.jsonl"),
@@ -148,8 +150,8 @@ describe("vendor-stdio fixture", () => {
       uid: number | undefined;
       token: string;
     };
-    expect(dump.env["VENDOR_TOKEN"]).toBe(TOKEN);
-    expect(dump.env["PATH"]).toBe(process.env["PATH"]);
+    expect(dump.env.VENDOR_TOKEN).toBe(TOKEN);
+    expect(dump.env.PATH).toBe(process.env.PATH);
     expect(dump.token).toBe(TOKEN);
     expect(dump.argv).toContain(VENDOR_STDIO_PATH);
     expect(dump.cwd).toBe(process.cwd());
@@ -179,10 +181,13 @@ describe("vendor-stdio fixture", () => {
     const progress: number[] = [];
     const deliver = transport.onmessage;
     transport.onmessage = (m) => {
-      if ("method" in m && m.method === "notifications/progress") progress.push((m.params as { progress: number }).progress);
+      if ("method" in m && m.method === "notifications/progress")
+        progress.push((m.params as { progress: number }).progress);
       deliver?.(m);
     };
-    const result = await own.callTool({ name: "slow", arguments: { steps: 3, delayMs: 10 } }, undefined, { onprogress: () => {} });
+    const result = await own.callTool({ name: "slow", arguments: { steps: 3, delayMs: 10 } }, undefined, {
+      onprogress: () => {},
+    });
     expect(textOf(result)).toBe("done");
     expect(progress).toEqual([1, 2, 3]);
   });
@@ -260,12 +265,14 @@ describe("vendor-stdio process lifecycle", () => {
   it("VENDOR_IGNORE_SIGTERM=1 survives stdin close and SIGTERM; only SIGKILL ends it", async () => {
     const eventLog = join(dir, "ignore-sigterm.log");
     const child = spawn(process.execPath, [...VENDOR_STDIO_ARGS], {
-      env: { PATH: process.env["PATH"] ?? "", VENDOR_IGNORE_SIGTERM: "1", VENDOR_EVENT_LOG: eventLog },
+      env: { PATH: process.env.PATH ?? "", VENDOR_IGNORE_SIGTERM: "1", VENDOR_EVENT_LOG: eventLog },
       stdio: ["pipe", "ignore", "ignore"],
     });
     const pid = child.pid ?? -1;
     pidsToKill.add(pid);
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once("exit", (_code, signal) => resolve(signal)),
+    );
     await until(() => readLines(eventLog).includes(`start ${pid}`), 30_000);
     child.stdin?.end();
     await until(() => readLines(eventLog).includes(`eof-ignored ${pid}`), 10_000, "the vendor to see stdin close");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { base64Cores, Redactor, REDACTED } from "../../src/hygiene/redact.js";
+import { base64Cores, REDACTED, Redactor } from "../../src/hygiene/redact.js";
 
 // The redactor against an independent oracle: instead of looking for the variants it knows, decode
 // every base64 and hex run of its output at every alignment and look for the credential's bytes.
@@ -18,7 +18,13 @@ function recoverable(text: string, token: string): boolean {
   return false;
 }
 
-const TOKENS = ["glpat-Abc123xyz789", "sk_live_0123456789abcdefXYZ", "t0k3n!€", "abcdefgh", "canary-00ff11ee22dd33cc44bb55aa"];
+const TOKENS = [
+  "glpat-Abc123xyz789",
+  "sk_live_0123456789abcdefXYZ",
+  "t0k3n!€",
+  "abcdefgh",
+  "canary-00ff11ee22dd33cc44bb55aa",
+];
 const PREFIXES = ["", "B", "xy", "Bearer ", "user@example.com:", "\u0000\u0001\u0002\u0003"];
 const SUFFIXES = ["", "!", "\n\n", ";rest=1"];
 
@@ -40,7 +46,12 @@ describe("Redactor: encoded forms at any byte offset", () => {
       for (const p of PREFIXES) {
         for (const s of SUFFIXES) {
           const bytes = Buffer.from(`${p}${token}${s}`);
-          for (const form of [bytes.toString("base64"), bytes.toString("base64url"), bytes.toString("hex"), bytes.toString("hex").toUpperCase()]) {
+          for (const form of [
+            bytes.toString("base64"),
+            bytes.toString("base64url"),
+            bytes.toString("hex"),
+            bytes.toString("hex").toUpperCase(),
+          ]) {
             const out = r.text(`before ${form} after`);
             expect(recoverable(out, token), `${JSON.stringify(p)} ${JSON.stringify(s)} ${form}`).toBe(false);
             expect(out).toContain(REDACTED);
@@ -53,7 +64,9 @@ describe("Redactor: encoded forms at any byte offset", () => {
   it("base64('Bearer ' + token) and base64 of user:token pairs are redacted", () => {
     const token = "glpat-Zz9Yy8Xx7Ww6Vv5";
     const r = new Redactor([token], [], ["alice@example.com"]);
-    const out = r.text(`auth ${Buffer.from(`Bearer ${token}`).toString("base64")} basic ${Buffer.from(`alice@example.com:${token}`).toString("base64")}`);
+    const out = r.text(
+      `auth ${Buffer.from(`Bearer ${token}`).toString("base64")} basic ${Buffer.from(`alice@example.com:${token}`).toString("base64")}`,
+    );
     expect(recoverable(out, token)).toBe(false);
   });
 

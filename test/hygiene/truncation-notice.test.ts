@@ -27,7 +27,9 @@ describe("truncation notice", () => {
 
   it("a result over the byte limit in few lines names the byte limit only", () => {
     const n = notice("x".repeat(80_000));
-    expect(n).toMatch(/^\n\[slaude-connect: result truncated: \d+ bytes exceeded the limit of 50000 bytes\. Ask for less/);
+    expect(n).toMatch(
+      /^\n\[slaude-connect: result truncated: \d+ bytes exceeded the limit of 50000 bytes\. Ask for less/,
+    );
     expect(n).not.toContain("lines");
   });
 

@@ -32,9 +32,30 @@ async function orgDeployment(): Promise<{ installations: Installations; lists: s
     log: createLogger("error"),
     audit: store.audit,
     lock: processRefreshLock,
-    orgTeams: { teamsOf: async (token) => { lists.push(token); return ["T0GRID001", "T0GRID002"]; } },
+    orgTeams: {
+      teamsOf: async (token) => {
+        lists.push(token);
+        return ["T0GRID001", "T0GRID002"];
+      },
+    },
   });
-  await installations.record({ enterpriseId: "E0ORG0001", enterpriseName: "Org", teamId: null, teamName: null, isEnterpriseInstall: true, appId: "A0APP0001", botId: "B0BOT0001", botUserId: "W0BOT0001", scopes: [], tokens: { botToken: "xoxb-org-canary" }, tokenExpiresAt: null, installedBy: null }, "test");
+  await installations.record(
+    {
+      enterpriseId: "E0ORG0001",
+      enterpriseName: "Org",
+      teamId: null,
+      teamName: null,
+      isEnterpriseInstall: true,
+      appId: "A0APP0001",
+      botId: "B0BOT0001",
+      botUserId: "W0BOT0001",
+      scopes: [],
+      tokens: { botToken: "xoxb-org-canary" },
+      tokenExpiresAt: null,
+      installedBy: null,
+    },
+    "test",
+  );
   return { installations, lists, clock };
 }
 
@@ -49,7 +70,10 @@ describe("org-wide installations", () => {
 
   it("a team no installation serves is refused, and naming made-up teams lists the org at most once a minute", async () => {
     const { installations, lists, clock } = await orgDeployment();
-    for (let i = 0; i < 50; i++) await expect(installations.forTeam(`T0MADE${String(i).padStart(3, "0")}`)).rejects.toMatchObject({ code: "unknown_installation" });
+    for (let i = 0; i < 50; i++)
+      await expect(installations.forTeam(`T0MADE${String(i).padStart(3, "0")}`)).rejects.toMatchObject({
+        code: "unknown_installation",
+      });
     expect(lists).toHaveLength(1);
     clock.advance(60_001);
     await expect(installations.forTeam("T0MADE999")).rejects.toMatchObject({ code: "unknown_installation" });
@@ -58,7 +82,9 @@ describe("org-wide installations", () => {
 
   it("an event of an org workspace teaches the map without any listing", async () => {
     const { installations, lists } = await orgDeployment();
-    expect((await installations.resolve({ enterpriseId: "E0ORG0001", teamId: "T0GRID009" })).isEnterpriseInstall).toBe(true);
+    expect((await installations.resolve({ enterpriseId: "E0ORG0001", teamId: "T0GRID009" })).isEnterpriseInstall).toBe(
+      true,
+    );
     expect((await installations.forTeam("T0GRID009")).enterpriseId).toBe("E0ORG0001");
     expect(lists).toEqual([]);
   });

@@ -9,9 +9,9 @@ import { createLogger } from "../../src/log/logger.js";
 import { SlackTokenRotation } from "../../src/slack/installation-adapters.js";
 import { InstallationSlackApis } from "../../src/slack/tenant-api.js";
 import type { PostgresStore } from "../../src/store/postgres/pg-store.js";
+import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { postgresStores } from "../support/postgres-stores.js";
 
@@ -35,7 +35,11 @@ function replica(store: PostgresStore, vault: Vault, clock: ManualClock, apiUrl:
 describe("Slack token rotation across replicas", () => {
   it("two replicas due at once refresh once: one refresh token presented once, both use the new token, the old one never again", async () => {
     const clock = new ManualClock(Date.now());
-    const fake = await startFakeSlack({ now: () => clock.now(), teams: [{ id: TEAM, users: ["UROT00001"] }], oauth: { ...dist, tokenRotation: true, expiresInSeconds: 43_200 } });
+    const fake = await startFakeSlack({
+      now: () => clock.now(),
+      teams: [{ id: TEAM, users: ["UROT00001"] }],
+      oauth: { ...dist, tokenRotation: true, expiresInSeconds: 43_200 },
+    });
     try {
       const given = fake.install({ tenant: { teamId: TEAM }, rotation: true, expiresInSeconds: 43_200 });
       const url = await pg.schema();
@@ -43,7 +47,20 @@ describe("Slack token rotation across replicas", () => {
       const vault = new Vault(KeyRing.fromBase64(randomBytes(32).toString("base64")));
       const [r1, r2] = [replica(s1, vault, clock, fake.apiUrl), replica(s2, vault, clock, fake.apiUrl)];
       await r1.record(
-        { enterpriseId: null, enterpriseName: null, teamId: TEAM, teamName: "Rotate", isEnterpriseInstall: false, appId: fake.appId, botId: given.botId, botUserId: given.botUserId, scopes: ["chat:write"], tokens: { botToken: given.botToken, refreshToken: given.refreshToken! }, tokenExpiresAt: clock.now() + 43_200_000, installedBy: "UROT00001" },
+        {
+          enterpriseId: null,
+          enterpriseName: null,
+          teamId: TEAM,
+          teamName: "Rotate",
+          isEnterpriseInstall: false,
+          appId: fake.appId,
+          botId: given.botId,
+          botUserId: given.botUserId,
+          scopes: ["chat:write"],
+          tokens: { botToken: given.botToken, refreshToken: given.refreshToken! },
+          tokenExpiresAt: clock.now() + 43_200_000,
+          installedBy: "UROT00001",
+        },
         "test",
       );
       // Before the margin nothing is refreshed.
@@ -66,14 +83,31 @@ describe("Slack token rotation across replicas", () => {
 
   it("a refresh Slack refuses disables the installation (refresh_failed) instead of serving a stale token", async () => {
     const clock = new ManualClock(Date.now());
-    const fake = await startFakeSlack({ now: () => clock.now(), teams: [{ id: TEAM, users: ["UROT00001"] }], oauth: { ...dist, tokenRotation: true } });
+    const fake = await startFakeSlack({
+      now: () => clock.now(),
+      teams: [{ id: TEAM, users: ["UROT00001"] }],
+      oauth: { ...dist, tokenRotation: true },
+    });
     try {
       const given = fake.install({ tenant: { teamId: TEAM }, rotation: true, expiresInSeconds: 43_200 });
       const store = await pg.store(await pg.schema());
       const vault = new Vault(KeyRing.fromBase64(randomBytes(32).toString("base64")));
       const r = replica(store, vault, clock, fake.apiUrl);
       await r.record(
-        { enterpriseId: null, enterpriseName: null, teamId: TEAM, teamName: null, isEnterpriseInstall: false, appId: fake.appId, botId: given.botId, botUserId: given.botUserId, scopes: [], tokens: { botToken: given.botToken, refreshToken: "xoxe-1-spent-refresh-token" }, tokenExpiresAt: clock.now() + 60_000, installedBy: null },
+        {
+          enterpriseId: null,
+          enterpriseName: null,
+          teamId: TEAM,
+          teamName: null,
+          isEnterpriseInstall: false,
+          appId: fake.appId,
+          botId: given.botId,
+          botUserId: given.botUserId,
+          scopes: [],
+          tokens: { botToken: given.botToken, refreshToken: "xoxe-1-spent-refresh-token" },
+          tokenExpiresAt: clock.now() + 60_000,
+          installedBy: null,
+        },
         "test",
       );
       await expect(r.tokenForTeam(TEAM)).rejects.toMatchObject({ code: "refresh_failed" });

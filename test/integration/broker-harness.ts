@@ -1,25 +1,26 @@
 // A broker built from real parts for integration tests: a SQLite file in a temp dir, the real
 // vault, the real pool spawning the fixture vendor as child processes, an in-memory membership
 // table and a scriptable approval channel (the Slack adapter comes later).
-import { mkdtempSync, rmSync } from "node:fs";
+
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { type BrokerOptions, buildBroker } from "../../src/app/broker-factory.js";
 import type { ApprovalService } from "../../src/approvals/approval-service.js";
 import type { ApprovalCard } from "../../src/approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../src/approvals/channel.js";
-import { buildBroker, type BrokerOptions } from "../../src/app/broker-factory.js";
 import type { Broker, EmbeddedCaller } from "../../src/broker/broker.js";
 import { ManualClock, systemClock } from "../../src/clock/clock.js";
 import { parseRegistry, type ServiceRegistry } from "../../src/config/registry.js";
 import { ConnectionLifecycle } from "../../src/connections/lifecycle.js";
+import type { ThreadRef } from "../../src/domain/thread.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import type { Approval, Connection } from "../../src/store/records.js";
-import type { ThreadRef } from "../../src/domain/thread.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
@@ -42,7 +43,13 @@ export function fixtureRegistryDoc(extraEnv: Record<string, string> = {}): unkno
     services: {
       vendor: {
         transport,
-        capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }, { name: "user", label: "User", secret: false }] },
+        capture: {
+          strategy: "paste",
+          fields: [
+            { name: "token", label: "Token" },
+            { name: "user", label: "User", secret: false },
+          ],
+        },
         scopes: ["thread", "user", "shared"],
         tools: {
           echo: ["borrowable", "read"],
@@ -104,7 +111,10 @@ export const CAROL = "UCAROL03";
  * Alice's thread-scoped connection to the fixture `vendor` in THREAD, the usual set-up of a test
  * that calls through the broker: a fresh canary token unless `token` is given.
  */
-export function aliceThreadConnection(lifecycle: Pick<ConnectionLifecycle, "create">, o: { token?: string; ttlMs?: number | undefined } = {}): Promise<Connection> {
+export function aliceThreadConnection(
+  lifecycle: Pick<ConnectionLifecycle, "create">,
+  o: { token?: string; ttlMs?: number | undefined } = {},
+): Promise<Connection> {
   return lifecycle.create({
     teamId: THREAD.teamId,
     ownerUserId: ALICE,
@@ -112,7 +122,10 @@ export function aliceThreadConnection(lifecycle: Pick<ConnectionLifecycle, "crea
     scope: "thread",
     channelId: THREAD.channelId,
     threadTs: THREAD.threadTs,
-    credential: { kind: "fields", fields: { token: o.token ?? `canary-${randomBytes(12).toString("hex")}`, user: ALICE } },
+    credential: {
+      kind: "fields",
+      fields: { token: o.token ?? `canary-${randomBytes(12).toString("hex")}`, user: ALICE },
+    },
     createdBy: ALICE,
     ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
   });
@@ -132,7 +145,10 @@ export interface Harness {
   readonly clock: ManualClock;
   readonly log: ReturnType<typeof memoryLogger>;
   /** Adds a thread-scoped `vendor` connection for `owner` with a fresh canary token. */
-  connect(owner: string | null, opts?: { scope?: "thread" | "user" | "shared"; thread?: ThreadRef; token?: string; service?: string }): Promise<{ connection: Connection; token: string }>;
+  connect(
+    owner: string | null,
+    opts?: { scope?: "thread" | "user" | "shared"; thread?: ThreadRef; token?: string; service?: string },
+  ): Promise<{ connection: Connection; token: string }>;
   /** An in-process MCP client for a host session whose caller is whatever `turn.user` is at call time. */
   session(thread?: ThreadRef): Promise<{ client: Client; turn: { user: string }; close(): Promise<void> }>;
   close(): Promise<void>;
@@ -140,11 +156,20 @@ export interface Harness {
 
 /** Builds a harness; `opts` overrides broker options (pool sizes, timeouts…). */
 export async function makeHarness(
-  opts: Partial<BrokerOptions> & { registryDoc?: unknown; realClock?: boolean; dbFile?: string; lockWaitMs?: number } = {},
+  opts: Partial<BrokerOptions> & {
+    registryDoc?: unknown;
+    realClock?: boolean;
+    dbFile?: string;
+    lockWaitMs?: number;
+  } = {},
 ): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-broker-"));
   // `dbFile` places the database elsewhere (e.g. on a small tmpfs); `lockWaitMs` shortens the store's lock wait.
-  const { store } = openSqliteStore(opts.dbFile ?? path.join(dir, "slaude.db"), Date.now, opts.lockWaitMs ? { maxWaitMs: opts.lockWaitMs } : undefined);
+  const { store } = openSqliteStore(
+    opts.dbFile ?? path.join(dir, "slaude.db"),
+    Date.now,
+    opts.lockWaitMs ? { maxWaitMs: opts.lockWaitMs } : undefined,
+  );
   const keyB64 = randomBytes(32).toString("base64");
   const vault = new Vault(KeyRing.fromBase64(keyB64));
   const registry = parseRegistry(opts.registryDoc ?? fixtureRegistryDoc(), "test-registry.json");
@@ -219,8 +244,29 @@ export async function makeHarness(
 }
 
 /** Calls mcp_call through a real MCP client and returns the structured result and text. */
-export async function mcpCall(client: Client, args: { service?: string; tool: string; args?: Record<string, unknown>; on_behalf_of: string }, options: Parameters<Client["callTool"]>[2] = {}) {
-  const r = await client.callTool({ name: "mcp_call", arguments: { service: args.service ?? "vendor", tool: args.tool, args: args.args ?? {}, on_behalf_of: args.on_behalf_of } }, undefined, options);
+export async function mcpCall(
+  client: Client,
+  args: { service?: string; tool: string; args?: Record<string, unknown>; on_behalf_of: string },
+  options: Parameters<Client["callTool"]>[2] = {},
+) {
+  const r = await client.callTool(
+    {
+      name: "mcp_call",
+      arguments: {
+        service: args.service ?? "vendor",
+        tool: args.tool,
+        args: args.args ?? {},
+        on_behalf_of: args.on_behalf_of,
+      },
+    },
+    undefined,
+    options,
+  );
   const text = (r.content as { type: string; text?: string }[]).map((c) => c.text ?? "").join("\n");
-  return { raw: r, structured: r.structuredContent as Record<string, unknown> & { status: string; code?: string; ranAs?: string }, text, isError: r.isError === true };
+  return {
+    raw: r,
+    structured: r.structuredContent as Record<string, unknown> & { status: string; code?: string; ranAs?: string },
+    text,
+    isError: r.isError === true,
+  };
 }

@@ -3,8 +3,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALICE, BOB, THREAD, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
-import { cmdlineOf, envOf, environOf, groupMembers, waitFor } from "../support/proc.js";
+import { cmdlineOf, environOf, envOf, groupMembers, waitFor } from "../support/proc.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall, THREAD } from "./broker-harness.js";
 
 // Canary secrets (brief §11: "secrets in child env, argv, logs, audit, tool results, error texts").
 // A's token is planted in A's vendor child and leaked back on purpose by the fixture; it must come
@@ -29,7 +29,8 @@ function forms(token: string, user: string): string[] {
 }
 
 function expectNone(haystack: string | Buffer, needles: readonly string[], what: string): void {
-  for (const n of needles) expect(haystack.includes(n), `${what} contains a canary form ${JSON.stringify(n.slice(0, 12))}…`).toBe(false);
+  for (const n of needles)
+    expect(haystack.includes(n), `${what} contains a canary form ${JSON.stringify(n.slice(0, 12))}…`).toBe(false);
 }
 
 describe("canaries across owners", () => {
@@ -44,18 +45,29 @@ describe("canaries across owners", () => {
 
   beforeAll(async () => {
     // A broker env var that must never reach a child: set before the broker exists.
-    process.env["SLAUDE_TEST_CANARY"] = envCanary;
+    process.env.SLAUDE_TEST_CANARY = envCanary;
     h = await makeHarness();
     aForms = [...forms(tokenA, ALICE), ...forms(tokenA2, ALICE)];
     // THREAD: only A connected; B borrows under a thread grant.
     aConn = (await h.connect(ALICE, { token: tokenA })).connection.id;
-    await h.store.grants.create({ id: "grant_canary", connectionId: aConn, ...THREAD, ownerUserId: ALICE, borrowerUserId: BOB, service: "vendor", createdAt: Date.now() }, []);
+    await h.store.grants.create(
+      {
+        id: "grant_canary",
+        connectionId: aConn,
+        ...THREAD,
+        ownerUserId: ALICE,
+        borrowerUserId: BOB,
+        service: "vendor",
+        createdAt: Date.now(),
+      },
+      [],
+    );
     // THREAD2: A and B each have their own connection.
     a2Conn = (await h.connect(ALICE, { token: tokenA2, thread: THREAD2 })).connection.id;
     bConn = (await h.connect(BOB, { token: tokenB, thread: THREAD2 })).connection.id;
   });
   afterAll(async () => {
-    delete process.env["SLAUDE_TEST_CANARY"];
+    delete process.env.SLAUDE_TEST_CANARY;
     await h?.close();
   });
 
@@ -80,12 +92,12 @@ describe("canaries across owners", () => {
     expect(r.structured.ranAs).toBe("grant");
     const dump = JSON.parse(r.text.split("\n")[0]!) as { env: Record<string, string>; token: string };
     expect(dump.token).toBe("[redacted]");
-    expect(dump.env["VENDOR_TOKEN"]).toBe("[redacted]");
-    expect(dump.env["VENDOR_USER"]).toBe(ALICE);
+    expect(dump.env.VENDOR_TOKEN).toBe("[redacted]");
+    expect(dump.env.VENDOR_USER).toBe(ALICE);
     expectNone(JSON.stringify(r.raw), aForms, "env_dump result");
     // Positive control: the child really does hold A's token (so the redaction did the work).
     const pid = h.broker.pool.pidOf(aConn)!;
-    expect(envOf(pid)["VENDOR_TOKEN"]).toBe(tokenA);
+    expect(envOf(pid).VENDOR_TOKEN).toBe(tokenA);
   });
 
   it("a vendor error text carrying the token is redacted", async () => {
@@ -126,7 +138,13 @@ describe("canaries across owners", () => {
     expect(procs).toContain(grandchild);
     expect(procs.length).toBeGreaterThanOrEqual(4);
     const keyBytes = Buffer.from(h.keyB64, "base64");
-    const brokerSecrets = [h.keyB64, keyBytes.toString("hex"), keyBytes.toString("base64url"), envCanary, "SLAUDE_TEST_CANARY"];
+    const brokerSecrets = [
+      h.keyB64,
+      keyBytes.toString("hex"),
+      keyBytes.toString("base64url"),
+      envCanary,
+      "SLAUDE_TEST_CANARY",
+    ];
     // Positive control: a child that inherited the broker's environment would be caught by this scan.
     const inheriting = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"], { stdio: "ignore" });
     try {
@@ -143,7 +161,16 @@ describe("canaries across owners", () => {
       expectNone(cmdline, [...brokerSecrets, ...aForms, ...forms(tokenB, BOB)], `argv of ${p}`);
     }
     // The leaders' environment is exactly the allowlist plus the registry's credential variables.
-    for (const p of leaders) expect(Object.keys(envOf(p!)).sort()).toEqual(["HOME", "LOGNAME", "PATH", "TMPDIR", "USER", "VENDOR_TOKEN", "VENDOR_USER"]);
+    for (const p of leaders)
+      expect(Object.keys(envOf(p!)).sort()).toEqual([
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "TMPDIR",
+        "USER",
+        "VENDOR_TOKEN",
+        "VENDOR_USER",
+      ]);
   });
 
   it("no canary in log lines, audit rows or the SQLite file bytes", async () => {
@@ -166,7 +193,9 @@ describe("canaries across owners", () => {
     expectNone(audit, secrets, "audit rows");
 
     const dbFile = path.join(h.dir, "slaude.db");
-    const bytes = Buffer.concat([dbFile, `${dbFile}-wal`, `${dbFile}-shm`].filter((f) => existsSync(f)).map((f) => readFileSync(f)));
+    const bytes = Buffer.concat(
+      [dbFile, `${dbFile}-wal`, `${dbFile}-shm`].filter((f) => existsSync(f)).map((f) => readFileSync(f)),
+    );
     expect(bytes.includes(aConn)).toBe(true); // positive control: the rows are in what we read
     expect(bytes.includes(bConn)).toBe(true);
     expectNone(bytes, secrets, "SQLite file bytes");
@@ -188,7 +217,7 @@ describe("result size cap", () => {
     s.turn.user = ALICE;
     const big = await mcpCall(s.client, { tool: "flood", args: { bytes: 200_000 }, on_behalf_of: ALICE });
     expect(big.structured.status).toBe("ok");
-    expect(big.structured["truncated"]).toBe(true);
+    expect(big.structured.truncated).toBe(true);
     const content = big.raw.content as { type: string; text: string }[];
     // The cut text with its notice, then (issue 15) the note and the resource_link to the full result.
     expect(content.map((c) => c.type)).toEqual(["text", "text", "resource_link"]);
@@ -203,7 +232,7 @@ describe("result size cap", () => {
     expect(audit.at(-1)?.resultBytes).toBeGreaterThanOrEqual(200_000);
 
     const small = await mcpCall(s.client, { tool: "flood", args: { bytes: 500 }, on_behalf_of: ALICE });
-    expect(small.structured["truncated"]).toBe(false);
+    expect(small.structured.truncated).toBe(false);
     expect((small.raw.content as { text: string }[])[0]!.text).toBe(`${"x".repeat(99)}\n`.repeat(5));
   });
 });

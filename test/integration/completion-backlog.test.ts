@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CompletionBacklog } from "../../src/broker/completion-backlog.js";
 import { systemClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { ALICE, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
 import { FakeAudit } from "../support/fake-audit.js";
+import { ALICE, fixtureRegistryDoc, type Harness, makeHarness, mcpCall } from "./broker-harness.js";
 
 // Past its cap the completion backlog fails closed (issue 21, item 9): while it is full, a call is
 // refused with store_unavailable before anything is recorded or reaches the vendor, and it runs
@@ -27,15 +27,28 @@ describe("a full completion backlog", () => {
     const writeLog = path.join(dir, "writes.jsonl");
     const away = new FakeAudit();
     away.down = true;
-    const backlog = new CompletionBacklog({ repo: away, log: memoryLogger(), clock: systemClock }, { maxRows: 1, waitMs: 10, retryMs: 5, maxRetryMs: 20 });
-    const b = await makeHarness({ registryDoc: fixtureRegistryDoc({ VENDOR_WRITE_LOG: writeLog }), realClock: true, completions: backlog });
+    const backlog = new CompletionBacklog(
+      { repo: away, log: memoryLogger(), clock: systemClock },
+      { maxRows: 1, waitMs: 10, retryMs: 5, maxRetryMs: 20 },
+    );
+    const b = await makeHarness({
+      registryDoc: fixtureRegistryDoc({ VENDOR_WRITE_LOG: writeLog }),
+      realClock: true,
+      completions: backlog,
+    });
     harnesses.push(b);
     await b.connect(ALICE);
     const s = await b.session();
 
-    expect(await backlog.write({ at: 1, event: "call", callId: "call_earlier", service: "vendor", tool: "write_item" })).toBe("pending");
+    expect(
+      await backlog.write({ at: 1, event: "call", callId: "call_earlier", service: "vendor", tool: "write_item" }),
+    ).toBe("pending");
     expect(backlog.full).toBe(true);
-    const refused = await mcpCall(s.client, { tool: "write_item", args: { id: "b1", value: "v" }, on_behalf_of: ALICE });
+    const refused = await mcpCall(s.client, {
+      tool: "write_item",
+      args: { id: "b1", value: "v" },
+      on_behalf_of: ALICE,
+    });
     expect(refused.structured).toMatchObject({ status: "refused", code: "store_unavailable", retryAfterSeconds: 5 });
     expect(refused.text).toContain("nothing ran");
     expect(existsSync(writeLog) ? readFileSync(writeLog, "utf8") : "").toBe("");

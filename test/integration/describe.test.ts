@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { rankTools } from "../../src/broker/describe.js";
-import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall } from "./broker-harness.js";
 
 // mcp_describe: the metadata cache is filled when a connection's child starts, then served
 // without spawning anything; every tool carries the class the broker will apply.
@@ -15,7 +15,15 @@ afterEach(async () => {
 
 async function describeTool(client: Awaited<ReturnType<Harness["session"]>>["client"], args: Record<string, unknown>) {
   const r = await client.callTool({ name: "mcp_describe", arguments: args });
-  return { r, s: r.structuredContent as { source: string; contentHash: string | null; tools: { name: string; class: { access: string; write: boolean; classified: boolean }; inputSchema?: unknown }[]; note?: string } };
+  return {
+    r,
+    s: r.structuredContent as {
+      source: string;
+      contentHash: string | null;
+      tools: { name: string; class: { access: string; write: boolean; classified: boolean }; inputSchema?: unknown }[];
+      note?: string;
+    },
+  };
 }
 
 describe("mcp_describe", () => {
@@ -25,7 +33,11 @@ describe("mcp_describe", () => {
     const { s: out } = await describeTool(s.client, { service: "vendor" });
     expect(out.source).toBe("registry");
     expect(out.note).toContain("not been fetched");
-    expect(out.tools.find((t) => t.name === "write_item")?.class).toEqual({ access: "borrowable", write: true, classified: true });
+    expect(out.tools.find((t) => t.name === "write_item")?.class).toEqual({
+      access: "borrowable",
+      write: true,
+      classified: true,
+    });
     expect(h.broker.pool.stats().spawned).toBe(0);
   });
 

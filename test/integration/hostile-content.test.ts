@@ -1,7 +1,17 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { REDACTED } from "../../src/hygiene/redact.js";
 import { HOSTILE_CONTENT_VENDOR_PATH } from "../fixtures/paths.js";
-import { ALICE, BOB, CAROL, fixtureRegistryDoc, makeHarness, mcpCall, THREAD, TSX_LOADER, type Harness } from "./broker-harness.js";
+import {
+  ALICE,
+  BOB,
+  CAROL,
+  fixtureRegistryDoc,
+  type Harness,
+  makeHarness,
+  mcpCall,
+  type THREAD,
+  TSX_LOADER,
+} from "./broker-harness.js";
 
 // Issue 9 items 3-6: a vendor attacks the broker with what it *says* (error codes, metadata,
 // oversized frames, encoded credentials), through a real child process and a real MCP client.
@@ -19,9 +29,21 @@ function registryDoc(): unknown {
           args: ["--import", TSX_LOADER, HOSTILE_CONTENT_VENDOR_PATH],
           credentialEnv: { VENDOR_TOKEN: "{{token}}", VENDOR_USER: "{{user}}" },
         },
-        capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }, { name: "user", label: "User", secret: false }] },
+        capture: {
+          strategy: "paste",
+          fields: [
+            { name: "token", label: "Token" },
+            { name: "user", label: "User", secret: false },
+          ],
+        },
         scopes: ["thread"],
-        tools: { echo: ["borrowable", "read"], pid: ["borrowable", "read"], rpc_error: ["borrowable", "read"], huge: ["borrowable", "read"], leak_forms: ["borrowable", "read"] },
+        tools: {
+          echo: ["borrowable", "read"],
+          pid: ["borrowable", "read"],
+          rpc_error: ["borrowable", "read"],
+          huge: ["borrowable", "read"],
+          leak_forms: ["borrowable", "read"],
+        },
       },
     },
   };
@@ -53,13 +75,18 @@ describe("item 3: a vendor's JSON-RPC error codes never pass for the broker's ow
       expect(await pidOf(s.client)).toBe(pid);
     }
     const rows = await h.store.audit.query({ connectionId: connection.id, event: "call" });
-    expect(rows.filter((r) => r.tool === "rpc_error").map((r) => r.errorCode)).toEqual(["vendor_error", "vendor_error"]);
+    expect(rows.filter((r) => r.tool === "rpc_error").map((r) => r.errorCode)).toEqual([
+      "vendor_error",
+      "vendor_error",
+    ]);
     expect(h.broker.pool.stats().spawned).toBe(1);
     // A real exit is still the transport's close: vendor_crashed, and the next call respawns.
     await h.connect(ALICE);
     const crashed = await mcpCall(s.client, { tool: "crash", on_behalf_of: ALICE });
     expect(crashed.structured.code).toBe("vendor_crashed");
-    expect((await mcpCall(s.client, { tool: "echo", args: { text: "back" }, on_behalf_of: ALICE })).text).toContain("back");
+    expect((await mcpCall(s.client, { tool: "echo", args: { text: "back" }, on_behalf_of: ALICE })).text).toContain(
+      "back",
+    );
   });
 
   it("the broker's own deadline still reports vendor_timeout and kills the child", async () => {
@@ -85,7 +112,8 @@ function recoverable(text: string, token: string): boolean {
     const std = run.replace(/-/g, "+").replace(/_/g, "/");
     for (let i = 0; i < 4; i++) if (Buffer.from(std.slice(i), "base64").includes(needle)) return true;
   }
-  for (const run of text.match(/[0-9a-fA-F]{2,}/g) ?? []) for (let i = 0; i < 2; i++) if (Buffer.from(run.slice(i), "hex").includes(needle)) return true;
+  for (const run of text.match(/[0-9a-fA-F]{2,}/g) ?? [])
+    for (let i = 0; i < 2; i++) if (Buffer.from(run.slice(i), "hex").includes(needle)) return true;
   return false;
 }
 
@@ -97,9 +125,15 @@ describe("item 6: encoded and binary forms of the credential are redacted, and t
     // The real MCP client validates the broker's result against CallToolResultSchema (base64 included).
     const r = await mcpCall(s.client, { service: "hostile", tool: "leak_forms", on_behalf_of: ALICE });
     expect(r.structured.status).toBe("ok");
-    const content = r.raw.content as ({ type: "text"; text: string } | { type: "image" | "audio"; data: string } | { type: "resource"; resource: { blob: string } })[];
+    const content = r.raw.content as (
+      | { type: "text"; text: string }
+      | { type: "image" | "audio"; data: string }
+      | { type: "resource"; resource: { blob: string } }
+    )[];
     const texts = content.flatMap((c) => (c.type === "text" ? [c.text] : []));
-    const blobs = content.flatMap((c) => (c.type === "image" || c.type === "audio" ? [c.data] : c.type === "resource" ? [c.resource.blob] : []));
+    const blobs = content.flatMap((c) =>
+      c.type === "image" || c.type === "audio" ? [c.data] : c.type === "resource" ? [c.resource.blob] : [],
+    );
     expect(texts.length).toBeGreaterThanOrEqual(2);
     expect(blobs).toHaveLength(4);
     for (const t of texts) expect(recoverable(t, token), t).toBe(false);
@@ -119,7 +153,11 @@ describe("item 6: encoded and binary forms of the credential are redacted, and t
 describe("item 5: a result over the 16 MiB frame cap is truncated, not fatal", () => {
   it("a 17 MiB result comes back truncated with the notice; the same child serves the next call; no partial token at the cut", async () => {
     // Result limits above the 64 KiB excerpt, so the excerpt's own cut is what the model sees.
-    h = await makeHarness({ registryDoc: registryDoc(), callTimeoutMs: 60_000, limits: { maxBytes: 200_000, maxLines: 10_000 } });
+    h = await makeHarness({
+      registryDoc: registryDoc(),
+      callTimeoutMs: 60_000,
+      limits: { maxBytes: 200_000, maxLines: 10_000 },
+    });
     const { connection, token } = await h.connect(ALICE, { service: "hostile" });
     const s = await h.session();
     const pid = await pidOf(s.client);
@@ -127,15 +165,21 @@ describe("item 5: a result over the 16 MiB frame cap is truncated, not fatal", (
     // of the line, so this puts the token across that cut (its first half inside the excerpt).
     const prefix = '{"result":{"content":[{"type":"text","text":"'.length;
     const tokenAt = 64 * 1024 - prefix - Math.floor(token.length / 2);
-    const r = await mcpCall(s.client, { service: "hostile", tool: "huge", args: { mib: 17, tokenAt }, on_behalf_of: ALICE });
+    const r = await mcpCall(s.client, {
+      service: "hostile",
+      tool: "huge",
+      args: { mib: 17, tokenAt },
+      on_behalf_of: ALICE,
+    });
     expect(r.structured.status).toBe("ok");
-    expect(r.structured["truncated"]).toBe(true);
+    expect(r.structured.truncated).toBe(true);
     expect(r.text.startsWith("HEAD-MARKER xxxx")).toBe(true);
     expect(r.text).toMatch(/result truncated: \d+ bytes exceeded the limit/);
     expect(r.text.length).toBeLessThan(70_000);
     // No part of the token (4+ characters of its start) ends the excerpt.
     const body = r.text.slice(0, r.text.indexOf("\n[slaude-connect: result truncated"));
-    for (let n = 4; n <= token.length; n++) expect(body.endsWith(token.slice(0, n)), `partial token of ${n}`).toBe(false);
+    for (let n = 4; n <= token.length; n++)
+      expect(body.endsWith(token.slice(0, n)), `partial token of ${n}`).toBe(false);
     expect(h.broker.pool.has(connection.id)).toBe(true);
     expect(await pidOf(s.client)).toBe(pid);
     expect(h.broker.pool.stats().spawned).toBe(1);
@@ -154,14 +198,25 @@ describe("item 4: vendor tool metadata is redacted before it is cached, and cach
     harness.membership.add(T2.teamId, T2.channelId, CAROL);
     const { token: tokenA } = await harness.connect(ALICE, { service: "hostile" });
     // Rows are read with SQL (the refresh runs beside the first call): what is on disk is what counts.
-    const cacheRows = () => harness.store.db.prepare("SELECT * FROM tool_metadata").all() as { team_id?: string; tools_json: string; content_hash: string }[];
+    const cacheRows = () =>
+      harness.store.db.prepare("SELECT * FROM tool_metadata").all() as {
+        team_id?: string;
+        tools_json: string;
+        content_hash: string;
+      }[];
     const waitForRows = async (n: number) => {
       await vi.waitFor(() => expect(cacheRows()).toHaveLength(n), { timeout: 20_000, interval: 50 });
       return cacheRows();
     };
-    const describe_ = async (client: Awaited<ReturnType<Harness["session"]>>["client"], args: Record<string, unknown>) => {
+    const describe_ = async (
+      client: Awaited<ReturnType<Harness["session"]>>["client"],
+      args: Record<string, unknown>,
+    ) => {
       const r = await client.callTool({ name: "mcp_describe", arguments: { service: "hostile", ...args } });
-      return { all: JSON.stringify(r), s: r.structuredContent as { source: string; tools: { name: string; description: string }[] } };
+      return {
+        all: JSON.stringify(r),
+        s: r.structuredContent as { source: string; tools: { name: string; description: string }[] },
+      };
     };
 
     const a = await harness.session();

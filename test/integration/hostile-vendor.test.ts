@@ -5,7 +5,7 @@ import { describe, expect, it, type TestContext } from "vitest";
 import { ChildLedger } from "../../src/pool/child-ledger.js";
 import { fullGc } from "../support/gc.js";
 import { isAlive, processesReferencing, waitDead, waitFor } from "../support/proc.js";
-import { ALICE, BOB, THREAD, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall, THREAD } from "./broker-harness.js";
 import { hostileRegistryDoc } from "./hostile-registry.js";
 
 // Issue 9 items 1 and 2 against the hostile fixture vendor as real child processes: endless
@@ -15,7 +15,10 @@ import { hostileRegistryDoc } from "./hostile-registry.js";
 // revocation pass. Then the acceptance run: the broker's memory comes back, nothing of the hostile
 // connection is left, and another user's calls on a normal vendor keep working throughout.
 
-async function harness(ctx: TestContext, opts: Parameters<typeof makeHarness>[0] = {}): Promise<{ h: Harness; events: string }> {
+async function harness(
+  ctx: TestContext,
+  opts: Parameters<typeof makeHarness>[0] = {},
+): Promise<{ h: Harness; events: string }> {
   const logDir = mkdtempSync(path.join(os.tmpdir(), "slaude-hostile-"));
   const events = path.join(logDir, "events.log");
   const h = await makeHarness({ registryDoc: hostileRegistryDoc(events), ...opts });
@@ -34,14 +37,17 @@ async function sessionAs(h: Harness, user: string, thread: typeof THREAD = THREA
 
 const pagesServed = (events: string): number => {
   try {
-    return readFileSync(events, "utf8").split("\n").filter((l) => l.startsWith("page ")).length;
+    return readFileSync(events, "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("page ")).length;
   } catch {
     return 0;
   }
 };
 
 /** Every live process of a connection: its private HOME (under the run dir) or its credential. */
-const processesOf = (h: Harness, connectionId: string, token: string) => processesReferencing([path.join(h.dir, "run", "vendors", `${connectionId}-`), token]);
+const processesOf = (h: Harness, connectionId: string, token: string) =>
+  processesReferencing([path.join(h.dir, "run", "vendors", `${connectionId}-`), token]);
 
 describe.concurrent("item 1: tools/list paging", () => {
   it("an endless pager, a repeated cursor and a huge page end the call with vendor_misbehaved; the child is stopped, nothing is cached", async (ctx) => {
@@ -79,7 +85,12 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
     expect(h.broker.pool.stats()).toMatchObject({ live: 0, stopping: 0 });
     expect(await waitDead([grandchild], 10_000)).toEqual([]);
     expect(processesOf(h, connection.id, token)).toEqual([]);
-    const again = await mcpCall(s.client, { service: "hostile", tool: "echo", args: { text: "after" }, on_behalf_of: ALICE });
+    const again = await mcpCall(s.client, {
+      service: "hostile",
+      tool: "echo",
+      args: { text: "after" },
+      on_behalf_of: ALICE,
+    });
     expect(again.structured.status).toBe("ok");
     expect(again.text).toContain("after");
   });
@@ -88,7 +99,12 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
     const { h } = await harness(ctx);
     const { connection, token } = await h.connect(ALICE, { service: "hostile" });
     const s = await sessionAs(h, ALICE);
-    const d = await mcpCall(s.client, { service: "hostile", tool: "daemonize", args: { stay: true }, on_behalf_of: ALICE });
+    const d = await mcpCall(s.client, {
+      service: "hostile",
+      tool: "daemonize",
+      args: { stay: true },
+      on_behalf_of: ALICE,
+    });
     const grandchild = (JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild;
     ctx.onTestFinished(() => void (isAlive(grandchild) && process.kill(grandchild, "SIGKILL")));
     expect(isAlive(grandchild)).toBe(true);
@@ -108,11 +124,22 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
       const t = { ...THREAD, threadTs: thread } as unknown as typeof THREAD;
       const { connection, token } = await h.connect(ALICE, { service: "hostile", thread: t });
       const st = await sessionAs(h, ALICE, t);
-      const d = await mcpCall(st.client, { service: "hostile", tool: "daemonize", args: { stay: true }, on_behalf_of: ALICE });
+      const d = await mcpCall(st.client, {
+        service: "hostile",
+        tool: "daemonize",
+        args: { stay: true },
+        on_behalf_of: ALICE,
+      });
       grandchildren.push((JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild);
       tokens.push(token);
       // The CLI ends the row in the database; the broker learns it only on its next pass.
-      await h.store.connections.end(connection.id, { status: "revoked", reason: "cli", at: Date.now(), actor: "cli:test", audit: [] });
+      await h.store.connections.end(connection.id, {
+        status: "revoked",
+        reason: "cli",
+        at: Date.now(),
+        actor: "cli:test",
+        audit: [],
+      });
     }
     ctx.onTestFinished(() => {
       for (const g of grandchildren) if (isAlive(g)) process.kill(g, "SIGKILL");
@@ -127,7 +154,12 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
     const { h } = await harness(ctx);
     const { token } = await h.connect(ALICE, { service: "hostile" });
     const s = await sessionAs(h, ALICE);
-    const d = await mcpCall(s.client, { service: "hostile", tool: "daemonize", args: { stay: true }, on_behalf_of: ALICE });
+    const d = await mcpCall(s.client, {
+      service: "hostile",
+      tool: "daemonize",
+      args: { stay: true },
+      on_behalf_of: ALICE,
+    });
     const grandchild = (JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild;
     ctx.onTestFinished(() => void (isAlive(grandchild) && process.kill(grandchild, "SIGKILL")));
     // Resolves (the harness would otherwise hit the test timeout); the stop sequence is bounded.
@@ -145,7 +177,12 @@ describe.concurrent("item 2: a daemonising grandchild", () => {
       const t = { ...THREAD, threadTs: thread } as unknown as typeof THREAD;
       const { token } = await h.connect(ALICE, { service: "hostile", thread: t });
       const st = await sessionAs(h, ALICE, t);
-      const d = await mcpCall(st.client, { service: "hostile", tool: "daemonize", args: { stay: true }, on_behalf_of: ALICE });
+      const d = await mcpCall(st.client, {
+        service: "hostile",
+        tool: "daemonize",
+        args: { stay: true },
+        on_behalf_of: ALICE,
+      });
       grandchildren.push((JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild);
       tokens.push(token);
     }
@@ -188,7 +225,11 @@ describe("acceptance: a hostile run leaves the broker as it found it", () => {
     const bobLoop = (async () => {
       for (let i = 0; !hostileDone || i < 3; i++) {
         const r = await mcpCall(bob.client, { tool: "echo", args: { text: `bob-${i}` }, on_behalf_of: BOB });
-        bobResults.push(r.structured.status === "ok" && r.text.includes(`bob-${i}`) ? "ok" : `${r.structured.status}:${r.structured.code ?? ""}`);
+        bobResults.push(
+          r.structured.status === "ok" && r.text.includes(`bob-${i}`)
+            ? "ok"
+            : `${r.structured.status}:${r.structured.code ?? ""}`,
+        );
       }
     })();
 
@@ -200,12 +241,22 @@ describe("acceptance: a hostile run leaves the broker as it found it", () => {
     };
     try {
       await connect("bomb");
-      const bomb = await mcpCall(alice.client, { service: "bomb", tool: "echo", args: { text: "x" }, on_behalf_of: ALICE });
+      const bomb = await mcpCall(alice.client, {
+        service: "bomb",
+        tool: "echo",
+        args: { text: "x" },
+        on_behalf_of: ALICE,
+      });
       expect(bomb.structured.code).toBe("vendor_misbehaved");
       await connect("hostile");
       const d = await mcpCall(alice.client, { service: "hostile", tool: "daemonize", on_behalf_of: ALICE });
       expect(d.structured.status).toBe("ok");
-      const flood = await mcpCall(alice.client, { service: "hostile", tool: "flood_stdout", args: { bytes: 1024 ** 3 }, on_behalf_of: ALICE });
+      const flood = await mcpCall(alice.client, {
+        service: "hostile",
+        tool: "flood_stdout",
+        args: { bytes: 1024 ** 3 },
+        on_behalf_of: ALICE,
+      });
       expect(flood.structured.status).not.toBe("ok");
     } finally {
       hostileDone = true;
@@ -214,7 +265,8 @@ describe("acceptance: a hostile run leaves the broker as it found it", () => {
     clearInterval(sampler);
 
     // No process of Alice's hostile connections is left (by private HOME or by credential).
-    for (const c of conns) expect(await waitFor(() => processesOf(h, c.id, c.token).length === 0, 10_000), c.id).toBe(true);
+    for (const c of conns)
+      expect(await waitFor(() => processesOf(h, c.id, c.token).length === 0, 10_000), c.id).toBe(true);
     expect(bobResults.length).toBeGreaterThanOrEqual(3);
     expect(bobResults.filter((r) => r !== "ok")).toEqual([]);
     // Memory comes back: allocations of the run are garbage once it is over.
@@ -222,7 +274,9 @@ describe("acceptance: a hostile run leaves the broker as it found it", () => {
       fullGc();
       return rssMb() - startRss < 50;
     }, 30_000);
-    console.log(`hostile run RSS: start ${startRss.toFixed(0)} MB, peak ${peakRss.toFixed(0)} MB, end ${rssMb().toFixed(0)} MB; Bob's calls ${bobResults.length}`);
+    console.log(
+      `hostile run RSS: start ${startRss.toFixed(0)} MB, peak ${peakRss.toFixed(0)} MB, end ${rssMb().toFixed(0)} MB; Bob's calls ${bobResults.length}`,
+    );
     expect(settled).toBe(true);
     // Bounded throughout, not only afterwards (before the limits a paging bomb alone reached GBs).
     expect(peakRss - startRss).toBeLessThan(300);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ALICE, BOB, CAROL, THREAD, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, CAROL, type Harness, makeHarness, mcpCall, THREAD } from "./broker-harness.js";
 
 // The identity regression (brief §1, field notes B1) and the resolution matrix, end to end
 // through a real MCP client, the real policy, the real vault and real vendor child processes.
@@ -122,7 +122,9 @@ describe("resolution matrix", () => {
     expect(await h.approvalService.decide(approval.id, approval.nonce, BOB, "allowed_thread")).toBe("not_owner");
     expect(await h.approvalService.decide(approval.id, "forged-nonce", ALICE, "allowed_thread")).toBe("unknown");
     expect(await h.approvalService.decide(approval.id, approval.nonce, ALICE, "allowed_once")).toBe("applied");
-    expect(await h.approvalService.decide(approval.id, approval.nonce, ALICE, "allowed_thread")).toBe("already_decided");
+    expect(await h.approvalService.decide(approval.id, approval.nonce, ALICE, "allowed_thread")).toBe(
+      "already_decided",
+    );
     const r = await p;
     expect(r.structured.ranAs).toBe("approval_once");
     expect(await h.store.grants.list({ liveOnly: true })).toHaveLength(0);
@@ -133,7 +135,15 @@ describe("resolution matrix", () => {
   it("an owner-only (personal) tool is never borrowed, even with a grant", async () => {
     const { connection } = await h.connect(ALICE);
     await h.store.grants.create(
-      { id: "grant_x", connectionId: connection.id, ...THREAD, ownerUserId: ALICE, borrowerUserId: BOB, service: "vendor", createdAt: Date.now() },
+      {
+        id: "grant_x",
+        connectionId: connection.id,
+        ...THREAD,
+        ownerUserId: ALICE,
+        borrowerUserId: BOB,
+        service: "vendor",
+        createdAt: Date.now(),
+      },
       [],
     );
     const s = await h.session();
@@ -191,14 +201,26 @@ describe("resolution matrix", () => {
   it("revoking a grant takes effect on the next call", async () => {
     const { connection } = await h.connect(ALICE);
     const g = await h.store.grants.create(
-      { id: "grant_y", connectionId: connection.id, ...THREAD, ownerUserId: ALICE, borrowerUserId: BOB, service: "vendor", createdAt: Date.now() },
+      {
+        id: "grant_y",
+        connectionId: connection.id,
+        ...THREAD,
+        ownerUserId: ALICE,
+        borrowerUserId: BOB,
+        service: "vendor",
+        createdAt: Date.now(),
+      },
       [],
     );
     const s = await h.session();
     s.turn.user = BOB;
-    expect((await mcpCall(s.client, { tool: "echo", args: { text: "a" }, on_behalf_of: BOB })).structured.ranAs).toBe("grant");
+    expect((await mcpCall(s.client, { tool: "echo", args: { text: "a" }, on_behalf_of: BOB })).structured.ranAs).toBe(
+      "grant",
+    );
     await h.store.grants.revoke(g.id, ALICE, Date.now(), []);
     h.approvals.available = false;
-    expect((await mcpCall(s.client, { tool: "echo", args: { text: "a" }, on_behalf_of: BOB })).structured.code).toBe("approval_unavailable");
+    expect((await mcpCall(s.client, { tool: "echo", args: { text: "a" }, on_behalf_of: BOB })).structured.code).toBe(
+      "approval_unavailable",
+    );
   });
 });

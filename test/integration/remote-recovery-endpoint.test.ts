@@ -5,13 +5,13 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
-import { ALICE, BOB, THREAD, mcpCall } from "./broker-harness.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
+import { ALICE, BOB, mcpCall, THREAD } from "./broker-harness.js";
 
 // The outage of issue 15 part 4, replayed through the real app and its /mcp endpoint (real
 // clock): a remote vendor restarted on the same port. Before, every later call failed
@@ -33,7 +33,16 @@ describe("remote recovery through /mcp", () => {
     sse = await startRemoteVendor({ tokens: { [VENDOR_TOKEN]: "alice-sse" }, streamable: false, sse: true });
     dir = mkdtempSync(path.join(os.tmpdir(), "slaude-remote-endpoint-"));
     const paste = { strategy: "paste", fields: [{ name: "token", label: "Token" }] };
-    const svc = (url: string, protocol: string) => ({ transport: { type: "http", url, protocol, credentialHeader: { name: "Authorization", value: "Bearer {{token}}" } }, capture: paste, tools: { whoami: ["borrowable", "read"] } });
+    const svc = (url: string, protocol: string) => ({
+      transport: {
+        type: "http",
+        url,
+        protocol,
+        credentialHeader: { name: "Authorization", value: "Bearer {{token}}" },
+      },
+      capture: paste,
+      tools: { whoami: ["borrowable", "read"] },
+    });
     app = await startApp({
       config: loadConfig({
         NODE_ENV: "test",
@@ -45,7 +54,10 @@ describe("remote recovery through /mcp", () => {
       }),
       log: memoryLogger("debug"),
       membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
-      registry: parseRegistry({ services: { remote: svc(streamable.url, "streamable-http"), legacy: svc(sse.sseUrl, "sse") } }, "remote-endpoint"),
+      registry: parseRegistry(
+        { services: { remote: svc(streamable.url, "streamable-http"), legacy: svc(sse.sseUrl, "sse") } },
+        "remote-endpoint",
+      ),
     });
     for (const service of ["remote", "legacy"]) {
       await app.lifecycle.create({
@@ -62,13 +74,23 @@ describe("remote recovery through /mcp", () => {
     const turn = await fetch(`${app.url}/v1/turns`, {
       method: "POST",
       headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
+      body: JSON.stringify({
+        team_id: THREAD.teamId,
+        channel_id: THREAD.channelId,
+        thread_ts: THREAD.threadTs,
+        user_id: ALICE,
+      }),
     });
     expect(turn.status).toBe(204);
     client = new Client({ name: "test-host", version: "1" });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${HOST_TOKEN}`, "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}` } },
+        requestInit: {
+          headers: {
+            Authorization: `Bearer ${HOST_TOKEN}`,
+            "X-Slaude-Thread": `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`,
+          },
+        },
       }),
     );
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
-import { ALICE, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
+import { ALICE, type Harness, makeHarness, mcpCall } from "./broker-harness.js";
 
 // Issue 15 part 4: remote vendors that go down and come back on the same port, through the broker
 // (real MCP clients, the real pool and launcher, real servers on loopback, Streamable HTTP and SSE).
@@ -8,7 +8,13 @@ import { ALICE, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
 // stopped"); the next call opens a new session; connects that keep failing back off on the clock,
 // visibly; a 401 is a rejected credential. Calls are never retried by the broker.
 
-const paste = { strategy: "paste", fields: [{ name: "token", label: "Token" }, { name: "user", label: "User", secret: false }] };
+const paste = {
+  strategy: "paste",
+  fields: [
+    { name: "token", label: "Token" },
+    { name: "user", label: "User", secret: false },
+  ],
+};
 const bearer = { name: "Authorization", value: "Bearer {{token}}" };
 const TOKEN = "remote-recovery-alice";
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -32,7 +38,11 @@ describe("remote vendors recover from an outage", () => {
     plain = await startRemoteVendor({ tokens: plainTokens, standaloneStream: false });
     streamed = await startRemoteVendor({ tokens: { [TOKEN]: "alice-streamed" } });
     sse = await startRemoteVendor({ tokens: { [TOKEN]: "alice-sse" }, streamable: false, sse: true });
-    const svc = (url: string, protocol?: string) => ({ transport: { type: "http", url, ...(protocol ? { protocol } : {}), credentialHeader: bearer }, capture: paste, tools: { whoami: ["borrowable", "read"] } });
+    const svc = (url: string, protocol?: string) => ({
+      transport: { type: "http", url, ...(protocol ? { protocol } : {}), credentialHeader: bearer },
+      capture: paste,
+      tools: { whoami: ["borrowable", "read"] },
+    });
     h = await makeHarness({
       registryDoc: {
         services: {
@@ -40,7 +50,15 @@ describe("remote vendors recover from an outage", () => {
           streamed: svc(streamed.url),
           legacy: svc(sse.sseUrl, "sse"),
           rejecting: svc(plain.url, "streamable-http"),
-          broken_cmd: { transport: { type: "stdio", command: "/nonexistent/slaude-vendor-cmd", credentialEnv: { TOKEN: "{{token}}" } }, capture: paste, tools: { whoami: ["borrowable", "read"] } },
+          broken_cmd: {
+            transport: {
+              type: "stdio",
+              command: "/nonexistent/slaude-vendor-cmd",
+              credentialEnv: { TOKEN: "{{token}}" },
+            },
+            capture: paste,
+            tools: { whoami: ["borrowable", "read"] },
+          },
         },
       },
     });
@@ -62,7 +80,12 @@ describe("remote vendors recover from an outage", () => {
     const describe = async () => {
       const r = await s.client.callTool({ name: "mcp_describe", arguments: { service } });
       const text = (r.content as { text?: string }[]).map((c) => c.text ?? "").join("\n");
-      return { structured: r.structuredContent as { unavailable?: (Listed["unavailable"] & { connectionId: string; kind: string })[] }, text };
+      return {
+        structured: r.structuredContent as {
+          unavailable?: (Listed["unavailable"] & { connectionId: string; kind: string })[];
+        },
+        text,
+      };
     };
     return { connection, call, listed, describe };
   }
@@ -106,10 +129,28 @@ describe("remote vendors recover from an outage", () => {
 
     const row = await listed();
     expect(row?.unreachableUntil).toBe(iso(t1 + 60_000));
-    expect(row?.unavailable).toEqual({ reason: "backoff", since: iso(t1), retryAt: iso(t1 + 60_000), failures: 1, lastError: "ECONNREFUSED" });
+    expect(row?.unavailable).toEqual({
+      reason: "backoff",
+      since: iso(t1),
+      retryAt: iso(t1 + 60_000),
+      failures: 1,
+      lastError: "ECONNREFUSED",
+    });
     const d = await describe();
-    expect(d.structured.unavailable).toEqual([{ kind: "connection", connectionId: connection.id, reason: "backoff", since: iso(t1), retryAt: iso(t1 + 60_000), failures: 1, lastError: "ECONNREFUSED" }]);
-    expect(d.text).toContain(`Connection ${connection.id}: unavailable: connecting failed 1 time(s) (last error ECONNREFUSED)`);
+    expect(d.structured.unavailable).toEqual([
+      {
+        kind: "connection",
+        connectionId: connection.id,
+        reason: "backoff",
+        since: iso(t1),
+        retryAt: iso(t1 + 60_000),
+        failures: 1,
+        lastError: "ECONNREFUSED",
+      },
+    ]);
+    expect(d.text).toContain(
+      `Connection ${connection.id}: unavailable: connecting failed 1 time(s) (last error ECONNREFUSED)`,
+    );
 
     // Back on the same port; once the backoff is over the next call connects and works.
     await plain.start();
@@ -173,7 +214,9 @@ describe("remote vendors recover from an outage", () => {
     expect(r.text).not.toContain("cannot be reached");
     expect((await listed())?.unavailable).toMatchObject({ reason: "credential_rejected", lastError: "http_401" });
     expect((await listed())?.unreachableUntil).toBeUndefined();
-    expect((await describe()).text).toContain("rejected the stored credential (http_401); reconnect with connect(rejecting)");
+    expect((await describe()).text).toContain(
+      "rejected the stored credential (http_401); reconnect with connect(rejecting)",
+    );
     // No backoff: the next call asks the vendor again (a new credential may have come meanwhile).
     const again = await call();
     expect(again.structured.code).toBe("credential_rejected");
@@ -199,7 +242,11 @@ describe("remote vendors recover from an outage", () => {
     expect(r.text).not.toContain("restarted on the next call");
     expect((await listed())?.unavailable).toMatchObject({ reason: "start_failed", lastError: "ENOENT" });
     const d = await describe();
-    expect(d.structured.unavailable?.[0]).toMatchObject({ connectionId: connection.id, reason: "start_failed", lastError: "ENOENT" });
+    expect(d.structured.unavailable?.[0]).toMatchObject({
+      connectionId: connection.id,
+      reason: "start_failed",
+      lastError: "ENOENT",
+    });
     expect(d.text).toContain("its command failed to start (ENOENT)");
   });
 });

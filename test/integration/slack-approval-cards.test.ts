@@ -5,17 +5,17 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { argumentsShown, formattedTexts } from "../fixtures/slack/block-text.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { blockActionPayload, postSlackInteraction } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc, mcpCall } from "./broker-harness.js";
 
 const ALICE = "UALICE01";
 const BOB = "UBOB0002";
-const SECRET = "signing-secret-" + randomBytes(8).toString("hex");
+const SECRET = `signing-secret-${randomBytes(8).toString("hex")}`;
 
 let fake: FakeSlack;
 let app: RunningApp;
@@ -34,7 +34,7 @@ beforeEach(async () => {
     SLAUDE_DATA_DIR: dir,
     PORT: "0",
     SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    SLAUDE_HOST_TOKENS: "host-token-" + "x".repeat(32),
+    SLAUDE_HOST_TOKENS: `host-token-${"x".repeat(32)}`,
     SLACK_BOT_TOKEN: fake.botToken,
     SLACK_SIGNING_SECRET: SECRET,
     SLACK_API_URL: fake.apiUrl,
@@ -50,7 +50,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function connectAlice(token = "canary-" + randomBytes(10).toString("hex")) {
+async function connectAlice(token = `canary-${randomBytes(10).toString("hex")}`) {
   await app.lifecycle.create({
     teamId: thread.teamId,
     ownerUserId: ALICE,
@@ -68,19 +68,45 @@ async function connectAlice(token = "canary-" + randomBytes(10).toString("hex"))
 async function bobAsks(tool: string, args: Record<string, unknown>) {
   const s = await app.broker.connectEmbedded(() => ({ ...thread, userId: BOB }));
   const pending = mcpCall(s.client, { tool, args, on_behalf_of: BOB });
-  const post = await fake.waitFor("chat.postMessage", (c) => c.args.channel === "D" + ALICE, 20_000);
+  const post = await fake.waitFor("chat.postMessage", (c) => c.args.channel === `D${ALICE}`, 20_000);
   const blocks = post.args.blocks as Record<string, unknown>[];
-  const msg = { channel: "D" + ALICE, ts: String(post.response?.ts) };
-  const decisions = blocks.filter((b) => b.type === "actions").flatMap((b) => b.elements as { action_id: string; value: string }[]);
-  const view = blocks.map((b) => b.accessory as { action_id?: string; value?: string } | undefined).find((a) => a?.action_id === "approval_view_args");
-  return { s, pending, post, blocks, msg, buttons: Object.fromEntries(decisions.map((e) => [e.action_id, e.value])), viewValue: view?.value };
+  const msg = { channel: `D${ALICE}`, ts: String(post.response?.ts) };
+  const decisions = blocks
+    .filter((b) => b.type === "actions")
+    .flatMap((b) => b.elements as { action_id: string; value: string }[]);
+  const view = blocks
+    .map((b) => b.accessory as { action_id?: string; value?: string } | undefined)
+    .find((a) => a?.action_id === "approval_view_args");
+  return {
+    s,
+    pending,
+    post,
+    blocks,
+    msg,
+    buttons: Object.fromEntries(decisions.map((e) => [e.action_id, e.value])),
+    viewValue: view?.value,
+  };
 }
 
-function click(user: string, actionId: string, value: string, msg: { channel: string; ts: string }, responseId: string) {
+function click(
+  user: string,
+  actionId: string,
+  value: string,
+  msg: { channel: string; ts: string },
+  responseId: string,
+) {
   return postSlackInteraction(
     `${app.url}/slack/events`,
     SECRET,
-    blockActionPayload({ userId: user, teamId: thread.teamId, actionId, value, channelId: msg.channel, messageTs: msg.ts, responseUrl: fake.responseUrl(responseId) }),
+    blockActionPayload({
+      userId: user,
+      teamId: thread.teamId,
+      actionId,
+      value,
+      channelId: msg.channel,
+      messageTs: msg.ts,
+      responseUrl: fake.responseUrl(responseId),
+    }),
   );
 }
 
@@ -89,7 +115,11 @@ async function deny(c: Awaited<ReturnType<typeof bobAsks>>) {
   await click(ALICE, "approval_deny", c.buttons.approval_deny!, c.msg, "deny");
   expect((await c.pending).structured.code).toBe("approval_denied");
   await fake.waitFor("chat.update", (x) => x.args.ts === c.msg.ts, 15_000);
-  await fake.waitFor("chat.postMessage", (x) => x.args.channel === thread.channelId && String(x.args.text).includes("declined"), 15_000);
+  await fake.waitFor(
+    "chat.postMessage",
+    (x) => x.args.channel === thread.channelId && String(x.args.text).includes("declined"),
+    15_000,
+  );
   await c.s.close();
 }
 
@@ -110,8 +140,21 @@ const expectedText = (v: unknown) => (typeof v === "string" ? v : JSON.stringify
 describe("approval cards show what is approved", () => {
   it("12 arguments with a long rm -rf: the owner's modal shows every one exactly; only the owner can open it", async () => {
     await connectAlice();
-    const command = "cd /srv/app && " + "tar czf backup.tgz ./data && ".repeat(6) + "rm -rf /srv/app/data --no-preserve-root";
-    const args: Record<string, unknown> = { command, id: "7", value: "v", retries: 3, dry_run: false, env: { STAGE: "prod", paths: ["/srv", "/var"] }, note: null, a8: "eight", a9: "ninth argument", a10: "10", a11: 11, a12: "the twelfth" };
+    const command = `cd /srv/app && ${"tar czf backup.tgz ./data && ".repeat(6)}rm -rf /srv/app/data --no-preserve-root`;
+    const args: Record<string, unknown> = {
+      command,
+      id: "7",
+      value: "v",
+      retries: 3,
+      dry_run: false,
+      env: { STAGE: "prod", paths: ["/srv", "/var"] },
+      note: null,
+      a8: "eight",
+      a9: "ninth argument",
+      a10: "10",
+      a11: 11,
+      a12: "the twelfth",
+    };
     expect(Object.keys(args)).toHaveLength(12);
     expect(command.length).toBeGreaterThan(120);
     const c = await bobAsks("write_item", args);
@@ -132,7 +175,9 @@ describe("approval cards show what is approved", () => {
     expect(opened.response?.ok).toBe(true);
     const view = opened.args.view as { type: string; blocks: unknown[] };
     expect(view.type).toBe("modal");
-    expect(Object.fromEntries(argumentsShown(view.blocks))).toEqual(Object.fromEntries(Object.entries(args).map(([k, v]) => [k, expectedText(v)])));
+    expect(Object.fromEntries(argumentsShown(view.blocks))).toEqual(
+      Object.fromEntries(Object.entries(args).map(([k, v]) => [k, expectedText(v)])),
+    );
     for (const t of formattedTexts(view.blocks)) expect(t).not.toContain("rm -rf");
 
     await deny(c);
@@ -154,7 +199,9 @@ describe("approval cards show what is approved", () => {
     // A click on an Allow that the card never offered (same value, forged action) changes nothing.
     await click(ALICE, "approval_allow_once", c.buttons.approval_deny!, c.msg, "forged");
     expect(await responseText("forged")).toContain("can only be denied");
-    expect((await app.store.audit.query({ event: "approval_rejected_click" })).map((e) => e.decision)).toEqual(["not_offered"]);
+    expect((await app.store.audit.query({ event: "approval_rejected_click" })).map((e) => e.decision)).toEqual([
+      "not_offered",
+    ]);
 
     await deny(c);
     expect(await app.store.grants.list({ liveOnly: true })).toHaveLength(0);
@@ -175,8 +222,19 @@ describe("approval cards show what is approved", () => {
       "*name*<!channel>": "x",
     };
     const c = await bobAsks("read_item", hostile);
-    const evil = ["<!channel>", "<!here", "*approve*", "```", "`rm", "<@UALICE01>", "evil.example", "&lt;!channel", "*name*"];
-    for (const t of [...formattedTexts(c.blocks), String(c.post.args.text)]) for (const e of evil) expect(t, t).not.toContain(e);
+    const evil = [
+      "<!channel>",
+      "<!here",
+      "*approve*",
+      "```",
+      "`rm",
+      "<@UALICE01>",
+      "evil.example",
+      "&lt;!channel",
+      "*name*",
+    ];
+    for (const t of [...formattedTexts(c.blocks), String(c.post.args.text)])
+      for (const e of evil) expect(t, t).not.toContain(e);
     expect(Object.fromEntries(argumentsShown(c.blocks))).toEqual(hostile);
     expect(JSON.stringify(c.blocks)).not.toMatch(/"type":"(broadcast|user|link|channel)"/);
 

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ThreadRef } from "../../src/domain/thread.js";
-import { ALICE, BOB, makeHarness, mcpCall, THREAD, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall, THREAD } from "./broker-harness.js";
 
 // Limits per tenant through the real broker (issue 20 item 9): real MCP sessions, the fixture
 // vendor as real children, the ManualClock as the broker's time. Team A at its call rate or its
@@ -36,13 +36,19 @@ async function twoTeams(o: Parameters<typeof makeHarness>[0]) {
 describe("call rate per user and per team", () => {
   it("a user over their rate is refused rate_limited with a retry time, and team B's calls run meanwhile", async () => {
     const { h, a, b } = await twoTeams({ tenantLimits: { callRate: { perUser: perMin(2), perTeam: perMin(100) } } });
-    const echo = (s: typeof a, who: string) => mcpCall(s.client, { tool: "echo", args: { text: "hi" }, on_behalf_of: who });
+    const echo = (s: typeof a, who: string) =>
+      mcpCall(s.client, { tool: "echo", args: { text: "hi" }, on_behalf_of: who });
     expect((await echo(a, ALICE)).structured.status).toBe("ok");
     expect((await echo(a, ALICE)).structured.status).toBe("ok");
     const callsBefore = await h.store.audit.count({ event: "call_started" });
     const refused = await echo(a, ALICE);
     expect(refused.isError).toBe(true);
-    expect(refused.structured).toMatchObject({ status: "refused", code: "rate_limited", retryAfterSeconds: 30, retryAt: new Date(h.clock.now() + 30_000).toISOString() });
+    expect(refused.structured).toMatchObject({
+      status: "refused",
+      code: "rate_limited",
+      retryAfterSeconds: 30,
+      retryAt: new Date(h.clock.now() + 30_000).toISOString(),
+    });
     expect(refused.text).toContain("You are making calls faster than your limit allows");
     expect(refused.text).toContain(`Try again after ${new Date(h.clock.now() + 30_000).toISOString()} (in 30 s)`);
     // Nothing reached the vendor.
@@ -59,7 +65,8 @@ describe("call rate per user and per team", () => {
 
   it("a team over its rate refuses every user of it; the other team is not slowed", async () => {
     const { a, b } = await twoTeams({ tenantLimits: { callRate: { perUser: perMin(5), perTeam: perMin(3) } } });
-    const echo = (s: typeof a, who: string) => mcpCall(s.client, { tool: "echo", args: { text: "hi" }, on_behalf_of: who });
+    const echo = (s: typeof a, who: string) =>
+      mcpCall(s.client, { tool: "echo", args: { text: "hi" }, on_behalf_of: who });
     for (const who of [ALICE, ALICE, BOB]) {
       a.turn.user = who;
       expect((await echo(a, who)).structured.status).toBe("ok");
@@ -78,7 +85,10 @@ describe("vendors per team", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-tenant-"));
     dirs.push(dir);
     const gate = path.join(dir, "gate");
-    const { h, a, b } = await twoTeams({ tenantLimits: { childrenPerTeam: 1 }, pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500 } });
+    const { h, a, b } = await twoTeams({
+      tenantLimits: { childrenPerTeam: 1 },
+      pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500 },
+    });
     // Alice's call holds team A's only vendor slot.
     const held = mcpCall(a.client, { tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE });
     await expect.poll(() => h.store.audit.count({ event: "call_started" }), { timeout: 20_000, interval: 20 }).toBe(1);

@@ -1,19 +1,31 @@
 import { randomBytes } from "node:crypto";
 import { createServer as createHttpServer } from "node:http";
-import { createServer as createTcpServer, connect as tcpConnect, type AddressInfo, type Server, type Socket } from "node:net";
+import {
+  type AddressInfo,
+  createServer as createTcpServer,
+  type Server,
+  type Socket,
+  connect as tcpConnect,
+} from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeGitlab, type FakeGitlab } from "../fixtures/fake-gitlab-api.js";
+import { type FakeGitlab, startFakeGitlab } from "../fixtures/fake-gitlab-api.js";
 import { SERVER_GITLAB_BIN } from "../fixtures/paths.js";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
 import { envOf } from "../support/proc.js";
-import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall } from "./broker-harness.js";
 
 // Real vendors behind the broker: the real @modelcontextprotocol/server-gitlab as a stdio child
 // against a fake GitLab API on loopback, and remote MCP servers over Streamable HTTP and SSE,
 // each reached with the calling owner's credential and nobody else's. An unreachable remote
 // backs off (1 min, then 2 min) on the injected clock.
 
-const paste = { strategy: "paste", fields: [{ name: "token", label: "Token" }, { name: "user", label: "User", secret: false }] };
+const paste = {
+  strategy: "paste",
+  fields: [
+    { name: "token", label: "Token" },
+    { name: "user", label: "User", secret: false },
+  ],
+};
 const bearer = { name: "Authorization", value: "Bearer {{token}}" };
 const tok = (who: string) => `${who}-${randomBytes(10).toString("hex")}`;
 
@@ -81,11 +93,27 @@ describe("third-party and remote vendors", () => {
               credentialEnv: { GITLAB_PERSONAL_ACCESS_TOKEN: "{{token}}" },
             },
             capture: paste,
-            tools: { search_repositories: ["borrowable", "read"], get_file_contents: ["borrowable", "read"], create_issue: ["borrowable", "write"] },
+            tools: {
+              search_repositories: ["borrowable", "read"],
+              get_file_contents: ["borrowable", "read"],
+              create_issue: ["borrowable", "write"],
+            },
           },
-          remote: { transport: { type: "http", url: remote.url, credentialHeader: bearer }, capture: paste, tools: { whoami: ["borrowable", "read"] } },
-          remote_sse: { transport: { type: "http", url: sseOnly.sseUrl, credentialHeader: bearer }, capture: paste, tools: { whoami: ["borrowable", "read"] } },
-          remote_down: { transport: { type: "http", url: `http://127.0.0.1:${downPort}/mcp`, credentialHeader: bearer }, capture: paste, tools: { whoami: ["borrowable", "read"] } },
+          remote: {
+            transport: { type: "http", url: remote.url, credentialHeader: bearer },
+            capture: paste,
+            tools: { whoami: ["borrowable", "read"] },
+          },
+          remote_sse: {
+            transport: { type: "http", url: sseOnly.sseUrl, credentialHeader: bearer },
+            capture: paste,
+            tools: { whoami: ["borrowable", "read"] },
+          },
+          remote_down: {
+            transport: { type: "http", url: `http://127.0.0.1:${downPort}/mcp`, credentialHeader: bearer },
+            capture: paste,
+            tools: { whoami: ["borrowable", "read"] },
+          },
         },
       },
     });
@@ -114,7 +142,12 @@ describe("third-party and remote vendors", () => {
       return r;
     };
 
-    const ra = await mcpCall(sa.client, { service: "gitlab", tool: "search_repositories", args: { search: "widgets" }, on_behalf_of: ALICE });
+    const ra = await mcpCall(sa.client, {
+      service: "gitlab",
+      tool: "search_repositories",
+      args: { search: "widgets" },
+      on_behalf_of: ALICE,
+    });
     expect(ra.structured.status).toBe("ok");
     expect(ra.structured.ranAs).toBe("own");
     expect(ra.text).toContain("acme/widgets");
@@ -123,7 +156,12 @@ describe("third-party and remote vendors", () => {
     expect(reqA.map((r) => r.path)).toContain("/api/v4/projects");
     expect(new Set(reqA.map((r) => r.token))).toEqual(new Set([glA]));
 
-    const rb = await mcpCall(sb.client, { service: "gitlab", tool: "get_file_contents", args: { project_id: "acme/widgets", file_path: "README.md" }, on_behalf_of: BOB });
+    const rb = await mcpCall(sb.client, {
+      service: "gitlab",
+      tool: "get_file_contents",
+      args: { project_id: "acme/widgets", file_path: "README.md" },
+      on_behalf_of: BOB,
+    });
     expect(rb.structured.status).toBe("ok");
     expect(rb.text).toContain("Hello from the fake GitLab.");
     const reqB = newRequests();
@@ -132,8 +170,18 @@ describe("third-party and remote vendors", () => {
 
     // Concurrently, on the two live children: each request carries its own caller's token.
     const [ca, cb] = await Promise.all([
-      mcpCall(sa.client, { service: "gitlab", tool: "get_file_contents", args: { project_id: "42", file_path: "README.md", ref: "alice-ref" }, on_behalf_of: ALICE }),
-      mcpCall(sb.client, { service: "gitlab", tool: "get_file_contents", args: { project_id: "42", file_path: "README.md", ref: "bob-ref" }, on_behalf_of: BOB }),
+      mcpCall(sa.client, {
+        service: "gitlab",
+        tool: "get_file_contents",
+        args: { project_id: "42", file_path: "README.md", ref: "alice-ref" },
+        on_behalf_of: ALICE,
+      }),
+      mcpCall(sb.client, {
+        service: "gitlab",
+        tool: "get_file_contents",
+        args: { project_id: "42", file_path: "README.md", ref: "bob-ref" },
+        on_behalf_of: BOB,
+      }),
     ]);
     expect(ca.structured.status).toBe("ok");
     expect(cb.structured.status).toBe("ok");
@@ -145,12 +193,15 @@ describe("third-party and remote vendors", () => {
     const pa = h.broker.pool.pidOf(a.connection.id)!;
     const pb = h.broker.pool.pidOf(b.connection.id)!;
     expect(pa).not.toBe(pb);
-    expect(envOf(pa)["GITLAB_PERSONAL_ACCESS_TOKEN"]).toBe(glA);
-    expect(envOf(pb)["GITLAB_PERSONAL_ACCESS_TOKEN"]).toBe(glB);
-    expect(envOf(pa)["GITLAB_API_URL"]).toBe(gitlab.apiUrl);
+    expect(envOf(pa).GITLAB_PERSONAL_ACCESS_TOKEN).toBe(glA);
+    expect(envOf(pb).GITLAB_PERSONAL_ACCESS_TOKEN).toBe(glB);
+    expect(envOf(pa).GITLAB_API_URL).toBe(gitlab.apiUrl);
 
     // The vendor's real tool list was cached on first start: describe serves it without spawning.
-    const d = await sa.client.callTool({ name: "mcp_describe", arguments: { service: "gitlab", query: "file contents" } });
+    const d = await sa.client.callTool({
+      name: "mcp_describe",
+      arguments: { service: "gitlab", query: "file contents" },
+    });
     const described = d.structuredContent as { source: string; tools: { name: string }[] };
     expect(described.source).toBe("cache");
     expect(described.tools[0]?.name).toBe("get_file_contents");
@@ -191,9 +242,12 @@ describe("third-party and remote vendors", () => {
     const iso = (ms: number) => new Date(ms).toISOString();
     const listed = async () => {
       const r = await s.client.callTool({ name: "connections_list", arguments: {} });
-      return (r.structuredContent as { connections: { id: string; unreachableUntil?: string }[] }).connections.find((c) => c.id === connection.id);
+      return (r.structuredContent as { connections: { id: string; unreachableUntil?: string }[] }).connections.find(
+        (c) => c.id === connection.id,
+      );
     };
-    const attempts = () => h.log.lines.filter((l) => l.includes("remote vendor connect failed") && l.includes(connection.id)).length;
+    const attempts = () =>
+      h.log.lines.filter((l) => l.includes("remote vendor connect failed") && l.includes(connection.id)).length;
 
     const t1 = h.clock.now();
     const first = await call();

@@ -1,10 +1,20 @@
 import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { holdWriteLock, type HeldLock } from "../support/db-lock.js";
-import { ALICE, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "./broker-harness.js";
+import { type HeldLock, holdWriteLock } from "../support/db-lock.js";
+import { ALICE, fixtureRegistryDoc, type Harness, makeHarness, mcpCall } from "./broker-harness.js";
 
 // Issue 9, item 9: the audit is written ahead of effects. A `call_started` row is committed before
 // anything reaches the vendor; if it cannot be written (another process holds the write lock, the
@@ -29,7 +39,11 @@ function tempDir(): string {
 }
 
 async function harness(writeLog: string, extra: { dbFile?: string } = {}): Promise<Harness> {
-  const h = await makeHarness({ registryDoc: fixtureRegistryDoc({ VENDOR_WRITE_LOG: writeLog }), lockWaitMs: 300, ...extra });
+  const h = await makeHarness({
+    registryDoc: fixtureRegistryDoc({ VENDOR_WRITE_LOG: writeLog }),
+    lockWaitMs: 300,
+    ...extra,
+  });
   harnesses.push(h);
   return h;
 }
@@ -58,14 +72,20 @@ describe("write-ahead audit of mcp_call", () => {
 
     const lock = await holdWriteLock(path.join(h.dir, "slaude.db"));
     locks.push(lock);
-    const refused = await mcpCall(s.client, { tool: "write_item", args: { id: "a1", value: "v1" }, on_behalf_of: ALICE });
+    const refused = await mcpCall(s.client, {
+      tool: "write_item",
+      args: { id: "a1", value: "v1" },
+      on_behalf_of: ALICE,
+    });
     await lock.release();
 
     expect(refused.isError).toBe(true);
     expect(refused.structured.code).toBe("audit_unavailable");
     expect(refused.text).toContain("nothing ran");
     expect(writes(writeLog)).toEqual([]);
-    expect(h.log.lines.some((l) => l.includes("call_started audit row could not be written") && l.includes('"code":"busy"'))).toBe(true);
+    expect(
+      h.log.lines.some((l) => l.includes("call_started audit row could not be written") && l.includes('"code":"busy"')),
+    ).toBe(true);
     expect(await h.store.audit.count({ event: "call_started" })).toBe(0);
     expect(await h.store.audit.count({ event: "call" })).toBe(0);
 
@@ -140,10 +160,16 @@ describe("write-ahead audit of mcp_call", () => {
       expect((err as NodeJS.ErrnoException).code).toBe("ENOSPC");
     }
 
-    const refused = await mcpCall(s.client, { tool: "write_item", args: { id: "d1", value: "v" }, on_behalf_of: ALICE });
+    const refused = await mcpCall(s.client, {
+      tool: "write_item",
+      args: { id: "d1", value: "v" },
+      on_behalf_of: ALICE,
+    });
     expect(refused.structured.code).toBe("audit_unavailable");
     expect(writes(writeLog)).toEqual([]);
-    expect(h.log.lines.some((l) => l.includes("call_started audit row could not be written") && l.includes("SQLITE_FULL"))).toBe(true);
+    expect(
+      h.log.lines.some((l) => l.includes("call_started audit row could not be written") && l.includes("SQLITE_FULL")),
+    ).toBe(true);
 
     unlinkSync(filler);
     const ok = await mcpCall(s.client, { tool: "write_item", args: { id: "d1", value: "v" }, on_behalf_of: ALICE });

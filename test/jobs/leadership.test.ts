@@ -1,7 +1,7 @@
 // Leader-only periodic jobs on a real PostgreSQL: replicas contending for one job run it once per
 // tick between them, and when the leader goes (its store closed, its process killed) another takes
 // over at its next tick. The memory adapter (SQLite, one process) always leads.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
@@ -10,7 +10,7 @@ import { PeriodicJob } from "../../src/jobs/periodic-job.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/pg-store.js";
 import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const LEADER_FIXTURE = fileURLToPath(new URL("../fixtures/pg-leader.ts", import.meta.url));
 
@@ -37,13 +37,23 @@ async function replica(url: string, name = "ttl reaper") {
   const log = memoryLogger();
   const leadership = new Leadership({ locks: new PostgresTopology(store.db).locks, log });
   let runs = 0;
-  const job = new PeriodicJob({ name, intervalMs: 30_000, clock: new ManualClock(), log, leadership, run: async () => void runs++ });
+  const job = new PeriodicJob({
+    name,
+    intervalMs: 30_000,
+    clock: new ManualClock(),
+    log,
+    leadership,
+    run: async () => void runs++,
+  });
   return { store, log, leadership, job, runs: () => runs };
 }
 
 /** Starts test/fixtures/pg-leader.ts and resolves with it once it says whether it leads. */
 async function leaderProcess(url: string, job: string): Promise<{ child: ChildProcess; leading: boolean }> {
-  const child = spawn(process.execPath, ["--import", "tsx", LEADER_FIXTURE, url, job], { stdio: ["pipe", "pipe", "pipe"], shell: false });
+  const child = spawn(process.execPath, ["--import", "tsx", LEADER_FIXTURE, url, job], {
+    stdio: ["pipe", "pipe", "pipe"],
+    shell: false,
+  });
   children.push(child);
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
@@ -115,7 +125,9 @@ describe("leader-only jobs on PostgreSQL", () => {
     // An operator or a failover ends the session holding the lock.
     await cluster.superQuery("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted");
     await expect.poll(() => a.leadership.status().get("ttl reaper"), { timeout: 10_000 }).toBe(false);
-    expect(a.log.lines.some((l) => l.includes("no longer leading job on this replica") && l.includes("lock lost"))).toBe(true);
+    expect(
+      a.log.lines.some((l) => l.includes("no longer leading job on this replica") && l.includes("lock lost")),
+    ).toBe(true);
     await a.job.tick();
     expect(a.runs()).toBe(2);
   });

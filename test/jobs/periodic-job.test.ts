@@ -65,7 +65,14 @@ describe("PeriodicJob", () => {
     const clock = new ManualClock();
     let runs = 0;
     // The first pass never settles (a vendor kill that never returns); later passes do.
-    const job = new PeriodicJob({ name: "revocations", intervalMs: 60_000, run: () => (++runs === 1 ? new Promise<never>(() => {}) : Promise.resolve()), log: l, clock, deadlineMs: 50 });
+    const job = new PeriodicJob({
+      name: "revocations",
+      intervalMs: 60_000,
+      run: () => (++runs === 1 ? new Promise<never>(() => {}) : Promise.resolve()),
+      log: l,
+      clock,
+      deadlineMs: 50,
+    });
     let settled = false;
     const first = job.tick().then(() => (settled = true));
     await clock.advanceAsync(49);
@@ -85,7 +92,17 @@ describe("PeriodicJob", () => {
     const l = log();
     const clock = new ManualClock();
     let runs = 0;
-    const job = new PeriodicJob({ name: "stuck", intervalMs: 60_000, run: () => { runs++; return new Promise<never>(() => {}); }, log: l, clock, deadlineMs: 10 });
+    const job = new PeriodicJob({
+      name: "stuck",
+      intervalMs: 60_000,
+      run: () => {
+        runs++;
+        return new Promise<never>(() => {});
+      },
+      log: l,
+      clock,
+      deadlineMs: 10,
+    });
     for (let i = 0; i < 8; i++) {
       const t = job.tick();
       await clock.advanceAsync(10);

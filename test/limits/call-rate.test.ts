@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { CallRateGate, MemoryRateBuckets, type CallRateLimits } from "../../src/limits/call-rate.js";
+import { CallRateGate, type CallRateLimits, MemoryRateBuckets } from "../../src/limits/call-rate.js";
 import type { LimitKind } from "../../src/limits/limit-kind.js";
 
 const perMin = (n: number) => ({ burst: n, perMs: n / 60_000 });
@@ -8,7 +8,12 @@ const perMin = (n: number) => ({ burst: n, perMs: n / 60_000 });
 function gate(limits: CallRateLimits, buckets = new MemoryRateBuckets()) {
   const clock = new ManualClock(1_000_000);
   const refused: LimitKind[] = [];
-  return { clock, refused, buckets, gate: new CallRateGate({ buckets, limits, clock, refused: (l) => void refused.push(l) }) };
+  return {
+    clock,
+    refused,
+    buckets,
+    gate: new CallRateGate({ buckets, limits, clock, refused: (l) => void refused.push(l) }),
+  };
 }
 
 describe("call rate per user and per team", () => {
@@ -65,4 +70,3 @@ describe("call rate per user and per team", () => {
     expect(buckets.size).toBe(3);
   });
 });
-

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { fullAfterMs, refilled, takeToken, type BucketRate, type BucketState } from "../../src/limits/token-bucket.js";
 import { rateSpec } from "../../src/config/tenant-limits.js";
+import { type BucketRate, type BucketState, fullAfterMs, refilled, takeToken } from "../../src/limits/token-bucket.js";
 
 // The token bucket as a table: state, time and rate in; granted or refused with its retry time out.
 // The oracle below is written independently (integer milli-tokens), not by calling the rule.
@@ -8,15 +8,83 @@ import { rateSpec } from "../../src/config/tenant-limits.js";
 const perMin = (n: number): BucketRate => ({ burst: n, perMs: n / 60_000 });
 
 describe("token bucket", () => {
-  const rows: { name: string; state: BucketState | undefined; rate: BucketRate; now: number; granted: boolean; tokens: number; retryAt?: number }[] = [
-    { name: "absent bucket is full: granted, burst-1 left", state: undefined, rate: perMin(60), now: 1_000, granted: true, tokens: 59 },
-    { name: "one token left: granted, none left", state: { tokens: 1, updatedAt: 1_000 }, rate: perMin(60), now: 1_000, granted: true, tokens: 0 },
-    { name: "empty at the same instant: refused, retry after one refill interval", state: { tokens: 0, updatedAt: 1_000 }, rate: perMin(60), now: 1_000, granted: false, tokens: 0, retryAt: 2_000 },
-    { name: "half a token: retry after the other half", state: { tokens: 0.5, updatedAt: 1_000 }, rate: perMin(60), now: 1_000, granted: false, tokens: 0.5, retryAt: 1_500 },
-    { name: "refilled one token after 1 s at 60/min: granted", state: { tokens: 0, updatedAt: 1_000 }, rate: perMin(60), now: 2_000, granted: true, tokens: 0 },
-    { name: "refill never exceeds burst", state: { tokens: 0, updatedAt: 0 }, rate: perMin(3), now: 10_000_000, granted: true, tokens: 2 },
-    { name: "a clock gone back refills nothing", state: { tokens: 0, updatedAt: 5_000 }, rate: perMin(60), now: 1_000, granted: false, tokens: 0, retryAt: 2_000 },
-    { name: "10/s: 100 ms per token", state: { tokens: 0, updatedAt: 0 }, rate: { burst: 10, perMs: 10 / 1000 }, now: 50, granted: false, tokens: 0.5, retryAt: 100 },
+  const rows: {
+    name: string;
+    state: BucketState | undefined;
+    rate: BucketRate;
+    now: number;
+    granted: boolean;
+    tokens: number;
+    retryAt?: number;
+  }[] = [
+    {
+      name: "absent bucket is full: granted, burst-1 left",
+      state: undefined,
+      rate: perMin(60),
+      now: 1_000,
+      granted: true,
+      tokens: 59,
+    },
+    {
+      name: "one token left: granted, none left",
+      state: { tokens: 1, updatedAt: 1_000 },
+      rate: perMin(60),
+      now: 1_000,
+      granted: true,
+      tokens: 0,
+    },
+    {
+      name: "empty at the same instant: refused, retry after one refill interval",
+      state: { tokens: 0, updatedAt: 1_000 },
+      rate: perMin(60),
+      now: 1_000,
+      granted: false,
+      tokens: 0,
+      retryAt: 2_000,
+    },
+    {
+      name: "half a token: retry after the other half",
+      state: { tokens: 0.5, updatedAt: 1_000 },
+      rate: perMin(60),
+      now: 1_000,
+      granted: false,
+      tokens: 0.5,
+      retryAt: 1_500,
+    },
+    {
+      name: "refilled one token after 1 s at 60/min: granted",
+      state: { tokens: 0, updatedAt: 1_000 },
+      rate: perMin(60),
+      now: 2_000,
+      granted: true,
+      tokens: 0,
+    },
+    {
+      name: "refill never exceeds burst",
+      state: { tokens: 0, updatedAt: 0 },
+      rate: perMin(3),
+      now: 10_000_000,
+      granted: true,
+      tokens: 2,
+    },
+    {
+      name: "a clock gone back refills nothing",
+      state: { tokens: 0, updatedAt: 5_000 },
+      rate: perMin(60),
+      now: 1_000,
+      granted: false,
+      tokens: 0,
+      retryAt: 2_000,
+    },
+    {
+      name: "10/s: 100 ms per token",
+      state: { tokens: 0, updatedAt: 0 },
+      rate: { burst: 10, perMs: 10 / 1000 },
+      now: 50,
+      granted: false,
+      tokens: 0.5,
+      retryAt: 100,
+    },
   ];
   for (const r of rows) {
     it(r.name, () => {

@@ -6,15 +6,15 @@ import { performance } from "node:perf_hooks";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
-import { childProcessGroups, formatLoadReport, runLoad, type LoadOptions } from "../../bench/soak.js";
+import { childProcessGroups, formatLoadReport, type LoadOptions, runLoad } from "../../bench/soak.js";
 import { startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { bindingOf } from "../../src/vault/binding.js";
 import { newId } from "../../src/domain/ids.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
@@ -49,7 +49,8 @@ describe("load: many connections, few vendor slots", () => {
     };
     const r = await runLoad(o);
     console.log(formatLoadReport(o, r));
-    if (r.stoppedEarly) console.log(`  NOTE: time budget reached after ${r.calls} of ${o.calls} calls; invariants checked on those`);
+    if (r.stoppedEarly)
+      console.log(`  NOTE: time budget reached after ${r.calls} of ${o.calls} calls; invariants checked on those`);
     expect(r.calls).toBeGreaterThan(0);
     expect(r.errors).toEqual([]);
     expect(r.auditCalls).toBe(r.calls);
@@ -152,10 +153,24 @@ describe("memory with 10,000 stored connections", () => {
               createdAt: now,
               expiresAt: now + ttlMs,
             };
-            const sealed = vault.sealCredential({ kind: "fields", fields: { token: `mem-${i}-${randomBytes(8).toString("hex")}`, user: owner } }, bindingOf(draft));
+            const sealed = vault.sealCredential(
+              { kind: "fields", fields: { token: `mem-${i}-${randomBytes(8).toString("hex")}`, user: owner } },
+              bindingOf(draft),
+            );
             created.push(
               app.store.connections.create({ ...draft, sealed }, [
-                { at: now, event: "connection_created", teamId: "T1", channelId: "C1", threadTs: draft.threadTs, ownerUserId: owner, connectionId: draft.id, service: "vendor", decision: "thread", actor: owner },
+                {
+                  at: now,
+                  event: "connection_created",
+                  teamId: "T1",
+                  channelId: "C1",
+                  threadTs: draft.threadTs,
+                  ownerUserId: owner,
+                  connectionId: draft.id,
+                  service: "vendor",
+                  decision: "thread",
+                  actor: owner,
+                },
               ]),
             );
           }
@@ -211,7 +226,10 @@ describe("memory with 10,000 stored connections", () => {
 
       // The bulk-loaded rows are real: one of them opens with the app's vault and runs its vendor.
       await turn(0, users[0]!);
-      const call = await warm.callTool({ name: "mcp_call", arguments: { service: "vendor", tool: "echo", args: { text: "bulk-row" }, on_behalf_of: users[0]! } });
+      const call = await warm.callTool({
+        name: "mcp_call",
+        arguments: { service: "vendor", tool: "echo", args: { text: "bulk-row" }, on_behalf_of: users[0]! },
+      });
       expect(call.isError).toBeFalsy();
       expect((call.structuredContent as { ranAs?: string }).ranAs).toBe("own");
     } finally {

@@ -10,7 +10,7 @@ import path from "node:path";
 import { chromium } from "playwright-core";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -18,7 +18,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { startFakeDeviceAs, type DeviceAuthorization, type FakeDeviceAs } from "../fixtures/device-as.js";
+import { type DeviceAuthorization, type FakeDeviceAs, startFakeDeviceAs } from "../fixtures/device-as.js";
 
 vi.setConfig({ testTimeout: 60_000 });
 const ALICE = "UALICE01";
@@ -40,14 +40,42 @@ afterEach(async () => {
 });
 
 async function boot(clock: ManualClock, env: Record<string, string> = {}, userCode?: string): Promise<RunningApp> {
-  as = await startFakeDeviceAs({ clientId: "slaude-device", now: () => clock.now(), ...(userCode ? { userCode } : {}) });
+  as = await startFakeDeviceAs({
+    clientId: "slaude-device",
+    now: () => clock.now(),
+    ...(userCode ? { userCode } : {}),
+  });
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-device-"));
   log = memoryLogger("debug");
   keyB64 = randomBytes(32).toString("base64");
-  const device = { deviceAuthorizationEndpoint: `${as.url}/device_authorization`, tokenEndpoint: `${as.url}/token`, clientId: "slaude-device", scopes: ["read"] };
+  const device = {
+    deviceAuthorizationEndpoint: `${as.url}/device_authorization`,
+    tokenEndpoint: `${as.url}/token`,
+    clientId: "slaude-device",
+    scopes: ["read"],
+  };
   app = await startApp({
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: keyB64, SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium", PATH: process.env.PATH ?? "", ...env }),
-    registry: parseRegistry({ services: { devsvc: { displayName: "DevSvc", transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{access_token}}" } }, capture: { strategy: "device", device } } } }, "test"),
+    config: loadConfig({
+      NODE_ENV: "test",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_ENCRYPTION_KEY: keyB64,
+      SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium",
+      PATH: process.env.PATH ?? "",
+      ...env,
+    }),
+    registry: parseRegistry(
+      {
+        services: {
+          devsvc: {
+            displayName: "DevSvc",
+            transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{access_token}}" } },
+            capture: { strategy: "device", device },
+          },
+        },
+      },
+      "test",
+    ),
     log,
     clock,
   });
@@ -71,7 +99,9 @@ async function openPage(a: RunningApp): Promise<{ sessionId: string; messages: M
   await res.text();
   const cookie = res.headers.get("set-cookie")?.split(";")[0] ?? "";
   const messages: Msg[] = [];
-  const ws = new WebSocket(`${a.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(m.sessionId)}`, { headers: { origin: a.url, cookie } });
+  const ws = new WebSocket(`${a.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(m.sessionId)}`, {
+    headers: { origin: a.url, cookie },
+  });
   ws.on("message", (d) => messages.push(JSON.parse(String(d)) as Msg));
   ws.on("error", () => undefined);
   if (res.status === 200) {
@@ -84,11 +114,14 @@ async function openPage(a: RunningApp): Promise<{ sessionId: string; messages: M
 
 /** The device code message the page got, and the fake server's record of that authorization. */
 async function codeShown(messages: Msg[]): Promise<{ msg: Msg; auth: DeviceAuthorization }> {
-  const msg = await vi.waitFor(() => {
-    const found = messages.find((x) => x.type === "device_code");
-    if (!found) throw new Error(`no device code yet: ${JSON.stringify(messages.map((x) => x.type))}`);
-    return found;
-  }, { timeout: 20_000 });
+  const msg = await vi.waitFor(
+    () => {
+      const found = messages.find((x) => x.type === "device_code");
+      if (!found) throw new Error(`no device code yet: ${JSON.stringify(messages.map((x) => x.type))}`);
+      return found;
+    },
+    { timeout: 20_000 },
+  );
   const auth = as!.authorizations.find((x) => x.userCode === msg.userCode);
   expect(auth).toBeDefined();
   return { msg, auth: auth! };
@@ -126,15 +159,26 @@ describe("device-code login", () => {
     await pollTo(clock, auth, 5000, 3);
     // Polled at the server's interval, never faster.
     expect(auth.polls.map((t) => t - START)).toEqual([5000, 10000, 15000]);
-    const conn = await vi.waitFor(async () => {
-      const [c] = await a.store.connections.list({ service: "devsvc" });
-      if (!c) throw new Error("not stored yet");
-      return c;
-    }, { timeout: 20_000 });
+    const conn = await vi.waitFor(
+      async () => {
+        const [c] = await a.store.connections.list({ service: "devsvc" });
+        if (!c) throw new Error("not stored yet");
+        return c;
+      },
+      { timeout: 20_000 },
+    );
     expect(conn).toMatchObject({ ownerUserId: ALICE, scope: "thread", channelId: THREAD.channelId, status: "active" });
     const cred = new Vault(KeyRing.fromBase64(keyB64)).openCredential(conn.sealed, bindingOf(conn));
-    expect(cred).toMatchObject({ kind: "oauth", accessToken: auth.accessToken, tokenType: "Bearer", expiresAt: START + 15000 + 3600_000, client: { tokenEndpoint: `${as!.url}/token`, clientId: "slaude-device" } });
-    await vi.waitFor(() => expect(messages.some((x) => x.type === "status" && x.state === "captured")).toBe(true), { timeout: 10_000 });
+    expect(cred).toMatchObject({
+      kind: "oauth",
+      accessToken: auth.accessToken,
+      tokenType: "Bearer",
+      expiresAt: START + 15000 + 3600_000,
+      client: { tokenEndpoint: `${as!.url}/token`, clientId: "slaude-device" },
+    });
+    await vi.waitFor(() => expect(messages.some((x) => x.type === "status" && x.state === "captured")).toBe(true), {
+      timeout: 10_000,
+    });
     expect((await a.store.loginSessions.get(sessionId))?.status).toBe("completed");
     const done = await a.store.audit.query({ event: "login_completed" });
     expect(done.map((r) => [r.callerUserId, r.decision])).toEqual([[ALICE, "device"]]);
@@ -156,7 +200,9 @@ describe("device-code login", () => {
     expect(auth.polls).toHaveLength(1);
     await pollTo(clock, auth, 5000, 2);
     expect(auth.polls.map((t) => t - START)).toEqual([5000, 15000]);
-    await vi.waitFor(async () => expect(await a.store.connections.list({ service: "devsvc" })).toHaveLength(1), { timeout: 20_000 });
+    await vi.waitFor(async () => expect(await a.store.connections.list({ service: "devsvc" })).toHaveLength(1), {
+      timeout: 20_000,
+    });
     await expectNoSecrets(a, auth);
     ws.close();
   });
@@ -173,14 +219,18 @@ describe("device-code login", () => {
       await pollTo(clock, auth, 5000, 1);
       act(as!, auth.userCode);
       await pollTo(clock, auth, 5000, 2);
-      const failed = await vi.waitFor(() => {
-        const m = messages.find((x) => x.type === "status" && x.state === "failed");
-        if (!m) throw new Error("not failed yet");
-        return m;
-      }, { timeout: 20_000 });
+      const failed = await vi.waitFor(
+        () => {
+          const m = messages.find((x) => x.type === "status" && x.state === "failed");
+          if (!m) throw new Error("not failed yet");
+          return m;
+        },
+        { timeout: 20_000 },
+      );
       expect(failed.message).toContain(words);
       expect(failed.message).toContain("Nothing was stored");
-      for (const secret of [auth.deviceCode, auth.userCode, auth.accessToken]) expect(failed.message).not.toContain(secret);
+      for (const secret of [auth.deviceCode, auth.userCode, auth.accessToken])
+        expect(failed.message).not.toContain(secret);
       expect((await a.store.loginSessions.get(sessionId))?.status).toBe("failed");
       const refused = await a.store.audit.query({ event: "login_refused" });
       expect(refused.map((r) => [r.callerUserId, r.service, r.decision])).toEqual([[ALICE, "devsvc", `device_${end}`]]);
@@ -210,7 +260,10 @@ describe("device-code login", () => {
     const clock = new ManualClock(START);
     const a = await boot(clock, {}, hostile);
     const link = await a.logins.mint({ ...THREAD, userId: ALICE, service: "devsvc" });
-    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"] });
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+    });
     try {
       const page = await browser.newPage();
       expect((await page.goto(a.url + new URL(link.url).pathname))?.status()).toBe(200);

@@ -3,13 +3,17 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { FlowRegistry, type Flow } from "../../src/login/flow-registry.js";
+import { type Flow, FlowRegistry } from "../../src/login/flow-registry.js";
 import type { LoginSession } from "../../src/store/records.js";
 
 const registry = parseRegistry(
   {
     services: {
-      cookiesvc: { transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: "https://idp.example/login", requiredCookies: ["s"] }, loginDomains: ["idp.example"] },
+      cookiesvc: {
+        transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } },
+        capture: { strategy: "cookie", startUrl: "https://idp.example/login", requiredCookies: ["s"] },
+        loginDomains: ["idp.example"],
+      },
     },
   },
   "test",
@@ -18,7 +22,23 @@ const service = registry.get("cookiesvc")!;
 
 function session(clock: ManualClock, id: string, ttlMs: number): LoginSession {
   const now = clock.now();
-  return { id, tokenHash: "h", teamId: "T1", userId: "U1", service: "cookiesvc", scope: "user", channelId: null, threadTs: null, status: "opened", createdAt: now, expiresAt: now + ttlMs, openedAt: now, endedAt: null, connectionId: null, viewerHash: "v" };
+  return {
+    id,
+    tokenHash: "h",
+    teamId: "T1",
+    userId: "U1",
+    service: "cookiesvc",
+    scope: "user",
+    channelId: null,
+    threadTs: null,
+    status: "opened",
+    createdAt: now,
+    expiresAt: now + ttlMs,
+    openedAt: now,
+    endedAt: null,
+    connectionId: null,
+    viewerHash: "v",
+  };
 }
 
 function setup(graceMs: number) {
@@ -81,7 +101,14 @@ describe("login slots per team (issue 20 item 9)", () => {
   it("a team at its share of browser slots is refused while another team still gets one; a slot given back is the team's again", () => {
     const clock = new ManualClock();
     const refused: string[] = [];
-    const flows = new FlowRegistry({ maxConcurrent: 3, maxPerTeam: 1, graceMs: 60_000, clock, refused: (l) => void refused.push(l), timers: { onTimeout: () => {}, onAbandoned: () => {} } });
+    const flows = new FlowRegistry({
+      maxConcurrent: 3,
+      maxPerTeam: 1,
+      graceMs: 60_000,
+      clock,
+      refused: (l) => void refused.push(l),
+      timers: { onTimeout: () => {}, onAbandoned: () => {} },
+    });
     expect(flows.takeSlot(service, "TA")).toBe(true);
     const a = flows.start({ ...session(clock, "a", 600_000), teamId: "TA" }, service, true);
     expect(flows.takeSlot(service, "TA")).toBe("full");

@@ -5,25 +5,34 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
+import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { ManualClock } from "../../src/clock/clock.js";
+import { createLogger } from "../../src/log/logger.js";
+import { chromiumBrowsers } from "../../src/login/browser/browser-factory.js";
+import type { LoginBrowserFactory } from "../../src/login/login-service.js";
 import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { chromiumBrowsers } from "../../src/login/browser/browser-factory.js";
-import type { LoginBrowserFactory } from "../../src/login/login-service.js";
-import { createLogger } from "../../src/log/logger.js";
-import { centerOf, LOGIN_LAYOUT, SSO_LAYOUT, startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
+import { centerOf, type FakeIdp, LOGIN_LAYOUT, SSO_LAYOUT, startFakeIdp } from "../fixtures/idp/fake-idp.js";
 import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 const PUBLIC_URL = "http://slaude.test";
 const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 let idp: FakeIdp;
 let viewerBrowser: Browser;
@@ -44,16 +53,35 @@ function registryDoc(idpUrl: string) {
   const transport = { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } };
   return {
     services: {
-      cookiesvc: { transport: { ...transport, credentialEnv: { COOKIE: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `${idpUrl}/login`, requiredCookies: ["idp_session"] }, loginDomains: [host] },
-      ssosvc: { transport: { ...transport, credentialEnv: { COOKIE: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `${idpUrl}/sso`, requiredCookies: ["idp_session"] }, loginDomains: [host] },
+      cookiesvc: {
+        transport: { ...transport, credentialEnv: { COOKIE: "{{cookie_header}}" } },
+        capture: { strategy: "cookie", startUrl: `${idpUrl}/login`, requiredCookies: ["idp_session"] },
+        loginDomains: [host],
+      },
+      ssosvc: {
+        transport: { ...transport, credentialEnv: { COOKIE: "{{cookie_header}}" } },
+        capture: { strategy: "cookie", startUrl: `${idpUrl}/sso`, requiredCookies: ["idp_session"] },
+        loginDomains: [host],
+      },
       pastesvc: {
         transport,
-        capture: { strategy: "paste", instructions: "Copy the token shown on the page.", startUrl: `${idpUrl}/login?next=/tokens`, fields: [{ name: "token", label: "API token" }] },
+        capture: {
+          strategy: "paste",
+          instructions: "Copy the token shown on the page.",
+          startUrl: `${idpUrl}/login?next=/tokens`,
+          fields: [{ name: "token", label: "API token" }],
+        },
         loginDomains: [host],
       },
       oauthsvc: {
         transport: { ...transport, credentialEnv: { TOKEN: "{{access_token}}" } },
-        capture: { strategy: "oauth", authorizationUrl: `${idpUrl}/authorize`, tokenUrl: `${idpUrl}/token`, clientId: "slaude-test", scopes: ["read"] },
+        capture: {
+          strategy: "oauth",
+          authorizationUrl: `${idpUrl}/authorize`,
+          tokenUrl: `${idpUrl}/token`,
+          clientId: "slaude-test",
+          scopes: ["read"],
+        },
         loginDomains: [host],
       },
     },
@@ -76,7 +104,16 @@ beforeEach(async () => {
   launched = [];
   app = await startApp({
     browsers: recordingBrowsers,
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: keyB64, SLAUDE_PUBLIC_URL: PUBLIC_URL, SLAUDE_CHROMIUM_PATH: CHROMIUM, SLAUDE_LOGIN_TIMEOUT_SECONDS: "60", PATH: process.env.PATH ?? "" }),
+    config: loadConfig({
+      NODE_ENV: "test",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_ENCRYPTION_KEY: keyB64,
+      SLAUDE_PUBLIC_URL: PUBLIC_URL,
+      SLAUDE_CHROMIUM_PATH: CHROMIUM,
+      SLAUDE_LOGIN_TIMEOUT_SECONDS: "60",
+      PATH: process.env.PATH ?? "",
+    }),
     registry: parseRegistry(registryDoc(idp.url), "test"),
   });
 });
@@ -116,7 +153,7 @@ async function signInThroughScreencast(page: Page, user: string, password: strin
   await clickRemote(page, centerOf(LOGIN_LAYOUT.username), popup);
   await typeRemote(page, user);
   await clickRemote(page, centerOf(LOGIN_LAYOUT.password), popup);
-  await typeRemote(page, password + "x");
+  await typeRemote(page, `${password}x`);
   await page.keyboard.press("Backspace"); // special keys travel too
   await page.keyboard.press("Enter");
 }
@@ -133,7 +170,11 @@ describe("capture through the screencast", () => {
   it("cookie: signs in by clicking and typing into the stream; the session cookie is captured for the minted user", async () => {
     const { page, sessionId } = await openLiveView("cookiesvc");
     await signInThroughScreencast(page, "alice", "alice-password");
-    await until(async () => (await app.store.connections.list({ service: "cookiesvc" })).length === 1, 30_000, "cookie capture");
+    await until(
+      async () => (await app.store.connections.list({ service: "cookiesvc" })).length === 1,
+      30_000,
+      "cookie capture",
+    );
     const [conn] = await app.store.connections.list({ service: "cookiesvc" });
     expect(conn).toMatchObject({ ownerUserId: ALICE, scope: "thread", channelId: THREAD.channelId, status: "active" });
     const cred = vault().openCredential(conn!.sealed, bindingOf(conn!));
@@ -162,7 +203,11 @@ describe("capture through the screencast", () => {
       "the SSO popup on screen",
     );
     await signInThroughScreencast(page, "alice", "alice-password", true);
-    await until(async () => (await app.store.connections.list({ service: "ssosvc" })).length === 1, 30_000, "sso capture");
+    await until(
+      async () => (await app.store.connections.list({ service: "ssosvc" })).length === 1,
+      30_000,
+      "sso capture",
+    );
     await page.context().close();
   });
 
@@ -170,7 +215,11 @@ describe("capture through the screencast", () => {
     const before = idp.tokenRequests.length;
     const { page } = await openLiveView("oauthsvc");
     await signInThroughScreencast(page, "alice", "alice-password");
-    await until(async () => (await app.store.connections.list({ service: "oauthsvc" })).length === 1, 30_000, "oauth capture");
+    await until(
+      async () => (await app.store.connections.list({ service: "oauthsvc" })).length === 1,
+      30_000,
+      "oauth capture",
+    );
     const [conn] = await app.store.connections.list({ service: "oauthsvc" });
     const cred = vault().openCredential(conn!.sealed, bindingOf(conn!));
     expect(cred.kind).toBe("oauth");
@@ -188,11 +237,15 @@ describe("paste", () => {
   it("paste: the token page is streamed for reference and the token is typed into the private form", async () => {
     const { page } = await openLiveView("pastesvc");
     await page.waitForSelector("#paste.live");
-    const token = "tok-" + randomBytes(8).toString("hex");
+    const token = `tok-${randomBytes(8).toString("hex")}`;
     await page.fill("#fields input[name=token]", token);
     expect(await page.getAttribute("#fields input[name=token]", "type")).toBe("password");
     await page.click("#paste button[type=submit]");
-    await until(async () => (await app.store.connections.list({ service: "pastesvc" })).length === 1, 15_000, "paste capture");
+    await until(
+      async () => (await app.store.connections.list({ service: "pastesvc" })).length === 1,
+      15_000,
+      "paste capture",
+    );
     const [conn] = await app.store.connections.list({ service: "pastesvc" });
     expect(vault().openCredential(conn!.sealed, bindingOf(conn!))).toEqual({ kind: "fields", fields: { token } });
     await until(() => app.logins.activeBrowsers === 0, 10_000, "teardown");
@@ -221,7 +274,15 @@ describe("refusals and lifecycle", () => {
     app = await startApp({
       browsers: recordingBrowsers,
       clock,
-      config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: keyB64, SLAUDE_PUBLIC_URL: PUBLIC_URL, SLAUDE_LOGIN_TIMEOUT_SECONDS: "4", PATH: process.env.PATH ?? "" }),
+      config: loadConfig({
+        NODE_ENV: "test",
+        SLAUDE_DATA_DIR: dir,
+        PORT: "0",
+        SLAUDE_ENCRYPTION_KEY: keyB64,
+        SLAUDE_PUBLIC_URL: PUBLIC_URL,
+        SLAUDE_LOGIN_TIMEOUT_SECONDS: "4",
+        PATH: process.env.PATH ?? "",
+      }),
       registry: parseRegistry(registryDoc(idp.url), "test"),
     });
     const { page, sessionId } = await openLiveView("cookiesvc", false);
@@ -239,12 +300,14 @@ describe("refusals and lifecycle", () => {
 
 /** Live (non-zombie) processes of every login browser the app launched. */
 function livePids(): number[] {
-  return launched.flatMap((b) => b.pids()).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-    } catch {
-      return false;
-    }
-  });
+  return launched
+    .flatMap((b) => b.pids())
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+      } catch {
+        return false;
+      }
+    });
 }

@@ -8,13 +8,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
-import { cmdlineOf, processesReferencing, waitFor } from "../support/proc.js";
+import { type FakeIdp, startFakeIdp } from "../fixtures/idp/fake-idp.js";
+import { cmdlineOf, processesReferencing } from "../support/proc.js";
 import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
@@ -48,8 +48,28 @@ async function boot(env: Record<string, string>, clock?: ManualClock): Promise<R
   const transport = { type: "stdio", command: "true", credentialEnv: { COOKIE: "{{cookie_header}}" } };
   // These tests count the login browsers a flow starts; the spare browser has its own tests (test/login/spare*).
   app = await startApp({
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium", PATH: process.env.PATH ?? "", SLAUDE_LOGIN_SPARE_BROWSERS: "0", ...env }),
-    registry: parseRegistry({ services: { cookiesvc: { transport, capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] }, loginDomains: [host] } } }, "test"),
+    config: loadConfig({
+      NODE_ENV: "test",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+      SLAUDE_CHROMIUM_PATH: "/usr/bin/chromium",
+      PATH: process.env.PATH ?? "",
+      SLAUDE_LOGIN_SPARE_BROWSERS: "0",
+      ...env,
+    }),
+    registry: parseRegistry(
+      {
+        services: {
+          cookiesvc: {
+            transport,
+            capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] },
+            loginDomains: [host],
+          },
+        },
+      },
+      "test",
+    ),
     log,
     ...(clock ? { clock } : {}),
   });
@@ -70,7 +90,9 @@ function browserRoots(): number[] {
 }
 
 /** Mints a link and loads its page once, as the user's browser would. */
-async function load(a: RunningApp): Promise<{ status: number; cookie: string | undefined; sessionId: string; local: string }> {
+async function load(
+  a: RunningApp,
+): Promise<{ status: number; cookie: string | undefined; sessionId: string; local: string }> {
   const m = await a.logins.mint({ ...THREAD, userId: ALICE, service: "cookiesvc" });
   const local = `${a.url}${new URL(m.url).pathname}`;
   const res = await fetch(local, { redirect: "manual" });
@@ -87,7 +109,9 @@ interface Socket {
 }
 
 function socket(a: RunningApp, sessionId: string, cookie: string): Socket {
-  const ws = new WebSocket(`${a.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(sessionId)}`, { headers: { origin: a.url, cookie } });
+  const ws = new WebSocket(`${a.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(sessionId)}`, {
+    headers: { origin: a.url, cookie },
+  });
   const messages: Socket["messages"] = [];
   ws.on("message", (d) => {
     const m = JSON.parse(String(d)) as Socket["messages"][number];
@@ -134,7 +158,8 @@ describe("one flow, one browser, one socket", () => {
     const l = await load(a);
     const sockets = Array.from({ length: 6 }, () => socket(a, l.sessionId, l.cookie!));
     await Promise.all(sockets.map((s) => s.opened));
-    for (const s of sockets) if (s.ws.readyState === WebSocket.OPEN) s.send({ type: "viewport", width: 800, height: 600 });
+    for (const s of sockets)
+      if (s.ws.readyState === WebSocket.OPEN) s.send({ type: "viewport", width: 800, height: 600 });
     await until(() => sockets.some((s) => state(s, "waiting")), 60_000, "the browser up");
     await until(() => sockets.filter((s) => state(s, "refused")).length === 5, 10_000, "five refusals");
     expect(await Promise.race(sockets.filter((s) => state(s, "refused")).map((s) => s.closed))).toBe(4409);
@@ -183,10 +208,14 @@ describe("an unwatched flow", () => {
     s.ws.close();
     // The grace period starts when the server sees the close: time moves a second at a time until
     // the flow has ended (the audit decision below proves it ended as abandoned, not timed out).
-    await until(async () => {
-      await clock.advanceAsync(1_000);
-      return (await a.store.loginSessions.get(l.sessionId))?.status === "expired";
-    }, 20_000, "flow ended after the grace period");
+    await until(
+      async () => {
+        await clock.advanceAsync(1_000);
+        return (await a.store.loginSessions.get(l.sessionId))?.status === "expired";
+      },
+      20_000,
+      "flow ended after the grace period",
+    );
     await until(() => chromiumProcesses().length === 0, 20_000, "browser killed");
     await until(() => a.logins.slotsInUse === 0, 10_000, "slot given back");
     expect((await a.store.audit.query({ event: "login_refused" })).map((r) => r.decision)).toContain("abandoned");

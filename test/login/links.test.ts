@@ -1,19 +1,19 @@
 // One-time login links and the paste strategy, through the real HTTP page and WebSocket of a
 // running app. (Browser strategies, which need Chromium, are in test/login/flows.test.ts.)
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
+import { ManualClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { ManualClock } from "../../src/clock/clock.js";
-import { bindingOf } from "../../src/vault/binding.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { Vault } from "../../src/vault/vault.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
+import { Vault } from "../../src/vault/vault.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { until } from "../support/until.js";
 
@@ -25,9 +25,13 @@ let log: ReturnType<typeof memoryLogger>;
 
 function registry() {
   const doc = fixtureRegistryDoc() as { services: Record<string, unknown> };
-  doc.services["pasted"] = {
+  doc.services.pasted = {
     transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } },
-    capture: { strategy: "paste", instructions: "Create a token in settings.", fields: [{ name: "token", label: "API token", pattern: "^tok_[a-z0-9]{8,}$" }] },
+    capture: {
+      strategy: "paste",
+      instructions: "Create a token in settings.",
+      fields: [{ name: "token", label: "API token", pattern: "^tok_[a-z0-9]{8,}$" }],
+    },
     scopes: ["thread", "user"],
   };
   return parseRegistry(doc, "test");
@@ -37,7 +41,14 @@ async function boot(env: Record<string, string> = {}, clock?: ManualClock) {
   log = memoryLogger("debug");
   return startApp({
     ...(clock ? { clock } : {}),
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: keyB64, PATH: process.env.PATH ?? "", ...env }),
+    config: loadConfig({
+      NODE_ENV: "test",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_ENCRYPTION_KEY: keyB64,
+      PATH: process.env.PATH ?? "",
+      ...env,
+    }),
     registry: registry(),
     log,
     browsers: async () => {
@@ -66,11 +77,18 @@ async function mint(user = ALICE) {
 
 async function openPage(url: string, cookie?: string) {
   const res = await fetch(url, { headers: cookie ? { cookie } : {}, redirect: "manual" });
-  return { status: res.status, cookie: res.headers.get("set-cookie")?.split(";")[0], html: await res.text(), csp: res.headers.get("content-security-policy") };
+  return {
+    status: res.status,
+    cookie: res.headers.get("set-cookie")?.split(";")[0],
+    html: await res.text(),
+    csp: res.headers.get("content-security-policy"),
+  };
 }
 
 function viewer(sessionId: string, cookie: string | undefined, origin = app.url) {
-  const ws = new WebSocket(`${app.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(sessionId)}`, { headers: { origin, ...(cookie ? { cookie } : {}) } });
+  const ws = new WebSocket(`${app.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(sessionId)}`, {
+    headers: { origin, ...(cookie ? { cookie } : {}) },
+  });
   const messages: Record<string, unknown>[] = [];
   ws.on("message", (d) => messages.push(JSON.parse(String(d)) as Record<string, unknown>));
   const opened = new Promise<boolean>((resolve) => {
@@ -102,8 +120,19 @@ describe("one-time login links", () => {
   });
 
   it("refuses to mint a thread-scoped link without a thread (before anyone signs in)", async () => {
-    await expect(app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: null, userId: ALICE, service: "pasted", scope: "thread" })).rejects.toThrow(/needs a thread/);
-    await expect(app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: null, userId: ALICE, service: "nope" })).rejects.toThrow(/unknown service/);
+    await expect(
+      app.logins.mint({
+        teamId: "T1",
+        channelId: "C1",
+        threadTs: null,
+        userId: ALICE,
+        service: "pasted",
+        scope: "thread",
+      }),
+    ).rejects.toThrow(/needs a thread/);
+    await expect(
+      app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: null, userId: ALICE, service: "nope" }),
+    ).rejects.toThrow(/unknown service/);
   });
 
   it("an expired link and an invalid link are refused; nothing is consumed", async () => {
@@ -142,7 +171,9 @@ describe("login time runs on the app's clock", () => {
     expect((await app.store.loginSessions.get(link.sessionId))?.status).toBe("opened");
     expect(app.logins.activeFlows).toBe(1);
     await clock.advanceAsync(1_000);
-    await vi.waitFor(async () => expect((await app.store.loginSessions.get(link.sessionId))?.status).toBe("expired"), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await app.store.loginSessions.get(link.sessionId))?.status).toBe("expired"), {
+      timeout: 10_000,
+    });
     expect((await app.store.audit.query({ event: "login_refused" })).map((r) => r.decision)).toContain("abandoned");
     expect(app.logins.activeFlows).toBe(0);
   });
@@ -165,19 +196,30 @@ describe("paste strategy", () => {
     v.ws.send("{not json");
     v.send({ type: "paste", fields: { token: "x" }, extra: 1 });
 
-    const token = "tok_" + randomBytes(8).toString("hex");
+    const token = `tok_${randomBytes(8).toString("hex")}`;
     v.send({ type: "paste", fields: { token } });
     await until(() => v.messages.some((m) => m.type === "status" && m.state === "captured"));
     const [conn] = await app.store.connections.list({});
-    expect(conn).toMatchObject({ ownerUserId: ALICE, service: "pasted", scope: "thread", channelId: THREAD.channelId, threadTs: THREAD.threadTs, status: "active" });
+    expect(conn).toMatchObject({
+      ownerUserId: ALICE,
+      service: "pasted",
+      scope: "thread",
+      channelId: THREAD.channelId,
+      threadTs: THREAD.threadTs,
+      status: "active",
+    });
     const cred = new Vault(KeyRing.fromBase64(keyB64)).openCredential(conn!.sealed, bindingOf(conn!));
     expect(cred).toEqual({ kind: "fields", fields: { token } });
     expect((await app.store.loginSessions.get(sessionId))?.status).toBe("completed");
-    expect((await app.store.audit.query({ event: "login_completed" }))[0]).toMatchObject({ callerUserId: ALICE, connectionId: conn!.id });
+    expect((await app.store.audit.query({ event: "login_completed" }))[0]).toMatchObject({
+      callerUserId: ALICE,
+      connectionId: conn!.id,
+    });
     // The token is nowhere in plaintext: logs, audit, database files.
     expect(log.lines.join("\n")).not.toContain(token);
     expect(JSON.stringify(await app.store.audit.query({}))).not.toContain(token);
-    for (const f of readdirSync(dir).filter((x) => x.startsWith("slaude.db"))) expect(readFileSync(path.join(dir, f)).includes(Buffer.from(token))).toBe(false);
+    for (const f of readdirSync(dir).filter((x) => x.startsWith("slaude.db")))
+      expect(readFileSync(path.join(dir, f)).includes(Buffer.from(token))).toBe(false);
     // The link cannot be used again.
     expect((await openPage(link.local)).status).toBe(410);
     v.ws.close();

@@ -6,11 +6,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
-import { LiveViewAssets, LOGIN_ASSETS_DIR } from "../../src/login/live-view-page.js";
 import { memoryLogger } from "../../src/log/logger.js";
+import { LiveViewAssets, LOGIN_ASSETS_DIR } from "../../src/login/live-view-page.js";
 
 let app: RunningApp;
 let dir: string;
@@ -19,8 +19,25 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-assets-"));
   const transport = { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } };
   app = await startApp({
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"), PATH: process.env.PATH ?? "" }),
-    registry: parseRegistry({ services: { pasted: { transport, capture: { strategy: "paste", instructions: "Paste it.", fields: [{ name: "token", label: "API token" }] }, scopes: ["thread", "user"] } } }, "test"),
+    config: loadConfig({
+      NODE_ENV: "test",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+      PATH: process.env.PATH ?? "",
+    }),
+    registry: parseRegistry(
+      {
+        services: {
+          pasted: {
+            transport,
+            capture: { strategy: "paste", instructions: "Paste it.", fields: [{ name: "token", label: "API token" }] },
+            scopes: ["thread", "user"],
+          },
+        },
+      },
+      "test",
+    ),
     log: memoryLogger("error"),
     browsers: async () => {
       throw new Error("no browser in this test");
@@ -36,7 +53,13 @@ const sri = (body: Buffer) => `sha256-${createHash("sha256").update(body).digest
 
 describe("the live-view page's static assets", () => {
   it("the page loads its script and stylesheet by nonce and SRI, with no inline script; the session travels as JSON data", async () => {
-    const link = await app.logins.mint({ teamId: "T1", channelId: "C1", threadTs: "1700000000.000100", userId: "UALICE01", service: "pasted" });
+    const link = await app.logins.mint({
+      teamId: "T1",
+      channelId: "C1",
+      threadTs: "1700000000.000100",
+      userId: "UALICE01",
+      service: "pasted",
+    });
     const res = await fetch(`${app.url}${new URL(link.url).pathname}`, { redirect: "manual" });
     expect(res.status).toBe(200);
     const csp = res.headers.get("content-security-policy") ?? "";
@@ -48,10 +71,19 @@ describe("the live-view page's static assets", () => {
     const html = await res.text();
     const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
     // One data element (never executed) and one external script; nothing inline runs.
-    expect(scripts.map((m) => (/type="application\/json"/.test(m[1]!) ? "data" : /src="/.test(m[1]!) && m[2] === "" ? "external" : "inline"))).toEqual(["data", "external"]);
+    expect(
+      scripts.map((m) =>
+        /type="application\/json"/.test(m[1]!) ? "data" : /src="/.test(m[1]!) && m[2] === "" ? "external" : "inline",
+      ),
+    ).toEqual(["data", "external"]);
     expect(JSON.parse(scripts[0]![2]!)).toEqual({ sessionId: link.sessionId });
-    for (const [tag, file] of [["script", "live-view.js"], ["link", "live-view.css"]] as const) {
-      const el = new RegExp(`<${tag}[^>]*/login/assets/${file.replace(".", "\\.")}\\?v=[0-9a-f]+"[^>]*>`).exec(html)?.[0];
+    for (const [tag, file] of [
+      ["script", "live-view.js"],
+      ["link", "live-view.css"],
+    ] as const) {
+      const el = new RegExp(`<${tag}[^>]*/login/assets/${file.replace(".", "\\.")}\\?v=[0-9a-f]+"[^>]*>`).exec(
+        html,
+      )?.[0];
       expect(el, `${file} in the page`).toBeDefined();
       expect(el).toContain(`nonce="${nonce}"`);
       const body = readFileSync(new URL(file, LOGIN_ASSETS_DIR));
@@ -65,13 +97,23 @@ describe("the live-view page's static assets", () => {
   });
 
   it("serves only its allowlisted files", async () => {
-    for (const p of ["/login/assets/live-view.html", "/login/assets/refusal.html", "/login/assets/", "/login/assets/..%2F..%2Fpackage.json", "/login/assets/nope.js"]) {
+    for (const p of [
+      "/login/assets/live-view.html",
+      "/login/assets/refusal.html",
+      "/login/assets/",
+      "/login/assets/..%2F..%2Fpackage.json",
+      "/login/assets/nope.js",
+    ]) {
       expect((await fetch(`${app.url}${p}`)).status, p).toBe(404);
     }
   });
 
   it("escapes what it puts in the page: a service name cannot open markup, the JSON cannot close its element", () => {
-    const html = new LiveViewAssets().page({ sessionId: "login_</script><script>alert(1)</script>", serviceName: `<img src=x onerror="alert(1)">`, nonce: "abc" });
+    const html = new LiveViewAssets().page({
+      sessionId: "login_</script><script>alert(1)</script>",
+      serviceName: `<img src=x onerror="alert(1)">`,
+      nonce: "abc",
+    });
     expect(html).not.toContain("<img src=x");
     expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
     expect(html).not.toContain("</script><script>alert(1)");

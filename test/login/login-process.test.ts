@@ -1,7 +1,7 @@
 // The login flow against the real server process (`slaude-connect serve`): a browser that fails to
 // start must not kill the broker (issue 9, item 8), and the login browsers a SIGKILLed broker left
 // behind die when it starts again (item 7). Real Chromium, real WebSocket, processes seen in /proc.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -14,9 +14,17 @@ import { newLinkToken, secretHash } from "../../src/login/links.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { BIN } from "../cli/run.js";
-import { startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
-import { cmdlineOf, descendsFrom, envOf, isAlive, processState, processesReferencing, waitDead, waitFor } from "../support/proc.js";
+import { type FakeIdp, startFakeIdp } from "../fixtures/idp/fake-idp.js";
 import { freePort } from "../support/ports.js";
+import {
+  descendsFrom,
+  envOf,
+  isAlive,
+  processesReferencing,
+  processState,
+  waitDead,
+  waitFor,
+} from "../support/proc.js";
 
 const ALICE = "UALICE01";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -51,15 +59,31 @@ function setup(capture: Record<string, unknown>): Record<string, string> {
   key = randomBytes(32).toString("base64");
   const registryPath = path.join(dir, "registry.json");
   const transport = { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } };
-  writeFileSync(registryPath, JSON.stringify({ services: { svc: { transport, capture, loginDomains: [new URL(idp.url).host] } } }));
-  return { PATH: process.env.PATH ?? "/usr/bin:/bin", NODE_ENV: "test", SLAUDE_DATA_DIR: path.join(dir, "data"), SLAUDE_ENCRYPTION_KEY: key, SLAUDE_REGISTRY_PATH: registryPath, SLAUDE_LOG_LEVEL: "info" };
+  writeFileSync(
+    registryPath,
+    JSON.stringify({ services: { svc: { transport, capture, loginDomains: [new URL(idp.url).host] } } }),
+  );
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    NODE_ENV: "test",
+    SLAUDE_DATA_DIR: path.join(dir, "data"),
+    SLAUDE_ENCRYPTION_KEY: key,
+    SLAUDE_REGISTRY_PATH: registryPath,
+    SLAUDE_LOG_LEVEL: "info",
+  };
 }
 
 /** Starts `node bin/slaude-connect.js serve` and waits until /healthz answers. */
 async function startServer(env: Record<string, string>): Promise<Server> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [BIN, "serve"], { env: { ...env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"], shell: false });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  const proc = spawn(process.execPath, [BIN, "serve"], {
+    env: { ...env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+    shell: false,
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.on("exit", (code, signal) => resolve({ code, signal })),
+  );
   const s: Server = { proc, url: `http://127.0.0.1:${port}`, exited, stderr: "" };
   proc.stderr!.setEncoding("utf8").on("data", (d: string) => (s.stderr = (s.stderr + d).slice(-50_000)));
   servers.push(s);
@@ -69,19 +93,39 @@ async function startServer(env: Record<string, string>): Promise<Server> {
   for (;;) {
     if (dead) throw new Error(`server exited during start-up:\n${s.stderr}`);
     if (Date.now() > deadline) throw new Error(`server not ready in 60 s:\n${s.stderr}`);
-    if (await fetch(`${s.url}/healthz`).then((r) => r.ok, () => false)) return s;
+    if (
+      await fetch(`${s.url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return s;
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 /** Mints a link straight into the server's database (as /connect would) and loads its page once. */
 async function openLink(s: Server, env: Record<string, string>): Promise<{ sessionId: string; cookie: string }> {
-  const { store } = openSqliteStore(path.join(env["SLAUDE_DATA_DIR"]!, "slaude.db"));
+  const { store } = openSqliteStore(path.join(env.SLAUDE_DATA_DIR!, "slaude.db"));
   const token = newLinkToken();
   const id = newId("login");
   const now = Date.now();
   try {
-    await store.loginSessions.create({ id, tokenHash: secretHash(KeyRing.fromBase64(key), token), teamId: "T1", userId: ALICE, service: "svc", scope: "thread", channelId: "C1", threadTs: "1700000000.000100", createdAt: now, expiresAt: now + 600_000 }, []);
+    await store.loginSessions.create(
+      {
+        id,
+        tokenHash: secretHash(KeyRing.fromBase64(key), token),
+        teamId: "T1",
+        userId: ALICE,
+        service: "svc",
+        scope: "thread",
+        channelId: "C1",
+        threadTs: "1700000000.000100",
+        createdAt: now,
+        expiresAt: now + 600_000,
+      },
+      [],
+    );
   } finally {
     await store.close();
   }
@@ -92,7 +136,9 @@ async function openLink(s: Server, env: Record<string, string>): Promise<{ sessi
 }
 
 function socket(s: Server, link: { sessionId: string; cookie: string }) {
-  const ws = new WebSocket(`${s.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(link.sessionId)}`, { headers: { origin: s.url, cookie: link.cookie } });
+  const ws = new WebSocket(`${s.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(link.sessionId)}`, {
+    headers: { origin: s.url, cookie: link.cookie },
+  });
   const messages: { type: string; state?: string; message?: string }[] = [];
   ws.on("message", (d) => {
     const m = JSON.parse(String(d)) as (typeof messages)[number];
@@ -107,7 +153,10 @@ function socket(s: Server, link: { sessionId: string; cookie: string }) {
 async function until(cond: () => boolean, ms: number, what: string, s?: Server): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
-    if (s && (s.proc.exitCode !== null || s.proc.signalCode !== null)) throw new Error(`the server died (exit ${s.proc.exitCode ?? s.proc.signalCode}) waiting for ${what}:\n${s.stderr.slice(-2_000)}`);
+    if (s && (s.proc.exitCode !== null || s.proc.signalCode !== null))
+      throw new Error(
+        `the server died (exit ${s.proc.exitCode ?? s.proc.signalCode}) waiting for ${what}:\n${s.stderr.slice(-2_000)}`,
+      );
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}${s ? `\n${s.stderr}` : ""}`);
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -119,7 +168,7 @@ async function until(cond: () => boolean, ms: number, what: string, s?: Server):
  */
 function loginBrowserProcesses(serverPid: number): number[] {
   const tree = processesReferencing(["/chromium"]).filter((pid) => descendsFrom(pid, serverPid));
-  const homes = tree.map((pid) => envOf(pid)["HOME"]).filter((h): h is string => Boolean(h));
+  const homes = tree.map((pid) => envOf(pid).HOME).filter((h): h is string => Boolean(h));
   return [...new Set([...tree, ...(homes.length ? processesReferencing(homes) : [])])].sort((a, b) => a - b);
 }
 
@@ -153,25 +202,46 @@ function signal(pids: readonly number[], sig: NodeJS.Signals): void {
 
 describe("a login browser that fails to start (item 8)", () => {
   it("does not kill the server: the viewer is told, the paste form still works, and the process keeps serving", async () => {
-    const env = { ...setup({ strategy: "paste", instructions: "Paste the token.", startUrl: `${idp.url}/login`, fields: [{ name: "token", label: "API token" }] }), SLAUDE_CHROMIUM_PATH: "/nonexistent/chromium" };
+    const env = {
+      ...setup({
+        strategy: "paste",
+        instructions: "Paste the token.",
+        startUrl: `${idp.url}/login`,
+        fields: [{ name: "token", label: "API token" }],
+      }),
+      SLAUDE_CHROMIUM_PATH: "/nonexistent/chromium",
+    };
     const s = await startServer(env);
     const v = socket(s, await openLink(s, env));
     await v.opened;
     v.send({ type: "viewport", width: 800, height: 600 });
-    await until(() => v.messages.some((m) => m.type === "status" && String(m.message).includes("could not be shown")), 30_000, "the failure told to the viewer", s);
+    await until(
+      () => v.messages.some((m) => m.type === "status" && String(m.message).includes("could not be shown")),
+      30_000,
+      "the failure told to the viewer",
+      s,
+    );
     expect(s.proc.exitCode).toBeNull();
     expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
-    v.send({ type: "paste", fields: { token: "tok-" + randomBytes(6).toString("hex") } });
-    await until(() => v.messages.some((m) => m.type === "status" && m.state === "captured"), 30_000, "paste captured", s);
+    v.send({ type: "paste", fields: { token: `tok-${randomBytes(6).toString("hex")}` } });
+    await until(
+      () => v.messages.some((m) => m.type === "status" && m.state === "captured"),
+      30_000,
+      "paste captured",
+      s,
+    );
     expect(s.stderr).toContain("login browser failed to start");
     v.ws.close();
   });
 
   it("an unhandled rejection anywhere is logged, not fatal, once the serve guard is installed (and is fatal without it)", async () => {
-    const canary = "canary-" + randomBytes(6).toString("hex");
+    const canary = `canary-${randomBytes(6).toString("hex")}`;
     const run = (guard: string) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, ["--import", "tsx", GUARD_FIXTURE], { env: { PATH: process.env.PATH ?? "", GUARD: guard, CANARY: canary }, stdio: ["ignore", "pipe", "pipe"] });
+        const child = spawn(process.execPath, ["--import", "tsx", GUARD_FIXTURE], {
+          env: { PATH: process.env.PATH ?? "", GUARD: guard, CANARY: canary },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
         let stdout = "";
         let stderr = "";
         child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));

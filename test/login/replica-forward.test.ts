@@ -6,7 +6,12 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
-import { FORWARDED_HEADER, ReplicaForwarder, type ForwardLimits, type ForwardResult } from "../../src/login/replica/forward.js";
+import {
+  FORWARDED_HEADER,
+  type ForwardLimits,
+  type ForwardResult,
+  ReplicaForwarder,
+} from "../../src/login/replica/forward.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -52,21 +57,45 @@ describe("forwarding a page request", () => {
     const holder = await listen(
       http.createServer((req, res) => {
         seen = req.headers;
-        res.writeHead(200, { "content-type": "text/plain", connection: "close, x-hop-answer", "x-hop-answer": "1", "keep-alive": "timeout=5", "x-end-to-end": "kept" });
+        res.writeHead(200, {
+          "content-type": "text/plain",
+          connection: "close, x-hop-answer",
+          "x-hop-answer": "1",
+          "keep-alive": "timeout=5",
+          "x-end-to-end": "kept",
+        });
         res.end("page");
       }),
     );
     const fwd = await forwarding(holder, LIMITS);
-    const answer = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-      const req = http.request(`${fwd.url}/login/l/abc`, {
-        headers: { host: "slaude.example:443", cookie: "slaude_login=s.v", connection: "keep-alive, x-hop-request", "x-hop-request": "1", "keep-alive": "timeout=5", te: "trailers", "proxy-authorization": "Basic eA==", [FORWARDED_HEADER]: "spoofed" },
-      }, (res) => {
-        let body = "";
-        res.setEncoding("utf8").on("data", (d: string) => (body += d)).on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      });
-      req.on("error", reject);
-      req.end();
-    });
+    const answer = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>(
+      (resolve, reject) => {
+        const req = http.request(
+          `${fwd.url}/login/l/abc`,
+          {
+            headers: {
+              host: "slaude.example:443",
+              cookie: "slaude_login=s.v",
+              connection: "keep-alive, x-hop-request",
+              "x-hop-request": "1",
+              "keep-alive": "timeout=5",
+              te: "trailers",
+              "proxy-authorization": "Basic eA==",
+              [FORWARDED_HEADER]: "spoofed",
+            },
+          },
+          (res) => {
+            let body = "";
+            res
+              .setEncoding("utf8")
+              .on("data", (d: string) => (body += d))
+              .on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+          },
+        );
+        req.on("error", reject);
+        req.end();
+      },
+    );
     expect(answer).toMatchObject({ status: 200, body: "page" });
     expect(answer.headers["x-end-to-end"]).toBe("kept");
     expect(answer.headers["x-hop-answer"]).toBeUndefined();
@@ -86,10 +115,12 @@ describe("forwarding a page request", () => {
       }),
     );
     const fwd = await forwarding(holder, { ...LIMITS, maxResponseBytes: 64 * 1024 });
-    const got = await fetch(`${fwd.url}/login/l/abc`).then(
-      async (r) => (await r.arrayBuffer()).byteLength,
-      () => -1,
-    ).catch(() => -1);
+    const got = await fetch(`${fwd.url}/login/l/abc`)
+      .then(
+        async (r) => (await r.arrayBuffer()).byteLength,
+        () => -1,
+      )
+      .catch(() => -1);
     // The client never receives more than the cap: the stream is cut (an error) or ends short.
     expect(got).toBeLessThanOrEqual(64 * 1024);
   });

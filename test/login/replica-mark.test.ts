@@ -3,15 +3,17 @@
 // connection ended by a failover or an operator) must be taken again at once, not left free.
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { LoginReplica, MARK_RETRY_MS } from "../../src/login/replica/replica.js";
 import { memoryLogger } from "../../src/log/logger.js";
+import { LoginReplica, MARK_RETRY_MS } from "../../src/login/replica/replica.js";
 import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.js";
 import { postgresStores } from "../support/postgres-stores.js";
 
 const pg = postgresStores();
 
 const markHolders = async () =>
-  (await pg.cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map((r) => Number(r.pid));
+  (await pg.cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map(
+    (r) => Number(r.pid),
+  );
 
 describe("the login liveness mark", () => {
   it("is taken again at once when the server ends its connection; other replicas never stop seeing it for long", async () => {
@@ -25,7 +27,9 @@ describe("the login liveness mark", () => {
     expect(await new PostgresTopology(other.db).loginHolders.alive(self)).toBe(true);
     const [pid] = await markHolders();
     await pg.cluster.superQuery(`SELECT pg_terminate_backend(${pid})`);
-    await expect.poll(() => log.lines.some((l) => l.includes("replica liveness mark lost")), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => log.lines.some((l) => l.includes("replica liveness mark lost")), { timeout: 10_000 })
+      .toBe(true);
     // No clock tick: the mark comes back on a new connection by itself.
     await expect.poll(() => replica.marked, { timeout: 10_000 }).toBe(true);
     const [again] = await markHolders();

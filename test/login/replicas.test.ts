@@ -9,10 +9,10 @@ import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
@@ -22,8 +22,8 @@ import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.
 import { bindingOf } from "../../src/vault/binding.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import { centerOf, LOGIN_LAYOUT, startFakeIdp, type FakeIdp } from "../fixtures/idp/fake-idp.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { centerOf, type FakeIdp, LOGIN_LAYOUT, startFakeIdp } from "../fixtures/idp/fake-idp.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 import { processesReferencing } from "../support/proc.js";
 
 // Real Chromium twice and a real PostgreSQL on a loaded shared machine: generous bounds, no timed assertions.
@@ -31,7 +31,16 @@ vi.setConfig({ testTimeout: 240_000, hookTimeout: 120_000 });
 const ALICE = "UALICE01";
 const THREAD = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 let cluster: PgCluster;
 let idp: FakeIdp;
@@ -56,7 +65,10 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c();
   for (const a of apps.splice(0)) await a.close();
   // Closing the apps closed every login browser they started.
-  await vi.waitFor(() => expect(processesReferencing(dirs.map((d) => path.join(d, "login-browsers")))).toEqual([]), { timeout: 20_000, interval: 100 });
+  await vi.waitFor(() => expect(processesReferencing(dirs.map((d) => path.join(d, "login-browsers")))).toEqual([]), {
+    timeout: 20_000,
+    interval: 100,
+  });
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -67,8 +79,28 @@ async function replica(databaseUrl: string): Promise<RunningApp> {
   const host = new URL(idp.url).host;
   const transport = { type: "stdio", command: "true", credentialEnv: { COOKIE: "{{cookie_header}}" } };
   const app = await startApp({
-    config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir, PORT: "0", SLAUDE_DATABASE_URL: databaseUrl, SLAUDE_ENCRYPTION_KEY: keyB64, SLAUDE_CHROMIUM_PATH: CHROMIUM, SLAUDE_LOGIN_SPARE_BROWSERS: "0", PATH: process.env.PATH ?? "" }),
-    registry: parseRegistry({ services: { cookiesvc: { transport, capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] }, loginDomains: [host] } } }, "test"),
+    config: loadConfig({
+      NODE_ENV: "test",
+      SLAUDE_DATA_DIR: dir,
+      PORT: "0",
+      SLAUDE_DATABASE_URL: databaseUrl,
+      SLAUDE_ENCRYPTION_KEY: keyB64,
+      SLAUDE_CHROMIUM_PATH: CHROMIUM,
+      SLAUDE_LOGIN_SPARE_BROWSERS: "0",
+      PATH: process.env.PATH ?? "",
+    }),
+    registry: parseRegistry(
+      {
+        services: {
+          cookiesvc: {
+            transport,
+            capture: { strategy: "cookie", startUrl: `${idp.url}/login`, requiredCookies: ["idp_session"] },
+            loginDomains: [host],
+          },
+        },
+      },
+      "test",
+    ),
     log: memoryLogger("debug"),
   });
   apps.push(app);
@@ -102,10 +134,13 @@ async function roundRobin(backends: readonly number[]): Promise<Proxy> {
   const server = http.createServer((req, res) => {
     const i = nextHttp++ % backends.length;
     p.http.push(i);
-    const up = http.request({ host: "127.0.0.1", port: backends[i], method: req.method, path: req.url, headers: req.headers }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const up = http.request(
+      { host: "127.0.0.1", port: backends[i], method: req.method, path: req.url, headers: req.headers },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     up.on("error", () => res.destroy());
     req.pipe(up);
   });
@@ -118,8 +153,9 @@ async function roundRobin(backends: readonly number[]): Promise<Proxy> {
     p.upgrades.push(i);
     const up = net.connect(backends[i]!, "127.0.0.1", () => {
       const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let k = 0; k + 1 < req.rawHeaders.length; k += 2) lines.push(`${req.rawHeaders[k]}: ${req.rawHeaders[k + 1]}`);
-      up.write(lines.join("\r\n") + "\r\n\r\n");
+      for (let k = 0; k + 1 < req.rawHeaders.length; k += 2)
+        lines.push(`${req.rawHeaders[k]}: ${req.rawHeaders[k + 1]}`);
+      up.write(`${lines.join("\r\n")}\r\n\r\n`);
       if (head.length) up.write(head);
       up.pipe(socket);
       socket.pipe(up);
@@ -167,9 +203,16 @@ function holders(a: RunningApp): PostgresTopology["loginHolders"] {
 }
 
 /** Opens a live-view socket on `a` as a page served by `origin` would; resolves with the handshake status. */
-function socketStatus(a: RunningApp, sessionId: string, cookie: string, headers: Record<string, string> = {}): Promise<number> {
+function socketStatus(
+  a: RunningApp,
+  sessionId: string,
+  cookie: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${a.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(sessionId)}`, { headers: { origin: a.url, cookie, ...headers } });
+    const ws = new WebSocket(`${a.url.replace("http", "ws")}/login/ws?s=${encodeURIComponent(sessionId)}`, {
+      headers: { origin: a.url, cookie, ...headers },
+    });
     ws.once("open", () => {
       ws.close();
       resolve(101);
@@ -198,17 +241,25 @@ describe("a login through any replica", () => {
     // The socket went to B; the frames come from A's login browser, through B.
     expect(proxy.upgrades).toEqual([1]);
     // Frames stream while Chromium's start is still being awaited: the flow holds its browser just after.
-    await vi.waitFor(() => expect([a.logins.activeBrowsers, b.logins.activeFlows]).toEqual([1, 0]), { timeout: 30_000, interval: 50 });
+    await vi.waitFor(() => expect([a.logins.activeBrowsers, b.logins.activeFlows]).toEqual([1, 0]), {
+      timeout: 30_000,
+      interval: 50,
+    });
     await signIn(page);
-    const conn = await vi.waitFor(async () => {
-      const [c] = await b.store.connections.list({ service: "cookiesvc" });
-      if (!c) throw new Error("not stored yet");
-      return c;
-    }, { timeout: 60_000, interval: 100 });
+    const conn = await vi.waitFor(
+      async () => {
+        const [c] = await b.store.connections.list({ service: "cookiesvc" });
+        if (!c) throw new Error("not stored yet");
+        return c;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
     expect(conn).toMatchObject({ ownerUserId: ALICE, scope: "thread", channelId: THREAD.channelId, status: "active" });
     const cred = new Vault(KeyRing.fromBase64(keyB64)).openCredential(conn.sealed, bindingOf(conn));
     expect(cred.kind === "cookies" && cred.cookies.map((c) => c.name)).toContain("idp_session");
-    await vi.waitFor(async () => expect(await page.locator("#status").textContent()).toContain("Connected"), { timeout: 20_000 });
+    await vi.waitFor(async () => expect(await page.locator("#status").textContent()).toContain("Connected"), {
+      timeout: 20_000,
+    });
     expect((await a.store.loginSessions.get(link.sessionId))?.status).toBe("completed");
     // One flow, one browser, on A only: B never started one. The browser is torn down after capture.
     expect(b.logins.activeFlows).toBe(0);
@@ -223,7 +274,9 @@ describe("a login through any replica", () => {
     const page = await fetch(`${b.url}/login/l/${unknown}`);
     expect(page.status).toBe(404);
     expect(await page.text()).toContain("Link not valid");
-    expect(await socketStatus(b, "login_nope", `slaude_login=login_nope.${randomBytes(32).toString("base64url")}`)).toBe(401);
+    expect(
+      await socketStatus(b, "login_nope", `slaude_login=login_nope.${randomBytes(32).toString("base64url")}`),
+    ).toBe(401);
   });
 });
 
@@ -273,8 +326,16 @@ describe("forwarding is bounded to recorded holders", () => {
     const link = await a.logins.mint({ ...THREAD, userId: ALICE, service: "cookiesvc" });
     const opened = await openLink(a, link.url);
     const target = await relayTo(portOf(a));
-    for (const bad of [`${target.url}/elsewhere`, target.url.replace("http://", "http://user:pw@"), `${target.url}?x=1`, target.url.replace("http", "gopher")]) {
-      await cluster.superQuery(`UPDATE login_sessions SET holder_url = '${bad}' WHERE id = '${link.sessionId}'`, new URL(databaseUrl).pathname.slice(1));
+    for (const bad of [
+      `${target.url}/elsewhere`,
+      target.url.replace("http://", "http://user:pw@"),
+      `${target.url}?x=1`,
+      target.url.replace("http", "gopher"),
+    ]) {
+      await cluster.superQuery(
+        `UPDATE login_sessions SET holder_url = '${bad}' WHERE id = '${link.sessionId}'`,
+        new URL(databaseUrl).pathname.slice(1),
+      );
       const page = await fetch(`${b.url}${new URL(link.url).pathname}`, { headers: { cookie: opened.cookie } });
       expect(page.status, bad).toBe(502);
       expect(await socketStatus(b, link.sessionId, opened.cookie), bad).toBe(502);

@@ -10,14 +10,14 @@ import { startApp } from "../../src/app/app.js";
 import { systemClock } from "../../src/clock/clock.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
+import { createLogger } from "../../src/log/logger.js";
 import { chromiumLogins } from "../../src/login/browser/browser-factory.js";
 import { BrowserHomes } from "../../src/login/browser/browser-homes.js";
 import { ConfinedBrowser } from "../../src/login/browser/confined-browser.js";
-import { findBrowserPid, type BrowserPid } from "../../src/login/browser/process-tree.js";
+import { type BrowserPid, findBrowserPid } from "../../src/login/browser/process-tree.js";
 import { SpareBrowsers } from "../../src/login/browser/spare-browsers.js";
-import { createLogger } from "../../src/log/logger.js";
 import { cmdlineOf, envOf, isAlive, processesReferencing } from "../support/proc.js";
-import { html, startSite, type Site } from "./browser/test-site.js";
+import { html, type Site, startSite } from "./browser/test-site.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -43,7 +43,14 @@ afterEach(async () => {
 
 function pool(resolvable: string[] = ["idp.localhost"], size = 1): SpareBrowsers {
   homes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-"));
-  const p = new SpareBrowsers({ size, chromiumPath: CHROMIUM, resolvableHosts: () => resolvable, homesDir: homes, clock: systemClock, log: { warn: () => {} } });
+  const p = new SpareBrowsers({
+    size,
+    chromiumPath: CHROMIUM,
+    resolvableHosts: () => resolvable,
+    homesDir: homes,
+    clock: systemClock,
+    log: { warn: () => {} },
+  });
   pools.push(p);
   p.fill();
   return p;
@@ -87,7 +94,8 @@ function identity(b: ConfinedBrowser): { pid: number; home: string; profile: str
   for (const pid of b.pids()) {
     const argv = cmdlineOf(pid).split("\0");
     const profile = argv.find((a) => a.startsWith("--user-data-dir="));
-    if (profile && !argv.some((a) => a.startsWith("--type="))) return { pid, home: envOf(pid)["HOME"] ?? "", profile: profile.slice("--user-data-dir=".length) };
+    if (profile && !argv.some((a) => a.startsWith("--type=")))
+      return { pid, home: envOf(pid).HOME ?? "", profile: profile.slice("--user-data-dir=".length) };
   }
   throw new Error("no browser process");
 }
@@ -153,19 +161,44 @@ describe("spare login browsers", () => {
 });
 
 describe("spare browsers in the broker", () => {
-  const env = (extra: Record<string, string>) => ({ NODE_ENV: "test", SLAUDE_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"), ...extra });
+  const env = (extra: Record<string, string>) => ({
+    NODE_ENV: "test",
+    SLAUDE_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+    ...extra,
+  });
 
   it("keeps SLAUDE_LOGIN_SPARE_BROWSERS spares (default 1), none when SLAUDE_LOGIN_MAX_CONCURRENT is 0", async () => {
     expect(loadConfig(env({})).login.spareBrowsers).toBe(1);
     expect(loadConfig(env({ SLAUDE_LOGIN_SPARE_BROWSERS: "0" })).login.spareBrowsers).toBe(0);
-    expect(loadConfig(env({ SLAUDE_LOGIN_MAX_CONCURRENT: "0", SLAUDE_LOGIN_SPARE_BROWSERS: "2" })).login).toMatchObject({ maxConcurrent: 0, spareBrowsers: 0 });
-    expect(loadConfig(env({ SLAUDE_LOGIN_MAX_CONCURRENT: "1", SLAUDE_LOGIN_SPARE_BROWSERS: "3" })).login.spareBrowsers).toBe(1);
+    expect(loadConfig(env({ SLAUDE_LOGIN_MAX_CONCURRENT: "0", SLAUDE_LOGIN_SPARE_BROWSERS: "2" })).login).toMatchObject(
+      { maxConcurrent: 0, spareBrowsers: 0 },
+    );
+    expect(
+      loadConfig(env({ SLAUDE_LOGIN_MAX_CONCURRENT: "1", SLAUDE_LOGIN_SPARE_BROWSERS: "3" })).login.spareBrowsers,
+    ).toBe(1);
     expect(() => loadConfig(env({ SLAUDE_LOGIN_SPARE_BROWSERS: "5" }))).toThrow(/SLAUDE_LOGIN_SPARE_BROWSERS/);
     homes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-"));
-    const registry = parseRegistry({ services: { idp: { transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } }, capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }] }, loginDomains: ["idp.localhost"] } } }, "test");
+    const registry = parseRegistry(
+      {
+        services: {
+          idp: {
+            transport: { type: "stdio", command: "true", credentialEnv: { TOKEN: "{{token}}" } },
+            capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }] },
+            loginDomains: ["idp.localhost"],
+          },
+        },
+      },
+      "test",
+    );
     const counts: number[] = [];
     for (const vars of [{ SLAUDE_LOGIN_MAX_CONCURRENT: "0" }, {}]) {
-      const logins = chromiumLogins({ chromiumPath: CHROMIUM, log: createLogger("error"), homesDir: homes, spareBrowsers: loadConfig(env(vars)).login.spareBrowsers, registry: () => registry });
+      const logins = chromiumLogins({
+        chromiumPath: CHROMIUM,
+        log: createLogger("error"),
+        homesDir: homes,
+        spareBrowsers: loadConfig(env(vars)).login.spareBrowsers,
+        registry: () => registry,
+      });
       counts.push(logins.spareCount());
       await logins.close();
     }
@@ -175,11 +208,32 @@ describe("spare browsers in the broker", () => {
 
   it("starts its spare in the data dir's login-browsers (where the start-up sweep looks) and leaves no Chromium after shutdown", async () => {
     homes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-app-"));
-    const registry = parseRegistry({ services: { idp: { transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } }, capture: { strategy: "cookie", startUrl: `http://idp.localhost:${site.port}/hello`, requiredCookies: ["sid"] } } } }, "test");
+    const registry = parseRegistry(
+      {
+        services: {
+          idp: {
+            transport: { type: "stdio", command: "true", credentialEnv: { C: "{{cookie_header}}" } },
+            capture: {
+              strategy: "cookie",
+              startUrl: `http://idp.localhost:${site.port}/hello`,
+              requiredCookies: ["sid"],
+            },
+          },
+        },
+      },
+      "test",
+    );
     const app = await startApp({
       log: createLogger("error"),
       registry,
-      config: loadConfig(env({ SLAUDE_DATA_DIR: homes, PORT: "0", SLAUDE_CHROMIUM_PATH: CHROMIUM, PATH: process.env.PATH ?? "/usr/bin:/bin" })),
+      config: loadConfig(
+        env({
+          SLAUDE_DATA_DIR: homes,
+          PORT: "0",
+          SLAUDE_CHROMIUM_PATH: CHROMIUM,
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+        }),
+      ),
     });
     const browsersDir = path.join(homes, "login-browsers");
     let pids: number[] = [];

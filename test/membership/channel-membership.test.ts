@@ -5,7 +5,7 @@ import { ChannelMembership, type ChannelRoster } from "../../src/membership/chan
 import { SlackMembership } from "../../src/slack/membership.js";
 import { WebClientSlackApi } from "../../src/slack/slack-api.js";
 import { singleSlackApi } from "../../src/slack/tenant-api.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 
 // Membership is read per channel (issue 13 item 8): one paginated conversations.members per channel
 // per cache period answers every user, concurrent misses share it, failures fail closed and are not
@@ -50,11 +50,14 @@ describe("ChannelMembership against the fake Slack Web API", () => {
   it("reads each channel once per cache period, all pages, whatever the number of users asked about", async () => {
     fake.setMembers("C1", ["U01", "U02", "U03", "U04", "U05", "U06"]);
     fake.setMembers("C2", ["U01"]);
-    const api = new WebClientSlackApi(new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }));
+    const api = new WebClientSlackApi(
+      new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }),
+    );
     const clock = new ManualClock();
     const m = new ChannelMembership(new SlackMembership(singleSlackApi(api)), clock, { ttlMs: 60_000 });
     const answers = [];
-    for (const u of ["U01", "U02", "U03", "U04", "U05", "U06", "U07", "U08"]) answers.push(await m.isMember("T1", "C1", u));
+    for (const u of ["U01", "U02", "U03", "U04", "U05", "U06", "U07", "U08"])
+      answers.push(await m.isMember("T1", "C1", u));
     expect(answers).toEqual([true, true, true, true, true, true, false, false]);
     // One roster read = three pages, not one read per user.
     expect(fake.callsOf("conversations.members")).toHaveLength(3);
@@ -67,7 +70,9 @@ describe("ChannelMembership against the fake Slack Web API", () => {
 
   it("fails closed when Slack fails, and asks again next time", async () => {
     fake.setMembers("C1", ["U01"]);
-    const api = new WebClientSlackApi(new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }));
+    const api = new WebClientSlackApi(
+      new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }),
+    );
     const m = new ChannelMembership(new SlackMembership(singleSlackApi(api)), new ManualClock());
     fake.setFailing("conversations.members", "ratelimited");
     await expect(m.isMember("T1", "C1", "U01")).rejects.toThrow();
@@ -93,7 +98,9 @@ describe("ChannelMembership", () => {
     const m = new ChannelMembership(roster, new ManualClock());
     roster.fail = new Error("slack down");
     roster.hold();
-    const asks = [m.isMember("T", "C1", "UA"), m.isMember("T", "C1", "UA")].map((p) => p.catch((e: Error) => e.message));
+    const asks = [m.isMember("T", "C1", "UA"), m.isMember("T", "C1", "UA")].map((p) =>
+      p.catch((e: Error) => e.message),
+    );
     roster.open();
     expect(await Promise.all(asks)).toEqual(["slack down", "slack down"]);
     roster.fail = undefined;
@@ -102,7 +109,12 @@ describe("ChannelMembership", () => {
   });
 
   it("invalidate forgets one channel, and a read already running when it came is not kept", async () => {
-    const roster = new Roster(new Map([["C1", ["UA"]], ["C2", ["UA"]]]));
+    const roster = new Roster(
+      new Map([
+        ["C1", ["UA"]],
+        ["C2", ["UA"]],
+      ]),
+    );
     const m = new ChannelMembership(roster, new ManualClock());
     await m.isMember("T", "C1", "UA");
     await m.isMember("T", "C2", "UA");
@@ -121,7 +133,14 @@ describe("ChannelMembership", () => {
   });
 
   it("holds at most maxChannels rosters and maxMembers ids, and never serves one older than the TTL", async () => {
-    const roster = new Roster(new Map([["C1", ["UA"]], ["C2", ["UA"]], ["C3", ["UA"]], ["BIG", ["U1", "U2", "U3", "U4", "U5"]]]));
+    const roster = new Roster(
+      new Map([
+        ["C1", ["UA"]],
+        ["C2", ["UA"]],
+        ["C3", ["UA"]],
+        ["BIG", ["U1", "U2", "U3", "U4", "U5"]],
+      ]),
+    );
     const clock = new ManualClock();
     const m = new ChannelMembership(roster, clock, { ttlMs: 1_000, maxChannels: 2, maxMembers: 4 });
     for (const c of ["C1", "C2", "C3"]) await m.isMember("T", c, "UA");

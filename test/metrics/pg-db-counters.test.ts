@@ -7,7 +7,7 @@ import { parseRegistry } from "../../src/config/registry.js";
 import { PrometheusMetrics } from "../../src/metrics/prometheus.js";
 import { openPostgresStore } from "../../src/store/postgres/pg-store.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 let cluster: PgCluster;
 beforeAll(async () => {

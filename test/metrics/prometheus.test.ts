@@ -2,13 +2,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseRegistry } from "../../src/config/registry.js";
 import { systemClock } from "../../src/clock/clock.js";
+import { parseRegistry } from "../../src/config/registry.js";
 import { PeriodicJob } from "../../src/jobs/periodic-job.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { PrometheusMetrics } from "../../src/metrics/prometheus.js";
-import { ALICE, BOB, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
-import { holdWriteLock, type HeldLock } from "../support/db-lock.js";
+import { ALICE, BOB, fixtureRegistryDoc, type Harness, makeHarness, mcpCall } from "../integration/broker-harness.js";
+import { type HeldLock, holdWriteLock } from "../support/db-lock.js";
 import { until } from "../support/until.js";
 
 // The metrics the core reports, read back through the real prom-client exposition: the real
@@ -30,7 +30,7 @@ async function setup(opts: Parameters<typeof makeHarness>[0] = {}) {
   harnesses.push(h);
   metrics.watch({ pool: () => h.broker.pool.stats(), approvalsPending: () => h.approvalService.pendingCount });
   const value = async (series: string): Promise<number | undefined> => {
-    const line = (await metrics.text()).body.split("\n").find((l) => l.startsWith(series + " "));
+    const line = (await metrics.text()).body.split("\n").find((l) => l.startsWith(`${series} `));
     return line === undefined ? undefined : Number(line.slice(series.length + 1));
   };
   return { h, metrics, value };
@@ -55,7 +55,9 @@ describe("Prometheus metrics from the broker core", () => {
     expect((await pending).structured.ranAs).toBe("approval_once");
     expect(await value("slaude_approvals_pending")).toBe(0);
     expect(await value('slaude_approval_decision_seconds_count{decision="allowed_once"}')).toBe(1);
-    expect(await value('slaude_calls_total{service="vendor",tool="read_item",outcome="ok",via="approval_once"}')).toBe(1);
+    expect(await value('slaude_calls_total{service="vendor",tool="read_item",outcome="ok",via="approval_once"}')).toBe(
+      1,
+    );
   });
 
   it("keeps the vendor's time apart from the broker's: a call held in the vendor shows up as vendor time only", async () => {
@@ -63,7 +65,9 @@ describe("Prometheus metrics from the broker core", () => {
     await h.connect(ALICE);
     const s = await h.session();
     // Warm the child so the held call pays no start-up.
-    expect((await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    expect(
+      (await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.status,
+    ).toBe("ok");
     const vendor0 = (await value('slaude_call_vendor_seconds_sum{service="vendor"}'))!;
     const broker0 = (await value('slaude_call_broker_seconds_sum{service="vendor"}'))!;
     const gate = gateFile();
@@ -81,7 +85,9 @@ describe("Prometheus metrics from the broker core", () => {
   });
 
   it("counts pool waits: one that got a slot and one that timed out as pool_busy", async () => {
-    const { h, value } = await setup({ pool: { maxChildren: 1, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500 } });
+    const { h, value } = await setup({
+      pool: { maxChildren: 1, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500 },
+    });
     await h.connect(ALICE);
     await h.connect(BOB);
     const s = await h.session();
@@ -101,7 +107,9 @@ describe("Prometheus metrics from the broker core", () => {
     const held2 = mcpCall(s.client, { tool: "wait_for_file", args: { path: gate2 }, on_behalf_of: BOB });
     await until(async () => (await value('slaude_vendors{state="leased"}')) === 1);
     s.turn.user = ALICE;
-    expect((await mcpCall(s.client, { tool: "read_item", args: { id: "3" }, on_behalf_of: ALICE })).structured.code).toBe("pool_busy");
+    expect(
+      (await mcpCall(s.client, { tool: "read_item", args: { id: "3" }, on_behalf_of: ALICE })).structured.code,
+    ).toBe("pool_busy");
     expect(await value('slaude_pool_waits_total{outcome="timeout"}')).toBe(1);
     expect(await value('slaude_calls_total{service="vendor",tool="read_item",outcome="pool_busy",via="own"}')).toBe(1);
     writeFileSync(gate2, "");
@@ -114,10 +122,14 @@ describe("Prometheus metrics from the broker core", () => {
     const s = await h.session();
     const lock = await holdWriteLock(path.join(h.dir, "slaude.db"));
     locks.push(lock);
-    expect((await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.code).toBe("audit_unavailable");
+    expect(
+      (await mcpCall(s.client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.code,
+    ).toBe("audit_unavailable");
     await lock.release();
     expect(await value('slaude_audit_write_failures_total{event="call_started"}')).toBe(1);
-    expect(await value('slaude_calls_total{service="vendor",tool="read_item",outcome="audit_unavailable",via="own"}')).toBe(1);
+    expect(
+      await value('slaude_calls_total{service="vendor",tool="read_item",outcome="audit_unavailable",via="own"}'),
+    ).toBe(1);
   });
 
   it("counts reaper passes by outcome, under a bounded job label", async () => {
@@ -138,7 +150,14 @@ describe("Prometheus metrics from the broker core", () => {
     fail = false;
     await job.tick();
     await job.tick();
-    const odd = new PeriodicJob({ name: "job for U123ABC", intervalMs: 3_600_000, run: async () => {}, log, clock: systemClock, metrics: m });
+    const odd = new PeriodicJob({
+      name: "job for U123ABC",
+      intervalMs: 3_600_000,
+      run: async () => {},
+      log,
+      clock: systemClock,
+      metrics: m,
+    });
     await odd.tick();
     const text = (await m.text()).body;
     expect(text).toContain('slaude_job_runs_total{job="ttl_reaper",outcome="failed"} 1');

@@ -11,7 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newKeyB64, TempDirs } from "../support/foundation.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const PKG = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { name: string; version: string; dependencies: Record<string, string>; bin: Record<string, string> };
+const PKG = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+  bin: Record<string, string>;
+};
 const tmp = new TempDirs();
 afterAll(() => tmp.cleanup());
 
@@ -22,7 +27,11 @@ interface Run {
 }
 
 /** Runs `cmd` (looked up on env.PATH, no shell) and collects its output; killed after `timeoutMs`. */
-function run(cmd: string, args: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Run> {
+function run(
+  cmd: string,
+  args: readonly string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "pipe", "pipe"], shell: false });
     let stdout = "";
@@ -40,17 +49,26 @@ function run(cmd: string, args: readonly string[], opts: { cwd: string; env: Nod
 
 /** The lockfile of a project whose only dependency is the tarball: our lock's runtime entries, unchanged. */
 function consumerLock(tarball: string, integrity: string): unknown {
-  const ours = JSON.parse(readFileSync(path.join(ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, Record<string, unknown>> };
+  const ours = JSON.parse(readFileSync(path.join(ROOT, "package-lock.json"), "utf8")) as {
+    packages: Record<string, Record<string, unknown>>;
+  };
   const packages: Record<string, unknown> = {
     "": { name: "consumer", version: "1.0.0", dependencies: { [PKG.name]: `file:${tarball}` } },
-    [`node_modules/${PKG.name}`]: { version: PKG.version, resolved: `file:${tarball}`, integrity, dependencies: PKG.dependencies, bin: PKG.bin },
+    [`node_modules/${PKG.name}`]: {
+      version: PKG.version,
+      resolved: `file:${tarball}`,
+      integrity,
+      dependencies: PKG.dependencies,
+      bin: PKG.bin,
+    },
   };
   for (const [key, entry] of Object.entries(ours.packages)) {
     if (key === "" || entry.dev === true || entry.link === true) continue;
     // Our lock omits `resolved`; the registry's conventional tarball URL lets npm find each one in
     // its cache by integrity instead of fetching metadata it does not have offline.
     const name = key.slice(key.lastIndexOf("node_modules/") + "node_modules/".length);
-    const resolved = entry.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${String(entry.version)}.tgz`;
+    const resolved =
+      entry.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${String(entry.version)}.tgz`;
     packages[key] = { ...entry, resolved };
   }
   return { name: "consumer", version: "1.0.0", lockfileVersion: 3, requires: true, packages };
@@ -58,10 +76,15 @@ function consumerLock(tarball: string, integrity: string): unknown {
 
 /** A prebuild tarball in prebuild-install's naming, holding the better-sqlite3 module compiled for this Node. */
 function localPrebuild(dir: string): string {
-  const bs = JSON.parse(readFileSync(path.join(ROOT, "node_modules/better-sqlite3/package.json"), "utf8")) as { version: string };
+  const bs = JSON.parse(readFileSync(path.join(ROOT, "node_modules/better-sqlite3/package.json"), "utf8")) as {
+    version: string;
+  };
   const stage = path.join(dir, "stage");
   mkdirSync(path.join(stage, "build/Release"), { recursive: true });
-  copyFileSync(path.join(ROOT, "node_modules/better-sqlite3/build/Release/better_sqlite3.node"), path.join(stage, "build/Release/better_sqlite3.node"));
+  copyFileSync(
+    path.join(ROOT, "node_modules/better-sqlite3/build/Release/better_sqlite3.node"),
+    path.join(stage, "build/Release/better_sqlite3.node"),
+  );
   const out = path.join(dir, "prebuilds");
   mkdirSync(out);
   const name = `better-sqlite3-v${bs.version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
@@ -83,11 +106,21 @@ describe("the packed package", () => {
     const dir = tmp.make("slaude-pack-");
     let t = Date.now();
     // `npm pack` runs `prepare` (the TypeScript build) first, as `npm ci` does in a checkout.
-    const packed = await run("npm", ["pack", "--json", "--pack-destination", dir], { cwd: ROOT, env: process.env, timeoutMs: 120_000 });
+    const packed = await run("npm", ["pack", "--json", "--pack-destination", dir], {
+      cwd: ROOT,
+      env: process.env,
+      timeoutMs: 120_000,
+    });
     expect(packed.code, packed.stderr).toBe(0);
     timings.pack = Date.now() - t;
     process.stdout.write(`npm pack (with the prepare build): ${timings.pack} ms\n`);
-    const info = (JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as { filename: string; integrity: string; files: { path: string }[] }[])[0]!;
+    const info = (
+      JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as {
+        filename: string;
+        integrity: string;
+        files: { path: string }[];
+      }[]
+    )[0]!;
     files = info.files.map((f) => f.path);
 
     project = path.join(dir, "consumer");
@@ -95,7 +128,14 @@ describe("the packed package", () => {
     copyFileSync(path.join(dir, info.filename), path.join(project, info.filename));
     writeFileSync(
       path.join(project, "package.json"),
-      JSON.stringify({ name: "consumer", version: "1.0.0", private: true, type: "module", dependencies: { [PKG.name]: `file:${info.filename}` }, allowScripts: { "better-sqlite3": true } }),
+      JSON.stringify({
+        name: "consumer",
+        version: "1.0.0",
+        private: true,
+        type: "module",
+        dependencies: { [PKG.name]: `file:${info.filename}` },
+        allowScripts: { "better-sqlite3": true },
+      }),
     );
     writeFileSync(path.join(project, "package-lock.json"), JSON.stringify(consumerLock(info.filename, info.integrity)));
     t = Date.now();
@@ -111,10 +151,27 @@ describe("the packed package", () => {
   }, 240_000);
 
   it("ships the runtime (compiled code, migrations, schema, manifests) and no tests, bench, CI or sources", () => {
-    for (const f of ["bin/slaude-connect.js", "dist/cli/main.js", "dist/index.js", "dist/index.d.ts", "migrations/0001_init.sql", "schema/service-registry.schema.json", "slack/manifest.yaml", "static/login/live-view.html", "static/login/live-view.js", "static/login/live-view.css", "package.json", "README.md"]) {
+    for (const f of [
+      "bin/slaude-connect.js",
+      "dist/cli/main.js",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "migrations/0001_init.sql",
+      "schema/service-registry.schema.json",
+      "slack/manifest.yaml",
+      "static/login/live-view.html",
+      "static/login/live-view.js",
+      "static/login/live-view.css",
+      "package.json",
+      "README.md",
+    ]) {
       expect(files, f).toContain(f);
     }
-    expect(files.filter((f) => /^(test|bench|\.ci|src|node_modules|data)\//.test(f) || /\.test\.|tsconfig|tsbuildinfo|vitest/.test(f))).toEqual([]);
+    expect(
+      files.filter(
+        (f) => /^(test|bench|\.ci|src|node_modules|data)\//.test(f) || /\.test\.|tsconfig|tsbuildinfo|vitest/.test(f),
+      ),
+    ).toEqual([]);
     expect(lstatSync(path.join(project, "node_modules/.bin/slaude-connect")).isSymbolicLink()).toBe(true);
   });
 
@@ -127,7 +184,11 @@ describe("the packed package", () => {
 
   it("runs from PATH through npm's symlinked bin: --version, doctor, connections list", async () => {
     const work = tmp.make("slaude-pack-run-");
-    const appEnv = env({ SLAUDE_DATA_DIR: path.join(work, "data"), SLAUDE_ENCRYPTION_KEY: newKeyB64(), SLAUDE_CHROMIUM_PATH: path.join(work, "no-chromium") });
+    const appEnv = env({
+      SLAUDE_DATA_DIR: path.join(work, "data"),
+      SLAUDE_ENCRYPTION_KEY: newKeyB64(),
+      SLAUDE_CHROMIUM_PATH: path.join(work, "no-chromium"),
+    });
 
     const version = await run("slaude-connect", ["--version"], { cwd: work, env: appEnv });
     expect(version).toMatchObject({ code: 0, stdout: `${PKG.version}\n`, stderr: "" });
@@ -142,7 +203,10 @@ describe("the packed package", () => {
     const migrate = await run("slaude-connect", ["migrate"], { cwd: work, env: appEnv });
     expect(migrate.code, migrate.stderr).toBe(0);
     // Every migration the package ships, found relative to the compiled code, not the checkout's.
-    const versions = readdirSync(path.join(ROOT, "migrations")).filter((f) => /^\d{4}_.*\.sql$/.test(f)).map((f) => Number(f.slice(0, 4))).sort((x, y) => x - y);
+    const versions = readdirSync(path.join(ROOT, "migrations"))
+      .filter((f) => /^\d{4}_.*\.sql$/.test(f))
+      .map((f) => Number(f.slice(0, 4)))
+      .sort((x, y) => x - y);
     expect(migrate.stdout).toContain(`applied ${versions.join(", ")}; schema is at ${versions.at(-1)}\n`);
 
     const list = await run("slaude-connect", ["connections", "list"], { cwd: work, env: appEnv });
@@ -151,7 +215,10 @@ describe("the packed package", () => {
 
   it("runs through npx in the project that installed it", async () => {
     // npx finds the project's own node_modules/.bin link; --no-install: never the registry.
-    const r = await run("npx", ["--no-install", "slaude-connect", "--version"], { cwd: project, env: { ...process.env, npm_config_offline: "true" } });
+    const r = await run("npx", ["--no-install", "slaude-connect", "--version"], {
+      cwd: project,
+      env: { ...process.env, npm_config_offline: "true" },
+    });
     expect(r).toMatchObject({ code: 0, stdout: `${PKG.version}\n` });
   });
 
@@ -163,7 +230,17 @@ describe("the packed package", () => {
     const r = await run(process.execPath, ["use.mjs"], { cwd: project, env: env() });
     expect(r.code, r.stderr).toBe(0);
     const names = JSON.parse(r.stdout) as string[];
-    for (const n of ["startApp", "loadConfig", "Broker", "StaticMembership", "CachedMembership", "noMembership", "noApprovalChannel", "VERSION"]) expect(names).toContain(n);
+    for (const n of [
+      "startApp",
+      "loadConfig",
+      "Broker",
+      "StaticMembership",
+      "CachedMembership",
+      "noMembership",
+      "noApprovalChannel",
+      "VERSION",
+    ])
+      expect(names).toContain(n);
     // The types resolve through `exports` the way a TypeScript consumer (nodenext) resolves them.
     writeFileSync(
       path.join(project, "use.ts"),
@@ -181,9 +258,25 @@ describe("the packed package", () => {
     );
     writeFileSync(
       path.join(project, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext", target: "ES2022", strict: true, noEmit: true, skipLibCheck: true, types: ["node"], typeRoots: [path.join(ROOT, "node_modules/@types")] }, files: ["use.ts"] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "ES2022",
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ["node"],
+          typeRoots: [path.join(ROOT, "node_modules/@types")],
+        },
+        files: ["use.ts"],
+      }),
     );
-    const tsc = await run(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: project, env: env(), timeoutMs: 120_000 });
+    const tsc = await run(
+      process.execPath,
+      [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"],
+      { cwd: project, env: env(), timeoutMs: 120_000 },
+    );
     expect(tsc.code, tsc.stdout + tsc.stderr).toBe(0);
     expect(existsSync(path.join(project, "node_modules/tsx"))).toBe(false);
     process.stdout.write(`package test timings: pack ${timings.pack} ms, offline install ${timings.install} ms\n`);

@@ -28,8 +28,16 @@ const grants = { isAdmin: async (_team: string, u: string) => admins.has(u) };
 describe("App Home: tool definition changes", () => {
   it("an admin sees this team's quarantined and new tools with how to decide; others see nothing of them", async () => {
     for (const team of ["T1", "T2"]) {
-      await store.toolPins.update(team, "gitlab", (cur) => observe(cur, [seen("create_issue", "h1")], { teamId: team, service: "gitlab", at: 1 }));
-      await store.toolPins.update(team, "gitlab", (cur) => observe(cur, [seen("create_issue", `h2-${team}`), seen(`export_${team}`, "h3")], { teamId: team, service: "gitlab", at: 2 }));
+      await store.toolPins.update(team, "gitlab", (cur) =>
+        observe(cur, [seen("create_issue", "h1")], { teamId: team, service: "gitlab", at: 1 }),
+      );
+      await store.toolPins.update(team, "gitlab", (cur) =>
+        observe(cur, [seen("create_issue", `h2-${team}`), seen(`export_${team}`, "h3")], {
+          teamId: team,
+          service: "gitlab",
+          at: 2,
+        }),
+      );
     }
     const text = (blocks: ReturnType<typeof connectionsBlocks>) => JSON.stringify(blocks);
     const adminView = text(connectionsBlocks(await connectionsModel({ store, grants }, "T1", "UADMIN01")));

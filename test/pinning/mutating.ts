@@ -17,7 +17,11 @@ export interface VendorFiles {
 
 /** The files under `dir`. */
 export function vendorFiles(dir: string): VendorFiles {
-  return { writeLog: path.join(dir, "writes.jsonl"), eventLog: path.join(dir, "events.log"), stateFile: path.join(dir, "changed.flag") };
+  return {
+    writeLog: path.join(dir, "writes.jsonl"),
+    eventLog: path.join(dir, "events.log"),
+    stateFile: path.join(dir, "changed.flag"),
+  };
 }
 
 /** A registry with the mutating vendor as `vendor`; every tool borrowable, so only the pins decide. */
@@ -32,9 +36,20 @@ export function mutatingRegistryDoc(f: VendorFiles, o: { trustNewTools?: boolean
           env: { VENDOR_WRITE_LOG: f.writeLog, VENDOR_EVENT_LOG: f.eventLog, VENDOR_STATE_FILE: f.stateFile },
           credentialEnv: { VENDOR_TOKEN: "{{token}}" },
         },
-        capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }, { name: "user", label: "User", secret: false }] },
+        capture: {
+          strategy: "paste",
+          fields: [
+            { name: "token", label: "Token" },
+            { name: "user", label: "User", secret: false },
+          ],
+        },
         scopes: ["thread", "user", "shared"],
-        tools: { echo: ["borrowable", "read"], write_item: ["borrowable", "write"], change_tools: ["borrowable", "read"], export_all: ["borrowable", "read"] },
+        tools: {
+          echo: ["borrowable", "read"],
+          write_item: ["borrowable", "write"],
+          change_tools: ["borrowable", "read"],
+          export_all: ["borrowable", "read"],
+        },
         ...(o.trustNewTools !== undefined ? { trustNewTools: o.trustNewTools } : {}),
       },
     },
@@ -53,5 +68,9 @@ export function ran(f: VendorFiles): string[] {
 
 /** How many tools/list requests the vendor answered. */
 export function lists(f: VendorFiles): number {
-  return existsSync(f.eventLog) ? readFileSync(f.eventLog, "utf8").split("\n").filter((l) => l === "list").length : 0;
+  return existsSync(f.eventLog)
+    ? readFileSync(f.eventLog, "utf8")
+        .split("\n")
+        .filter((l) => l === "list").length
+    : 0;
 }

@@ -28,7 +28,10 @@ async function vendor(): Promise<{ client: Client; notify: (n: number) => Promis
     await client.close();
     await server.close();
   });
-  return { client, notify: async (n) => void (await Promise.all(Array.from({ length: n }, () => server.sendToolListChanged()))) };
+  return {
+    client,
+    notify: async (n) => void (await Promise.all(Array.from({ length: n }, () => server.sendToolListChanged()))),
+  };
 }
 
 /** A read the test counts and can hold open. */
@@ -155,7 +158,9 @@ describe("re-reading a live vendor's tool list", () => {
     expect(r.observation(client)).toEqual({ kind: "unread" });
 
     const fresh = await vendor();
-    await expect(r.watch(fresh.client, { scope: { teamId: "T1", service: "svc" }, read, stop: async () => void stopped++ })).rejects.toThrow(PoolError);
+    await expect(
+      r.watch(fresh.client, { scope: { teamId: "T1", service: "svc" }, read, stop: async () => void stopped++ }),
+    ).rejects.toThrow(PoolError);
     expect(stopped).toBe(1);
   });
 });

@@ -20,7 +20,15 @@ describe("canonicalJson", () => {
   });
 
   it("is valid JSON that parses back to the same value", () => {
-    const v = { "quote\"key": "line\nbreak", unicode: "é✓", n: -1.5e-7, t: true, f: false, z: null, nested: { e: [], o: {} } };
+    const v = {
+      'quote"key': "line\nbreak",
+      unicode: "é✓",
+      n: -1.5e-7,
+      t: true,
+      f: false,
+      z: null,
+      nested: { e: [], o: {} },
+    };
     expect(JSON.parse(canonicalJson(v))).toEqual(v);
   });
 
@@ -42,7 +50,13 @@ describe("callHash", () => {
 
   it("is a SHA-256 hex digest, stable across key order", () => {
     expect(h).toMatch(/^[0-9a-f]{64}$/);
-    expect(callHash("gitlab", "create_issue", { dryRun: false, issue: { labels: ["a", "b"], title: "T" }, project: "acme/web" })).toBe(h);
+    expect(
+      callHash("gitlab", "create_issue", {
+        dryRun: false,
+        issue: { labels: ["a", "b"], title: "T" },
+        project: "acme/web",
+      }),
+    ).toBe(h);
   });
 
   it("changes when the service, the tool or any argument changes", () => {
@@ -88,14 +102,28 @@ describe("RFC 8785 canonical JSON (canonicalize)", () => {
       }),
       { numRuns: 500 },
     );
-    for (const v of [{ "é": 1, e: 2, "\u{1F600}": 3, "\uFB33": 4 }, [1e21, 1e-7, -0, 0.1 + 0.2, 2 ** 53], "\u2028\u0000\u007f"]) expect(canonicalJson(v)).toBe(v1Json(v));
+    for (const v of [
+      { é: 1, e: 2, "\u{1F600}": 3, "\uFB33": 4 },
+      [1e21, 1e-7, -0, 0.1 + 0.2, 2 ** 53],
+      "\u2028\u0000\u007f",
+    ])
+      expect(canonicalJson(v)).toBe(v1Json(v));
   });
 
   it("matches the RFC 8785 sample's number forms and key order", () => {
     // biome-ignore-start lint/correctness/noPrecisionLoss: RFC 8785's own test vector, written as the RFC prints it
-    expect(canonicalJson({ numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001], "\u20ac": "Euro Sign", "\r": "Carriage Return", "1": "One", "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis" })).toBe(
+    expect(
+      canonicalJson({
+        numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001],
+        "\u20ac": "Euro Sign",
+        "\r": "Carriage Return",
+        "1": "One",
+        "\u0080": "Control",
+        "\u00f6": "Latin Small Letter O With Diaeresis",
+      }),
+    ).toBe(
       '{"\\r":"Carriage Return","1":"One","numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"\u0080":"Control","ö":"Latin Small Letter O With Diaeresis","€":"Euro Sign"}',
-    // biome-ignore-end lint/correctness/noPrecisionLoss: RFC 8785's own test vector, written as the RFC prints it
+      // biome-ignore-end lint/correctness/noPrecisionLoss: RFC 8785's own test vector, written as the RFC prints it
     );
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { borrowable, type BorrowRow } from "../../src/policy/borrow.js";
+import { type BorrowRow, borrowable } from "../../src/policy/borrow.js";
 
 // The borrow rule over every combination of the fields it reads, against an oracle written from
 // the brief's words: another owner's row, in this team, scoped to this thread, or scoped to its

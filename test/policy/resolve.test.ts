@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import type { ToolAccess, ToolClass } from "../../src/config/registry.js";
 import type { PinGate } from "../../src/pinning/policy.js";
 import {
-  pickCandidate,
-  resolveCall,
   type BorrowCandidate,
   type CallDecision,
   type CallFacts,
   type CandidateConnection,
+  pickCandidate,
+  resolveCall,
 } from "../../src/policy/resolve.js";
 
 // An exhaustive table test of the pure policy (brief §3). Every combination of the facts is

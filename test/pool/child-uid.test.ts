@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ALICE, BOB, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { ALICE, BOB, type Harness, makeHarness, mcpCall } from "../integration/broker-harness.js";
 import { hostileRegistryDoc } from "../integration/hostile-registry.js";
 import { isAlive, processesReferencing, waitDead } from "../support/proc.js";
 
@@ -22,14 +22,20 @@ describe("per-child uid", () => {
   });
 
   it("gives each live child its own uid and keeps it out of the other's /proc environ", async () => {
-    h = await makeHarness({ pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500, childUidBase: 61_000 } });
+    h = await makeHarness({
+      pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500, childUidBase: 61_000 },
+    });
     const a = await h.connect(ALICE);
     const b = await h.connect(BOB);
     const s = await h.session();
     s.turn.user = ALICE;
-    const ea = JSON.parse((await mcpCall(s.client, { tool: "env_dump", on_behalf_of: ALICE })).text.split("\n")[0]!) as { uid: number };
+    const ea = JSON.parse(
+      (await mcpCall(s.client, { tool: "env_dump", on_behalf_of: ALICE })).text.split("\n")[0]!,
+    ) as { uid: number };
     s.turn.user = BOB;
-    const eb = JSON.parse((await mcpCall(s.client, { tool: "env_dump", on_behalf_of: BOB })).text.split("\n")[0]!) as { uid: number };
+    const eb = JSON.parse((await mcpCall(s.client, { tool: "env_dump", on_behalf_of: BOB })).text.split("\n")[0]!) as {
+      uid: number;
+    };
     const uids = [ea.uid, eb.uid];
     expect(uids.every((u) => u >= 61_000 && u < 61_004)).toBe(true);
     expect(new Set(uids).size).toBe(2);
@@ -42,7 +48,11 @@ describe("per-child uid", () => {
     expect(status).toMatch(new RegExp(`^Uid:\\s+${eb.uid}\\s`, "m"));
     // A compromised vendor B runs arbitrary code as B's uid: prove that uid cannot read A's environ.
     const { spawnSync } = await import("node:child_process");
-    const peek = spawnSync(process.execPath, ["-e", `require("fs").readFileSync("/proc/${pidA}/environ")`], { uid: eb.uid, gid: eb.uid, encoding: "utf8" });
+    const peek = spawnSync(process.execPath, ["-e", `require("fs").readFileSync("/proc/${pidA}/environ")`], {
+      uid: eb.uid,
+      gid: eb.uid,
+      encoding: "utf8",
+    });
     expect(peek.status).not.toBe(0);
     expect(peek.stderr).toMatch(/EACCES|EPERM/);
   });
@@ -51,11 +61,19 @@ describe("per-child uid", () => {
     const logDir = mkdtempSync(path.join(os.tmpdir(), "slaude-uid-"));
     chmodSync(logDir, 0o777); // the vendor writes its event log there under its own uid
     try {
-      h = await makeHarness({ registryDoc: hostileRegistryDoc(path.join(logDir, "events.log")), pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500, childUidBase: 61_100 } });
+      h = await makeHarness({
+        registryDoc: hostileRegistryDoc(path.join(logDir, "events.log")),
+        pool: { maxChildren: 4, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500, childUidBase: 61_100 },
+      });
       const { connection, token } = await h.connect(ALICE, { service: "hostile" });
       const s = await h.session();
       s.turn.user = ALICE;
-      const d = await mcpCall(s.client, { service: "hostile", tool: "daemonize", args: { stay: true, scrub: true }, on_behalf_of: ALICE });
+      const d = await mcpCall(s.client, {
+        service: "hostile",
+        tool: "daemonize",
+        args: { stay: true, scrub: true },
+        on_behalf_of: ALICE,
+      });
       expect(d.structured.status, d.text).toBe("ok");
       const grandchild = (JSON.parse(d.text.split("\n")[0]!) as { grandchild: number }).grandchild;
       try {

@@ -56,7 +56,9 @@ export class FakeLauncher implements VendorLauncher {
     const failure = this.failures.shift();
     if (failure) throw failure;
     const server = new McpServer({ name: "fake-vendor", version: "1" });
-    server.registerTool("echo", { inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text }] }));
+    server.registerTool("echo", { inputSchema: { text: z.string() } }, async ({ text }) => ({
+      content: [{ type: "text", text }],
+    }));
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(b);
     const client = new Client({ name: "pool-test", version: "1" });
@@ -76,13 +78,27 @@ export class FakeLauncher implements VendorLauncher {
       vendor.stopped ??= how;
       await client.close();
     };
-    return { client, kind: "stdio", pid: undefined, close: () => stop("close"), kill: () => stop("kill"), onClosed: (cb) => (closed = cb) };
+    return {
+      client,
+      kind: "stdio",
+      pid: undefined,
+      close: () => stop("close"),
+      kill: () => stop("kill"),
+      onClosed: (cb) => (closed = cb),
+    };
   }
 }
 
 /** The service every fake lease is for. */
 export const FAKE_SERVICE: Service = parseRegistry(
-  { services: { fake: { transport: { type: "stdio", command: "/bin/false", credentialEnv: { TOKEN: "{{token}}" } }, capture: { strategy: "paste" } } } },
+  {
+    services: {
+      fake: {
+        transport: { type: "stdio", command: "/bin/false", credentialEnv: { TOKEN: "{{token}}" } },
+        capture: { strategy: "paste" },
+      },
+    },
+  },
   "fake-registry",
 ).get("fake")!;
 
@@ -106,5 +122,11 @@ export function leaseOf(id: string, version = "v1", teamId = "T1"): PoolLease {
     endedAt: null,
     endedReason: null,
   };
-  return { connection, service: FAKE_SERVICE, version, redactor: new Redactor([]), secrets: () => ({ kind: "env", env: { TOKEN: `token-${id}-${version}` } }) };
+  return {
+    connection,
+    service: FAKE_SERVICE,
+    version,
+    redactor: new Redactor([]),
+    secrets: () => ({ kind: "env", env: { TOKEN: `token-${id}-${version}` } }),
+  };
 }

@@ -1,6 +1,12 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { FRAME_TRUNCATED_META, FrameReader, frameTruncatedBytes, oversizedResponse, type Frame } from "../../src/pool/frame-reader.js";
+import {
+  FRAME_TRUNCATED_META,
+  type Frame,
+  FrameReader,
+  frameTruncatedBytes,
+  oversizedResponse,
+} from "../../src/pool/frame-reader.js";
 
 // The stdout framing of vendor children: lines within the cap parse as before; a line over the cap
 // streams past keeping only its ends, and a tools/call result becomes a truncated answer to its id.
@@ -15,15 +21,27 @@ function feed(reader: FrameReader, text: string, chunk = 1000): Frame[] {
 describe("FrameReader", () => {
   it("parses lines split across chunks and several lines in one chunk", () => {
     const a = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { content: [] } });
-    const b = JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } });
+    const b = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 1, progress: 1 },
+    });
     const frames = feed(new FrameReader(1024), `${a}\n${b}\r\n${a}\n`, 7);
-    expect(frames.map((f) => (f.kind === "message" ? ("id" in f.message ? f.message.id : "note") : "over"))).toEqual([1, "note", 1]);
+    expect(frames.map((f) => (f.kind === "message" ? ("id" in f.message ? f.message.id : "note") : "over"))).toEqual([
+      1,
+      "note",
+      1,
+    ]);
   });
 
   it("a result over the cap (SDK key order, id last) answers its id with the start of its text", () => {
     const text = `HEAD "quoted" \\ é ${"y".repeat(300_000)}`;
     const line = JSON.stringify({ result: { content: [{ type: "text", text }] }, jsonrpc: "2.0", id: 42 });
-    const frames = feed(new FrameReader(100_000), `${line}\n${JSON.stringify({ jsonrpc: "2.0", id: 43, result: { content: [] } })}\n`, 65_536);
+    const frames = feed(
+      new FrameReader(100_000),
+      `${line}\n${JSON.stringify({ jsonrpc: "2.0", id: 43, result: { content: [] } })}\n`,
+      65_536,
+    );
     expect(frames).toHaveLength(2);
     const over = frames[0]!;
     if (over.kind !== "oversized") throw new Error("expected an oversized frame");
@@ -58,7 +76,11 @@ describe("FrameReader", () => {
   });
 
   it("a vendor cannot mark its own result as cut from an oversized frame", () => {
-    const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { content: [], _meta: { [FRAME_TRUNCATED_META]: { bytes: 1e9 }, other: 1 } } });
+    const line = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { content: [], _meta: { [FRAME_TRUNCATED_META]: { bytes: 1e9 }, other: 1 } },
+    });
     const [f] = feed(new FrameReader(10_000), `${line}\n`);
     if (f?.kind !== "message" || !("result" in f.message)) throw new Error("expected a result");
     expect(f.message.result._meta).toEqual({ other: 1 });

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { PoolError } from "../../src/pool/errors.js";
-import { VendorPool, type PoolOptions } from "../../src/pool/pool.js";
+import { type PoolOptions, VendorPool } from "../../src/pool/pool.js";
 import { FakeLauncher, leaseOf } from "./fake-launcher.js";
 
 // The pool's bookkeeping on the in-memory launcher and a manual clock: the cap, idle reaping,
@@ -13,7 +13,12 @@ import { FakeLauncher, leaseOf } from "./fake-launcher.js";
 function setup(o: Partial<PoolOptions> = {}) {
   const clock = new ManualClock();
   const launcher = new FakeLauncher();
-  const pool = new VendorPool(launcher, { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 30_000, ...o }, clock, memoryLogger("warn"));
+  const pool = new VendorPool(
+    launcher,
+    { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 30_000, ...o },
+    clock,
+    memoryLogger("warn"),
+  );
   /** Starts a call on `id` that holds its lease until `release()`; `order` records when each call ran. */
   const order: string[] = [];
   const hold = (id: string, version = "v1") => {
@@ -40,13 +45,23 @@ describe("pool bookkeeping (in-memory launcher)", () => {
     await vi.waitFor(() => expect(launcher.live()).toHaveLength(2));
     const c = run("C");
     await waiting(pool, 1);
-    expect(launcher.live().map((v) => v.connectionId).sort()).toEqual(["A", "B"]);
+    expect(
+      launcher
+        .live()
+        .map((v) => v.connectionId)
+        .sort(),
+    ).toEqual(["A", "B"]);
     // A second call on A joins its live vendor: no slot needed, no wait.
     await run("A");
     expect(launcher.spawnsOf("A")).toBe(1);
     a.release();
     await c;
-    expect(launcher.live().map((v) => v.connectionId).sort()).toEqual(["B", "C"]);
+    expect(
+      launcher
+        .live()
+        .map((v) => v.connectionId)
+        .sort(),
+    ).toEqual(["B", "C"]);
     expect(pool.stats()).toMatchObject({ live: 2, spawned: 3, waiting: 0 });
     b.release();
     await Promise.all([a.done, b.done]);

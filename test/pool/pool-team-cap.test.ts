@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { memoryLogger } from "../../src/log/logger.js";
 import type { LimitKind } from "../../src/limits/limit-kind.js";
+import { memoryLogger } from "../../src/log/logger.js";
 import { noMetrics } from "../../src/metrics/metrics.js";
 import { PoolError } from "../../src/pool/errors.js";
 import { VendorPool } from "../../src/pool/pool.js";
@@ -53,7 +53,12 @@ describe("vendors per team", () => {
     a1.release();
     await a3;
     expect(order).toEqual(["A1", "A2", "B1", "B2", "A3"]);
-    expect(launcher.live().map((v) => v.connectionId).sort()).toEqual(["A2", "A3", "B1", "B2"]);
+    expect(
+      launcher
+        .live()
+        .map((v) => v.connectionId)
+        .sort(),
+    ).toEqual(["A2", "A3", "B1", "B2"]);
     a2.release();
     await Promise.all([a1.done, a2.done]);
   });
@@ -65,7 +70,12 @@ describe("vendors per team", () => {
     await run("A2", "TA");
     await run("A3", "TA");
     // B1 is the least recently used idle vendor of the pool, but A may only make room among its own.
-    expect(launcher.live().map((v) => v.connectionId).sort()).toEqual(["A2", "A3", "B1"]);
+    expect(
+      launcher
+        .live()
+        .map((v) => v.connectionId)
+        .sort(),
+    ).toEqual(["A2", "A3", "B1"]);
     expect(launcher.started.find((v) => v.connectionId === "A1")?.stopped).toBe("close");
   });
 

@@ -4,12 +4,30 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { describe, expect, it, vi, type TestContext } from "vitest";
-import { ChildLedger, processStartTicks } from "../../src/pool/child-ledger.js";
+import { describe, expect, it, type TestContext, vi } from "vitest";
 import type { BrokerOptions } from "../../src/app/broker-factory.js";
+import { ChildLedger, processStartTicks } from "../../src/pool/child-ledger.js";
 import { VENDOR_STDIO_PATH } from "../fixtures/paths.js";
-import { ALICE, BOB, THREAD, TSX_LOADER, fixtureRegistryDoc, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
-import { envOf, groupMembers, groupsReferencing, isAlive, processGroup, processesReferencing, waitDead, waitFor } from "../support/proc.js";
+import {
+  ALICE,
+  BOB,
+  fixtureRegistryDoc,
+  type Harness,
+  makeHarness,
+  mcpCall,
+  THREAD,
+  TSX_LOADER,
+} from "../integration/broker-harness.js";
+import {
+  envOf,
+  groupMembers,
+  groupsReferencing,
+  isAlive,
+  processesReferencing,
+  processGroup,
+  waitDead,
+  waitFor,
+} from "../support/proc.js";
 
 // The vendor pool with real child processes: lazy spawn, reuse, per-thread isolation, idle reaping,
 // the LRU cap, crash/hang handling, process-group kills, the crash ledger, private HOME/TMPDIR,
@@ -22,7 +40,13 @@ const THREAD2 = inChannel("1700000000.000200");
 const THREAD3 = inChannel("1700000000.000300");
 
 type PoolOpts = NonNullable<BrokerOptions["pool"]>;
-const poolOpts = (o: PoolOpts = {}): PoolOpts => ({ maxChildren: 8, idleMs: 60_000, acquireTimeoutMs: 5_000, stopGraceMs: 500, ...o });
+const poolOpts = (o: PoolOpts = {}): PoolOpts => ({
+  maxChildren: 8,
+  idleMs: 60_000,
+  acquireTimeoutMs: 5_000,
+  stopGraceMs: 500,
+  ...o,
+});
 
 /** A harness closed when the test ends (pass or fail). */
 async function harness(ctx: TestContext, opts: Parameters<typeof makeHarness>[0] = {}): Promise<Harness> {
@@ -127,7 +151,11 @@ describe.concurrent("idle reaping and the cap", () => {
     const s = await sessionAs(h, ALICE);
     let progressed!: () => void;
     const firstProgress = new Promise<void>((r) => (progressed = r));
-    const call = mcpCall(s.client, { tool: "slow", args: { steps: 10, delayMs: 150 }, on_behalf_of: ALICE }, { onprogress: () => progressed() });
+    const call = mcpCall(
+      s.client,
+      { tool: "slow", args: { steps: 10, delayMs: 150 }, on_behalf_of: ALICE },
+      { onprogress: () => progressed() },
+    );
     await firstProgress;
     const pid = h.broker.pool.pidOf(connection.id)!;
     expect(h.broker.pool.stats().leased).toBe(1);
@@ -148,7 +176,11 @@ describe.concurrent("idle reaping and the cap", () => {
     const c1 = await h.connect(ALICE, { thread: THREAD });
     const c2 = await h.connect(ALICE, { thread: THREAD2 });
     const c3 = await h.connect(ALICE, { thread: THREAD3 });
-    const [s1, s2, s3] = await Promise.all([sessionAs(h, ALICE, THREAD), sessionAs(h, ALICE, THREAD2), sessionAs(h, ALICE, THREAD3)]);
+    const [s1, s2, s3] = await Promise.all([
+      sessionAs(h, ALICE, THREAD),
+      sessionAs(h, ALICE, THREAD2),
+      sessionAs(h, ALICE, THREAD3),
+    ]);
     let maxLive = 0;
     const sampler = setInterval(() => {
       const st = h.broker.pool.stats();
@@ -189,7 +221,11 @@ describe.concurrent("idle reaping and the cap", () => {
     let progressed!: () => void;
     const firstProgress = new Promise<void>((r) => (progressed = r));
     const ac = new AbortController();
-    const long = mcpCall(sa.client, { tool: "slow", args: { steps: 100, delayMs: 100 }, on_behalf_of: ALICE }, { onprogress: () => progressed(), signal: ac.signal });
+    const long = mcpCall(
+      sa.client,
+      { tool: "slow", args: { steps: 100, delayMs: 100 }, on_behalf_of: ALICE },
+      { onprogress: () => progressed(), signal: ac.signal },
+    );
     await firstProgress;
     const pending = mcpCall(sb.client, { tool: "echo", args: { text: "b" }, on_behalf_of: BOB });
     await vi.waitFor(() => expect(h.broker.pool.stats().waiting).toBe(1), { timeout: 30_000 });
@@ -220,7 +256,7 @@ describe.concurrent("misbehaving vendors", () => {
     const s = await sessionAs(h, ALICE);
     await mcpCall(s.client, { tool: "echo", args: { text: "x" }, on_behalf_of: ALICE });
     const pid1 = h.broker.pool.pidOf(connection.id)!;
-    const home = envOf(pid1)["HOME"]!;
+    const home = envOf(pid1).HOME!;
     expect(existsSync(home)).toBe(true);
     const crashed = await mcpCall(s.client, { tool: "crash", on_behalf_of: ALICE });
     expect(crashed.isError).toBe(true);
@@ -285,7 +321,7 @@ describe.concurrent("misbehaving vendors", () => {
     const r = await mcpCall(s.client, { tool: "spawn_grandchild", on_behalf_of: ALICE });
     const grandchild = firstJson<{ pid: number }>(r.text).pid;
     const pid = h.broker.pool.pidOf(connection.id)!;
-    expect(envOf(pid)["VENDOR_IGNORE_SIGTERM"]).toBe("1");
+    expect(envOf(pid).VENDOR_IGNORE_SIGTERM).toBe("1");
     expect(readFileSync(events, "utf8")).toContain(`start ${pid}`);
     h.clock.advance(1);
     const t0 = Date.now();
@@ -299,7 +335,10 @@ describe.concurrent("misbehaving vendors", () => {
 
 describe.concurrent("shutdown and crash recovery", () => {
   it("leaves zero processes behind after close: children, grandchildren, a hung call and all", async (ctx) => {
-    const h = await makeHarness({ registryDoc: fixtureRegistryDoc({ VENDOR_IGNORE_SIGTERM: "1" }), pool: poolOpts({ stopGraceMs: 200 }) });
+    const h = await makeHarness({
+      registryDoc: fixtureRegistryDoc({ VENDOR_IGNORE_SIGTERM: "1" }),
+      pool: poolOpts({ stopGraceMs: 200 }),
+    });
     let closed = false;
     ctx.onTestFinished(async () => {
       if (!closed) await h.close();
@@ -310,10 +349,16 @@ describe.concurrent("shutdown and crash recovery", () => {
     const r = await mcpCall(sa.client, { tool: "spawn_grandchild", on_behalf_of: ALICE });
     const grandchild = firstJson<{ pid: number }>(r.text).pid;
     const hung = mcpCall(sb.client, { tool: "hang", on_behalf_of: BOB }).catch(() => undefined);
-    expect(await waitFor(() => h.broker.pool.stats().leased === 1 && h.broker.pool.pidOf(b.connection.id) !== undefined)).toBe(true);
+    expect(
+      await waitFor(() => h.broker.pool.stats().leased === 1 && h.broker.pool.pidOf(b.connection.id) !== undefined),
+    ).toBe(true);
     const pids = [h.broker.pool.pidOf(a.connection.id)!, h.broker.pool.pidOf(b.connection.id)!, grandchild];
     // The scan sees them while they run (so a zero later means something).
-    expect(processesReferencing([h.dir, VENDOR_STDIO_PATH]).filter((p) => pids.includes(p)).sort()).toEqual([...pids].sort());
+    expect(
+      processesReferencing([h.dir, VENDOR_STDIO_PATH])
+        .filter((p) => pids.includes(p))
+        .sort(),
+    ).toEqual([...pids].sort());
     await h.close();
     closed = true;
     await hung;
@@ -359,8 +404,18 @@ describe.concurrent("shutdown and crash recovery", () => {
     for (const b of bystanders) killAtEnd(b);
     expect(await waitFor(() => bystanders.every((b) => processStartTicks(b) !== undefined))).toBe(true);
     const [later, earlier] = bystanders as [number, number];
-    writeFileSync(path.join(ledgerDir, `${later}.json`), JSON.stringify({ pid: later, startTicks: processStartTicks(later)! - 1, connectionId: "conn_reused_later" }));
-    writeFileSync(path.join(ledgerDir, `${earlier}.json`), JSON.stringify({ pid: earlier, startTicks: processStartTicks(earlier)! + 1, connectionId: "conn_reused_earlier" }));
+    writeFileSync(
+      path.join(ledgerDir, `${later}.json`),
+      JSON.stringify({ pid: later, startTicks: processStartTicks(later)! - 1, connectionId: "conn_reused_later" }),
+    );
+    writeFileSync(
+      path.join(ledgerDir, `${earlier}.json`),
+      JSON.stringify({
+        pid: earlier,
+        startTicks: processStartTicks(earlier)! + 1,
+        connectionId: "conn_reused_earlier",
+      }),
+    );
     // A record torn by a crash mid-write is dropped, not trusted.
     writeFileSync(path.join(ledgerDir, "999999.json"), '{"pid": 9');
 
@@ -393,8 +448,8 @@ describe.concurrent("child environment, cancellation and progress", () => {
       [da, a.connection.id],
       [db, b.connection.id],
     ] as const) {
-      expect(d.env["HOME"]).toBe(d.homedir);
-      expect(d.env["TMPDIR"]).toBe(d.tmpdir);
+      expect(d.env.HOME).toBe(d.homedir);
+      expect(d.env.TMPDIR).toBe(d.tmpdir);
       expect(d.cwd).toBe(d.homedir);
       expect(path.dirname(path.dirname(d.homedir))).toBe(vendors);
       expect(path.basename(path.dirname(d.homedir)).startsWith(`${id}-`)).toBe(true);
@@ -418,13 +473,20 @@ describe.concurrent("child environment, cancellation and progress", () => {
     const dir = tempDir(ctx);
     const events = path.join(dir, "events.log");
     // A call timeout far beyond the test, so only the client's abort can cancel the vendor's call.
-    const h = await harness(ctx, { registryDoc: fixtureRegistryDoc({ VENDOR_EVENT_LOG: events }), callTimeoutMs: 120_000 });
+    const h = await harness(ctx, {
+      registryDoc: fixtureRegistryDoc({ VENDOR_EVENT_LOG: events }),
+      callTimeoutMs: 120_000,
+    });
     const { connection } = await h.connect(ALICE);
     const s = await sessionAs(h, ALICE);
     const ac = new AbortController();
     let progressed!: () => void;
     const firstProgress = new Promise<void>((r) => (progressed = r));
-    const call = mcpCall(s.client, { tool: "slow", args: { steps: 300, delayMs: 100 }, on_behalf_of: ALICE }, { signal: ac.signal, onprogress: () => progressed() });
+    const call = mcpCall(
+      s.client,
+      { tool: "slow", args: { steps: 300, delayMs: 100 }, on_behalf_of: ALICE },
+      { signal: ac.signal, onprogress: () => progressed() },
+    );
     await firstProgress;
     const pid = h.broker.pool.pidOf(connection.id)!;
     ac.abort();
@@ -432,7 +494,12 @@ describe.concurrent("child environment, cancellation and progress", () => {
     const cancelled = () => (existsSync(events) ? readFileSync(events, "utf8") : "");
     expect(await waitFor(() => /^cancelled /m.test(cancelled()), 5_000)).toBe(true);
     // The broker records the call as cancelled.
-    expect(await waitForAsync(async () => (await h.store.audit.query({ event: "call" })).some((e) => e.errorCode === "cancelled"), 5_000)).toBe(true);
+    expect(
+      await waitForAsync(
+        async () => (await h.store.audit.query({ event: "call" })).some((e) => e.errorCode === "cancelled"),
+        5_000,
+      ),
+    ).toBe(true);
     expect(isAlive(pid)).toBe(true);
     const again = await mcpCall(s.client, { tool: "echo", args: { text: "still here" }, on_behalf_of: ALICE });
     expect(again.text).toContain("still here");
@@ -444,7 +511,11 @@ describe.concurrent("child environment, cancellation and progress", () => {
     await h.connect(ALICE);
     const s = await sessionAs(h, ALICE);
     const seen: { progress: number; total?: number | undefined; message?: string | undefined }[] = [];
-    const r = await mcpCall(s.client, { tool: "slow", args: { steps: 3, delayMs: 60 }, on_behalf_of: ALICE }, { onprogress: (p) => seen.push(p) });
+    const r = await mcpCall(
+      s.client,
+      { tool: "slow", args: { steps: 3, delayMs: 60 }, on_behalf_of: ALICE },
+      { onprogress: (p) => seen.push(p) },
+    );
     expect(r.text).toContain("done");
     expect(seen.map((p) => p.progress)).toEqual([1, 2, 3]);
     expect(seen.every((p) => p.total === 3)).toBe(true);
@@ -467,7 +538,7 @@ async function startDetachedVendor(dir: string): Promise<{ pid: number; grandchi
     detached: true,
     stdio: ["pipe", "pipe", "ignore"],
     cwd: dir,
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: dir, TMPDIR: dir, VENDOR_IGNORE_SIGTERM: "1" },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, TMPDIR: dir, VENDOR_IGNORE_SIGTERM: "1" },
   });
   const grandchild = await spawnGrandchildOver(child);
   return {
@@ -504,10 +575,14 @@ async function spawnGrandchildOver(child: ReturnType<typeof spawn>): Promise<num
   const request = (id: number, method: string, params: unknown) =>
     new Promise<Response>((resolve) => {
       responses.set(id, resolve);
-      child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+      child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
     });
-  await request(1, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "ledger-test", version: "1" } });
-  child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
+  await request(1, "initialize", {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "ledger-test", version: "1" },
+  });
+  child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
   const r = await request(2, "tools/call", { name: "spawn_grandchild", arguments: {} });
   lines.close();
   return (JSON.parse(r.result?.content?.[0]?.text ?? "{}") as { pid: number }).pid;

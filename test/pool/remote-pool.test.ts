@@ -8,8 +8,8 @@ import { Redactor } from "../../src/hygiene/redact.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { ChildLedger } from "../../src/pool/child-ledger.js";
 import { ProductionLauncher } from "../../src/pool/launcher.js";
-import { VendorPool, type PoolLease } from "../../src/pool/pool.js";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
+import { type PoolLease, VendorPool } from "../../src/pool/pool.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
 import { FakeLauncher, leaseOf } from "./fake-launcher.js";
 
 // The pool with remote vendors: a lost session leaves the pool by itself (the next lease opens a
@@ -28,11 +28,29 @@ afterEach(async () => {
 
 function remoteLease(url: string, token: string): PoolLease {
   const service = parseRegistry(
-    { services: { remote: { transport: { type: "http", url, protocol: "streamable-http", credentialHeader: { name: "Authorization", value: "Bearer {{token}}" } }, capture: { strategy: "paste" } } } },
+    {
+      services: {
+        remote: {
+          transport: {
+            type: "http",
+            url,
+            protocol: "streamable-http",
+            credentialHeader: { name: "Authorization", value: "Bearer {{token}}" },
+          },
+          capture: { strategy: "paste" },
+        },
+      },
+    },
     "remote-pool-test",
   ).get("remote")!;
   const base = leaseOf("R1");
-  return { ...base, connection: { ...base.connection, service: "remote" }, service, secrets: () => ({ kind: "header", name: "Authorization", value: `Bearer ${token}` }), redactor: new Redactor([token]) };
+  return {
+    ...base,
+    connection: { ...base.connection, service: "remote" },
+    service,
+    secrets: () => ({ kind: "header", name: "Authorization", value: `Bearer ${token}` }),
+    redactor: new Redactor([token]),
+  };
 }
 
 describe("the pool with remote vendors", () => {
@@ -43,7 +61,13 @@ describe("the pool with remote vendors", () => {
     dirs.push(dir);
     const clock = new ManualClock();
     const log = memoryLogger("debug");
-    const launcher = new ProductionLauncher({ baseEnv: {}, runDir: path.join(dir, "vendors"), ledger: new ChildLedger(path.join(dir, "children")), clock, log });
+    const launcher = new ProductionLauncher({
+      baseEnv: {},
+      runDir: path.join(dir, "vendors"),
+      ledger: new ChildLedger(path.join(dir, "children")),
+      clock,
+      log,
+    });
     const pool = new VendorPool(launcher, { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 }, clock, log);
     pools.push(pool);
     const lease = remoteLease(v.url, "tok");
@@ -53,7 +77,9 @@ describe("the pool with remote vendors", () => {
     await v.forgetSessions();
     await expect(whoami()).rejects.toThrow();
     await vi.waitFor(() => expect(pool.has("R1")).toBe(false));
-    expect(log.lines.some((l) => l.includes("remote vendor session lost") && l.includes("session_not_found"))).toBe(true);
+    expect(log.lines.some((l) => l.includes("remote vendor session lost") && l.includes("session_not_found"))).toBe(
+      true,
+    );
 
     expect((await whoami()).content).toEqual([{ type: "text", text: "alice" }]);
     expect(pool.stats().spawned).toBe(2);
@@ -61,13 +87,20 @@ describe("the pool with remote vendors", () => {
 
   it("failing calls do not reset the idle timer: a vendor with no call that worked for idleMs is reaped", async () => {
     const clock = new ManualClock();
-    const pool = new VendorPool(new FakeLauncher(), { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 }, clock, memoryLogger("warn"));
+    const pool = new VendorPool(
+      new FakeLauncher(),
+      { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 },
+      clock,
+      memoryLogger("warn"),
+    );
     pools.push(pool);
     await pool.withLease(leaseOf("A"), async () => {});
     // An agent retrying every 20 s; every call fails.
     for (let i = 0; i < 3; i++) {
       clock.advance(20_000);
-      await expect(pool.withLease(leaseOf("A"), async () => Promise.reject(new Error("broken")))).rejects.toThrow("broken");
+      await expect(pool.withLease(leaseOf("A"), async () => Promise.reject(new Error("broken")))).rejects.toThrow(
+        "broken",
+      );
     }
     expect(await pool.reapIdle()).toBe(1);
     expect(pool.has("A")).toBe(false);
@@ -75,7 +108,12 @@ describe("the pool with remote vendors", () => {
 
   it("a call that worked keeps the vendor: it is reaped idleMs after that call, not before", async () => {
     const clock = new ManualClock();
-    const pool = new VendorPool(new FakeLauncher(), { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 }, clock, memoryLogger("warn"));
+    const pool = new VendorPool(
+      new FakeLauncher(),
+      { maxChildren: 2, idleMs: 60_000, acquireTimeoutMs: 5_000 },
+      clock,
+      memoryLogger("warn"),
+    );
     pools.push(pool);
     await pool.withLease(leaseOf("A"), async () => {});
     clock.advance(50_000);

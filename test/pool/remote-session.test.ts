@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
 import { SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { connectRemote, failureClass, httpStatusOf, type RemoteSession } from "../../src/pool/remote.js";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
 
 // A remote vendor's session and how it is lost, against a real MCP server on loopback that is
 // stopped and started again on the same port: the SDK's transports keep the dead session (a POST
@@ -13,13 +13,19 @@ const headers = { Authorization: `Bearer ${TOKEN}` };
 const vendors: RemoteVendor[] = [];
 const sessions: RemoteSession[] = [];
 
-async function vendor(o: { standaloneStream?: boolean; sse?: boolean; streamable?: boolean } = {}): Promise<RemoteVendor> {
+async function vendor(
+  o: { standaloneStream?: boolean; sse?: boolean; streamable?: boolean } = {},
+): Promise<RemoteVendor> {
   const v = await startRemoteVendor({ tokens: { [TOKEN]: "alice" }, ...o });
   vendors.push(v);
   return v;
 }
 
-async function open(url: string, protocol: "streamable-http" | "sse" | "auto" = "streamable-http", h: Record<string, string> = headers): Promise<RemoteSession & { closed: Promise<void> }> {
+async function open(
+  url: string,
+  protocol: "streamable-http" | "sse" | "auto" = "streamable-http",
+  h: Record<string, string> = headers,
+): Promise<RemoteSession & { closed: Promise<void> }> {
   const s = await connectRemote({ url: new URL(url), protocol, headers: h, initializeTimeoutMs: 10_000 });
   sessions.push(s);
   const closed = new Promise<void>((r) => (s.client.onclose = r));
@@ -104,18 +110,37 @@ describe("remote sessions (real server on loopback)", () => {
   it("a 401 at connect carries its status, for Streamable HTTP and for SSE", async () => {
     const v = await vendor({ sse: true });
     const wrong = { Authorization: "Bearer not-a-token" };
-    const e1 = await connectRemote({ url: new URL(v.url), protocol: "streamable-http", headers: wrong, initializeTimeoutMs: 10_000 }).catch((e: unknown) => e);
+    const e1 = await connectRemote({
+      url: new URL(v.url),
+      protocol: "streamable-http",
+      headers: wrong,
+      initializeTimeoutMs: 10_000,
+    }).catch((e: unknown) => e);
     expect(httpStatusOf(e1)).toBe(401);
     expect(failureClass(e1)).toBe("http_401");
-    const e2 = await connectRemote({ url: new URL(v.sseUrl), protocol: "sse", headers: wrong, initializeTimeoutMs: 10_000 }).catch((e: unknown) => e);
+    const e2 = await connectRemote({
+      url: new URL(v.sseUrl),
+      protocol: "sse",
+      headers: wrong,
+      initializeTimeoutMs: 10_000,
+    }).catch((e: unknown) => e);
     expect(httpStatusOf(e2)).toBe(401);
   });
 
   it("failure classes carry no vendor text", () => {
     const body = "secret-looking body text";
-    expect(failureClass(new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${body}`, { status: 503, text: body }))).toBe("http_503");
+    expect(
+      failureClass(
+        new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${body}`, {
+          status: 503,
+          text: body,
+        }),
+      ),
+    ).toBe("http_503");
     expect(failureClass(new Error(`Error POSTing to endpoint (HTTP 404): ${body}`))).toBe("session_not_found");
-    expect(failureClass(new TypeError("fetch failed", { cause: Object.assign(new Error(body), { code: "ECONNRESET" }) }))).toBe("ECONNRESET");
+    expect(
+      failureClass(new TypeError("fetch failed", { cause: Object.assign(new Error(body), { code: "ECONNRESET" }) })),
+    ).toBe("ECONNRESET");
     expect(failureClass(new Error(body))).toBe("transport_error");
   });
 });

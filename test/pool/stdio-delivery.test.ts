@@ -17,13 +17,20 @@ afterEach(() => {
 it("delivers progress read in one chunk with the result before the result", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-burst-"));
   dirs.push(dir);
-  const transport = new GroupStdioTransport({ command: process.execPath, args: [BURST_VENDOR], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: dir });
+  const transport = new GroupStdioTransport({
+    command: process.execPath,
+    args: [BURST_VENDOR],
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    cwd: dir,
+  });
   const client = new Client({ name: "burst-test", version: "1" });
   await client.connect(transport);
   try {
     for (let round = 0; round < 5; round++) {
       const seen: number[] = [];
-      const r = await client.callTool({ name: "burst", arguments: {} }, undefined, { onprogress: (p) => seen.push(p.progress) });
+      const r = await client.callTool({ name: "burst", arguments: {} }, undefined, {
+        onprogress: (p) => seen.push(p.progress),
+      });
       expect(r.content).toEqual([{ type: "text", text: "done" }]);
       expect(seen).toEqual([1, 2, 3]);
     }

@@ -1,8 +1,8 @@
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { describe, expect, it, type TestContext } from "vitest";
-import { listAllTools, TOOL_LIST_LIMITS, type ToolListLimits } from "../../src/pool/tool-paging.js";
 import { PoolError } from "../../src/pool/errors.js";
+import { listAllTools, TOOL_LIST_LIMITS, type ToolListLimits } from "../../src/pool/tool-paging.js";
 import { HOSTILE_VENDOR_ARGS } from "../fixtures/paths.js";
 
 // listAllTools against the hostile fixture vendor as a real child: every limit (pages, tools, bytes,
@@ -10,7 +10,9 @@ import { HOSTILE_VENDOR_ARGS } from "../fixtures/paths.js";
 
 async function hostile(ctx: TestContext, env: Record<string, string>): Promise<Client> {
   const client = new Client({ name: "paging-test", version: "1" });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [...HOSTILE_VENDOR_ARGS], env, stderr: "ignore" }));
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: [...HOSTILE_VENDOR_ARGS], env, stderr: "ignore" }),
+  );
   ctx.onTestFinished(() => client.close());
   return client;
 }
@@ -43,11 +45,15 @@ describe.concurrent("tools/list paging limits", () => {
   });
 
   it("stops at the first repeated cursor", async (ctx) => {
-    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "repeat" }), limits()))).toContain("repeated cursor");
+    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "repeat" }), limits()))).toContain(
+      "repeated cursor",
+    );
   });
 
   it("stops a page over the byte limit", async (ctx) => {
-    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "huge" }), limits()))).toContain(`${TOOL_LIST_LIMITS.maxBytes} bytes`);
+    expect(await misbehaved(listAllTools(await hostile(ctx, { HOSTILE_TOOLS_LIST: "huge" }), limits()))).toContain(
+      `${TOOL_LIST_LIMITS.maxBytes} bytes`,
+    );
   });
 
   it("stops at the tool-count limit", async (ctx) => {

@@ -6,11 +6,11 @@ import { ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry, type Service } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { ChildLedger } from "../../src/pool/child-ledger.js";
-import { ProductionLauncher, type VendorHandle } from "../../src/pool/launcher.js";
 import { PoolError } from "../../src/pool/errors.js";
-import { startRemoteVendor, type RemoteVendor } from "../fixtures/remote-vendor.js";
-import { startV2RemoteVendor, type V2RemoteVendor } from "../fixtures/v2-remote-vendor.js";
+import { ProductionLauncher, type VendorHandle } from "../../src/pool/launcher.js";
 import { V2_STDIO_VENDOR_ARGS, VENDOR_STDIO_ARGS } from "../fixtures/paths.js";
+import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
+import { startV2RemoteVendor, type V2RemoteVendor } from "../fixtures/v2-remote-vendor.js";
 import { leaseOf } from "./fake-launcher.js";
 
 // Both MCP eras through the broker's own launcher, against real SDK servers: a v2 vendor that
@@ -37,7 +37,13 @@ describe("vendors of both MCP eras", () => {
     legacy = await startRemoteVendor({ tokens: { [TOKEN]: "alice-v1" }, standaloneStream: false });
     dir = mkdtempSync(path.join(os.tmpdir(), "slaude-eras-"));
     clock = new ManualClock();
-    launcher = new ProductionLauncher({ baseEnv: { PATH: process.env["PATH"] ?? "" }, runDir: path.join(dir, "vendors"), ledger: new ChildLedger(path.join(dir, "children")), clock, log: memoryLogger("debug") });
+    launcher = new ProductionLauncher({
+      baseEnv: { PATH: process.env.PATH ?? "" },
+      runDir: path.join(dir, "vendors"),
+      ledger: new ChildLedger(path.join(dir, "children")),
+      clock,
+      log: memoryLogger("debug"),
+    });
   });
   afterAll(async () => {
     for (const h of handles) await h.close();
@@ -46,16 +52,31 @@ describe("vendors of both MCP eras", () => {
   });
 
   function remote(name: string, url: string, protocol?: string): Service {
-    const entry = { transport: { type: "http", url, protocol: "streamable-http", credentialHeader: bearer }, ...(protocol ? { protocol } : {}), capture: { strategy: "paste" } };
+    const entry = {
+      transport: { type: "http", url, protocol: "streamable-http", credentialHeader: bearer },
+      ...(protocol ? { protocol } : {}),
+      capture: { strategy: "paste" },
+    };
     return parseRegistry({ services: { [name]: entry } }, "eras-test").get(name)!;
   }
   function stdio(name: string, args: readonly string[], env: Record<string, string>, protocol?: string): Service {
-    const transport = { type: "stdio", command: process.execPath, args: [...args], env, cwd: process.cwd(), credentialEnv: { VENDOR_TOKEN: "{{token}}" } };
-    return parseRegistry({ services: { [name]: { transport, ...(protocol ? { protocol } : {}), capture: { strategy: "paste" } } } }, "eras-test").get(name)!;
+    const transport = {
+      type: "stdio",
+      command: process.execPath,
+      args: [...args],
+      env,
+      cwd: process.cwd(),
+      credentialEnv: { VENDOR_TOKEN: "{{token}}" },
+    };
+    return parseRegistry(
+      { services: { [name]: { transport, ...(protocol ? { protocol } : {}), capture: { strategy: "paste" } } } },
+      "eras-test",
+    ).get(name)!;
   }
   async function launch(service: Service, id: string): Promise<VendorHandle> {
     const base = leaseOf(id).connection;
-    const secrets = service.entry.transport.type === "http" ? header : ({ kind: "env", env: { VENDOR_TOKEN: TOKEN } } as const);
+    const secrets =
+      service.entry.transport.type === "http" ? header : ({ kind: "env", env: { VENDOR_TOKEN: TOKEN } } as const);
     const h = await launcher.launch({ ...base, service: service.name }, service, secrets);
     handles.push(h);
     return h;
@@ -75,7 +96,12 @@ describe("vendors of both MCP eras", () => {
     const h = await launch(svc, "M1");
     expect(await whoami(h)).toEqual([{ type: "text", text: "alice-modern" }]);
     expect(h.client.getProtocolEra()).toBe("modern");
-    expect(launcher.eraOf("modern_only")).toEqual({ version: "2026-07-28", era: "modern", protocol: "auto", at: clock.now() });
+    expect(launcher.eraOf("modern_only")).toEqual({
+      version: "2026-07-28",
+      era: "modern",
+      protocol: "auto",
+      at: clock.now(),
+    });
     // Probed with server/discover, then every request names the revision: no initialize at all.
     expect(modern.requests.map((r) => r.method)).not.toContain("initialize");
     expect(modern.requests[0]).toEqual({ method: "server/discover", version: "2026-07-28" });
@@ -100,7 +126,10 @@ describe("vendors of both MCP eras", () => {
   });
 
   it("starts a v2 stdio vendor in the modern era with protocol auto (one that rejects the 2025 handshake)", async () => {
-    const h = await launch(stdio("v2_stdio", V2_STDIO_VENDOR_ARGS, { V2_LEGACY: "reject", VENDOR_USER: "alice-v2-stdio" }, "auto"), "S1");
+    const h = await launch(
+      stdio("v2_stdio", V2_STDIO_VENDOR_ARGS, { V2_LEGACY: "reject", VENDOR_USER: "alice-v2-stdio" }, "auto"),
+      "S1",
+    );
     expect(await whoami(h)).toEqual([{ type: "text", text: "alice-v2-stdio" }]);
     expect(launcher.eraOf("v2_stdio")).toMatchObject({ version: "2026-07-28", era: "modern", protocol: "auto" });
     expect(h.pid).toBeGreaterThan(0);
@@ -112,7 +141,11 @@ describe("vendors of both MCP eras", () => {
     expect(err.code).toBe("vendor_incompatible");
     expect(err.detail).toBe("asked for 2025-11-25; the vendor speaks 2026-07-28");
     expect(launcher.backoffOf("X1")).toBeUndefined();
-    expect(launcher.unavailableOf("X1")).toEqual({ reason: "incompatible", since: clock.now(), lastError: "asked for 2025-11-25; the vendor speaks 2026-07-28" });
+    expect(launcher.unavailableOf("X1")).toEqual({
+      reason: "incompatible",
+      since: clock.now(),
+      lastError: "asked for 2025-11-25; the vendor speaks 2026-07-28",
+    });
     // No backoff: the next start asks the vendor again at once (the clock has not moved).
     const before = modern.requests.length;
     expect((await refusal(svc, "X1")).code).toBe("vendor_incompatible");

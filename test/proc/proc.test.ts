@@ -12,7 +12,11 @@ import { isAlive, waitDead, waitFor } from "../support/proc.js";
 
 /** A long-lived node process in its own session (setsid) with `home` as HOME; killed when the test ends. */
 async function daemon(ctx: TestContext, home: string): Promise<number> {
-  const child = spawn(process.execPath, ["-e", "setInterval(()=>{},1<<30)"], { detached: true, stdio: "ignore", env: { HOME: home, PATH: process.env.PATH ?? "" } });
+  const child = spawn(process.execPath, ["-e", "setInterval(()=>{},1<<30)"], {
+    detached: true,
+    stdio: "ignore",
+    env: { HOME: home, PATH: process.env.PATH ?? "" },
+  });
   child.unref();
   const pid = child.pid!;
   ctx.onTestFinished(() => void (isAlive(pid) && process.kill(pid, "SIGKILL")));
@@ -30,7 +34,9 @@ describe.concurrent("src/proc", () => {
     expect(readStat(a)?.sid).toBe(a); // its own session: not in any group of ours
     expect(findProcesses({ envEntries: [`HOME=${path.join(dir, "vendors", "a", "home")}`] })).toEqual([a]);
     expect(findProcesses({ envPrefix: `HOME=${path.join(dir, "vendors")}/` })).toEqual([a, b].sort((x, y) => x - y));
-    expect(findProcesses({ argvIncludes: ["setInterval(()=>{},1<<30)"] })).toEqual(expect.arrayContaining([a, b, bystander]));
+    expect(findProcesses({ argvIncludes: ["setInterval(()=>{},1<<30)"] })).toEqual(
+      expect.arrayContaining([a, b, bystander]),
+    );
     // This test process leads a tree of its own children, but is never reported.
     const self = { pid: process.pid, startTicks: processStartTicks(process.pid)! };
     const tree = findProcesses({ root: self });

@@ -1,7 +1,7 @@
+import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ALICE, BOB, CAROL, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { ALICE, BOB, CAROL, type Harness, makeHarness, mcpCall } from "../integration/broker-harness.js";
 
 // Hostile inputs (brief §11: "the model forges on_behalf_of, invents a service or tool, passes
 // hostile arguments"): arbitrary JSON for every argument of every broker tool, through a real MCP
@@ -13,24 +13,67 @@ import { ALICE, BOB, CAROL, makeHarness, mcpCall, type Harness } from "../integr
 const RUNS = 300;
 const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
 /** Fixture tools that are safe to run hundreds of times (no crash, hang, grandchild or flood). */
-const VENDOR_TOOLS = ["echo", "read_item", "write_item", "env_dump", "leak_token", "fail_with_token", "whoami_personal", "search_shared", "not_a_tool"] as const;
+const VENDOR_TOOLS = [
+  "echo",
+  "read_item",
+  "write_item",
+  "env_dump",
+  "leak_token",
+  "fail_with_token",
+  "whoami_personal",
+  "search_shared",
+  "not_a_tool",
+] as const;
 const STATUSES = new Set(["ok", "refused", "needs_connect", "not_available", "consent_sent"]);
-const POLLUTION_KEYS = ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "__defineGetter__", "valueOf"] as const;
+const POLLUTION_KEYS = [
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "hasOwnProperty",
+  "__defineGetter__",
+  "valueOf",
+] as const;
 
 const TOKEN_A = `canary-${"a1".repeat(6)}-${Date.now().toString(36)}`;
 /** Every form of ALICE's credential the vendor can produce (leak_token prints raw, basic and URI forms). */
-const FORBIDDEN = [TOKEN_A, Buffer.from(`${ALICE}:${TOKEN_A}`).toString("base64"), Buffer.from(TOKEN_A).toString("base64"), encodeURIComponent(TOKEN_A)];
+const FORBIDDEN = [
+  TOKEN_A,
+  Buffer.from(`${ALICE}:${TOKEN_A}`).toString("base64"),
+  Buffer.from(TOKEN_A).toString("base64"),
+  encodeURIComponent(TOKEN_A),
+];
 
 // ---- Hostile values. Everything goes through JSON text, as on a real wire, so "__proto__" is an own key. ----
 
 const hugeString = fc
-  .tuple(fc.integer({ min: 1_000, max: 100_000 }), fc.constantFrom("A", "é", "😀", "\u0000", "\u202e", "<@U0>", "\\", "\"", "\n"))
+  .tuple(
+    fc.integer({ min: 1_000, max: 100_000 }),
+    fc.constantFrom("A", "é", "😀", "\u0000", "\u202e", "<@U0>", "\\", '"', "\n"),
+  )
   .map(([n, ch]) => ch.repeat(Math.ceil(n / ch.length)).slice(0, n));
 const weirdString = fc.oneof(
   fc.string({ unit: "binary", maxLength: 40 }),
   fc.string({ unit: "grapheme", maxLength: 20 }),
   // biome-ignore-start lint/suspicious/noTemplateCurlyInString: a template-injection probe, meant as a plain string
-  fc.constantFrom("", " ", "vendor", "VENDOR", "vendor\u0000", "vendor ", "../vendor", "UALICE01", "UALICE01 ", "ualice01", "*", "%s%n", "${7*7}", "{{token}}", "null", "undefined"),
+  fc.constantFrom(
+    "",
+    " ",
+    "vendor",
+    "VENDOR",
+    "vendor\u0000",
+    "vendor ",
+    "../vendor",
+    "UALICE01",
+    "UALICE01 ",
+    "ualice01",
+    "*",
+    "%s%n",
+    "${7*7}",
+    "{{token}}",
+    "null",
+    "undefined",
+  ),
   // biome-ignore-end lint/suspicious/noTemplateCurlyInString: a template-injection probe, meant as a plain string
   fc.constantFrom(...POLLUTION_KEYS),
 );
@@ -42,11 +85,17 @@ function deep(depth: number, key: string): unknown {
   for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { [key]: v, n: i };
   return v;
 }
-const deepValue = fc.tuple(fc.integer({ min: 20, max: 2_000 }), fc.constantFrom(...POLLUTION_KEYS)).map(([d, k]) => deep(d, k));
+const deepValue = fc
+  .tuple(fc.integer({ min: 20, max: 2_000 }), fc.constantFrom(...POLLUTION_KEYS))
+  .map(([d, k]) => deep(d, k));
 
 /** An object whose own keys include prototype-pollution names, built the way JSON.parse builds it. */
 const pollutedObject = fc
-  .dictionary(fc.oneof(fc.constantFrom(...POLLUTION_KEYS), fc.string({ maxLength: 8 })), fc.oneof(scalar, fc.constant({ polluted: true, isAdmin: true })), { maxKeys: 5 })
+  .dictionary(
+    fc.oneof(fc.constantFrom(...POLLUTION_KEYS), fc.string({ maxLength: 8 })),
+    fc.oneof(scalar, fc.constant({ polluted: true, isAdmin: true })),
+    { maxKeys: 5 },
+  )
   .map((d) => {
     const members = Object.entries(d).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? "null"}`);
     const text = `{${[...members, `"__proto__":{"polluted":true}`].join(",")}}`;
@@ -71,16 +120,29 @@ const anyObject: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
 const users = fc.constantFrom(ALICE, BOB, CAROL, "UDAVE004");
 
 /** One hostile call: which broker tool, and its arguments. */
-type HostileCall = { kind: "broker"; name: string; args: unknown; turn: string } | { kind: "near_valid"; args: Record<string, unknown>; turn: string };
+type HostileCall =
+  | { kind: "broker"; name: string; args: unknown; turn: string }
+  | { kind: "near_valid"; args: Record<string, unknown>; turn: string };
 
 const brokerCall: fc.Arbitrary<HostileCall> = fc.record({
   kind: fc.constant("broker" as const),
-  name: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...BROKER_TOOLS) }, { weight: 1, arbitrary: weirdString }, { weight: 1, arbitrary: hugeString }),
+  name: fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...BROKER_TOOLS) },
+    { weight: 1, arbitrary: weirdString },
+    { weight: 1, arbitrary: hugeString },
+  ),
   args: fc.oneof(
     {
       weight: 4,
       arbitrary: fc.record(
-        { service: fc.oneof(fc.constant("vendor"), anyJson), tool: fc.oneof(fc.constantFrom(...VENDOR_TOOLS), anyJson), args: anyJson, on_behalf_of: fc.oneof(users, anyJson), query: anyJson, connection_id: anyJson },
+        {
+          service: fc.oneof(fc.constant("vendor"), anyJson),
+          tool: fc.oneof(fc.constantFrom(...VENDOR_TOOLS), anyJson),
+          args: anyJson,
+          on_behalf_of: fc.oneof(users, anyJson),
+          query: anyJson,
+          connection_id: anyJson,
+        },
         { requiredKeys: [] },
       ),
     },
@@ -99,7 +161,11 @@ const nearValid: fc.Arbitrary<HostileCall> = fc
     obo: fc.option(users, { nil: undefined, freq: 2 }),
     turn: fc.constantFrom(ALICE, ALICE, BOB, CAROL),
   })
-  .map(({ tool, args, obo, turn }) => ({ kind: "near_valid" as const, turn, args: { service: "vendor", tool, args, on_behalf_of: obo ?? turn } }));
+  .map(({ tool, args, obo, turn }) => ({
+    kind: "near_valid" as const,
+    turn,
+    args: { service: "vendor", tool, args, on_behalf_of: obo ?? turn },
+  }));
 
 const hostileCall = fc.oneof({ weight: 3, arbitrary: brokerCall }, { weight: 2, arbitrary: nearValid });
 
@@ -107,7 +173,9 @@ const hostileCall = fc.oneof({ weight: 3, arbitrary: brokerCall }, { weight: 2, 
  * The SDK looks tools up in a plain object, so `__proto__`, `constructor`, `toString`… find an
  * Object.prototype member and are refused as "disabled": still a refusal, and nothing runs.
  */
-const PROTO_TOOL = new RegExp(`^MCP error -32602: Tool (${Object.getOwnPropertyNames(Object.prototype).join("|")}) disabled$`);
+const PROTO_TOOL = new RegExp(
+  `^MCP error -32602: Tool (${Object.getOwnPropertyNames(Object.prototype).join("|")}) disabled$`,
+);
 
 function assertNoCanary(what: string, blob: string): void {
   for (const f of FORBIDDEN) expect(blob.includes(f), `${what} leaks ALICE's credential`).toBe(false);
@@ -116,8 +184,8 @@ function assertNoCanary(what: string, blob: string): void {
 const PROTO_KEYS = Object.getOwnPropertyNames(Object.prototype).sort();
 function assertNoPollution(): void {
   expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(PROTO_KEYS);
-  expect((({}) as Record<string, unknown>)["polluted"]).toBeUndefined();
-  expect((({}) as Record<string, unknown>)["isAdmin"]).toBeUndefined();
+  expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
 }
 
 let h: Harness;
@@ -174,7 +242,15 @@ async function legitCallWorks(): Promise<void> {
 describe("hostile inputs to every broker tool", () => {
   it("never crash the broker, never leak the canary, always answer with a validation error or a structured result", async () => {
     await legitCallWorks();
-    const tally = { canaryTools: 0, validation: 0, protocolError: 0, ok: 0, refused: 0, other: 0, byCode: new Map<string, number>() };
+    const tally = {
+      canaryTools: 0,
+      validation: 0,
+      protocolError: 0,
+      ok: 0,
+      refused: 0,
+      other: 0,
+      byCode: new Map<string, number>(),
+    };
     let run = 0;
     const started = Date.now();
     await fc.assert(
@@ -185,7 +261,9 @@ describe("hostile inputs to every broker tool", () => {
         const name = c.kind === "broker" ? c.name : "mcp_call";
         let result: CallToolResult | undefined;
         try {
-          result = (await client.client.callTool({ name, arguments: c.args as Record<string, unknown> }, undefined, { timeout: 15_000 })) as CallToolResult;
+          result = (await client.client.callTool({ name, arguments: c.args as Record<string, unknown> }, undefined, {
+            timeout: 15_000,
+          })) as CallToolResult;
         } catch (err) {
           // A JSON-RPC error is fine only as a protocol-level refusal of malformed params, never a timeout or a dead session.
           expect(err, String(err)).toBeInstanceOf(McpError);
@@ -203,22 +281,27 @@ describe("hostile inputs to every broker tool", () => {
         }
         const blob = JSON.stringify(result);
         assertNoCanary("result", blob);
-        const structured = result.structuredContent as { status?: unknown; code?: unknown; message?: unknown } | undefined;
+        const structured = result.structuredContent as
+          | { status?: unknown; code?: unknown; message?: unknown }
+          | undefined;
         const text = (result.content ?? []).map((x) => (x.type === "text" ? x.text : "")).join("\n");
         if (structured === undefined) {
           // Only the SDK's own schema or unknown-tool answers come without structured content.
           expect(result.isError, text.slice(0, 300)).toBe(true);
           // SDK v1 prefixed its validation text with "MCP error -32602: "; v2 (the broker's server) does not.
-          const known = /^(MCP error -32602: )?(Input validation error: Invalid arguments for tool \S+: |Tool [\s\S]* not found$)/.test(text) || PROTO_TOOL.test(text);
+          const known =
+            /^(MCP error -32602: )?(Input validation error: Invalid arguments for tool \S+: |Tool [\s\S]* not found$)/.test(
+              text,
+            ) || PROTO_TOOL.test(text);
           expect(known, text.slice(0, 300)).toBe(true);
           tally.validation++;
         } else {
           expect(STATUSES.has(String(structured.status)), `status ${String(structured.status)}`).toBe(true);
           if (structured.status === "ok") {
             tally.ok++;
-            if (c.kind === "near_valid" && ["env_dump", "leak_token", "fail_with_token"].includes(String(c.args["tool"]))) tally.canaryTools++;
-          }
-          else {
+            if (c.kind === "near_valid" && ["env_dump", "leak_token", "fail_with_token"].includes(String(c.args.tool)))
+              tally.canaryTools++;
+          } else {
             tally.refused++;
             expect(typeof structured.code).toBe("string");
             expect(typeof structured.message).toBe("string");

@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ToolClass } from "../../src/config/registry.js";
-import { resolveCall, type BorrowCandidate, type CallDecision, type CallFacts, type CandidateConnection } from "../../src/policy/resolve.js";
+import {
+  type BorrowCandidate,
+  type CallDecision,
+  type CallFacts,
+  type CandidateConnection,
+  resolveCall,
+} from "../../src/policy/resolve.js";
 
 // Properties of the pure policy (brief §3, §11 "identity confusion"): for arbitrary facts the
 // decision never runs anywhere but on the caller's own connection, a granted member's connection
@@ -12,27 +18,46 @@ const RUNS = 4_000;
 const USERS = ["UALICE01", "UBOB0002", "UCAROL03", "UDAVE004", "UMALLORY"] as const;
 
 const user = fc.constantFrom(...USERS);
-const toolClass: fc.Arbitrary<ToolClass> = fc.record({ access: fc.constantFrom("personal", "borrowable", "own_or_shared"), write: fc.boolean() });
+const toolClass: fc.Arbitrary<ToolClass> = fc.record({
+  access: fc.constantFrom("personal", "borrowable", "own_or_shared"),
+  write: fc.boolean(),
+});
 
 /** Facts as the orchestrator hands them over: own owned by the caller, others by anyone but the caller, ids unique. */
 const facts: fc.Arbitrary<CallFacts> = fc
   .record({
     caller: fc.option(user, { nil: undefined, freq: 6 }),
     // Mostly the caller, so that the later steps of the policy are reached often.
-    onBehalfOf: fc.oneof({ weight: 3, arbitrary: fc.constant("__caller__") }, { weight: 1, arbitrary: user }, { weight: 1, arbitrary: fc.string({ maxLength: 12 }) }),
+    onBehalfOf: fc.oneof(
+      { weight: 3, arbitrary: fc.constant("__caller__") },
+      { weight: 1, arbitrary: user },
+      { weight: 1, arbitrary: fc.string({ maxLength: 12 }) },
+    ),
     serviceKnown: fc.boolean(),
     callerIsMember: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
     toolClass,
     own: fc.option(fc.nat({ max: 10_000 }), { nil: undefined }),
-    others: fc.array(fc.record({ owner: user, createdAt: fc.nat({ max: 10_000 }), ownerIsMember: fc.boolean(), grant: fc.boolean() }), { maxLength: 5 }),
+    others: fc.array(
+      fc.record({ owner: user, createdAt: fc.nat({ max: 10_000 }), ownerIsMember: fc.boolean(), grant: fc.boolean() }),
+      { maxLength: 5 },
+    ),
     shared: fc.option(fc.nat({ max: 10_000 }), { nil: undefined }),
   })
   .map((r): CallFacts => {
     const caller = r.caller;
-    const own: CandidateConnection | undefined = r.own !== undefined && caller !== undefined ? { id: "conn_own", ownerUserId: caller, createdAt: r.own } : undefined;
+    const own: CandidateConnection | undefined =
+      r.own !== undefined && caller !== undefined
+        ? { id: "conn_own", ownerUserId: caller, createdAt: r.own }
+        : undefined;
     const others: BorrowCandidate[] = r.others
       .filter((o) => o.owner !== caller)
-      .map((o, i) => ({ id: `conn_o${i}`, ownerUserId: o.owner, createdAt: o.createdAt, ownerIsMember: o.ownerIsMember, grant: o.grant }));
+      .map((o, i) => ({
+        id: `conn_o${i}`,
+        ownerUserId: o.owner,
+        createdAt: o.createdAt,
+        ownerIsMember: o.ownerIsMember,
+        grant: o.grant,
+      }));
     return {
       caller,
       onBehalfOf: r.onBehalfOf === "__caller__" ? (caller ?? "UNOBODY0") : r.onBehalfOf,
@@ -47,9 +72,18 @@ const facts: fc.Arbitrary<CallFacts> = fc
   });
 
 /** Facts that pass the identity checks, so the decision is about whose connection to use. */
-const validFacts = facts.filter((f) => f.caller !== undefined && f.onBehalfOf === f.caller && f.serviceKnown && f.callerIsMember);
+const validFacts = facts.filter(
+  (f) => f.caller !== undefined && f.onBehalfOf === f.caller && f.serviceKnown && f.callerIsMember,
+);
 
-function connectionOf(f: CallFacts, id: string): { kind: "own"; c: CandidateConnection } | { kind: "other"; c: BorrowCandidate } | { kind: "shared"; c: CandidateConnection } | undefined {
+function connectionOf(
+  f: CallFacts,
+  id: string,
+):
+  | { kind: "own"; c: CandidateConnection }
+  | { kind: "other"; c: BorrowCandidate }
+  | { kind: "shared"; c: CandidateConnection }
+  | undefined {
   if (f.own?.id === id) return { kind: "own", c: f.own };
   if (f.shared?.id === id) return { kind: "shared", c: f.shared };
   const o = f.others.find((x) => x.id === id);
@@ -156,10 +190,14 @@ describe("resolveCall properties", () => {
       fc.property(facts, (f) => {
         const d = resolveCall(f);
         if (f.caller === undefined) expect(d).toEqual({ kind: "refuse", code: "no_turn" });
-        else if (f.onBehalfOf !== f.caller) expect(d).toEqual({ kind: "refuse", code: "on_behalf_of_mismatch", turnUser: f.caller });
+        else if (f.onBehalfOf !== f.caller)
+          expect(d).toEqual({ kind: "refuse", code: "on_behalf_of_mismatch", turnUser: f.caller });
         else if (!f.serviceKnown) expect(d).toEqual({ kind: "refuse", code: "unknown_service" });
         else if (!f.callerIsMember) expect(d).toEqual({ kind: "refuse", code: "not_member" });
-        else expect(["no_turn", "on_behalf_of_mismatch", "unknown_service", "not_member"]).not.toContain(d.kind === "refuse" ? d.code : "");
+        else
+          expect(["no_turn", "on_behalf_of_mismatch", "unknown_service", "not_member"]).not.toContain(
+            d.kind === "refuse" ? d.code : "",
+          );
       }),
     );
   });
@@ -180,7 +218,12 @@ describe("resolveCall properties", () => {
   it("the decision does not depend on the order the candidates were found in", () => {
     check(
       fc.property(
-        facts.chain((f) => fc.tuple(fc.constant(f), fc.shuffledSubarray([...f.others], { minLength: f.others.length, maxLength: f.others.length }))),
+        facts.chain((f) =>
+          fc.tuple(
+            fc.constant(f),
+            fc.shuffledSubarray([...f.others], { minLength: f.others.length, maxLength: f.others.length }),
+          ),
+        ),
         ([f, shuffled]) => {
           expect(resolveCall({ ...f, others: shuffled })).toEqual(resolveCall(f));
         },
@@ -194,7 +237,8 @@ describe("resolveCall properties", () => {
         const d: CallDecision = resolveCall(f);
         if (f.own) expect(d).toEqual({ kind: "run", connectionId: f.own.id, via: "own" });
         const members = f.others.filter((o) => o.ownerIsMember);
-        if (!f.own && members.length === 0 && (!f.shared || f.toolClass.access === "personal")) expect(d).toEqual({ kind: "needs_connect" });
+        if (!f.own && members.length === 0 && (!f.shared || f.toolClass.access === "personal"))
+          expect(d).toEqual({ kind: "needs_connect" });
         // owner_only only when a member could have lent it and the tool is not borrowable.
         if (d.kind === "refuse" && d.code === "owner_only") {
           expect(members.length).toBeGreaterThan(0);

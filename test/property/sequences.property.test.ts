@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { ClickResult } from "../../src/approvals/approval-service.js";
 import type { AuditRecord } from "../../src/audit/event.js";
-import { callHash } from "../../src/policy/args-hash.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
-import { ALICE, BOB, CAROL, THREAD, makeHarness, mcpCall, type Harness } from "../integration/broker-harness.js";
+import { callHash } from "../../src/policy/args-hash.js";
+import { ALICE, BOB, CAROL, type Harness, makeHarness, mcpCall, THREAD } from "../integration/broker-harness.js";
 
 // Model-based test of identity and consent through the REAL broker (brief §3, §11): arbitrary
 // sequences of turns, connects, grants, revokes and mcp_calls, with the owner answering each
@@ -69,7 +69,9 @@ function endConn(m: Model, c: MConn): void {
 }
 
 async function newCallRows(r: Real): Promise<AuditRecord[]> {
-  const rows = (await r.h.store.audit.query({ event: "call", take: "latest", limit: 20 })).filter((x) => x.seq > r.lastSeq);
+  const rows = (await r.h.store.audit.query({ event: "call", take: "latest", limit: 20 })).filter(
+    (x) => x.seq > r.lastSeq,
+  );
   const all = await r.h.store.audit.query({ take: "latest", limit: 1 });
   r.lastSeq = Math.max(r.lastSeq, ...all.map((x) => x.seq));
   return rows;
@@ -107,7 +109,15 @@ class Grant implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real): Promise<void> {
     const c = activeOf(m, this.owner)!;
     await r.h.store.grants.create(
-      { id: `grant_${randomBytes(9).toString("base64url")}`, connectionId: c.id, ...r.thread, ownerUserId: this.owner, borrowerUserId: this.borrower, service: "vendor", createdAt: r.h.clock.now() },
+      {
+        id: `grant_${randomBytes(9).toString("base64url")}`,
+        connectionId: c.id,
+        ...r.thread,
+        ownerUserId: this.owner,
+        borrowerUserId: this.borrower,
+        service: "vendor",
+        createdAt: r.h.clock.now(),
+      },
       [],
     );
     m.grants.add(grantKey(c.id, this.borrower));
@@ -146,7 +156,10 @@ class RevokeGrant implements fc.AsyncCommand<Model, Real> {
   toString = () => `revokeGrant(${this.owner}->${this.borrower})`;
 }
 
-type Expected = { kind: "refuse"; code: string } | { kind: "run"; via: "own" | "grant" | "shared"; conn: MConn } | { kind: "ask"; conn: MConn; reason: "no_grant" | "write_under_grant" };
+type Expected =
+  | { kind: "refuse"; code: string }
+  | { kind: "run"; via: "own" | "grant" | "shared"; conn: MConn }
+  | { kind: "ask"; conn: MConn; reason: "no_grant" | "write_under_grant" };
 
 /** What the brief says must happen, from the model alone. */
 function expectedOf(m: Readonly<Model>, tool: Tool, onBehalfOf: string): Expected {
@@ -194,12 +207,19 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
     // Run the call; if a card shows up, the owner (or, per script, someone else) answers it.
     const cardsBefore = h.approvals.asked.length;
     const pending = mcpCall(r.client, { tool: this.tool, args: this.args, on_behalf_of: obo });
-    const first = await Promise.race([pending.then(() => "done" as const), h.approvals.nextCard(cardsBefore).then(() => "card" as const)]);
+    const first = await Promise.race([
+      pending.then(() => "done" as const),
+      h.approvals.nextCard(cardsBefore).then(() => "card" as const),
+    ]);
     let click: { by: string; decision: "allowed_thread" | "allowed_once" | "denied"; result: ClickResult } | undefined;
     const card = first === "card" ? h.approvals.asked[cardsBefore] : undefined;
     if (card) {
       const a = card.approval;
-      const decide = async (by: string, decision: "allowed_thread" | "allowed_once" | "denied") => ({ by, decision, result: await h.approvalService.decide(a.id, a.nonce, by, decision) });
+      const decide = async (by: string, decision: "allowed_thread" | "allowed_once" | "denied") => ({
+        by,
+        decision,
+        result: await h.approvalService.decide(a.id, a.nonce, by, decision),
+      });
       switch (this.answer) {
         case "allow_thread":
           click = await decide(a.ownerUserId, "allowed_thread");
@@ -237,7 +257,7 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
       expect(row.callerUserId).toBe(caller);
       expect(row.argsHash).toBe(hash);
       expect(row.ownerUserId).toBe(conn!.owner);
-      expect(res.structured["connectionOwner"]).toBe(conn!.owner);
+      expect(res.structured.connectionOwner).toBe(conn!.owner);
       expect(obo).toBe(caller);
       expect(MEMBERS.has(caller)).toBe(true);
       switch (ranAs) {
@@ -245,7 +265,10 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
           expect(conn!.owner).toBe(caller);
           break;
         case "grant":
-          expect(grantsBefore.has(grantKey(conn!.id, caller)), "a live grant for exactly (connection, caller, thread)").toBe(true);
+          expect(
+            grantsBefore.has(grantKey(conn!.id, caller)),
+            "a live grant for exactly (connection, caller, thread)",
+          ).toBe(true);
           expect(TOOL_CLASS[this.tool]).toEqual({ access: "borrowable", write: false });
           break;
         case "approval_once":
@@ -255,7 +278,11 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
           expect(card!.approval.ownerUserId).toBe(conn!.owner);
           expect(card!.approval.borrowerUserId).toBe(caller);
           expect(card!.approval.argsHash).toBe(hash);
-          expect(click).toMatchObject({ by: conn!.owner, decision: ranAs === "approval_once" ? "allowed_once" : "allowed_thread", result: "applied" });
+          expect(click).toMatchObject({
+            by: conn!.owner,
+            decision: ranAs === "approval_once" ? "allowed_once" : "allowed_thread",
+            result: "applied",
+          });
           expect(TOOL_CLASS[this.tool].access).toBe("borrowable");
           break;
         case "shared":
@@ -266,7 +293,7 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
           throw new Error(`unexpected ranAs ${ranAs}`);
       }
       // The vendor's own word on whose credential it ran with.
-      const vendorError = res.structured["vendorIsError"] === true;
+      const vendorError = res.structured.vendorIsError === true;
       if (!vendorError && this.tool !== "whoami_personal") {
         const report = JSON.parse(res.text.split("\n")[0]!) as { ranAs: string; tokenFingerprint?: string };
         expect(report.ranAs).toBe(conn!.owner ?? "shared-bot");
@@ -296,13 +323,23 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
         // card shows) is refused, and the call waits until the approval expires.
         const offered = !(this.answer === "allow_thread" && TOOL_CLASS[this.tool].write);
         if (!offered) expect(click?.result).toBe("not_offered");
-        const outcome = offered ? { allow_thread: "approval_thread", allow_once: "approval_once", deny: "approval_denied", none: "approval_expired", wrong_clicker: "approval_expired" }[this.answer] : "approval_expired";
+        const outcome = offered
+          ? {
+              allow_thread: "approval_thread",
+              allow_once: "approval_once",
+              deny: "approval_denied",
+              none: "approval_expired",
+              wrong_clicker: "approval_expired",
+            }[this.answer]
+          : "approval_expired";
         expect(ranAs ?? res.structured.code).toBe(outcome);
         if (this.answer === "allow_thread" && offered) m.grants.add(grantKey(expected.conn.id, caller));
         // A replayed or late click applies to nothing.
         const a = card!.approval;
         const late = await h.approvalService.decide(a.id, a.nonce, a.ownerUserId, "allowed_thread");
-        expect(late).toBe(this.answer === "none" || this.answer === "wrong_clicker" || !offered ? "expired" : "already_decided");
+        expect(late).toBe(
+          this.answer === "none" || this.answer === "wrong_clicker" || !offered ? "expired" : "already_decided",
+        );
         break;
       }
     }
@@ -315,10 +352,18 @@ class McpCall implements fc.AsyncCommand<Model, Real> {
 
 const user = fc.constantFrom(...USERS);
 const pair = fc.tuple(user, user).filter(([a, b]) => a !== b);
-const smallJson = fc.dictionary(fc.string({ maxLength: 6 }), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null)), { maxKeys: 3, noNullPrototype: true });
+const smallJson = fc.dictionary(
+  fc.string({ maxLength: 6 }),
+  fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null)),
+  { maxKeys: 3, noNullPrototype: true },
+);
 const argsFor = (tool: Tool): fc.Arbitrary<Record<string, unknown>> => {
   const valid: fc.Arbitrary<Record<string, unknown>> =
-    tool === "read_item" ? fc.record({ id: fc.string({ maxLength: 10 }) }) : tool === "write_item" ? fc.record({ id: fc.string({ maxLength: 10 }), value: fc.string({ maxLength: 10 }) }) : fc.constant({});
+    tool === "read_item"
+      ? fc.record({ id: fc.string({ maxLength: 10 }) })
+      : tool === "write_item"
+        ? fc.record({ id: fc.string({ maxLength: 10 }), value: fc.string({ maxLength: 10 }) })
+        : fc.constant({});
   return fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: smallJson });
 };
 const call = fc
@@ -339,7 +384,9 @@ const commands = fc.commands<Model, Real, false>(
     user.map((u) => new SetTurn(u)),
     fc.oneof({ weight: 4, arbitrary: user }, { weight: 1, arbitrary: fc.constant(null) }).map((u) => new Connect(u)),
     pair.map(([o, b]) => new Grant(o, b)),
-    fc.oneof({ weight: 4, arbitrary: user }, { weight: 1, arbitrary: fc.constant(null) }).map((u) => new RevokeConnection(u)),
+    fc
+      .oneof({ weight: 4, arbitrary: user }, { weight: 1, arbitrary: fc.constant(null) })
+      .map((u) => new RevokeConnection(u)),
     pair.map(([o, b]) => new RevokeGrant(o, b)),
     call,
     call,
@@ -372,7 +419,13 @@ describe("command sequences through the real broker", () => {
         const s = await h.session(thread);
         s.turn.user = ALICE;
         const model: Model = { turn: ALICE, conns: [], grants: new Set(), calls: 0, ran: 0 };
-        const real: Real = { h, thread, client: s.client, turn: s.turn, lastSeq: Math.max(0, ...(await h.store.audit.query({ take: "latest", limit: 1 })).map((x) => x.seq)) };
+        const real: Real = {
+          h,
+          thread,
+          client: s.client,
+          turn: s.turn,
+          lastSeq: Math.max(0, ...(await h.store.audit.query({ take: "latest", limit: 1 })).map((x) => x.seq)),
+        };
         try {
           await fc.asyncModelRun(() => ({ model, real }), [...initial.map((u) => new Connect(u)), ...cmds]);
         } finally {
@@ -381,7 +434,8 @@ describe("command sequences through the real broker", () => {
           totals.calls += model.calls;
           totals.ran += model.ran;
           // Leave nothing usable behind for the next run (the shared connection is team-wide).
-          for (const c of model.conns) if (c.active) await h.lifecycle.revoke(c.id, c.owner ?? "cli:test", "end of run");
+          for (const c of model.conns)
+            if (c.active) await h.lifecycle.revoke(c.id, c.owner ?? "cli:test", "end of run");
           await s.close();
         }
       }),
@@ -389,8 +443,13 @@ describe("command sequences through the real broker", () => {
     );
     // Keep the test honest: it must actually have exercised runs, borrows and refusals.
     const byDecision = new Map<string, number>();
-    for (const row of await h.store.audit.query({ event: "call", limit: 1_000_000 })) byDecision.set(String(row.decision), (byDecision.get(String(row.decision)) ?? 0) + 1);
-    console.log(`sequences: ${totals.runs} runs, ${totals.commands} commands, ${totals.calls} calls, ${totals.ran} ran`, Object.fromEntries(byDecision), `${Date.now() - started} ms`);
+    for (const row of await h.store.audit.query({ event: "call", limit: 1_000_000 }))
+      byDecision.set(String(row.decision), (byDecision.get(String(row.decision)) ?? 0) + 1);
+    console.log(
+      `sequences: ${totals.runs} runs, ${totals.commands} commands, ${totals.calls} calls, ${totals.ran} ran`,
+      Object.fromEntries(byDecision),
+      `${Date.now() - started} ms`,
+    );
     expect(totals.ran).toBeGreaterThan(0);
     expect(byDecision.get("own") ?? 0).toBeGreaterThan(0);
   }, 180_000);

@@ -44,7 +44,9 @@ describe("result pages", () => {
         expect(p).not.toContain("\uFFFD");
         // A cap below one character's width still moves on one character at a time.
         expect(Buffer.byteLength(p) <= limits.maxBytes || [...p].length === 1).toBe(true);
-        expect(p.split("\n").filter((_, i, all) => i < all.length - 1 || all[i] !== "").length).toBeLessThanOrEqual(limits.maxLines);
+        expect(p.split("\n").filter((_, i, all) => i < all.length - 1 || all[i] !== "").length).toBeLessThanOrEqual(
+          limits.maxLines,
+        );
       }
     }
   });

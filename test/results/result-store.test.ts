@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { ResultStore, type KeepRequest } from "../../src/results/result-store.js";
+import { type KeepRequest, ResultStore } from "../../src/results/result-store.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
@@ -26,10 +26,21 @@ let vault: Vault;
 
 function make(maxBytesPerTeam = 1_000_000, ttlMs = 60_000, ring = new KeyRing(randomBytes(32))): ResultStore {
   vault = new Vault(ring);
-  return new ResultStore({ results: store.results, audit: store.audit, vault, clock, log: memoryLogger("debug") }, { ttlMs, maxBytesPerTeam, pageLimits: LIMITS });
+  return new ResultStore(
+    { results: store.results, audit: store.audit, vault, clock, log: memoryLogger("debug") },
+    { ttlMs, maxBytesPerTeam, pageLimits: LIMITS },
+  );
 }
 
-const request = (text: string, o: Partial<KeepRequest> = {}): KeepRequest => ({ callId: `call_${randomBytes(4).toString("hex")}`, thread: THREAD, ownerUserId: OWNER.userId, service: "vendor", tool: "listing", text, ...o });
+const request = (text: string, o: Partial<KeepRequest> = {}): KeepRequest => ({
+  callId: `call_${randomBytes(4).toString("hex")}`,
+  thread: THREAD,
+  ownerUserId: OWNER.userId,
+  service: "vendor",
+  tool: "listing",
+  text,
+  ...o,
+});
 
 async function kept(r: ResultStore, req: KeepRequest): Promise<{ id: string; uri: string; pages: number }> {
   const out = await r.keep(req);
@@ -86,11 +97,21 @@ describe("ResultStore", () => {
     expect((await results.read(k.uri, OWNER)).kind).toBe("page");
 
     const reads = await store.audit.query({ event: "result_read" });
-    expect(reads.map((r) => r.errorCode ?? r.decision)).toEqual([...refused.map(([, why]) => why), "unknown", "malformed", "page 1/3"]);
+    expect(reads.map((r) => r.errorCode ?? r.decision)).toEqual([
+      ...refused.map(([, why]) => why),
+      "unknown",
+      "malformed",
+      "page 1/3",
+    ]);
     // Another team's reader learns nothing of the row, not even in its own team's audit rows.
     const otherTeam = reads.find((r) => r.errorCode === "other_team");
     expect(otherTeam).toMatchObject({ teamId: "T2", ownerUserId: null, callId: null, service: null });
-    expect(reads.at(-1)).toMatchObject({ callerUserId: OWNER.userId, ownerUserId: OWNER.userId, resultBytes: 40, decision: "page 1/3" });
+    expect(reads.at(-1)).toMatchObject({
+      callerUserId: OWNER.userId,
+      ownerUserId: OWNER.userId,
+      resultBytes: 40,
+      decision: "page 1/3",
+    });
   });
 
   it("expires with the clock (refused at the TTL) and the reaper deletes it", async () => {
@@ -108,8 +129,12 @@ describe("ResultStore", () => {
     const k = await kept(results, request("z".repeat(3_000)));
     store.db.prepare("UPDATE stored_results SET owner_user_id = ? WHERE id = ?").run("UBOB0002", k.id);
     expect(await results.read(k.uri, { ...OWNER, userId: "UBOB0002" })).toEqual({ kind: "not_found" });
-    store.db.prepare("UPDATE stored_results SET owner_user_id = ?, thread_ts = ? WHERE id = ?").run(OWNER.userId, "1700000000.000999", k.id);
-    expect(await results.read(k.uri, { ...OWNER, thread: { ...THREAD, threadTs: "1700000000.000999" } })).toEqual({ kind: "not_found" });
+    store.db
+      .prepare("UPDATE stored_results SET owner_user_id = ?, thread_ts = ? WHERE id = ?")
+      .run(OWNER.userId, "1700000000.000999", k.id);
+    expect(await results.read(k.uri, { ...OWNER, thread: { ...THREAD, threadTs: "1700000000.000999" } })).toEqual({
+      kind: "not_found",
+    });
     store.db.prepare("UPDATE stored_results SET thread_ts = ? WHERE id = ?").run(THREAD.threadTs, k.id);
     expect((await results.read(k.uri, OWNER)).kind).toBe("page");
     // The same row read by a store whose key ring lost the key it was sealed under.
@@ -130,7 +155,9 @@ describe("ResultStore", () => {
     for (const id of [b.id, c.id, other.id]) expect(await store.results.get(id)).toBeDefined();
     expect(await store.results.teamBytes("T1", clock.now())).toBe(8_000);
     expect(await store.results.teamBytes("T2", clock.now())).toBe(4_000);
-    expect(await store.audit.query({ event: "result_evicted" })).toEqual([expect.objectContaining({ teamId: "T1", ownerUserId: OWNER.userId, decision: "team_cap", resultBytes: 4_000 })]);
+    expect(await store.audit.query({ event: "result_evicted" })).toEqual([
+      expect.objectContaining({ teamId: "T1", ownerUserId: OWNER.userId, decision: "team_cap", resultBytes: 4_000 }),
+    ]);
     expect(await store.audit.count({ event: "result_stored" })).toBe(4);
 
     expect(await capped.keep(request("d".repeat(10_001)))).toEqual({ kind: "not_kept", reason: "too_large" });

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
@@ -28,7 +28,11 @@ const OTHER_THREAD: ThreadRef = { ...THREAD, threadTs: "1700000000.000200" };
 const OTHER_TEAM: ThreadRef = { ...THREAD, teamId: "T2" };
 // 400 lines of 35 bytes (one é each); the canary on line 300, far past the inline cap.
 const ARGS = { lines: 400, width: 20, secretAt: 300 };
-const EXPECTED = Array.from({ length: ARGS.lines }, (_, k) => (k + 1 === ARGS.secretAt ? `line ${k + 1} secret: ${REDACTED}` : `line ${String(k + 1).padStart(6, "0")} é ${"x".repeat(ARGS.width)}`)).join("\n");
+const EXPECTED = Array.from({ length: ARGS.lines }, (_, k) =>
+  k + 1 === ARGS.secretAt
+    ? `line ${k + 1} secret: ${REDACTED}`
+    : `line ${String(k + 1).padStart(6, "0")} é ${"x".repeat(ARGS.width)}`,
+).join("\n");
 
 let dir: string;
 let app: RunningApp;
@@ -41,7 +45,12 @@ async function turn(thread: ThreadRef, user: string): Promise<void> {
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: user }),
+    body: JSON.stringify({
+      team_id: thread.teamId,
+      channel_id: thread.channelId,
+      thread_ts: thread.threadTs,
+      user_id: user,
+    }),
   });
   expect(r.status).toBe(204);
 }
@@ -49,7 +58,12 @@ async function turn(thread: ThreadRef, user: string): Promise<void> {
 /** An MCP session bound to `thread`, with `user`'s turn live there. */
 async function session(thread: ThreadRef, user: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${HOST_TOKEN}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+    requestInit: {
+      headers: {
+        Authorization: `Bearer ${HOST_TOKEN}`,
+        "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
   });
   const client = new Client({ name: "results-test", version: "1" });
   await client.connect(transport);
@@ -70,7 +84,8 @@ async function readError(client: Client, uri: string): Promise<unknown> {
 }
 
 /** The page text without the footer naming the next page. */
-const body = (text: string): string => text.replace(/\n\[slaude-connect: page \d+ of \d+; the next page is [^\]]+\]$/, "");
+const body = (text: string): string =>
+  text.replace(/\n\[slaude-connect: page \d+ of \d+; the next page is [^\]]+\]$/, "");
 
 let alice: Client;
 let link: { uri: string; pages: number; bytes: number };
@@ -78,12 +93,21 @@ let link: { uri: string; pages: number; bytes: number };
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-results-"));
   clock = new ManualClock(Date.now());
-  const config = testAppConfig(dir, HOST_TOKEN, { SLAUDE_RESULT_MAX_BYTES: "2000", SLAUDE_RESULT_MAX_LINES: "50", SLAUDE_RESULT_TTL_SECONDS: "120" });
+  const config = testAppConfig(dir, HOST_TOKEN, {
+    SLAUDE_RESULT_MAX_BYTES: "2000",
+    SLAUDE_RESULT_MAX_LINES: "50",
+    SLAUDE_RESULT_TTL_SECONDS: "120",
+  });
   const registry = parseRegistry(
     {
       services: {
         big: {
-          transport: { type: "stdio", command: process.execPath, args: ["--import", TSX_LOADER, BIG_VENDOR], credentialEnv: { VENDOR_TOKEN: "{{token}}" } },
+          transport: {
+            type: "stdio",
+            command: process.execPath,
+            args: ["--import", TSX_LOADER, BIG_VENDOR],
+            credentialEnv: { VENDOR_TOKEN: "{{token}}" },
+          },
           capture: { strategy: "paste", fields: [{ name: "token", label: "Token" }] },
           scopes: ["thread", "user"],
           tools: { listing: ["borrowable", "read"] },
@@ -92,9 +116,27 @@ beforeAll(async () => {
     },
     "results-test.json",
   );
-  const membership = new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB).add(OTHER_TEAM.teamId, OTHER_TEAM.channelId, ALICE);
-  app = await startApp({ config, log, clock, membership, registry, reapIntervalMs: 24 * 3_600_000 }) /* the reapers run on this clock: keep them out of the 2 min this file advances, so the test reaps by hand */;
-  await app.lifecycle.create({ teamId: THREAD.teamId, ownerUserId: ALICE, service: "big", scope: "user", channelId: null, threadTs: null, credential: { kind: "fields", fields: { token: CANARY } }, createdBy: ALICE });
+  const membership = new StaticMembership()
+    .add(THREAD.teamId, THREAD.channelId, ALICE, BOB)
+    .add(OTHER_TEAM.teamId, OTHER_TEAM.channelId, ALICE);
+  app = await startApp({
+    config,
+    log,
+    clock,
+    membership,
+    registry,
+    reapIntervalMs: 24 * 3_600_000,
+  }) /* the reapers run on this clock: keep them out of the 2 min this file advances, so the test reaps by hand */;
+  await app.lifecycle.create({
+    teamId: THREAD.teamId,
+    ownerUserId: ALICE,
+    service: "big",
+    scope: "user",
+    channelId: null,
+    threadTs: null,
+    credential: { kind: "fields", fields: { token: CANARY } },
+    createdBy: ALICE,
+  });
   alice = await session(THREAD, ALICE);
 }, 60_000);
 
@@ -109,18 +151,26 @@ describe("full results on demand over /mcp", () => {
     expect(alice.getServerCapabilities()?.resources).toBeDefined();
     expect(alice.getServerCapabilities()?.tools?.listChanged).toBe(false);
     expect((await alice.listResources()).resources).toEqual([]);
-    expect((await alice.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual(["slaude://results/{id}{?page}"]);
+    expect((await alice.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      "slaude://results/{id}{?page}",
+    ]);
     expect((await alice.listTools()).tools).toHaveLength(5);
     expect(alice.getInstructions()).toContain("resources/read");
   });
 
   it("a truncated mcp_call answer carries a resource_link and a fullResult to the stored, redacted result", async () => {
-    const r = await alice.callTool({ name: "mcp_call", arguments: { service: "big", tool: "listing", args: ARGS, on_behalf_of: ALICE } });
+    const r = await alice.callTool({
+      name: "mcp_call",
+      arguments: { service: "big", tool: "listing", args: ARGS, on_behalf_of: ALICE },
+    });
     expect(r.isError).toBeFalsy();
     const content = r.content as Array<{ type: string; text?: string; uri?: string; size?: number; mimeType?: string }>;
     const links = content.filter((c) => c.type === "resource_link");
     expect(links).toHaveLength(1);
-    const structured = r.structuredContent as { truncated: boolean; fullResult: { uri: string; pages: number; bytes: number; expiresAt: string } };
+    const structured = r.structuredContent as {
+      truncated: boolean;
+      fullResult: { uri: string; pages: number; bytes: number; expiresAt: string };
+    };
     expect(structured.truncated).toBe(true);
     link = structured.fullResult;
     expect(link.uri).toMatch(/^slaude:\/\/results\/res_[A-Za-z0-9_-]{16}$/);
@@ -141,7 +191,11 @@ describe("full results on demand over /mcp", () => {
       expect(r.contents).toHaveLength(1);
       const c = r.contents[0] as { uri: string; text: string; mimeType: string; _meta: Record<string, unknown> };
       expect(c).toMatchObject({ uri, mimeType: "text/plain" });
-      expect(c._meta["slaude-connect/page"]).toEqual({ page, pages: link.pages, ...(page < link.pages ? { next: `${link.uri}?page=${page + 1}` } : {}) });
+      expect(c._meta["slaude-connect/page"]).toEqual({
+        page,
+        pages: link.pages,
+        ...(page < link.pages ? { next: `${link.uri}?page=${page + 1}` } : {}),
+      });
       expect(Buffer.byteLength(body(c.text))).toBeLessThanOrEqual(2000);
       joined += body(c.text);
     }
@@ -149,7 +203,16 @@ describe("full results on demand over /mcp", () => {
     expect(joined).not.toContain(CANARY);
     const reads = await app.store.audit.query({ event: "result_read" });
     expect(reads).toHaveLength(link.pages);
-    expect(reads.every((a) => a.callerUserId === ALICE && a.ownerUserId === ALICE && a.service === "big" && a.tool === "listing" && a.threadTs === THREAD.threadTs)).toBe(true);
+    expect(
+      reads.every(
+        (a) =>
+          a.callerUserId === ALICE &&
+          a.ownerUserId === ALICE &&
+          a.service === "big" &&
+          a.tool === "listing" &&
+          a.threadTs === THREAD.threadTs,
+      ),
+    ).toBe(true);
     expect(await app.store.audit.count({ event: "result_stored" })).toBe(1);
   });
 
@@ -165,17 +228,37 @@ describe("full results on demand over /mcp", () => {
     answers.push(await readError(await session(OTHER_THREAD, ALICE), link.uri));
     answers.push(await readError(await session(OTHER_TEAM, ALICE), link.uri));
     // Forged ids and addresses, by the owner in the right thread.
-    answers.push(await readError(alice, "slaude://results/res_AAAAAAAAAAAAAAAA"), await readError(alice, `${link.uri.slice(0, -1)}${link.uri.endsWith("A") ? "B" : "A"}`), await readError(alice, "slaude://results/../etc/passwd"), await readError(alice, "file:///etc/passwd"));
+    answers.push(
+      await readError(alice, "slaude://results/res_AAAAAAAAAAAAAAAA"),
+      await readError(alice, `${link.uri.slice(0, -1)}${link.uri.endsWith("A") ? "B" : "A"}`),
+      await readError(alice, "slaude://results/../etc/passwd"),
+      await readError(alice, "file:///etc/passwd"),
+    );
     for (const a of answers) expect(a).toEqual(notFound);
     // Not merely alike: identical, so nothing tells them apart.
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
-    const why = (await app.store.audit.query({ event: "result_read", take: "latest", limit: 9 })).map((a) => a.errorCode);
-    expect(why).toEqual(["other_user", "other_user", null, "other_thread", "other_team", "unknown", "unknown", "malformed", "malformed"]);
+    const why = (await app.store.audit.query({ event: "result_read", take: "latest", limit: 9 })).map(
+      (a) => a.errorCode,
+    );
+    expect(why).toEqual([
+      "other_user",
+      "other_user",
+      null,
+      "other_thread",
+      "other_team",
+      "unknown",
+      "unknown",
+      "malformed",
+      "malformed",
+    ]);
   });
 
   it("an expired result is not found either, and the reaper deletes it", async () => {
     await clock.advanceAsync(120_000);
-    expect(await readError(alice, link.uri)).toEqual({ code: -32602, message: expect.stringContaining("Resource not found") });
+    expect(await readError(alice, link.uri)).toEqual({
+      code: -32602,
+      message: expect.stringContaining("Resource not found"),
+    });
     expect(await app.broker.deps.results.reap()).toBe(1);
     expect(await app.store.results.get(link.uri.slice("slaude://results/".length))).toBeUndefined();
     const last = await app.store.audit.query({ event: "result_read", take: "latest", limit: 1 });

@@ -5,15 +5,23 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { groupMembers } from "../../src/pool/child-ledger.js";
 import type { Connection } from "../../src/store/records.js";
-import { ALICE, BOB, CAROL, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
-import { rawRequest, type RawResponse } from "../support/raw-http.js";
+import {
+  ALICE,
+  aliceThreadConnection,
+  BOB,
+  CAROL,
+  fixtureRegistryDoc,
+  mcpCall,
+  THREAD,
+} from "../integration/broker-harness.js";
+import { type RawResponse, rawRequest } from "../support/raw-http.js";
 
 // The MCP endpoint and the host endpoint over real HTTP: the real app (SQLite, vault, pool, vendor
 // children), real SDK clients over Streamable HTTP, raw node:http where a header must be forged.
@@ -22,7 +30,12 @@ const TOKEN_A = `host-a-${randomBytes(8).toString("hex")}`;
 const TOKEN_B = `host-b-${randomBytes(8).toString("hex")}`;
 const THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`;
 const OTHER_THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/1700000000.000999`;
-const INIT = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+const INIT = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
 
 let dir: string;
 let app: RunningApp;
@@ -57,14 +70,22 @@ afterEach(async () => {
 });
 
 /** A raw HTTP request, so Host, Origin and the other headers are exactly what the test says. */
-function raw(opts: { method?: string; path: string; headers?: Record<string, string>; body?: unknown }): Promise<RawResponse> {
+function raw(opts: {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+}): Promise<RawResponse> {
   return rawRequest(app.port, opts);
 }
 
 const MCP_ACCEPT = { accept: "application/json, text/event-stream" };
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
-async function openSession(token = TOKEN_A, thread = THREAD_HEADER): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+async function openSession(
+  token = TOKEN_A,
+  thread = THREAD_HEADER,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
     requestInit: { headers: { Authorization: `Bearer ${token}`, "X-Slaude-Thread": thread } },
   });
@@ -75,7 +96,11 @@ async function openSession(token = TOKEN_A, thread = THREAD_HEADER): Promise<{ c
 }
 
 async function reportTurn(user: string, token = TOKEN_A): Promise<void> {
-  const r = await raw({ path: "/v1/turns", headers: bearer(token), body: { team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: user } });
+  const r = await raw({
+    path: "/v1/turns",
+    headers: bearer(token),
+    body: { team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: user },
+  });
   expect(r.status).toBe(204);
 }
 
@@ -99,8 +124,18 @@ describe("host authentication", () => {
       expect(none.status, p).toBe(401);
       expect(none.headers["www-authenticate"]).toContain("Bearer");
       expect(JSON.parse(none.body)).toEqual({ error: "unauthorized" });
-      for (const h of [bearer("wrong"), bearer(`${TOKEN_A}x`), { authorization: TOKEN_A }, { authorization: `Basic ${TOKEN_A}` }, bearer("")]) {
-        expect((await raw({ path: p, headers: { ...MCP_ACCEPT, ...h, "x-slaude-thread": THREAD_HEADER }, body: INIT })).status, `${p} ${h.authorization}`).toBe(401);
+      for (const h of [
+        bearer("wrong"),
+        bearer(`${TOKEN_A}x`),
+        { authorization: TOKEN_A },
+        { authorization: `Basic ${TOKEN_A}` },
+        bearer(""),
+      ]) {
+        expect(
+          (await raw({ path: p, headers: { ...MCP_ACCEPT, ...h, "x-slaude-thread": THREAD_HEADER }, body: INIT }))
+            .status,
+          `${p} ${h.authorization}`,
+        ).toBe(401);
       }
     }
     // The SDK client sees the refusal too.
@@ -119,8 +154,17 @@ describe("host authentication", () => {
 describe("Host and Origin validation", () => {
   it("refuses a Host header that does not name this server with 403, even with a valid token", async () => {
     for (const p of ["/mcp", "/v1/turns"]) {
-      for (const host of ["evil.example", `evil.example:${app.port}`, "127.0.0.1.evil.example", `localhost:${app.port + 1}`]) {
-        const r = await raw({ path: p, headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), host, "x-slaude-thread": THREAD_HEADER }, body: INIT });
+      for (const host of [
+        "evil.example",
+        `evil.example:${app.port}`,
+        "127.0.0.1.evil.example",
+        `localhost:${app.port + 1}`,
+      ]) {
+        const r = await raw({
+          path: p,
+          headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), host, "x-slaude-thread": THREAD_HEADER },
+          body: INIT,
+        });
         expect(r.status, `${p} ${host}`).toBe(403);
         expect(JSON.parse(r.body)).toEqual({ error: "bad_host" });
       }
@@ -129,28 +173,56 @@ describe("Host and Origin validation", () => {
 
   it("accepts the hosts it serves: loopback on the bound port and SLAUDE_ALLOWED_HOSTS", async () => {
     for (const host of [`127.0.0.1:${app.port}`, `localhost:${app.port}`, "broker.internal", "BROKER.INTERNAL"]) {
-      const r = await raw({ path: "/v1/turns", headers: { ...bearer(TOKEN_A), host }, body: { team_id: "T1", channel_id: "C1", thread_ts: "1700000000.000100", user_id: ALICE } });
+      const r = await raw({
+        path: "/v1/turns",
+        headers: { ...bearer(TOKEN_A), host },
+        body: { team_id: "T1", channel_id: "C1", thread_ts: "1700000000.000100", user_id: ALICE },
+      });
       expect(r.status, host).toBe(204);
     }
   });
 
   it("refuses a foreign Origin with 403 and accepts SLAUDE_ALLOWED_ORIGINS", async () => {
     for (const p of ["/mcp", "/v1/turns"]) {
-      for (const origin of ["https://evil.example", "null", "https://agent.example.evil.example", "http://agent.example"]) {
-        const r = await raw({ path: p, headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), origin, "x-slaude-thread": THREAD_HEADER }, body: INIT });
+      for (const origin of [
+        "https://evil.example",
+        "null",
+        "https://agent.example.evil.example",
+        "http://agent.example",
+      ]) {
+        const r = await raw({
+          path: p,
+          headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), origin, "x-slaude-thread": THREAD_HEADER },
+          body: INIT,
+        });
         expect(r.status, `${p} ${origin}`).toBe(403);
         expect(JSON.parse(r.body)).toEqual({ error: "bad_origin" });
       }
     }
-    const ok = await raw({ path: "/v1/turns", headers: { ...bearer(TOKEN_A), origin: "https://agent.example" }, body: { team_id: "T1", channel_id: "C1", thread_ts: "1700000000.000100", user_id: ALICE } });
+    const ok = await raw({
+      path: "/v1/turns",
+      headers: { ...bearer(TOKEN_A), origin: "https://agent.example" },
+      body: { team_id: "T1", channel_id: "C1", thread_ts: "1700000000.000100", user_id: ALICE },
+    });
     expect(ok.status).toBe(204);
   });
 });
 
 describe("session binding", () => {
   it("refuses to open a session without a valid X-Slaude-Thread (400)", async () => {
-    for (const thread of [undefined, "", "T1/C1", "T1/C1/not-a-ts", "T1/C1/1700000000.000100/x", "T 1/C1/1700000000.000100"]) {
-      const r = await raw({ path: "/mcp", headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), ...(thread !== undefined ? { "x-slaude-thread": thread } : {}) }, body: INIT });
+    for (const thread of [
+      undefined,
+      "",
+      "T1/C1",
+      "T1/C1/not-a-ts",
+      "T1/C1/1700000000.000100/x",
+      "T 1/C1/1700000000.000100",
+    ]) {
+      const r = await raw({
+        path: "/mcp",
+        headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), ...(thread !== undefined ? { "x-slaude-thread": thread } : {}) },
+        body: INIT,
+      });
       expect(r.status, String(thread)).toBe(400);
       expect(r.body).toContain("X-Slaude-Thread");
       expect(r.headers["mcp-session-id"]).toBeUndefined();
@@ -158,9 +230,17 @@ describe("session binding", () => {
   });
 
   it("refuses requests of an unknown session and non-initialize requests without one", async () => {
-    const unknown = await raw({ path: "/mcp", headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "mcp-session-id": "no-such-session" }, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } });
+    const unknown = await raw({
+      path: "/mcp",
+      headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "mcp-session-id": "no-such-session" },
+      body: { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    });
     expect(unknown.status).toBe(404);
-    const noSession = await raw({ path: "/mcp", headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "x-slaude-thread": THREAD_HEADER }, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } });
+    const noSession = await raw({
+      path: "/mcp",
+      headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "x-slaude-thread": THREAD_HEADER },
+      body: { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    });
     expect(noSession.status).toBe(400);
   });
 
@@ -174,9 +254,27 @@ describe("session binding", () => {
     expect(sessionId).toBeTruthy();
     const callsBefore = await app.store.audit.count();
 
-    const call = { jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "mcp_call", arguments: { service: "vendor", tool: "write_item", args: { id: "2", value: "b" }, on_behalf_of: ALICE } } };
+    const call = {
+      jsonrpc: "2.0",
+      id: 99,
+      method: "tools/call",
+      params: {
+        name: "mcp_call",
+        arguments: { service: "vendor", tool: "write_item", args: { id: "2", value: "b" }, on_behalf_of: ALICE },
+      },
+    };
     for (const thread of [OTHER_THREAD_HEADER, "T2/C1/1700000000.000100", "garbage"]) {
-      const r = await raw({ path: "/mcp", headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "mcp-session-id": sessionId!, "mcp-protocol-version": "2025-06-18", "x-slaude-thread": thread }, body: call });
+      const r = await raw({
+        path: "/mcp",
+        headers: {
+          ...MCP_ACCEPT,
+          ...bearer(TOKEN_A),
+          "mcp-session-id": sessionId!,
+          "mcp-protocol-version": "2025-06-18",
+          "x-slaude-thread": thread,
+        },
+        body: call,
+      });
       expect(r.status, thread).toBe(403);
       expect(r.body).toContain("another thread");
     }
@@ -193,7 +291,11 @@ describe("session end", () => {
     const id = transport.sessionId!;
     expect((await client.listTools()).tools).toHaveLength(5);
     await transport.terminateSession();
-    const r = await raw({ path: "/mcp", headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, body: { jsonrpc: "2.0", id: 5, method: "tools/list" } });
+    const r = await raw({
+      path: "/mcp",
+      headers: { ...MCP_ACCEPT, ...bearer(TOKEN_A), "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" },
+      body: { jsonrpc: "2.0", id: 5, method: "tools/list" },
+    });
     expect(r.status).toBe(404);
   });
 });
@@ -202,17 +304,34 @@ describe("membership", () => {
   it("fails closed without a membership source: the caller's own connection does not run", async () => {
     const dir2 = mkdtempSync(path.join(os.tmpdir(), "slaude-endpoint-"));
     const noSlack = await startApp({
-      config: loadConfig({ NODE_ENV: "test", SLAUDE_DATA_DIR: dir2, PORT: "0", SLAUDE_HOST_TOKENS: TOKEN_A, SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64") }),
+      config: loadConfig({
+        NODE_ENV: "test",
+        SLAUDE_DATA_DIR: dir2,
+        PORT: "0",
+        SLAUDE_HOST_TOKENS: TOKEN_A,
+        SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+      }),
       log: memoryLogger(),
       registry: parseRegistry(fixtureRegistryDoc(), "x"),
     });
     try {
       await aliceThreadConnection(noSlack.lifecycle, { token: "canary-x" });
-      const transport = new StreamableHTTPClientTransport(new URL(`${noSlack.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN_A}`, "X-Slaude-Thread": THREAD_HEADER } } });
+      const transport = new StreamableHTTPClientTransport(new URL(`${noSlack.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${TOKEN_A}`, "X-Slaude-Thread": THREAD_HEADER } },
+      });
       const client = new Client({ name: "test-host", version: "1" });
       await client.connect(transport);
       clients.push(client);
-      const turn = await fetch(`${noSlack.url}/v1/turns`, { method: "POST", headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json" }, body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }) });
+      const turn = await fetch(`${noSlack.url}/v1/turns`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          team_id: THREAD.teamId,
+          channel_id: THREAD.channelId,
+          thread_ts: THREAD.threadTs,
+          user_id: ALICE,
+        }),
+      });
       expect(turn.status).toBe(204);
       const r = await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE });
       expect(r.structured.code).toBe("not_member");
@@ -229,7 +348,13 @@ describe("tools/list", () => {
   it("lists exactly the five tools, with strict input schemas and annotations", async () => {
     const { client } = await openSession();
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["connect", "connections_list", "connections_revoke", "mcp_call", "mcp_describe"]);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "connect",
+      "connections_list",
+      "connections_revoke",
+      "mcp_call",
+      "mcp_describe",
+    ]);
     for (const t of tools) {
       expect(t.inputSchema.type, t.name).toBe("object");
       expect((t.inputSchema as { additionalProperties?: unknown }).additionalProperties, t.name).toBe(false);
@@ -238,7 +363,11 @@ describe("tools/list", () => {
       expect(t.description, t.name).toBeTruthy();
     }
     const byName = new Map(tools.map((t) => [t.name, t]));
-    expect([...(byName.get("mcp_call")!.inputSchema.required ?? [])].sort()).toEqual(["on_behalf_of", "service", "tool"]);
+    expect([...(byName.get("mcp_call")!.inputSchema.required ?? [])].sort()).toEqual([
+      "on_behalf_of",
+      "service",
+      "tool",
+    ]);
     expect(byName.get("mcp_call")!.annotations?.readOnlyHint).toBe(false);
     expect(byName.get("mcp_describe")!.annotations?.readOnlyHint).toBe(true);
     expect(byName.get("connections_list")!.annotations?.readOnlyHint).toBe(true);
@@ -251,7 +380,10 @@ describe("tools/list", () => {
     const { client } = await openSession();
     await reportTurn(ALICE);
     const before = await app.store.audit.count();
-    const extra = await client.callTool({ name: "mcp_call", arguments: { service: "vendor", tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE, as_user: BOB } });
+    const extra = await client.callTool({
+      name: "mcp_call",
+      arguments: { service: "vendor", tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE, as_user: BOB },
+    });
     expect(extra.isError).toBe(true);
     expect(JSON.stringify(extra.content)).toContain("as_user");
     const listExtra = await client.callTool({ name: "connections_list", arguments: { owner: BOB } });
@@ -326,7 +458,9 @@ describe("POST /v1/turns", () => {
     expect(forged.text).toContain(BOB);
     // Carol is not a member of the channel.
     await reportTurn(CAROL);
-    expect((await mcpCall(client, { tool: "read_item", args: { id: "4" }, on_behalf_of: CAROL })).structured.code).toBe("not_member");
+    expect((await mcpCall(client, { tool: "read_item", args: { id: "4" }, on_behalf_of: CAROL })).structured.code).toBe(
+      "not_member",
+    );
 
     const ran = await app.store.audit.query({ event: "call" });
     expect(ran.map((e) => e.callerUserId)).toEqual([ALICE]);
@@ -356,7 +490,11 @@ describe("the other tools over HTTP", () => {
     const { client } = await openSession();
     await reportTurn(BOB);
     const r = await client.callTool({ name: "mcp_describe", arguments: { service: "vendor", query: "item" } });
-    const s = r.structuredContent as { status: string; source: string; tools: { name: string; class: { access: string; write: boolean } }[] };
+    const s = r.structuredContent as {
+      status: string;
+      source: string;
+      tools: { name: string; class: { access: string; write: boolean } }[];
+    };
     expect(s.status).toBe("ok");
     expect(s.source).toBe("registry");
     expect(s.tools.map((t) => t.name).sort()).toEqual(["read_item", "write_item"]);
@@ -370,20 +508,30 @@ describe("the other tools over HTTP", () => {
     const conn = await connectAlice();
     const { client } = await openSession();
     await reportTurn(ALICE);
-    expect((await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
+    expect(
+      (await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs,
+    ).toBe("own");
     expect(app.broker.pool.has(conn.id)).toBe(true);
     const pgid = app.broker.pool.pidOf(conn.id);
     expect(pgid).toBeGreaterThan(0);
 
     const mine = await client.callTool({ name: "connections_list", arguments: {} });
-    const rows = (mine.structuredContent as { connections: { id: string; mine: boolean; owner: string | null; where: string; service: string }[] }).connections;
-    expect(rows).toEqual([expect.objectContaining({ id: conn.id, mine: true, owner: ALICE, where: "this_thread", service: "vendor" })]);
+    const rows = (
+      mine.structuredContent as {
+        connections: { id: string; mine: boolean; owner: string | null; where: string; service: string }[];
+      }
+    ).connections;
+    expect(rows).toEqual([
+      expect.objectContaining({ id: conn.id, mine: true, owner: ALICE, where: "this_thread", service: "vendor" }),
+    ]);
     expect(JSON.stringify(mine)).not.toContain("canary-");
 
     // Bob sees Alice's connection as borrowable with her approval; he cannot revoke it.
     await reportTurn(BOB);
     const his = await client.callTool({ name: "connections_list", arguments: {} });
-    expect((his.structuredContent as { connections: unknown[] }).connections).toEqual([expect.objectContaining({ id: conn.id, mine: false, owner: ALICE, grant: "needs_approval" })]);
+    expect((his.structuredContent as { connections: unknown[] }).connections).toEqual([
+      expect.objectContaining({ id: conn.id, mine: false, owner: ALICE, grant: "needs_approval" }),
+    ]);
     const notHis = await client.callTool({ name: "connections_revoke", arguments: { connection_id: conn.id } });
     expect((notHis.structuredContent as Record<string, unknown>).code).toBe("not_found");
     expect(app.broker.pool.has(conn.id)).toBe(true);
@@ -408,7 +556,9 @@ describe("the other tools over HTTP", () => {
     const conn = await connectAlice();
     const { client } = await openSession();
     await reportTurn(ALICE);
-    expect((await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
+    expect(
+      (await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs,
+    ).toBe("own");
     const pgid = app.broker.pool.pidOf(conn.id);
     expect(pgid).toBeGreaterThan(0);
     expect(groupMembers(pgid!).length).toBeGreaterThan(0);

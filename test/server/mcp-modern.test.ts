@@ -6,13 +6,13 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, THREAD, aliceThreadConnection, fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { rawRequest, type RawResponse } from "../support/raw-http.js";
+import { ALICE, aliceThreadConnection, fixtureRegistryDoc, THREAD } from "../integration/broker-harness.js";
+import { type RawResponse, rawRequest } from "../support/raw-http.js";
 
 // The 2026-07-28 era on /mcp in one process: real SDK v2 clients pinned to the revision (no
 // initialize, no session), in `auto` mode, and a v1 client beside them; raw requests where the
@@ -96,7 +96,7 @@ function modern(body: Record<string, unknown>, headers: Record<string, string> =
       authorization: `Bearer ${TOKEN}`,
       "x-slaude-thread": THREAD_HEADER,
       "mcp-protocol-version": MODERN,
-      "mcp-method": String(body["method"]),
+      "mcp-method": String(body.method),
       ...headers,
     },
     body,
@@ -147,8 +147,8 @@ describe("the 2026-07-28 era on /mcp", () => {
     expect(r.status, r.body).toBe(200);
     const result = (JSON.parse(r.body) as { result: Record<string, unknown> & { _meta: Record<string, unknown> } })
       .result;
-    expect(result["supportedVersions"]).toContain(MODERN);
-    expect(result["capabilities"]).toMatchObject({ tools: { listChanged: false }, resources: { listChanged: false } });
+    expect(result.supportedVersions).toContain(MODERN);
+    expect(result.capabilities).toMatchObject({ tools: { listChanged: false }, resources: { listChanged: false } });
     expect(result._meta["io.modelcontextprotocol/serverInfo"]).toMatchObject({ name: "slaude_connect" });
   });
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { LIST, TOKEN, openOn, pgCluster, raw, rebuilds, replica, useMcpReplicas } from "../support/mcp-replicas.js";
+import { LIST, openOn, pgCluster, raw, rebuilds, replica, TOKEN, useMcpReplicas } from "../support/mcp-replicas.js";
 
 // A session is bound to the host token that opened it on every replica (issue 20 item 7): real apps
 // on one real PostgreSQL, the session record carrying a keyed digest of the token (migration 0009),
@@ -9,7 +9,8 @@ import { LIST, TOKEN, openOn, pgCluster, raw, rebuilds, replica, useMcpReplicas 
 useMcpReplicas();
 
 const OTHER = `host-other-${randomBytes(16).toString("hex")}`;
-const code = (body: string): unknown => (JSON.parse(body) as { error?: { data?: { error?: string } } }).error?.data?.error;
+const code = (body: string): unknown =>
+  (JSON.parse(body) as { error?: { data?: { error?: string } } }).error?.data?.error;
 const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe("MCP sessions and their host token across PostgreSQL replicas", () => {
@@ -22,7 +23,11 @@ describe("MCP sessions and their host token across PostgreSQL replicas", () => {
     const { client, id } = await openOn(a);
 
     for (const app of [b, a]) {
-      for (const req of [{ body: LIST }, { method: "GET", headers: { accept: "text/event-stream" } }, { method: "DELETE" }]) {
+      for (const req of [
+        { body: LIST },
+        { method: "GET", headers: { accept: "text/event-stream" } },
+        { method: "DELETE" },
+      ]) {
         const r = await raw(app, id, { ...req, headers: { ...req.headers, ...as(OTHER) } });
         expect(r.status, `${req.method ?? "POST"} on ${app === a ? "A" : "B"}`).toBe(403);
         expect(code(r.body)).toBe("session_token_mismatch");
@@ -38,7 +43,10 @@ describe("MCP sessions and their host token across PostgreSQL replicas", () => {
 
     // The record holds a keyed digest of the token, never the token.
     const db = new URL(url).pathname.slice(1);
-    const row = (await pgCluster().superQuery(`SELECT * FROM mcp_sessions WHERE id = '${id}'`, db)).rows[0] as Record<string, unknown>;
+    const row = (await pgCluster().superQuery(`SELECT * FROM mcp_sessions WHERE id = '${id}'`, db)).rows[0] as Record<
+      string,
+      unknown
+    >;
     expect(row.token_digest).toMatch(/^k_[0-9a-f]{16}:[0-9a-f]{64}$/);
     expect(JSON.stringify(row)).not.toContain(TOKEN);
   });
@@ -48,7 +56,10 @@ describe("MCP sessions and their host token across PostgreSQL replicas", () => {
     const a = await replica(url);
     const b = await replica(url);
     const { id } = await openOn(a);
-    await pgCluster().superQuery(`UPDATE mcp_sessions SET token_digest = NULL WHERE id = '${id}'`, new URL(url).pathname.slice(1));
+    await pgCluster().superQuery(
+      `UPDATE mcp_sessions SET token_digest = NULL WHERE id = '${id}'`,
+      new URL(url).pathname.slice(1),
+    );
     for (const app of [a, b]) expect((await raw(app, id, { body: LIST })).status).toBe(404);
     expect(rebuilds(b)).toBe(0);
   });

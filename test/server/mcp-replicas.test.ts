@@ -5,16 +5,14 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { ALICE, THREAD, aliceThreadConnection } from "../integration/broker-harness.js";
+import { ALICE, aliceThreadConnection } from "../integration/broker-harness.js";
 import {
-  LIST,
-  OTHER_THREAD_HEADER,
-  THREAD_HEADER,
-  TOKEN,
   continueOn,
   keepClient,
   keepDir,
+  LIST,
   logOf,
+  OTHER_THREAD_HEADER,
   openOn,
   openStream,
   pgCluster,
@@ -22,6 +20,8 @@ import {
   rebuilds,
   replica,
   reportTurn,
+  THREAD_HEADER,
+  TOKEN,
   useMcpReplicas,
 } from "../support/mcp-replicas.js";
 
@@ -143,11 +143,18 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     const b = await replica(url, env, clock);
     const { id: oldest } = await openOn(a);
     const { id: newer } = await openOn(b);
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "third", version: "1" } } };
+    const init = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "third", version: "1" } },
+    };
     const refused = await raw(a, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: init });
     expect(refused.status).toBe(503);
     expect(refused.headers["retry-after"]).toBe("5");
-    expect(logOf(a).some((l) => l.includes("the deployment's live session cap is reached and no session is idle"))).toBe(true);
+    expect(
+      logOf(a).some((l) => l.includes("the deployment's live session cap is reached and no session is idle")),
+    ).toBe(true);
     await clock.advanceAsync(25_000);
     expect((await raw(b, newer, { body: LIST })).status).toBe(200); // used: the other one is the least recently used
     const { id: third } = await openOn(b);
@@ -162,7 +169,9 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     const b = await replica(url);
     const { id: first } = await openOn(a);
     const { id: second } = await openOn(a);
-    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => raw(b, first, { body: { ...LIST, id: 100 + i } })));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => raw(b, first, { body: { ...LIST, id: 100 + i } })),
+    );
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(rebuilds(b)).toBe(1);
     expect(b.mcp.sessionCount).toBe(1);
@@ -202,17 +211,27 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
       }
       return fetch(input, init);
     };
-    const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), { fetch: viaBalancer, requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), {
+      fetch: viaBalancer,
+      requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } },
+    });
     const client = new Client({ name: "replica-host", version: "1" });
     await client.connect(transport);
     keepClient(client);
     // A 20 s vendor call on A, cancelled by the user once its first progress shows the vendor is at work.
     const ac = new AbortController();
     const slow = { service: "vendor", tool: "slow", args: { steps: 200, delayMs: 100 }, on_behalf_of: ALICE };
-    const call = client.callTool({ name: "mcp_call", arguments: slow }, undefined, { signal: ac.signal, onprogress: () => ac.abort("the user gave up"), timeout: 60_000 });
+    const call = client.callTool({ name: "mcp_call", arguments: slow }, undefined, {
+      signal: ac.signal,
+      onprogress: () => ac.abort("the user gave up"),
+      timeout: 60_000,
+    });
     await expect(call).rejects.toThrow();
     expect(cancelsToB).toBe(1);
     const lines = () => (existsSync(events) ? readFileSync(events, "utf8").split("\n") : []);
-    await vi.waitFor(() => expect(lines().some((l) => /^cancelled \d+$/.test(l))).toBe(true), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(() => expect(lines().some((l) => /^cancelled \d+$/.test(l))).toBe(true), {
+      timeout: 10_000,
+      interval: 50,
+    });
   });
 });

@@ -5,14 +5,14 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
+import { ALICE, aliceThreadConnection, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
 import { testAppConfig } from "../support/app-config.js";
-import { ALICE, THREAD, aliceThreadConnection, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
 
 // MCP sessions per team (issue 20 item 9) over real HTTP with real SDK clients: one team holding
 // its share of sessions cannot take another team's, and makes room only among its own.
@@ -20,7 +20,12 @@ import { ALICE, THREAD, aliceThreadConnection, fixtureRegistryDoc, mcpCall } fro
 const TOKEN = `host-${randomBytes(8).toString("hex")}`;
 const THREAD_B: ThreadRef = { teamId: "T2", channelId: "C2", threadTs: "1700000000.000200" };
 const header = (t: ThreadRef) => `${t.teamId}/${t.channelId}/${t.threadTs}`;
-const INIT = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+const INIT = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
 
 let dir: string;
 let app: RunningApp;
@@ -31,7 +36,13 @@ beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-team-sessions-"));
   clock = new ManualClock(Date.now());
   const config = testAppConfig(dir, TOKEN, { SLAUDE_MCP_MAX_SESSIONS: "4", SLAUDE_MCP_MAX_SESSIONS_PER_TEAM: "1" });
-  app = await startApp({ config, log: memoryLogger("warn"), clock, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+  app = await startApp({
+    config,
+    log: memoryLogger("warn"),
+    clock,
+    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE),
+    registry: parseRegistry(fixtureRegistryDoc(), "x"),
+  });
 });
 
 afterEach(async () => {
@@ -41,7 +52,9 @@ afterEach(async () => {
 });
 
 async function openSession(thread: ThreadRef = THREAD): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": header(thread) } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": header(thread) } },
+  });
   const client = new Client({ name: "team-host", version: "1" });
   await client.connect(transport);
   clients.push(client);
@@ -56,7 +69,16 @@ async function alive(c: Client): Promise<boolean> {
 }
 
 const initialize = (thread: ThreadRef) =>
-  fetch(`${app.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${TOKEN}`, "x-slaude-thread": header(thread) }, body: JSON.stringify(INIT) });
+  fetch(`${app.url}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${TOKEN}`,
+      "x-slaude-thread": header(thread),
+    },
+    body: JSON.stringify(INIT),
+  });
 
 describe("MCP sessions per team", () => {
   it("a team whose every session is busy gets 429 for another, while another team's session opens", async () => {

@@ -6,13 +6,13 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { ManualClock } from "../../src/clock/clock.js";
-import { testAppConfig } from "../support/app-config.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } from "../integration/broker-harness.js";
+import { ALICE, aliceThreadConnection, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
+import { testAppConfig } from "../support/app-config.js";
 
 // Bounded MCP sessions (issue 9 item 15) and the body limit (item 16) over real HTTP: the real app,
 // real SDK clients over Streamable HTTP, a manual clock for idle expiry. The cap here is 2 sessions
@@ -20,7 +20,12 @@ import { ALICE, THREAD, fixtureRegistryDoc, mcpCall, aliceThreadConnection } fro
 
 const TOKEN = `host-${randomBytes(8).toString("hex")}`;
 const THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`;
-const INIT = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+const INIT = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
 
 let dir: string;
 let app: RunningApp;
@@ -33,7 +38,13 @@ beforeEach(async () => {
   log = memoryLogger("debug");
   clock = new ManualClock(Date.now());
   const config = testAppConfig(dir, TOKEN, { SLAUDE_MCP_MAX_SESSIONS: "2", SLAUDE_MCP_SESSION_IDLE_SECONDS: "60" });
-  app = await startApp({ config, log, clock, membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+  app = await startApp({
+    config,
+    log,
+    clock,
+    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE),
+    registry: parseRegistry(fixtureRegistryDoc(), "x"),
+  });
 });
 
 afterEach(async () => {
@@ -43,7 +54,9 @@ afterEach(async () => {
 });
 
 async function openSession(): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } },
+  });
   const client = new Client({ name: "test-host", version: "1" });
   await client.connect(transport);
   clients.push(client);
@@ -65,7 +78,19 @@ async function alive(c: Client): Promise<boolean> {
 function post(body: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: "127.0.0.1", port: app.port, method: "POST", path: "/mcp", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${TOKEN}`, "x-slaude-thread": THREAD_HEADER, ...headers } },
+      {
+        host: "127.0.0.1",
+        port: app.port,
+        method: "POST",
+        path: "/mcp",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${TOKEN}`,
+          "x-slaude-thread": THREAD_HEADER,
+          ...headers,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -78,7 +103,6 @@ function post(body: string, headers: Record<string, string> = {}): Promise<{ sta
   });
 }
 
-
 describe("MCP session bounds", () => {
   it("closes a session unused for SLAUDE_MCP_SESSION_IDLE_SECONDS; one used meanwhile stays open", async () => {
     const a = await openSession();
@@ -90,7 +114,11 @@ describe("MCP session bounds", () => {
     // The periodic sweep runs on the clock (every 15 s here): advancing past a's idle time closes it.
     await clock.advanceAsync(31_000);
     // a: 61 s unused; b: 31 s.
-    expect(log.lines.filter((l) => l.includes("idle mcp sessions closed")).map((l) => (JSON.parse(l) as { count: number }).count)).toEqual([1]);
+    expect(
+      log.lines
+        .filter((l) => l.includes("idle mcp sessions closed"))
+        .map((l) => (JSON.parse(l) as { count: number }).count),
+    ).toEqual([1]);
     expect(app.mcp.sweepIdle()).toBe(0);
     expect(app.mcp.sessionCount).toBe(1);
     expect(await alive(a)).toBe(false);

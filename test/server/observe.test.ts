@@ -5,13 +5,13 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { startApp, type AppOptions, type RunningApp } from "../../src/app/app.js";
+import { type AppOptions, type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
-import { ALICE, BOB, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { ALICE, BOB, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
 
 // Issue 12 item 5, observed from outside: the real app (SQLite, vault, pool, the fixture vendor as
 // real children) behind its HTTP server, real SDK clients over Streamable HTTP on /mcp, and a
@@ -70,7 +70,12 @@ async function turn(app: RunningApp, user: string): Promise<void> {
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${HOST_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: user }),
+    body: JSON.stringify({
+      team_id: THREAD.teamId,
+      channel_id: THREAD.channelId,
+      thread_ts: THREAD.threadTs,
+      user_id: user,
+    }),
   });
   expect(r.status).toBe(204);
 }
@@ -95,7 +100,7 @@ function scrape(app: RunningApp, token: string | null = METRICS_TOKEN) {
 
 /** The value of one exposition line, e.g. `slaude_calls_total{service="vendor",...}`. */
 function sample(text: string, series: string): number | undefined {
-  const line = text.split("\n").find((l) => l.startsWith(series + " "));
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
@@ -122,12 +127,21 @@ describe("GET /metrics", () => {
     const inventedService = `canary_service_${randomBytes(6).toString("hex")}`;
 
     await turn(app, ALICE);
-    expect((await mcpCall(c, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
-    expect((await mcpCall(c, { tool: "read_item", args: { id: "2" }, on_behalf_of: ALICE })).structured.ranAs).toBe("own");
+    expect((await mcpCall(c, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.ranAs).toBe(
+      "own",
+    );
+    expect((await mcpCall(c, { tool: "read_item", args: { id: "2" }, on_behalf_of: ALICE })).structured.ranAs).toBe(
+      "own",
+    );
     expect((await mcpCall(c, { tool: inventedTool, args: {}, on_behalf_of: ALICE })).isError).toBe(true);
-    expect((await mcpCall(c, { service: inventedService, tool: "read_item", args: {}, on_behalf_of: ALICE })).structured.code).toBe("unknown_service");
+    expect(
+      (await mcpCall(c, { service: inventedService, tool: "read_item", args: {}, on_behalf_of: ALICE })).structured
+        .code,
+    ).toBe("unknown_service");
     await turn(app, BOB);
-    expect((await mcpCall(c, { tool: "search_shared", args: { q: "x" }, on_behalf_of: BOB })).structured.ranAs).toBe("shared");
+    expect((await mcpCall(c, { tool: "search_shared", args: { q: "x" }, on_behalf_of: BOB })).structured.ranAs).toBe(
+      "shared",
+    );
 
     const res = await scrape(app);
     expect(res.status).toBe(200);
@@ -135,9 +149,18 @@ describe("GET /metrics", () => {
     const text = await res.text();
     expect(sample(text, 'slaude_calls_total{service="vendor",tool="read_item",outcome="ok",via="own"}')).toBe(2);
     // The fixture vendor does not implement search_shared: it ran on the shared identity and the vendor said no.
-    expect(sample(text, 'slaude_calls_total{service="vendor",tool="search_shared",outcome="vendor_tool_error",via="shared"}')).toBe(1);
-    expect(sample(text, 'slaude_calls_total{service="vendor",tool="other",outcome="vendor_tool_error",via="own"}')).toBe(1);
-    expect(sample(text, 'slaude_calls_total{service="unknown",tool="other",outcome="unknown_service",via="none"}')).toBe(1);
+    expect(
+      sample(
+        text,
+        'slaude_calls_total{service="vendor",tool="search_shared",outcome="vendor_tool_error",via="shared"}',
+      ),
+    ).toBe(1);
+    expect(
+      sample(text, 'slaude_calls_total{service="vendor",tool="other",outcome="vendor_tool_error",via="own"}'),
+    ).toBe(1);
+    expect(
+      sample(text, 'slaude_calls_total{service="unknown",tool="other",outcome="unknown_service",via="none"}'),
+    ).toBe(1);
     // Four calls reached a vendor; the refused one has broker time only.
     expect(sample(text, 'slaude_call_vendor_seconds_count{service="vendor"}')).toBe(4);
     expect(sample(text, 'slaude_call_broker_seconds_count{service="vendor"}')).toBe(4);
@@ -151,10 +174,28 @@ describe("GET /metrics", () => {
     expect(sample(text, 'slaude_logins{kind="flows"}')).toBe(0);
     expect(sample(text, 'slaude_logins{kind="browsers"}')).toBe(0);
     expect(sample(text, 'slaude_job_runs_total{job="ttl_reaper",outcome="ok"}')).toBeGreaterThanOrEqual(1);
-    for (const name of ["slaude_pool_waits_total", "slaude_approval_decision_seconds", "slaude_audit_write_failures_total"]) expect(text).toContain(`# TYPE ${name}`);
+    for (const name of [
+      "slaude_pool_waits_total",
+      "slaude_approval_decision_seconds",
+      "slaude_audit_write_failures_total",
+    ])
+      expect(text).toContain(`# TYPE ${name}`);
 
     // Canary: no credential, user id, thread, channel, token or model-invented name is a label or value.
-    for (const secret of [aliceToken, sharedToken, ALICE, BOB, THREAD.threadTs, THREAD.channelId, THREAD.teamId, HOST_TOKEN, METRICS_TOKEN, inventedTool, inventedService, "shared-bot"]) {
+    for (const secret of [
+      aliceToken,
+      sharedToken,
+      ALICE,
+      BOB,
+      THREAD.threadTs,
+      THREAD.channelId,
+      THREAD.teamId,
+      HOST_TOKEN,
+      METRICS_TOKEN,
+      inventedTool,
+      inventedService,
+      "shared-bot",
+    ]) {
       expect(text, secret).not.toContain(secret);
     }
   });
@@ -162,11 +203,13 @@ describe("GET /metrics", () => {
   it("is refused without the metrics token, with a wrong one, with the host token, from a foreign Host, and entirely when no token is configured", async () => {
     const { app } = await boot({ SLAUDE_METRICS_TOKEN: METRICS_TOKEN });
     expect((await scrape(app, null)).status).toBe(401);
-    expect((await scrape(app, METRICS_TOKEN + "x")).status).toBe(401);
+    expect((await scrape(app, `${METRICS_TOKEN}x`)).status).toBe(401);
     expect((await scrape(app, HOST_TOKEN)).status).toBe(401);
-    const foreign = await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}`, origin: "https://evil.example" } });
+    const foreign = await fetch(`${app.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}`, origin: "https://evil.example" },
+    });
     expect(foreign.status).toBe(403);
-    const body = await (await scrape(app, METRICS_TOKEN + "x")).text();
+    const body = await (await scrape(app, `${METRICS_TOKEN}x`)).text();
     expect(body).not.toContain("slaude_");
 
     const { app: closed } = await boot();
@@ -183,7 +226,11 @@ describe("GET /readyz", () => {
     fakes.push(fake);
     fake.setFailing("auth.test", "invalid_auth");
     const { app } = await boot(
-      { SLACK_BOT_TOKEN: fake.botToken, SLACK_SIGNING_SECRET: "signing-" + randomBytes(8).toString("hex"), SLACK_API_URL: fake.apiUrl },
+      {
+        SLACK_BOT_TOKEN: fake.botToken,
+        SLACK_SIGNING_SECRET: `signing-${randomBytes(8).toString("hex")}`,
+        SLACK_API_URL: fake.apiUrl,
+      },
       { slackAuthCheckIntervalMs: 50 },
     );
     const readyz = async () => {
@@ -196,7 +243,13 @@ describe("GET /readyz", () => {
     });
     expect(failed.status).toBe(503);
     // The installations' health is detail: the token could not be recorded, so none is active yet.
-    expect(failed.body).toEqual({ status: "not_ready", database: "ok", registry: "ok", slack: "failed: invalid_auth", installations: { active: 0, disabled: [] } });
+    expect(failed.body).toEqual({
+      status: "not_ready",
+      database: "ok",
+      registry: "ok",
+      slack: "failed: invalid_auth",
+      installations: { active: 0, disabled: [] },
+    });
     expect(JSON.stringify(failed.body)).not.toContain(fake.botToken);
     expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
 
@@ -205,7 +258,13 @@ describe("GET /readyz", () => {
       const r = await readyz();
       return r.status === 200 ? r : undefined;
     });
-    expect(ready.body).toEqual({ status: "ready", database: "ok", registry: "ok", slack: "ok", installations: { active: 1, disabled: [] } });
+    expect(ready.body).toEqual({
+      status: "ready",
+      database: "ok",
+      registry: "ok",
+      slack: "ok",
+      installations: { active: 1, disabled: [] },
+    });
 
     await app.store.close();
     const down = await readyz();
@@ -231,7 +290,7 @@ describe("request ids and call ids", () => {
     const { app } = await boot();
     const mine = await fetch(`${app.url}/healthz`, { headers: { "x-request-id": "lb-7f3a.2:9" } });
     expect(mine.headers.get("x-request-id")).toBe("lb-7f3a.2:9");
-    for (const bad of ["has space", "a".repeat(65), "quote\"d", "<script>"]) {
+    for (const bad of ["has space", "a".repeat(65), 'quote"d', "<script>"]) {
       const r = await fetch(`${app.url}/nope`, { headers: { "x-request-id": bad } });
       expect(r.status).toBe(404);
       const id = r.headers.get("x-request-id");

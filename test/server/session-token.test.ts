@@ -26,7 +26,15 @@ describe("SessionTokenDigests", () => {
     const d = s.digest(TOKEN);
     expect(s.check(d, TOKEN)).toBe("match");
     expect(s.check(d, `${TOKEN}x`)).toBe("mismatch");
-    for (const bad of [undefined, "", "nokey", `${d}00`, `k_0000000000000000:${d.slice(d.indexOf(":") + 1)}`, `:${"a".repeat(64)}`]) expect(s.check(bad, TOKEN), String(bad)).toBe("unverifiable");
+    for (const bad of [
+      undefined,
+      "",
+      "nokey",
+      `${d}00`,
+      `k_0000000000000000:${d.slice(d.indexOf(":") + 1)}`,
+      `:${"a".repeat(64)}`,
+    ])
+      expect(s.check(bad, TOKEN), String(bad)).toBe("unverifiable");
   });
 
   it("after a rotation, a digest made under the previous key still verifies while that key is configured", () => {

@@ -23,20 +23,35 @@ describe("a completion row the database cannot take in time", () => {
     await aliceThreadConnection(app.lifecycle);
     await reportTurn(app);
     const { client } = await openOn(app);
-    expect((await mcpCall(client, { tool: "echo", args: { text: "warm" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    expect(
+      (await mcpCall(client, { tool: "echo", args: { text: "warm" }, on_behalf_of: ALICE })).structured.status,
+    ).toBe("ok");
 
     const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-outage-"));
     keepDir(dir);
     const gate = path.join(dir, "gate");
-    const held = mcpCall(client, { tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE }, { timeout: 90_000 });
-    await vi.waitFor(async () => expect(await app.store.audit.count({ event: "call_started" })).toBe(2), { timeout: 20_000, interval: 20 });
+    const held = mcpCall(
+      client,
+      { tool: "wait_for_file", args: { path: gate }, on_behalf_of: ALICE },
+      { timeout: 90_000 },
+    );
+    await vi.waitFor(async () => expect(await app.store.audit.count({ event: "call_started" })).toBe(2), {
+      timeout: 20_000,
+      interval: 20,
+    });
     const [started] = await app.store.audit.query({ event: "call_started", take: "latest", limit: 1 });
     const callId = started!.callId!;
 
     let answer: Awaited<typeof held> | undefined;
     await pgCluster().restart(async () => {
       writeFileSync(gate, "");
-      await vi.waitFor(() => expect(logOf(app).some((l) => l.includes("audit row queued: the database is unavailable") && l.includes(callId))).toBe(true), { timeout: 20_000, interval: 20 });
+      await vi.waitFor(
+        () =>
+          expect(
+            logOf(app).some((l) => l.includes("audit row queued: the database is unavailable") && l.includes(callId)),
+          ).toBe(true),
+        { timeout: 20_000, interval: 20 },
+      );
       // The database stays away past the call's 20 s wait for its row.
       await clock.advanceAsync(20_000);
       answer = await held;
@@ -56,8 +71,12 @@ describe("a completion row the database cannot take in time", () => {
       },
       { timeout: 30_000, interval: 50 },
     );
-    expect(logOf(app).some((l) => l.includes("audit row written after the database came back") && l.includes(callId))).toBe(true);
+    expect(
+      logOf(app).some((l) => l.includes("audit row written after the database came back") && l.includes(callId)),
+    ).toBe(true);
     expect(app.broker.calls.completions.size).toBe(0);
-    expect((await mcpCall(client, { tool: "echo", args: { text: "after" }, on_behalf_of: ALICE })).structured.status).toBe("ok");
+    expect(
+      (await mcpCall(client, { tool: "echo", args: { text: "after" }, on_behalf_of: ALICE })).structured.status,
+    ).toBe("ok");
   });
 });

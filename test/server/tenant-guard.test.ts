@@ -34,7 +34,10 @@ describe("TenantGuard", () => {
     expect(await guard.check({ kind: "team", teamId: "TA" }, "TB")).toEqual({ ok: false, reason: "other_team" });
     expect(dir.asked).toEqual({ enterprise: 0, installations: 0 });
     expect(await guard.check({ kind: "enterprise", enterpriseId: "E1" }, "TA")).toEqual({ ok: true });
-    expect(await guard.check({ kind: "enterprise", enterpriseId: "E1" }, "TB")).toEqual({ ok: false, reason: "other_enterprise" });
+    expect(await guard.check({ kind: "enterprise", enterpriseId: "E1" }, "TB")).toEqual({
+      ok: false,
+      reason: "other_enterprise",
+    });
     expect(dir.asked).toEqual({ enterprise: 2, installations: 0 });
     expect(await guard.check({ kind: "unbound" }, "TA")).toEqual({ ok: false, reason: "unbound_multi_tenant" });
     expect(dir.asked).toEqual({ enterprise: 2, installations: 1 });
@@ -47,7 +50,10 @@ describe("TenantGuard", () => {
       const v = await guard.check(b, "TA");
       expect(v).toEqual({ ok: false, reason: "directory_unavailable" });
     }
-    expect(refusalOf("directory_unavailable", "TA")).toMatchObject({ status: 503, code: "tenant_directory_unavailable" });
+    expect(refusalOf("directory_unavailable", "TA")).toMatchObject({
+      status: 503,
+      code: "tenant_directory_unavailable",
+    });
     expect(refusalOf("other_team", "TB")).toMatchObject({ status: 403, code: "tenant_forbidden" });
     expect(refusalOf("unbound_multi_tenant", "TB")).toMatchObject({ status: 403, code: "token_not_bound_to_team" });
     expect(log.lines.some((l) => l.includes("tenant directory did not answer"))).toBe(true);

@@ -5,12 +5,12 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { testAppConfig } from "../support/app-config.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, BOB, THREAD, fixtureRegistryDoc, mcpCall } from "../integration/broker-harness.js";
+import { ALICE, BOB, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
+import { testAppConfig } from "../support/app-config.js";
 
 // Concurrent turns in one thread, end to end: the real app, a real SDK client over Streamable HTTP
 // whose host sets X-Slaude-Turn per request, real vendor children, a real SQLite file.
@@ -26,7 +26,12 @@ const clients: Client[] = [];
 beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-turns-"));
   const config = testAppConfig(dir, TOKEN);
-  app = await startApp({ config, log: memoryLogger(), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB), registry: parseRegistry(fixtureRegistryDoc(), "x") });
+  app = await startApp({
+    config,
+    log: memoryLogger(),
+    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE, BOB),
+    registry: parseRegistry(fixtureRegistryDoc(), "x"),
+  });
   for (const owner of [ALICE, BOB]) {
     await app.lifecycle.create({
       teamId: THREAD.teamId,
@@ -65,12 +70,22 @@ async function hostSession(): Promise<{ client: Client; turn: { id: string | und
 }
 
 function post(p: string, body: unknown): Promise<Response> {
-  return fetch(`${app.url}${p}`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  return fetch(`${app.url}${p}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 }
 
 async function startTurn(user: string, opts: { explicit?: boolean; thread?: typeof THREAD } = {}): Promise<string> {
   const t = opts.thread ?? THREAD;
-  const r = await post("/v1/turns", { team_id: t.teamId, channel_id: t.channelId, thread_ts: t.threadTs, user_id: user, ...(opts.explicit ? { explicit_end: true } : {}) });
+  const r = await post("/v1/turns", {
+    team_id: t.teamId,
+    channel_id: t.channelId,
+    thread_ts: t.threadTs,
+    user_id: user,
+    ...(opts.explicit ? { explicit_end: true } : {}),
+  });
   expect(r.status).toBe(204);
   const id = r.headers.get("x-slaude-turn");
   expect(id).toMatch(/^turn_[A-Za-z0-9_-]{24}$/);
@@ -97,9 +112,19 @@ describe("turn ids", () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(((await r.json()) as { error: string }).error).toBe("invalid_turn");
     }
-    const noAuth = await fetch(`${app.url}/v1/turns/end`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ turn_id: b }) });
+    const noAuth = await fetch(`${app.url}/v1/turns/end`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ turn_id: b }),
+    });
     expect(noAuth.status).toBe(401);
-    const bad = await post("/v1/turns", { team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE, explicit_end: "yes" });
+    const bad = await post("/v1/turns", {
+      team_id: THREAD.teamId,
+      channel_id: THREAD.channelId,
+      thread_ts: THREAD.threadTs,
+      user_id: ALICE,
+      explicit_end: "yes",
+    });
     expect(bad.status).toBe(400);
   });
 });
@@ -124,7 +149,9 @@ describe("overlapping turns in one thread", () => {
     expect(forA.structured.ranAs).toBe("own");
     expect(ranFor(forA.text)).toBe(ALICE);
     // Naming Alice's turn, the model cannot act for Bob.
-    expect((await mcpCall(client, { tool: "read_item", args: { id: "3" }, on_behalf_of: BOB })).structured.code).toBe("on_behalf_of_mismatch");
+    expect((await mcpCall(client, { tool: "read_item", args: { id: "3" }, on_behalf_of: BOB })).structured.code).toBe(
+      "on_behalf_of_mismatch",
+    );
 
     turn.id = b;
     const forB = await mcpCall(client, { tool: "read_item", args: { id: "4" }, on_behalf_of: BOB });
@@ -141,7 +168,9 @@ describe("overlapping turns in one thread", () => {
     expect(ranFor(after.text)).toBe(BOB);
     // Her ended turn can no longer be named.
     turn.id = a;
-    expect((await mcpCall(client, { tool: "read_item", args: { id: "6" }, on_behalf_of: ALICE })).structured.code).toBe("turn_unknown");
+    expect((await mcpCall(client, { tool: "read_item", args: { id: "6" }, on_behalf_of: ALICE })).structured.code).toBe(
+      "turn_unknown",
+    );
 
     const ran = await app.store.audit.query({ event: "call" });
     expect(ran.map((e) => e.callerUserId)).toEqual([ALICE, BOB, BOB]);
@@ -161,7 +190,9 @@ describe("overlapping turns in one thread", () => {
     const old = await startTurn(BOB);
     await startTurn(ALICE);
     turn.id = old;
-    expect((await mcpCall(client, { tool: "read_item", args: { id: "2" }, on_behalf_of: BOB })).structured.code).toBe("turn_unknown");
+    expect((await mcpCall(client, { tool: "read_item", args: { id: "2" }, on_behalf_of: BOB })).structured.code).toBe(
+      "turn_unknown",
+    );
     expect(await app.store.audit.count()).toBe(before);
     expect(app.broker.pool.stats().spawned).toBe(0);
 
@@ -172,7 +203,9 @@ describe("overlapping turns in one thread", () => {
   it("hosts that never send ends keep today's behaviour: the newest turn is the caller", async () => {
     const { client } = await hostSession();
     await startTurn(ALICE);
-    expect(ranFor((await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).text)).toBe(ALICE);
+    expect(ranFor((await mcpCall(client, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).text)).toBe(
+      ALICE,
+    );
     await startTurn(BOB);
     expect(ranFor((await mcpCall(client, { tool: "read_item", args: { id: "2" }, on_behalf_of: BOB })).text)).toBe(BOB);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CARD_LIMITS, cardFacts, type ApprovalCard } from "../../src/approvals/card.js";
+import { type ApprovalCard, CARD_LIMITS, cardFacts } from "../../src/approvals/card.js";
 import { Redactor } from "../../src/hygiene/redact.js";
 import { approvalArgsView, approvalCardBlocks } from "../../src/slack/approval-blocks.js";
 import type { Approval } from "../../src/store/records.js";
@@ -47,15 +47,24 @@ function card(args: Record<string, unknown>, write = true): ApprovalCard {
   };
 }
 
-
-const HOSTILE = ["<!channel>", "<!here|here>", "*bold* _it_ ~strike~", "```fence```", "`tick`", "<@UALICE01>", "<https://evil.example|click me>", "&lt;b&gt;", "<#C0THREAD1>"];
+const HOSTILE = [
+  "<!channel>",
+  "<!here|here>",
+  "*bold* _it_ ~strike~",
+  "```fence```",
+  "`tick`",
+  "<@UALICE01>",
+  "<https://evil.example|click me>",
+  "&lt;b&gt;",
+  "<#C0THREAD1>",
+];
 
 describe("approval card blocks", () => {
   it("hostile mrkdwn in argument values stays inert: only in rich_text text elements, never in a formatted text", () => {
     const args = Object.fromEntries(HOSTILE.map((h, i) => [`v${i}`, h]));
     args["*name*<!channel>"] = "x";
     const c = card(args);
-    for (const blocks of [approvalCardBlocks(approval, c), approvalArgsView(approval, c)["blocks"] as unknown[]]) {
+    for (const blocks of [approvalCardBlocks(approval, c), approvalArgsView(approval, c).blocks as unknown[]]) {
       for (const t of formattedTexts(blocks)) for (const h of [...HOSTILE, "*name*"]) expect(t).not.toContain(h);
       const shown = argumentsShown(blocks);
       // Ten arguments: shown inline on the card as well as in the modal.
@@ -65,9 +74,9 @@ describe("approval card blocks", () => {
   });
 
   it("a long value is split into code blocks that join back to it exactly, within Slack's limits", () => {
-    const long = Array.from({ length: 700 }, (_, i) => `step ${i}; `).join("") + "rm -rf /";
+    const long = `${Array.from({ length: 700 }, (_, i) => `step ${i}; `).join("")}rm -rf /`;
     const view = approvalArgsView(approval, card({ script: long, n: 1 }));
-    const blocks = view["blocks"] as unknown[];
+    const blocks = view.blocks as unknown[];
     expect(blocks.every(validBlock)).toBe(true);
     expect(argumentsShown(blocks).get("script")).toBe(long);
     expect(argumentsShown(blocks).get("n")).toBe("1");
@@ -80,7 +89,7 @@ describe("approval card blocks", () => {
     const c = card(args);
     expect(c.args.shown).toBe("complete");
     const view = approvalArgsView(approval, c);
-    const blocks = view["blocks"] as unknown[];
+    const blocks = view.blocks as unknown[];
     expect(blocks.length).toBeLessThanOrEqual(100);
     expect(Buffer.byteLength(JSON.stringify(view))).toBeLessThan(250 * 1024);
     expect(blocks.every(validBlock)).toBe(true);

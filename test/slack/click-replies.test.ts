@@ -7,18 +7,18 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { consentValue } from "../../src/slack/blocks.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { blockActionPayload, postSlackInteraction } from "../fixtures/slack/signed-request.js";
 import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
-const SECRET = "signing-secret-" + randomBytes(8).toString("hex");
+const SECRET = `signing-secret-${randomBytes(8).toString("hex")}`;
 
 let fake: FakeSlack;
 let app: RunningApp;
@@ -28,8 +28,8 @@ let thread: { teamId: string; channelId: string; threadTs: string };
 /** The fixture registry with two more services: one for personal accounts only, one operator-only (shared). */
 function registryDoc(): unknown {
   const doc = fixtureRegistryDoc() as { services: Record<string, Record<string, unknown>> };
-  doc.services["personal"] = { ...doc.services["vendor"], scopes: ["user"] };
-  doc.services["team"] = { ...doc.services["vendor"], scopes: ["shared"] };
+  doc.services.personal = { ...doc.services.vendor, scopes: ["user"] };
+  doc.services.team = { ...doc.services.vendor, scopes: ["shared"] };
   return doc;
 }
 
@@ -43,7 +43,7 @@ beforeEach(async () => {
     SLAUDE_DATA_DIR: dir,
     PORT: "0",
     SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    SLAUDE_HOST_TOKENS: "host-token-" + "x".repeat(32),
+    SLAUDE_HOST_TOKENS: `host-token-${"x".repeat(32)}`,
     SLACK_BOT_TOKEN: fake.botToken,
     SLACK_SIGNING_SECRET: SECRET,
     SLACK_API_URL: fake.apiUrl,
@@ -63,7 +63,15 @@ async function clickAndRead(actionId: string, value: string, id: string): Promis
   const r = await postSlackInteraction(
     `${app.url}/slack/events`,
     SECRET,
-    blockActionPayload({ userId: ALICE, teamId: thread.teamId, actionId, value, channelId: "D" + ALICE, messageTs: "1700000000.000200", responseUrl: fake.responseUrl(id) }),
+    blockActionPayload({
+      userId: ALICE,
+      teamId: thread.teamId,
+      actionId,
+      value,
+      channelId: `D${ALICE}`,
+      messageTs: "1700000000.000200",
+      responseUrl: fake.responseUrl(id),
+    }),
   );
   expect(r.status).toBe(200);
   const answer = await until(() => fake.responses.find((x) => x.id === id));
@@ -72,20 +80,34 @@ async function clickAndRead(actionId: string, value: string, id: string): Promis
 
 describe("consent Continue when no link can be minted", () => {
   it("a personal-only service asked for from a thread says to use /connect, not 'only from the thread'", async () => {
-    const text = await clickAndRead("consent_accept", consentValue({ userId: ALICE, service: "personal", channelId: thread.channelId, threadTs: thread.threadTs }), "p");
+    const text = await clickAndRead(
+      "consent_accept",
+      consentValue({ userId: ALICE, service: "personal", channelId: thread.channelId, threadTs: thread.threadTs }),
+      "p",
+    );
     expect(text).toContain("cannot be connected for a single thread");
     expect(text).toContain("/connect personal");
     expect(text).not.toContain("only be made from the thread");
   });
 
   it("an operator-only (shared) service says an admin sets it up", async () => {
-    const text = await clickAndRead("consent_accept", consentValue({ userId: ALICE, service: "team", channelId: thread.channelId, threadTs: null }), "t");
+    const text = await clickAndRead(
+      "consent_accept",
+      consentValue({ userId: ALICE, service: "team", channelId: thread.channelId, threadTs: null }),
+      "t",
+    );
     expect(text).toContain("set up by an operator");
     expect(text).not.toContain("only be made from the thread");
   });
 
   it("a link still mints when the scope fits", async () => {
-    expect(await clickAndRead("consent_accept", consentValue({ userId: ALICE, service: "personal", channelId: thread.channelId, threadTs: null }), "ok")).toContain("Sign in");
+    expect(
+      await clickAndRead(
+        "consent_accept",
+        consentValue({ userId: ALICE, service: "personal", channelId: thread.channelId, threadTs: null }),
+        "ok",
+      ),
+    ).toContain("Sign in");
     const minted = await app.store.audit.query({ event: "login_started" });
     expect(minted.map((a) => a.service)).toEqual(["personal"]);
   });

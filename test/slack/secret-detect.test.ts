@@ -4,9 +4,9 @@ import { looksLikeSecret } from "../../src/slack/secret-detect.js";
 describe("looksLikeSecret", () => {
   it.each([
     "glpat-" + "a1B2c3D4e5F6g7H8i9J0",
-    "ghp_" + "A".repeat(18) + "1234567890",
+    `ghp_${"A".repeat(18)}1234567890`,
     "xoxb-1234567890-abcdefghij",
-    "here it is: sk-" + "aB3".repeat(8),
+    `here it is: sk-${"aB3".repeat(8)}`,
     "AKIAABCDEFGHIJKLMNOP",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX2J5dGVzXzEyMw",
     "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",

@@ -1,7 +1,7 @@
 // The configuration most app-level tests start from: a real app on an ephemeral port with its own
 // data directory, a fresh master key and the given host tokens; each test adds what it is about.
 import { randomBytes } from "node:crypto";
-import { loadConfig, type Config } from "../../src/config/env.js";
+import { type Config, loadConfig } from "../../src/config/env.js";
 
 /** A test app's configuration: `dir` as its data directory, `hostTokens` (comma-separated), plus `extra` variables. */
 export function testAppConfig(dir: string, hostTokens: string, extra: Record<string, string> = {}): Config {

@@ -13,7 +13,10 @@ export interface HeldLock {
 
 /** Starts the lock holder on `dbFile` and resolves once it holds the write lock (BEGIN IMMEDIATE done). */
 export async function holdWriteLock(dbFile: string): Promise<HeldLock> {
-  const child = spawn(process.execPath, ["--import", "tsx", HOLDER, dbFile], { stdio: ["pipe", "pipe", "pipe"], shell: false });
+  const child = spawn(process.execPath, ["--import", "tsx", HOLDER, dbFile], {
+    stdio: ["pipe", "pipe", "pipe"],
+    shell: false,
+  });
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));

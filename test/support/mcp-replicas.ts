@@ -6,15 +6,15 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { ManualClock } from "../../src/clock/clock.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
+import type { ManualClock } from "../../src/clock/clock.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
-import { ALICE, THREAD, fixtureRegistryDoc } from "../integration/broker-harness.js";
+import { ALICE, fixtureRegistryDoc, THREAD } from "../integration/broker-harness.js";
 import { testAppConfig } from "./app-config.js";
-import { startPostgres, type PgCluster } from "./postgres.js";
-import { rawRequest, type RawResponse } from "./raw-http.js";
+import { type PgCluster, startPostgres } from "./postgres.js";
+import { type RawResponse, rawRequest } from "./raw-http.js";
 
 // The harness of test/server/mcp-replicas.test.ts: real apps ("replicas", each with its own data
 // directory and port) on one real PostgreSQL, real SDK clients over Streamable HTTP, and raw requests
@@ -68,12 +68,23 @@ export function logOf(app: RunningApp): readonly string[] {
 }
 
 /** One replica on `url`: its own data directory and port; the key, host token and registry are shared. */
-export async function replica(url: string, extra: Record<string, string> = {}, clock?: ManualClock, vendorEnv: Record<string, string> = {}): Promise<RunningApp> {
+export async function replica(
+  url: string,
+  extra: Record<string, string> = {},
+  clock?: ManualClock,
+  vendorEnv: Record<string, string> = {},
+): Promise<RunningApp> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-replica-"));
   dirs.push(dir);
   const log = memoryLogger("debug");
   const config = testAppConfig(dir, TOKEN, { SLAUDE_DATABASE_URL: url, SLAUDE_ENCRYPTION_KEY: KEY, ...extra });
-  const app = await startApp({ config, log, ...(clock ? { clock } : {}), membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE), registry: parseRegistry(fixtureRegistryDoc(vendorEnv), "x") });
+  const app = await startApp({
+    config,
+    log,
+    ...(clock ? { clock } : {}),
+    membership: new StaticMembership().add(THREAD.teamId, THREAD.channelId, ALICE),
+    registry: parseRegistry(fixtureRegistryDoc(vendorEnv), "x"),
+  });
   apps.push(app);
   logs.set(app, log);
   return app;
@@ -84,14 +95,21 @@ export async function reportTurn(app: RunningApp): Promise<void> {
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: THREAD.teamId, channel_id: THREAD.channelId, thread_ts: THREAD.threadTs, user_id: ALICE }),
+    body: JSON.stringify({
+      team_id: THREAD.teamId,
+      channel_id: THREAD.channelId,
+      thread_ts: THREAD.threadTs,
+      user_id: ALICE,
+    }),
   });
   expect(r.status).toBe(204);
 }
 
 /** A client that initializes on `app`. */
 export async function openOn(app: RunningApp): Promise<{ client: Client; id: string }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } },
+  });
   const client = new Client({ name: "replica-host", version: "1" });
   await client.connect(transport);
   clients.push(client);
@@ -99,8 +117,14 @@ export async function openOn(app: RunningApp): Promise<{ client: Client; id: str
 }
 
 /** A client that continues session `id` on `app` (no initialize: the SDK resumes a known session id). */
-export async function continueOn(app: RunningApp, id: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { sessionId: id, requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } } });
+export async function continueOn(
+  app: RunningApp,
+  id: string,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+    sessionId: id,
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": THREAD_HEADER } },
+  });
   const client = new Client({ name: "replica-host", version: "1" });
   await client.connect(transport);
   clients.push(client);
@@ -108,23 +132,49 @@ export async function continueOn(app: RunningApp, id: string): Promise<{ client:
 }
 
 /** A raw request to `app`'s /mcp naming session `id` (none when empty; headers exactly as given). */
-export function raw(app: RunningApp, id: string, opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
+export function raw(
+  app: RunningApp,
+  id: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<RawResponse> {
   return rawRequest(app.port, {
     method: opts.method ?? "POST",
     path: "/mcp",
-    headers: { accept: "application/json, text/event-stream", authorization: `Bearer ${TOKEN}`, ...(id ? { "mcp-session-id": id } : {}), ...opts.headers },
+    headers: {
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${TOKEN}`,
+      ...(id ? { "mcp-session-id": id } : {}),
+      ...opts.headers,
+    },
     ...(opts.body !== undefined ? { body: opts.body } : {}),
   });
 }
 
 /** Opens the GET SSE stream of session `id` on `app`; resolves with the status and headers once they arrive (the stream stays open). */
-export function openStream(app: RunningApp, id: string): Promise<{ status: number; contentType: string | undefined; close(): void; ended: Promise<void> }> {
+export function openStream(
+  app: RunningApp,
+  id: string,
+): Promise<{ status: number; contentType: string | undefined; close(): void; ended: Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port: app.port, method: "GET", path: "/mcp", headers: { accept: "text/event-stream", authorization: `Bearer ${TOKEN}`, "mcp-session-id": id } }, (res) => {
-      const ended = new Promise<void>((done) => res.on("close", () => done()));
-      res.resume();
-      resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"], close: () => req.destroy(), ended });
-    });
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port: app.port,
+        method: "GET",
+        path: "/mcp",
+        headers: { accept: "text/event-stream", authorization: `Bearer ${TOKEN}`, "mcp-session-id": id },
+      },
+      (res) => {
+        const ended = new Promise<void>((done) => res.on("close", () => done()));
+        res.resume();
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: res.headers["content-type"],
+          close: () => req.destroy(),
+          ended,
+        });
+      },
+    );
     req.on("error", reject);
     req.end();
   });

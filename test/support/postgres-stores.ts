@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/pg-store.js";
-import { startPostgres, type PgCluster } from "./postgres.js";
+import { type PgCluster, startPostgres } from "./postgres.js";
 
 /** What a test file gets from postgresStores(): its server, fresh schemas, and stores closed after each test. */
 export interface PostgresStores {

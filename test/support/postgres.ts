@@ -1,7 +1,7 @@
 // A real PostgreSQL for a test file: Debian's server binaries, a cluster in a temp dir on a free
 // loopback port, run as an unprivileged user (PostgreSQL refuses root), an ordinary role with a
 // password that owns the databases handed out. No binaries means a failing test, never a skipped one.
-import { spawnSync, type SpawnSyncReturns } from "node:child_process";
+import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -16,7 +16,12 @@ export const PG_TEST_USER = "slaude-pg";
 export function postgresBinDir(root = "/usr/lib/postgresql"): string {
   const versions = existsSync(root)
     ? readdirSync(root)
-        .filter((v) => /^\d+$/.test(v) && existsSync(path.join(root, v, "bin", "initdb")) && existsSync(path.join(root, v, "bin", "pg_ctl")))
+        .filter(
+          (v) =>
+            /^\d+$/.test(v) &&
+            existsSync(path.join(root, v, "bin", "initdb")) &&
+            existsSync(path.join(root, v, "bin", "pg_ctl")),
+        )
         .sort((a, b) => Number(b) - Number(a))
     : [];
   if (!versions.length) {
@@ -40,8 +45,11 @@ function serverUser(): RunAs {
   const lookup = (): SpawnSyncReturns<string> => spawnSync("id", ["-u", PG_TEST_USER], { encoding: "utf8" });
   if (lookup().status !== 0) {
     // Two test files may race to create it: a failed useradd is fine if the user exists afterwards.
-    spawnSync("useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_TEST_USER], { encoding: "utf8" });
-    if (lookup().status !== 0) throw new Error(`cannot create the unprivileged user ${PG_TEST_USER} for the test PostgreSQL (useradd failed)`);
+    spawnSync("useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_TEST_USER], {
+      encoding: "utf8",
+    });
+    if (lookup().status !== 0)
+      throw new Error(`cannot create the unprivileged user ${PG_TEST_USER} for the test PostgreSQL (useradd failed)`);
   }
   const uid = Number(lookup().stdout.trim());
   const gid = Number(spawnSync("id", ["-g", PG_TEST_USER], { encoding: "utf8" }).stdout.trim());
@@ -86,12 +94,34 @@ let dbSeq = 0;
  * A cluster directory made by initdb once per machine (per server user and version), under the
  * temp dir; built in a private directory and renamed into place, so concurrent test files agree.
  */
-function initdbTemplate(bin: string, who: RunAs, run: (cmd: string, args: string[], cwd?: string) => SpawnSyncReturns<string>): string {
-  const final = path.join(os.tmpdir(), `slaude-pg-template-${path.basename(path.dirname(bin))}-${who.uid ?? process.getuid?.() ?? "u"}`);
+function initdbTemplate(
+  bin: string,
+  who: RunAs,
+  run: (cmd: string, args: string[], cwd?: string) => SpawnSyncReturns<string>,
+): string {
+  const final = path.join(
+    os.tmpdir(),
+    `slaude-pg-template-${path.basename(path.dirname(bin))}-${who.uid ?? process.getuid?.() ?? "u"}`,
+  );
   if (existsSync(path.join(final, "data", "PG_VERSION"))) return final;
   const work = mkdtempSync(path.join(os.tmpdir(), "slaude-pg-initdb-"));
   if (who.uid !== undefined) chownSync(work, who.uid, who.gid!);
-  const init = run("initdb", ["-D", path.join(work, "data"), "-U", "pgsuper", "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"], work);
+  const init = run(
+    "initdb",
+    [
+      "-D",
+      path.join(work, "data"),
+      "-U",
+      "pgsuper",
+      "--auth-local=trust",
+      "--auth-host=scram-sha-256",
+      "-E",
+      "UTF8",
+      "--no-sync",
+      "--no-instructions",
+    ],
+    work,
+  );
   if (init.status !== 0) {
     rmSync(work, { recursive: true, force: true });
     throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
@@ -129,8 +159,10 @@ export async function startPostgres(): Promise<PgCluster> {
   }
   let port = 0;
   // Durability is irrelevant to a throwaway cluster: fsync off keeps the tests fast on a loaded disk.
-  const opts = (): string => `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
-  const startServer = (): SpawnSyncReturns<string> => run("pg_ctl", ["-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "90", "-o", opts(), "start"]);
+  const opts = (): string =>
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
+  const startServer = (): SpawnSyncReturns<string> =>
+    run("pg_ctl", ["-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "90", "-o", opts(), "start"]);
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
     const start = startServer();
@@ -152,7 +184,8 @@ export async function startPostgres(): Promise<PgCluster> {
   const onExit = (): void => stopSync("immediate");
   process.once("exit", onExit);
 
-  const superClient = (database = "postgres"): pg.Client => new pg.Client({ host: dir, port, user: "pgsuper", database });
+  const superClient = (database = "postgres"): pg.Client =>
+    new pg.Client({ host: dir, port, user: "pgsuper", database });
   const superQuery = async (sql: string, database?: string): Promise<pg.QueryResult> => {
     const c = superClient(database);
     await c.connect();
@@ -198,7 +231,9 @@ export async function startPostgres(): Promise<PgCluster> {
       const up = startServer();
       if (up.status !== 0) {
         const log = readFileSync(path.join(dir, "server.log"), "utf8").slice(-4_000);
-        throw new Error(`PostgreSQL did not start again on port ${port}: ${up.stderr || up.stdout}\n${log}`, { cause: during?.err });
+        throw new Error(`PostgreSQL did not start again on port ${port}: ${up.stderr || up.stdout}\n${log}`, {
+          cause: during?.err,
+        });
       }
       if (during) throw during.err;
     },

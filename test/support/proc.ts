@@ -36,7 +36,8 @@ export function parentOf(pid: number): number | undefined {
 
 /** Whether `pid` is `ancestor` or one of its descendants (walking at most 64 parents). */
 export function descendsFrom(pid: number, ancestor: number): boolean {
-  for (let p: number | undefined = pid, i = 0; p !== undefined && p > 1 && i < 64; p = parentOf(p), i++) if (p === ancestor) return true;
+  for (let p: number | undefined = pid, i = 0; p !== undefined && p > 1 && i < 64; p = parentOf(p), i++)
+    if (p === ancestor) return true;
   return false;
 }
 
@@ -113,7 +114,7 @@ export function processesReferencing(needles: readonly string[]): number[] {
     if (!/^\d+$/.test(name)) continue;
     const pid = Number(name);
     if (pid === process.pid) continue;
-    const blob = environOf(pid) + "\0" + cmdlineOf(pid);
+    const blob = `${environOf(pid)}\0${cmdlineOf(pid)}`;
     if (needles.some((n) => blob.includes(n)) && isAlive(pid)) out.push(pid);
   }
   return out;

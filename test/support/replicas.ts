@@ -3,7 +3,7 @@
 // SLAUDE_DATA_DIR and port; they share only the database URL, the encryption key, the host token,
 // the registry and the Slack app (the fake Slack Web API). A replica can be SIGKILLed and
 // restarted on the same port and data dir, as an orchestrator would.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -14,10 +14,10 @@ import type { ThreadRef } from "../../src/domain/thread.js";
 import { BIN } from "../cli/run.js";
 import type { FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { blockActionPayload, postSlackInteraction, type SignedResponse } from "../fixtures/slack/signed-request.js";
+import { freePort } from "./ports.js";
 import type { PgCluster } from "./postgres.js";
 import { processesReferencing } from "./proc.js";
-import { startRoundRobinProxy, type RoundRobinProxy } from "./rr-proxy.js";
-import { freePort } from "./ports.js";
+import { type RoundRobinProxy, startRoundRobinProxy } from "./rr-proxy.js";
 
 /** How a replica process ended. */
 export interface ReplicaExit {
@@ -120,7 +120,9 @@ export async function startReplicas(o: ReplicaOptions): Promise<ReplicaSet> {
   const cliEnv = { ...shared, SLAUDE_DATA_DIR: cliDir };
   const bin = o.bin ?? BIN;
   const ports = await Promise.all(Array.from({ length: o.count }, () => freePort()));
-  const replicas = ports.map((port, index) => makeReplica({ index, port, dataDir: path.join(root, `replica-${index}`), env: shared, bin, proxy }));
+  const replicas = ports.map((port, index) =>
+    makeReplica({ index, port, dataDir: path.join(root, `replica-${index}`), env: shared, bin, proxy }),
+  );
   proxy.setBackends(ports);
   const set: ReplicaSet = {
     replicas,
@@ -136,7 +138,12 @@ export async function startReplicas(o: ReplicaOptions): Promise<ReplicaSet> {
       const res = await fetch(`${baseUrl}/v1/turns`, {
         method: "POST",
         headers: { Authorization: `Bearer ${hostToken}`, "content-type": "application/json" },
-        body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: userId }),
+        body: JSON.stringify({
+          team_id: thread.teamId,
+          channel_id: thread.channelId,
+          thread_ts: thread.threadTs,
+          user_id: userId,
+        }),
       });
       if (res.status !== 204) throw new Error(`/v1/turns answered ${res.status}: ${await res.text()}`);
     },
@@ -146,7 +153,15 @@ export async function startReplicas(o: ReplicaOptions): Promise<ReplicaSet> {
       return postSlackInteraction(
         `${baseUrl}/slack/events`,
         signingSecret,
-        blockActionPayload({ userId: owner, teamId: o.fake.teamId, actionId, value, channelId: card.channel, messageTs: card.ts, responseUrl: o.fake.responseUrl(`click-${card.ts}`) }),
+        blockActionPayload({
+          userId: owner,
+          teamId: o.fake.teamId,
+          actionId,
+          value,
+          channelId: card.channel,
+          messageTs: card.ts,
+          responseUrl: o.fake.responseUrl(`click-${card.ts}`),
+        }),
       );
     },
     processes: () => processesReferencing([root]),
@@ -212,7 +227,11 @@ function makeReplica(s: ReplicaSpec): Replica {
     async restart() {
       if (alive()) throw new Error(`replica ${s.index} is still running`);
       log += `\n--- start ${new Date().toISOString()} ---\n`;
-      const c = spawn(process.execPath, [s.bin, "serve"], { env: { ...s.env, SLAUDE_DATA_DIR: s.dataDir, PORT: String(s.port) }, stdio: ["ignore", "pipe", "pipe"], shell: false });
+      const c = spawn(process.execPath, [s.bin, "serve"], {
+        env: { ...s.env, SLAUDE_DATA_DIR: s.dataDir, PORT: String(s.port) },
+        stdio: ["ignore", "pipe", "pipe"],
+        shell: false,
+      });
       child = c;
       exited = new Promise((resolve) => c.once("exit", (code, signal) => resolve({ code, signal })));
       const keep = (d: string): void => {
@@ -223,8 +242,15 @@ function makeReplica(s: ReplicaSpec): Replica {
       const deadline = Date.now() + READY_TIMEOUT_MS;
       for (;;) {
         if (!alive()) throw new Error(`replica ${s.index} exited during start-up:\n${log.slice(-4_000)}`);
-        if (Date.now() > deadline) throw new Error(`replica ${s.index} not ready in ${READY_TIMEOUT_MS / 1000} s:\n${log.slice(-4_000)}`);
-        if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
+        if (Date.now() > deadline)
+          throw new Error(`replica ${s.index} not ready in ${READY_TIMEOUT_MS / 1000} s:\n${log.slice(-4_000)}`);
+        if (
+          await fetch(`${url}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        )
+          break;
         await new Promise((r) => setTimeout(r, 100));
       }
       s.proxy.setDown(s.index, false);
@@ -236,9 +262,19 @@ function makeReplica(s: ReplicaSpec): Replica {
 /** A real MCP session over Streamable HTTP, bound to `thread`, as the agent host opens it. */
 export async function openSession(baseUrl: string, hostToken: string, thread: ThreadRef): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${hostToken}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+    requestInit: {
+      headers: {
+        Authorization: `Bearer ${hostToken}`,
+        "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
     // A broken GET stream is reopened (through the balancer, so on another replica) a few times.
-    reconnectionOptions: { maxRetries: 5, initialReconnectionDelay: 200, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1.5 },
+    reconnectionOptions: {
+      maxRetries: 5,
+      initialReconnectionDelay: 200,
+      maxReconnectionDelay: 1_000,
+      reconnectionDelayGrowFactor: 1.5,
+    },
   });
   const client = new Client({ name: "replica-test-host", version: "1" });
   await client.connect(transport, { timeout: 60_000 });
@@ -251,13 +287,23 @@ export function sessionIdOf(client: Client): string | undefined {
 }
 
 /** Waits for the `index`-th (0-based) approval card posted to `owner`'s DM and returns it with its buttons. */
-export async function approvalCard(fake: FakeSlack, owner: string, index = 0, timeoutMs = 30_000): Promise<ApprovalCardPost> {
+export async function approvalCard(
+  fake: FakeSlack,
+  owner: string,
+  index = 0,
+  timeoutMs = 30_000,
+): Promise<ApprovalCardPost> {
   const dm = `D${owner}`;
-  const cards = () => fake.callsOf("chat.postMessage").filter((c) => c.args["channel"] === dm && Array.isArray(c.args["blocks"]) && c.response?.["ok"] === true);
+  const cards = () =>
+    fake
+      .callsOf("chat.postMessage")
+      .filter((c) => c.args.channel === dm && Array.isArray(c.args.blocks) && c.response?.ok === true);
   await fake.waitFor("chat.postMessage", () => cards().length > index, timeoutMs);
   const post = cards()[index]!;
-  const blocks = post.args["blocks"] as { type: string; elements?: { action_id?: string; value?: string }[] }[];
+  const blocks = post.args.blocks as { type: string; elements?: { action_id?: string; value?: string }[] }[];
   const buttons: Record<string, string> = {};
-  for (const b of blocks) if (b.type === "actions") for (const e of b.elements ?? []) if (e.action_id && e.value !== undefined) buttons[e.action_id] = e.value;
-  return { channel: String(post.response?.["channel"] ?? dm), ts: String(post.response?.["ts"]), buttons };
+  for (const b of blocks)
+    if (b.type === "actions")
+      for (const e of b.elements ?? []) if (e.action_id && e.value !== undefined) buttons[e.action_id] = e.value;
+  return { channel: String(post.response?.channel ?? dm), ts: String(post.response?.ts), buttons };
 }

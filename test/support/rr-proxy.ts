@@ -64,11 +64,26 @@ export async function startRoundRobinProxy(port = 0): Promise<RoundRobinProxy> {
       res.writeHead(502, { "content-type": "text/plain" }).end("no backend reachable");
       return;
     }
-    const upstream = http.request({ host: "127.0.0.1", port: backends[backend], method: req.method, path: req.url, headers: req.headers, agent: false });
+    const upstream = http.request({
+      host: "127.0.0.1",
+      port: backends[backend],
+      method: req.method,
+      path: req.url,
+      headers: req.headers,
+      agent: false,
+    });
     let connected = false;
     // Recorded once the backend has the request (a call waiting for approval has no response yet);
     // an initialize learns its session id from the response.
-    const route: MutableRoute = { seq: 0, method: req.method ?? "", path: req.url ?? "", backend, sessionId: header(req, "mcp-session-id"), rpcMethod: rpcMethodOf(body), upgrade: false };
+    const route: MutableRoute = {
+      seq: 0,
+      method: req.method ?? "",
+      path: req.url ?? "",
+      backend,
+      sessionId: header(req, "mcp-session-id"),
+      rpcMethod: rpcMethodOf(body),
+      upgrade: false,
+    };
     upstream.on("socket", (s) =>
       s.once("connect", () => {
         connected = true;
@@ -121,10 +136,19 @@ export async function startRoundRobinProxy(port = 0): Promise<RoundRobinProxy> {
       let connected = false;
       up.once("connect", () => {
         connected = true;
-        record({ seq: 0, method: req.method ?? "GET", path: req.url ?? "", backend, sessionId: undefined, rpcMethod: undefined, upgrade: true });
+        record({
+          seq: 0,
+          method: req.method ?? "GET",
+          path: req.url ?? "",
+          backend,
+          sessionId: undefined,
+          rpcMethod: undefined,
+          upgrade: true,
+        });
         const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
-        for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-        up.write(lines.join("\r\n") + "\r\n\r\n");
+        for (let i = 0; i + 1 < req.rawHeaders.length; i += 2)
+          lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+        up.write(`${lines.join("\r\n")}\r\n\r\n`);
         if (head.length) up.write(head);
         up.pipe(client);
         client.pipe(up);

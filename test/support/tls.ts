@@ -25,7 +25,25 @@ export function testCert(): TestCert {
     const cert = path.join(dir, "cert.pem");
     execFileSync(
       "openssl",
-      ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost", "-keyout", key, "-out", cert],
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+      ],
       { stdio: ["ignore", "ignore", "pipe"] },
     );
     made = { key: readFileSync(key, "utf8"), cert: readFileSync(cert, "utf8") };
@@ -53,17 +71,29 @@ export function trustingFetch(ca: string): typeof fetch {
     const headers = new Headers(init?.headers);
     const body = bodyOf(init?.body);
     return new Promise<Response>((resolve, reject) => {
-      const req = request(url, { method: init?.method ?? "GET", headers: Object.fromEntries(headers), ca, ...(init?.signal ? { signal: init.signal } : {}) }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("error", reject);
-        res.on("end", () => {
-          const h = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(", ") : v);
-          const status = res.statusCode ?? 500;
-          resolve(new Response([204, 205, 304].includes(status) ? null : Buffer.concat(chunks), { status, headers: h }));
-        });
-      });
+      const req = request(
+        url,
+        {
+          method: init?.method ?? "GET",
+          headers: Object.fromEntries(headers),
+          ca,
+          ...(init?.signal ? { signal: init.signal } : {}),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("error", reject);
+          res.on("end", () => {
+            const h = new Headers();
+            for (const [k, v] of Object.entries(res.headers))
+              if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(", ") : v);
+            const status = res.statusCode ?? 500;
+            resolve(
+              new Response([204, 205, 304].includes(status) ? null : Buffer.concat(chunks), { status, headers: h }),
+            );
+          });
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });

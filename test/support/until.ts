@@ -18,7 +18,8 @@ export async function until<T>(
   for (;;) {
     const v = await get();
     if (v) return v as Held<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === "string" ? what : what()}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${typeof what === "string" ? what : what()}`);
     await new Promise((r) => setTimeout(r, interval));
   }
 }

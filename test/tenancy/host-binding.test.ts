@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { bindingOfId, factsNeeded, hostMayAct, tenantRefusalCode, tenantRefusalMessage, type HostBinding, type TenantFacts, type TenantRefusal } from "../../src/tenancy/host-binding.js";
+import {
+  bindingOfId,
+  factsNeeded,
+  type HostBinding,
+  hostMayAct,
+  type TenantFacts,
+  type TenantRefusal,
+  tenantRefusalCode,
+  tenantRefusalMessage,
+} from "../../src/tenancy/host-binding.js";
 import { StaticTenantDirectory, singleInstallation } from "../../src/tenancy/tenant-directory.js";
 import { unboundTokenFinding } from "../../src/tenancy/unbound-tokens.js";
 
@@ -26,9 +35,19 @@ function oracle(b: HostBinding, f: TenantFacts): boolean {
 
 describe("hostMayAct", () => {
   const rows: [HostBinding, TenantFacts][] = [];
-  for (const b of BINDINGS) for (const teamId of TEAMS) for (const e of ENTERPRISES) for (const n of INSTALLATIONS) {
-    rows.push([b, { teamId, ...(e !== undefined ? { enterpriseId: e } : {}), ...(n !== undefined ? { liveInstallations: n } : {}) }]);
-  }
+  for (const b of BINDINGS)
+    for (const teamId of TEAMS)
+      for (const e of ENTERPRISES)
+        for (const n of INSTALLATIONS) {
+          rows.push([
+            b,
+            {
+              teamId,
+              ...(e !== undefined ? { enterpriseId: e } : {}),
+              ...(n !== undefined ? { liveInstallations: n } : {}),
+            },
+          ]);
+        }
 
   it(`agrees with the oracle on all ${rows.length} combinations, and every refusal has a reason with a code and a sentence`, () => {
     expect(rows.length).toBe(BINDINGS.length * TEAMS.length * ENTERPRISES.length * INSTALLATIONS.length);
@@ -69,7 +88,8 @@ describe("bindingOfId", () => {
     expect(bindingOfId("T_LOCAL")).toEqual({ kind: "team", teamId: "T_LOCAL" });
     expect(bindingOfId("E0ORG")).toEqual({ kind: "enterprise", enterpriseId: "E0ORG" });
     expect(bindingOfId(undefined)).toEqual({ kind: "unbound" });
-    for (const bad of ["", "U123", "team-a", "t1", "T1/C1", "T1 ", `T${"x".repeat(64)}`]) expect(bindingOfId(bad), bad).toBeUndefined();
+    for (const bad of ["", "U123", "team-a", "t1", "T1/C1", "T1 ", `T${"x".repeat(64)}`])
+      expect(bindingOfId(bad), bad).toBeUndefined();
   });
 });
 

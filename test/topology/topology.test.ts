@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { openStore, type Deployment } from "../../src/app/store-factory.js";
+import { type Deployment, openStore } from "../../src/app/store-factory.js";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { newKeyB64 } from "../support/foundation.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 // The one choice of adapter set: the database openStore opened decides what differs between one
 // process and replicas (signals, locks, turns, session records, login holders, start-up expiry),

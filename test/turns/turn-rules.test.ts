@@ -2,7 +2,18 @@
 // never mutated (adapters may share it), survives JSON (what PostgreSQL stores), and a stored
 // value is read back strictly.
 import { describe, expect, it } from "vitest";
-import { beginTurn, DEFAULT_TURN_LIMITS, EMPTY_THREAD, endTurn, expireTurns, newTurnId, resolveTurn, slackTurn, threadTurnsSchema, type ThreadTurns } from "../../src/turns/turn-rules.js";
+import {
+  beginTurn,
+  DEFAULT_TURN_LIMITS,
+  EMPTY_THREAD,
+  endTurn,
+  expireTurns,
+  newTurnId,
+  resolveTurn,
+  slackTurn,
+  type ThreadTurns,
+  threadTurnsSchema,
+} from "../../src/turns/turn-rules.js";
 
 const L = { ...DEFAULT_TURN_LIMITS, maxOpenPerThread: 2, maxParticipantsPerThread: 3, maxTurnMs: 1_000 };
 const turn = (userId: string, at: number, explicit = false) => ({ id: newTurnId(), userId, at, explicit });
@@ -20,7 +31,12 @@ describe("turn rules", () => {
   it("never mutate the state they are given, and report every id they stop holding", () => {
     let s: ThreadTurns = EMPTY_THREAD;
     const ids: string[] = [];
-    for (const [u, at, ex] of [["UA", 1, true], ["UB", 2, true], ["UC", 3, false], ["UD", 4, true]] as const) {
+    for (const [u, at, ex] of [
+      ["UA", 1, true],
+      ["UB", 2, true],
+      ["UC", 3, false],
+      ["UD", 4, true],
+    ] as const) {
       const t = turn(u, at, ex);
       ids.push(t.id);
       const before = JSON.stringify(deepFreeze(s));
@@ -51,7 +67,9 @@ describe("turn rules", () => {
     const ok = beginTurn(EMPTY_THREAD, turn("UA", 1), 1000, L).state;
     expect(threadTurnsSchema.safeParse(ok).success).toBe(true);
     expect(threadTurnsSchema.safeParse({ ...ok, admin: true }).success).toBe(false);
-    expect(threadTurnsSchema.safeParse({ ...ok, current: { ...ok.current, id: "turn_guessable" } }).success).toBe(false);
+    expect(threadTurnsSchema.safeParse({ ...ok, current: { ...ok.current, id: "turn_guessable" } }).success).toBe(
+      false,
+    );
     expect(threadTurnsSchema.safeParse({ ...ok, participants: "UA" }).success).toBe(false);
   });
 

@@ -119,7 +119,10 @@ describe("bounds", () => {
 
   it("caps open turns and participants per thread", () => {
     const s = new TurnState({ maxOpenPerThread: 4, maxParticipantsPerThread: 8 });
-    const ids = Array.from({ length: 6 }, (_, i) => s.set(T, `U${String(i).padStart(8, "0")}`, i, { explicit: true }).id);
+    const ids = Array.from(
+      { length: 6 },
+      (_, i) => s.set(T, `U${String(i).padStart(8, "0")}`, i, { explicit: true }).id,
+    );
     expect(s.resolve(T, ids[0], 10)).toEqual({ kind: "turn_unknown" });
     expect(s.resolve(T, ids[1], 10)).toEqual({ kind: "turn_unknown" });
     expect(s.resolve(T, ids[5], 10).kind).toBe("caller");

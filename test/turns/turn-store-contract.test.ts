@@ -8,7 +8,7 @@ import { PostgresTopology } from "../../src/topology/postgres/postgres-topology.
 import type { PgTurnStore } from "../../src/topology/postgres/turns-repo.js";
 import type { TurnLimits } from "../../src/turns/turn-rules.js";
 import { MemoryTurnStore, type TurnStore } from "../../src/turns/turn-store.js";
-import { startPostgres, type PgCluster } from "../support/postgres.js";
+import { type PgCluster, startPostgres } from "../support/postgres.js";
 
 const T = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 const OTHER = { ...T, threadTs: "1700000000.000200" };
@@ -31,7 +31,10 @@ afterAll(async () => {
 });
 
 /** A fresh schema, and `n` stores on it (each one what a replica holds). */
-async function pgReplicas(n: number, limits: Partial<TurnLimits> = {}): Promise<{ stores: PgTurnStore[]; pg: PostgresStore }> {
+async function pgReplicas(
+  n: number,
+  limits: Partial<TurnLimits> = {},
+): Promise<{ stores: PgTurnStore[]; pg: PostgresStore }> {
   if (!cluster) throw new Error("the test PostgreSQL did not start");
   const url = await cluster.createSchema(databaseUrl);
   const stores: PgTurnStore[] = [];
@@ -109,7 +112,8 @@ describe.each(adapters)("turn rules on the $name adapter", ({ make }) => {
   it("caps open turns and participants per thread", async () => {
     const s = await make({ maxOpenPerThread: 4, maxParticipantsPerThread: 8 });
     const ids: string[] = [];
-    for (let i = 0; i < 6; i++) ids.push((await s.set(T, `U${String(i).padStart(8, "0")}`, NOW + i, { explicit: true })).id);
+    for (let i = 0; i < 6; i++)
+      ids.push((await s.set(T, `U${String(i).padStart(8, "0")}`, NOW + i, { explicit: true })).id);
     expect(await s.resolve(T, ids[0], NOW + 10)).toEqual({ kind: "turn_unknown" });
     expect(await s.end(ids[1]!, NOW + 10)).toBe(false);
     expect((await s.resolve(T, ids[5], NOW + 10)).kind).toBe("caller");
@@ -147,7 +151,8 @@ describe("turns shared by replicas (PostgreSQL)", () => {
     const turns = await Promise.all(users.map((u, i) => stores[i % 2]!.set(T, u, NOW + i, { explicit: i % 4 === 0 })));
     expect((await stores[0]!.participantsOf(T)).size).toBe(40);
     // Every explicit turn is still open (16 at most by default; 10 were reported).
-    for (const t of turns.filter((x) => x.explicit)) expect(await stores[1]!.resolve(T, t.id, NOW + 100)).toEqual({ kind: "caller", userId: t.userId });
+    for (const t of turns.filter((x) => x.explicit))
+      expect(await stores[1]!.resolve(T, t.id, NOW + 100)).toEqual({ kind: "caller", userId: t.userId });
   });
 
   it("the reaper forgets threads idle past the turn max age (their turn ids with them) and caps the thread count", async () => {
@@ -181,12 +186,18 @@ describe("turns shared by replicas (PostgreSQL)", () => {
   it("measures: resolve on PostgreSQL is one primary-key read (printed against memory)", async () => {
     const { stores } = await pgReplicas(1);
     const mem = new MemoryTurnStore();
-    for (const s of [stores[0]!, mem]) for (let i = 0; i < 50; i++) await s.set({ ...T, threadTs: `1700000002.0000${String(i).padStart(2, "0")}` }, A, NOW + i);
+    for (const s of [stores[0]!, mem])
+      for (let i = 0; i < 50; i++)
+        await s.set({ ...T, threadTs: `1700000002.0000${String(i).padStart(2, "0")}` }, A, NOW + i);
     const time = async (s: TurnStore): Promise<{ p50: number; p99: number }> => {
       const ms: number[] = [];
       for (let i = 0; i < 400; i++) {
         const t0 = performance.now();
-        const r = await s.resolve({ ...T, threadTs: `1700000002.0000${String(i % 50).padStart(2, "0")}` }, undefined, NOW + 1_000);
+        const r = await s.resolve(
+          { ...T, threadTs: `1700000002.0000${String(i % 50).padStart(2, "0")}` },
+          undefined,
+          NOW + 1_000,
+        );
         ms.push(performance.now() - t0);
         expect(r).toEqual({ kind: "caller", userId: A });
       }

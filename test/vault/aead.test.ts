@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { associatedData, open, seal, type SealedSecret, type SecretBinding } from "../../src/vault/aead.js";
+import { associatedData, open, type SealedSecret, type SecretBinding, seal } from "../../src/vault/aead.js";
 import { VaultError } from "../../src/vault/errors.js";
 
 const binding: SecretBinding = {
@@ -80,7 +80,11 @@ describe("aead seal/open", () => {
     const a = associatedData({ ...binding, teamId: "T1", service: "x,svc" }, "k");
     const b = associatedData({ ...binding, teamId: "T1,x", service: "svc" }, "k");
     expect(a.equals(b)).toBe(false);
-    expect(associatedData({ ...binding, ownerUserId: null }, "k").equals(associatedData({ ...binding, ownerUserId: "null" }, "k"))).toBe(false);
+    expect(
+      associatedData({ ...binding, ownerUserId: null }, "k").equals(
+        associatedData({ ...binding, ownerUserId: "null" }, "k"),
+      ),
+    ).toBe(false);
   });
 
   it("never repeats a nonce in 100k encryptions", () => {

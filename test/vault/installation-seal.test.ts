@@ -9,7 +9,13 @@ import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
 import { newKeyB64 } from "../support/foundation.js";
 
-const binding: InstallationBinding = { id: "inst_1", enterpriseId: "E1", teamId: "T1", isEnterpriseInstall: false, appId: "A1" };
+const binding: InstallationBinding = {
+  id: "inst_1",
+  enterpriseId: "E1",
+  teamId: "T1",
+  isEnterpriseInstall: false,
+  appId: "A1",
+};
 const tokens = { botToken: "xoxe.xoxb-1-bot", refreshToken: "xoxe-1-refresh" };
 
 function refusal(fn: () => unknown): VaultError {
@@ -49,16 +55,21 @@ describe("Vault installation sealing", () => {
       { ...binding, isEnterpriseInstall: true },
       { ...binding, appId: "A2" },
     ];
-    for (const b of changed) expect(refusal(() => vault.openInstallation(sealed, b)).code, JSON.stringify(b)).toBe("undecryptable");
+    for (const b of changed)
+      expect(refusal(() => vault.openInstallation(sealed, b)).code, JSON.stringify(b)).toBe("undecryptable");
     // The key id is in the AAD: relabelling a ciphertext with another known key id fails too.
     const keyA = newKeyB64();
     const keyB = newKeyB64();
     const both = new Vault(KeyRing.fromBase64(keyA, [keyB]));
     const underA = both.sealInstallation(tokens, binding);
-    expect(refusal(() => both.openInstallation({ ...underA, keyId: KeyRing.fromBase64(keyB).primaryId }, binding)).code).toBe("undecryptable");
+    expect(
+      refusal(() => both.openInstallation({ ...underA, keyId: KeyRing.fromBase64(keyB).primaryId }, binding)).code,
+    ).toBe("undecryptable");
     const flipped = Buffer.from(underA.ciphertext);
     flipped[0]! ^= 1;
-    expect(refusal(() => both.openInstallation({ ...underA, ciphertext: flipped }, binding)).code).toBe("undecryptable");
+    expect(refusal(() => both.openInstallation({ ...underA, ciphertext: flipped }, binding)).code).toBe(
+      "undecryptable",
+    );
   });
 
   it("refuses a wiped row, an unknown key, another purpose's ciphertext and a document that is not installation tokens", () => {
@@ -66,14 +77,28 @@ describe("Vault installation sealing", () => {
     const vault = new Vault(ring);
     expect(refusal(() => vault.openInstallation(null, binding)).code).toBe("wiped");
     const stranger = new Vault(KeyRing.fromBase64(newKeyB64()));
-    expect(refusal(() => stranger.openInstallation(vault.sealInstallation(tokens, binding), binding)).code).toBe("unknown_key");
+    expect(refusal(() => stranger.openInstallation(vault.sealInstallation(tokens, binding), binding)).code).toBe(
+      "unknown_key",
+    );
     // The same AAD under the credential subkey: a subkey for one purpose is useless for another.
     const keyId = ring.primaryId;
     const aad = installationAssociatedData(binding, keyId);
-    const otherPurpose = sealWithAad(ring.subkey("credential-encryption", keyId), keyId, Buffer.from(JSON.stringify(tokens)), aad);
+    const otherPurpose = sealWithAad(
+      ring.subkey("credential-encryption", keyId),
+      keyId,
+      Buffer.from(JSON.stringify(tokens)),
+      aad,
+    );
     expect(refusal(() => vault.openInstallation(otherPurpose, binding)).code).toBe("undecryptable");
     const sub = ring.subkey("installation-encryption", keyId);
-    for (const doc of ["not json", "{}", '{"botToken":""}', '{"botToken":"xoxb-1","extra":1}', '{"botToken":"xoxb 1"}', '["xoxb-1"]']) {
+    for (const doc of [
+      "not json",
+      "{}",
+      '{"botToken":""}',
+      '{"botToken":"xoxb-1","extra":1}',
+      '{"botToken":"xoxb 1"}',
+      '["xoxb-1"]',
+    ]) {
       const bad = sealWithAad(sub, keyId, Buffer.from(doc), aad);
       expect(refusal(() => vault.openInstallation(bad, binding)).code, doc).toBe("malformed_credential");
     }
@@ -81,7 +106,12 @@ describe("Vault installation sealing", () => {
 
   it("refuses to seal anything but a bot token (and optional refresh token), without quoting it", () => {
     const vault = new Vault(KeyRing.fromBase64(newKeyB64()));
-    for (const bad of [{ botToken: "" }, { botToken: "xoxb-1 with space" }, { botToken: "xoxb-1", refreshToken: "" }, { botToken: "xoxb-1", other: "x" }]) {
+    for (const bad of [
+      { botToken: "" },
+      { botToken: "xoxb-1 with space" },
+      { botToken: "xoxb-1", refreshToken: "" },
+      { botToken: "xoxb-1", other: "x" },
+    ]) {
       const e = refusal(() => vault.sealInstallation(bad as never, binding));
       expect(e.code).toBe("malformed_credential");
       expect(e.message).not.toContain("xoxb-1");
@@ -96,7 +126,9 @@ describe("Vault installation sealing", () => {
     const resealed = rotating.resealInstallation(sealed, binding);
     expect(resealed.keyId).toBe(KeyRing.fromBase64(keyB).primaryId);
     expect(new Vault(KeyRing.fromBase64(keyB)).openInstallation(resealed, binding)).toEqual(tokens);
-    expect(refusal(() => new Vault(KeyRing.fromBase64(keyA)).openInstallation(resealed, binding)).code).toBe("unknown_key");
+    expect(refusal(() => new Vault(KeyRing.fromBase64(keyA)).openInstallation(resealed, binding)).code).toBe(
+      "unknown_key",
+    );
     expect(refusal(() => rotating.resealInstallation(sealed, { ...binding, teamId: "T9" })).code).toBe("undecryptable");
   });
 });

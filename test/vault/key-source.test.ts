@@ -24,7 +24,9 @@ describe("resolveKeyRing", () => {
     const key = newKeyB64();
     const prev = newKeyB64();
     const dir = tmp.make();
-    const src = resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY: key, SLAUDE_ENCRYPTION_KEY_PREVIOUS: prev }));
+    const src = resolveKeyRing(
+      loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY: key, SLAUDE_ENCRYPTION_KEY_PREVIOUS: prev }),
+    );
     expect(src.origin).toBe("env");
     expect(src.ring.primaryId).toBe(KeyRing.fromBase64(key).primaryId);
     expect(src.ring.has(KeyRing.fromBase64(prev).primaryId)).toBe(true);
@@ -56,13 +58,23 @@ describe("resolveKeyRing", () => {
   it("names the variable of a malformed key and never echoes its value", () => {
     const dir = tmp.make();
     const canary = "CANARY-not-a-valid-key-7f3a9";
-    const err = configError(() => resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY: canary, NODE_ENV: "production" })));
+    const err = configError(() =>
+      resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY: canary, NODE_ENV: "production" })),
+    );
     expect(err.code).toBe("invalid_key");
     expect(err.message).toContain("SLAUDE_ENCRYPTION_KEY");
     expect(err.message).not.toContain(canary);
     expect(JSON.stringify(err, Object.getOwnPropertyNames(err))).not.toContain(canary);
 
-    const prevErr = configError(() => resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY: newKeyB64(), SLAUDE_ENCRYPTION_KEY_PREVIOUS: canary })));
+    const prevErr = configError(() =>
+      resolveKeyRing(
+        loadConfig({
+          SLAUDE_DATA_DIR: dir,
+          SLAUDE_ENCRYPTION_KEY: newKeyB64(),
+          SLAUDE_ENCRYPTION_KEY_PREVIOUS: canary,
+        }),
+      ),
+    );
     expect(prevErr.message).toContain("SLAUDE_ENCRYPTION_KEY_PREVIOUS[0]");
     expect(prevErr.message).not.toContain(canary);
   });
@@ -71,7 +83,9 @@ describe("resolveKeyRing", () => {
     const dir = tmp.make();
     const first = resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir }));
     const keyFile = readFileSync(devKeyPath(dir), "utf8");
-    const err = configError(() => resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY_PREVIOUS: "bad" })));
+    const err = configError(() =>
+      resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: dir, SLAUDE_ENCRYPTION_KEY_PREVIOUS: "bad" })),
+    );
     expect(err.code).toBe("invalid_key");
     expect(err.message).toContain("SLAUDE_ENCRYPTION_KEY_PREVIOUS[0]");
     // Telling the operator to delete a valid key file would lose every credential.
@@ -81,7 +95,9 @@ describe("resolveKeyRing", () => {
 
     // On a first start, a bad previous key is a configuration error too, and no key file is left behind.
     const fresh = tmp.make();
-    const err2 = configError(() => resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: fresh, SLAUDE_ENCRYPTION_KEY_PREVIOUS: "bad" })));
+    const err2 = configError(() =>
+      resolveKeyRing(loadConfig({ SLAUDE_DATA_DIR: fresh, SLAUDE_ENCRYPTION_KEY_PREVIOUS: "bad" })),
+    );
     expect(err2.message).toContain("SLAUDE_ENCRYPTION_KEY_PREVIOUS[0]");
     expect(existsSync(devKeyPath(fresh))).toBe(false);
   });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { VaultError } from "../../src/vault/errors.js";
-import { decodeMasterKey, KeyRing, keyIdOf, type KeyPurpose } from "../../src/vault/keyring.js";
+import { decodeMasterKey, type KeyPurpose, KeyRing, keyIdOf } from "../../src/vault/keyring.js";
 
 function vaultErrorOf(fn: () => unknown): VaultError {
   try {
@@ -30,7 +30,13 @@ describe("decodeMasterKey / KeyRing.fromBase64", () => {
   });
 
   it("rejects non-base64 keys without echoing them", () => {
-    const bad = ["not base64 at all!!", "abc$def", randomBytes(32).toString("base64url").replace(/^./, "-"), randomBytes(32).toString("hex"), ""];
+    const bad = [
+      "not base64 at all!!",
+      "abc$def",
+      randomBytes(32).toString("base64url").replace(/^./, "-"),
+      randomBytes(32).toString("hex"),
+      "",
+    ];
     for (const value of bad) {
       const err = vaultErrorOf(() => KeyRing.fromBase64(value));
       expect(err.code).toBe("invalid_key");
@@ -40,7 +46,9 @@ describe("decodeMasterKey / KeyRing.fromBase64", () => {
   });
 
   it("names the previous key that is bad", () => {
-    const err = vaultErrorOf(() => KeyRing.fromBase64(randomBytes(32).toString("base64"), [randomBytes(32).toString("base64"), "short"]));
+    const err = vaultErrorOf(() =>
+      KeyRing.fromBase64(randomBytes(32).toString("base64"), [randomBytes(32).toString("base64"), "short"]),
+    );
     expect(err.message).toContain("SLAUDE_ENCRYPTION_KEY_PREVIOUS[1]");
   });
 });
@@ -75,7 +83,11 @@ describe("KeyRing subkeys", () => {
     expect(ring.primaryId).toBe(keyIdOf(primary));
     expect(ring.ids()).toEqual([keyIdOf(primary), keyIdOf(previous)]);
     expect(ring.has(keyIdOf(previous))).toBe(true);
-    expect(ring.subkey("credential-encryption", keyIdOf(previous)).equals(new KeyRing(previous).subkey("credential-encryption"))).toBe(true);
+    expect(
+      ring
+        .subkey("credential-encryption", keyIdOf(previous))
+        .equals(new KeyRing(previous).subkey("credential-encryption")),
+    ).toBe(true);
     const err = vaultErrorOf(() => ring.subkey("credential-encryption", keyIdOf(randomBytes(32))));
     expect(err.code).toBe("unknown_key");
   });

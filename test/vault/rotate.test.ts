@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type { InstallationTokens } from "../../src/store/installation-records.js";
 import { bindingOf } from "../../src/vault/binding.js";
 import { VaultError } from "../../src/vault/errors.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { rotateKeys } from "../../src/vault/rotate.js";
 import { Vault } from "../../src/vault/vault.js";
-import { harness, newKeyB64, rows, TempDirs, threadInput, type Harness } from "../support/foundation.js";
 import { canaryTokens, installation, orgInstallation } from "../store/contract/installation-fixtures.js";
-import type { InstallationTokens } from "../../src/store/installation-records.js";
+import { type Harness, harness, newKeyB64, rows, TempDirs, threadInput } from "../support/foundation.js";
 
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
@@ -21,7 +21,10 @@ interface SecretCols {
 }
 
 function secretCols(h: Harness): SecretCols[] {
-  return rows<SecretCols>(h.store, "SELECT id, status, key_id, secret_nonce, secret_ct, secret_tag FROM connections ORDER BY id");
+  return rows<SecretCols>(
+    h.store,
+    "SELECT id, status, key_id, secret_nonce, secret_ct, secret_tag FROM connections ORDER BY id",
+  );
 }
 
 /** Creates thread, user and shared connections (plus a revoked one) under the harness key. */
@@ -31,9 +34,23 @@ async function seed(h: Harness): Promise<Map<string, string>> {
   tokens.set(a.id, "tok-thread-1");
   const b = await h.lifecycle.create(threadInput("U2", "tok-thread-2"));
   tokens.set(b.id, "tok-thread-2");
-  const u = await h.lifecycle.create({ teamId: "T1", ownerUserId: "U3", service: "svc", scope: "user", credential: { kind: "fields", fields: { token: "tok-user" } }, createdBy: "U3" });
+  const u = await h.lifecycle.create({
+    teamId: "T1",
+    ownerUserId: "U3",
+    service: "svc",
+    scope: "user",
+    credential: { kind: "fields", fields: { token: "tok-user" } },
+    createdBy: "U3",
+  });
   tokens.set(u.id, "tok-user");
-  const s = await h.lifecycle.create({ teamId: "T1", ownerUserId: null, service: "svc", scope: "shared", credential: { kind: "oauth", accessToken: "tok-shared" }, createdBy: "cli:ops" });
+  const s = await h.lifecycle.create({
+    teamId: "T1",
+    ownerUserId: null,
+    service: "svc",
+    scope: "shared",
+    credential: { kind: "oauth", accessToken: "tok-shared" },
+    createdBy: "cli:ops",
+  });
   tokens.set(s.id, "tok-shared");
   const gone = await h.lifecycle.create(threadInput("U4", "tok-revoked"));
   await h.lifecycle.revoke(gone.id, "U4");
@@ -48,7 +65,11 @@ describe("rotateKeys", () => {
     const tokens = await seed(h);
     const idA = KeyRing.fromBase64(keyA).primaryId;
     const idB = KeyRing.fromBase64(keyB).primaryId;
-    expect(secretCols(h).filter((r) => r.secret_ct).every((r) => r.key_id === idA)).toBe(true);
+    expect(
+      secretCols(h)
+        .filter((r) => r.secret_ct)
+        .every((r) => r.key_id === idA),
+    ).toBe(true);
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
     h.clock.advance(1000);
@@ -61,12 +82,16 @@ describe("rotateKeys", () => {
       const c = (await h.store.connections.get(id))!;
       expect(c.sealed!.keyId).toBe(idB);
       const cred = onlyB.openCredential(c.sealed, bindingOf(c));
-      expect(cred.kind === "fields" ? cred.fields.token : cred.kind === "oauth" ? cred.accessToken : undefined).toBe(token);
+      expect(cred.kind === "fields" ? cred.fields.token : cred.kind === "oauth" ? cred.accessToken : undefined).toBe(
+        token,
+      );
       expect(() => onlyA.openCredential(c.sealed, bindingOf(c))).toThrow(VaultError);
     }
     // The wiped row stays wiped; every row holding a secret is under B.
     const cols = secretCols(h);
-    expect(cols.filter((r) => r.status === "revoked").every((r) => r.secret_ct === null && r.key_id === null)).toBe(true);
+    expect(cols.filter((r) => r.status === "revoked").every((r) => r.secret_ct === null && r.key_id === null)).toBe(
+      true,
+    );
     expect(cols.filter((r) => r.secret_ct !== null).map((r) => r.key_id)).toEqual(Array(tokens.size).fill(idB));
 
     const audit = await h.store.audit.query({ event: "keys_rotated" });
@@ -86,7 +111,10 @@ describe("rotateKeys", () => {
     const auditBefore = await h.store.audit.count();
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
-    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
+    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({
+      name: "VaultError",
+      code: "undecryptable",
+    });
 
     expect(secretCols(h)).toEqual(before);
     expect(await h.store.audit.count()).toBe(auditBefore);
@@ -106,7 +134,9 @@ describe("rotateKeys", () => {
     const before = secretCols(h);
     // The operator forgot SLAUDE_ENCRYPTION_KEY_PREVIOUS: only B is known.
     const onlyB = new Vault(KeyRing.fromBase64(newKeyB64()));
-    await expect(rotateKeys({ rows: h.store, vault: onlyB, clock: h.clock }, "cli:test")).rejects.toMatchObject({ code: "unknown_key" });
+    await expect(rotateKeys({ rows: h.store, vault: onlyB, clock: h.clock }, "cli:test")).rejects.toMatchObject({
+      code: "unknown_key",
+    });
     expect(secretCols(h)).toEqual(before);
   });
 
@@ -116,7 +146,11 @@ describe("rotateKeys", () => {
     const h = harness(tmp, keyA);
     const tokens = await seed(h);
     const sealedTokens = new Map<string, InstallationTokens>();
-    for (const i of [installation(h.vault, { teamId: "T1" }), installation(h.vault, { teamId: "T2", enterpriseId: "E1" }), orgInstallation(h.vault, "E1")]) {
+    for (const i of [
+      installation(h.vault, { teamId: "T1" }),
+      installation(h.vault, { teamId: "T2", enterpriseId: "E1" }),
+      orgInstallation(h.vault, "E1"),
+    ]) {
       const t = h.vault.openInstallation(i.sealed, i);
       sealedTokens.set(i.id, t);
       await h.store.installations.upsert(i, []);
@@ -126,7 +160,10 @@ describe("rotateKeys", () => {
     await h.store.installations.uninstall(gone.id, 5, []);
 
     const rotating = new Vault(KeyRing.fromBase64(keyB, [keyA]));
-    expect(await rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).toEqual({ connections: tokens.size, installations: 3 });
+    expect(await rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).toEqual({
+      connections: tokens.size,
+      installations: 3,
+    });
     const onlyB = new Vault(KeyRing.fromBase64(keyB));
     const onlyA = new Vault(KeyRing.fromBase64(keyA));
     for (const [id, t] of sealedTokens) {
@@ -150,11 +187,19 @@ describe("rotateKeys", () => {
     // Someone with the file points the installation at another team: its AAD no longer matches.
     h.store.db.prepare("UPDATE installations SET team_id = 'T9' WHERE id = ?").run(victim.id);
     const connectionsBefore = secretCols(h);
-    const installationsBefore = rows(h.store, "SELECT id, key_id, token_nonce, token_ct, token_tag FROM installations ORDER BY id");
+    const installationsBefore = rows(
+      h.store,
+      "SELECT id, key_id, token_nonce, token_ct, token_tag FROM installations ORDER BY id",
+    );
     const rotating = new Vault(KeyRing.fromBase64(newKeyB64(), [keyA]));
-    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({ name: "VaultError", code: "undecryptable" });
+    await expect(rotateKeys({ rows: h.store, vault: rotating, clock: h.clock }, "cli:test")).rejects.toMatchObject({
+      name: "VaultError",
+      code: "undecryptable",
+    });
     expect(secretCols(h)).toEqual(connectionsBefore);
-    expect(rows(h.store, "SELECT id, key_id, token_nonce, token_ct, token_tag FROM installations ORDER BY id")).toEqual(installationsBefore);
+    expect(rows(h.store, "SELECT id, key_id, token_nonce, token_ct, token_tag FROM installations ORDER BY id")).toEqual(
+      installationsBefore,
+    );
     expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(0);
   });
 });

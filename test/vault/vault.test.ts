@@ -1,12 +1,12 @@
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { bindingOf } from "../../src/vault/binding.js";
 import type { Connection } from "../../src/store/records.js";
 import { seal } from "../../src/vault/aead.js";
+import { bindingOf } from "../../src/vault/binding.js";
 import { VaultError } from "../../src/vault/errors.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 import { Vault } from "../../src/vault/vault.js";
-import Database from "better-sqlite3";
-import { harness, newKeyB64, TempDirs, threadInput, type Harness } from "../support/foundation.js";
+import { type Harness, harness, newKeyB64, TempDirs, threadInput } from "../support/foundation.js";
 
 /**
  * Edits the database the way an attacker with the file would: from another connection (another
@@ -43,29 +43,55 @@ async function refusal(p: Promise<unknown>): Promise<VaultError> {
 describe("Vault", () => {
   it("round-trips every credential kind", () => {
     const vault = new Vault(KeyRing.fromBase64(newKeyB64()));
-    const b = { connectionId: "conn_x", teamId: "T1", ownerUserId: "U1", service: "svc", scope: "user" as const, channelId: null, threadTs: null };
+    const b = {
+      connectionId: "conn_x",
+      teamId: "T1",
+      ownerUserId: "U1",
+      service: "svc",
+      scope: "user" as const,
+      channelId: null,
+      threadTs: null,
+    };
     const fields = { kind: "fields" as const, fields: { email: "a@example.com", token: "tok-123" } };
     expect(vault.openCredential(vault.sealCredential(fields, b), b)).toEqual(fields);
     const oauth = { kind: "oauth" as const, accessToken: "at", refreshToken: "rt", expiresAt: 1 };
     expect(vault.openCredential(vault.sealCredential(oauth, b), b)).toEqual({ ...oauth, tokenType: "Bearer" });
     const cookies = { kind: "cookies" as const, cookies: [{ name: "sid", value: "v", domain: "example.com" }] };
-    expect(vault.openCredential(vault.sealCredential(cookies, b), b)).toEqual({ kind: "cookies", cookies: [{ name: "sid", value: "v", domain: "example.com", path: "/" }] });
+    expect(vault.openCredential(vault.sealCredential(cookies, b), b)).toEqual({
+      kind: "cookies",
+      cookies: [{ name: "sid", value: "v", domain: "example.com", path: "/" }],
+    });
   });
 
   it("refuses a wiped row, a wrong key and a plaintext that is not a credential", () => {
     const ring = KeyRing.fromBase64(newKeyB64());
     const vault = new Vault(ring);
-    const b = { connectionId: "conn_x", teamId: "T1", ownerUserId: null, service: "svc", scope: "shared" as const, channelId: null, threadTs: null };
+    const b = {
+      connectionId: "conn_x",
+      teamId: "T1",
+      ownerUserId: null,
+      service: "svc",
+      scope: "shared" as const,
+      channelId: null,
+      threadTs: null,
+    };
     expect(() => vault.openCredential(null, b)).toThrow(expect.objectContaining({ code: "wiped" }));
 
     const sealed = vault.sealCredential({ kind: "fields", fields: { token: "t" } }, b);
     const other = new Vault(KeyRing.fromBase64(newKeyB64()));
-    expect(() => other.openCredential(sealed, b)).toThrow(expect.objectContaining({ name: "VaultError", code: "unknown_key" }));
+    expect(() => other.openCredential(sealed, b)).toThrow(
+      expect.objectContaining({ name: "VaultError", code: "unknown_key" }),
+    );
     // Same key id but different key material (a forged key_id): still refused.
     const forged = { ...sealed, keyId: other.primaryKeyId };
     expect(() => other.openCredential(forged, b)).toThrow(expect.objectContaining({ code: "undecryptable" }));
 
-    const junk = seal(ring.subkey("credential-encryption"), ring.primaryId, Buffer.from(JSON.stringify({ kind: "fields", fields: {}, extra: 1 })), b);
+    const junk = seal(
+      ring.subkey("credential-encryption"),
+      ring.primaryId,
+      Buffer.from(JSON.stringify({ kind: "fields", fields: {}, extra: 1 })),
+      b,
+    );
     expect(() => vault.openCredential(junk, b)).toThrow(expect.objectContaining({ code: "malformed_credential" }));
     const notJson = seal(ring.subkey("credential-encryption"), ring.primaryId, Buffer.from("{not json"), b);
     expect(() => vault.openCredential(notJson, b)).toThrow(expect.objectContaining({ code: "malformed_credential" }));
@@ -73,7 +99,15 @@ describe("Vault", () => {
 
   it("refuses to seal a credential of the wrong shape", () => {
     const vault = new Vault(KeyRing.fromBase64(newKeyB64()));
-    const b = { connectionId: "conn_x", teamId: "T1", ownerUserId: null, service: "svc", scope: "shared" as const, channelId: null, threadTs: null };
+    const b = {
+      connectionId: "conn_x",
+      teamId: "T1",
+      ownerUserId: null,
+      service: "svc",
+      scope: "shared" as const,
+      channelId: null,
+      threadTs: null,
+    };
     expect(() => vault.sealCredential({ kind: "fields", fields: { token: "" } }, b)).toThrow();
   });
 
@@ -81,7 +115,15 @@ describe("Vault", () => {
     const keyB64 = newKeyB64();
     const ring = KeyRing.fromBase64(keyB64);
     const vault = new Vault(ring);
-    const b = { connectionId: "conn_x", teamId: "T1", ownerUserId: null, service: "svc", scope: "shared" as const, channelId: null, threadTs: null };
+    const b = {
+      connectionId: "conn_x",
+      teamId: "T1",
+      ownerUserId: null,
+      service: "svc",
+      scope: "shared" as const,
+      channelId: null,
+      threadTs: null,
+    };
     const sealed = vault.sealCredential({ kind: "fields", fields: { token: "PLAINTEXT-TOKEN" } }, b);
     expect(sealed.ciphertext.toString("latin1")).not.toContain("PLAINTEXT-TOKEN");
     expect(sealed.keyId).toBe(ring.primaryId);
@@ -118,10 +160,16 @@ describe("Vault against rows in SQLite", () => {
   it("refuses an old ciphertext replayed into the row that replaced it (only the connection id differs)", async () => {
     const h = harness(tmp);
     const old = await h.lifecycle.create(threadInput("U1", "old-token"));
-    const saved = h.store.db.prepare("SELECT key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?").get(old.id) as Record<string, unknown>;
+    const saved = h.store.db
+      .prepare("SELECT key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?")
+      .get(old.id) as Record<string, unknown>;
     const replacement = await h.lifecycle.create(threadInput("U1", "new-token"));
     expect((await h.store.connections.get(old.id))!.status).toBe("revoked");
-    await editWithSql(h, "UPDATE connections SET key_id = @key_id, secret_nonce = @secret_nonce, secret_ct = @secret_ct, secret_tag = @secret_tag WHERE id = @id", { ...saved, id: replacement.id });
+    await editWithSql(
+      h,
+      "UPDATE connections SET key_id = @key_id, secret_nonce = @secret_nonce, secret_ct = @secret_ct, secret_tag = @secret_tag WHERE id = @id",
+      { ...saved, id: replacement.id },
+    );
     expect((await refusal(openFromDb(h, replacement.id))).code).toBe("undecryptable");
   });
 

@@ -8,9 +8,9 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
-import { cardFactList } from "../../src/domain/card.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { parseRegistry } from "../../src/config/registry.js";
+import { cardFactList } from "../../src/domain/card.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import { LocalApprovalChannel } from "../../src/workspace/local/adapters.js";
@@ -54,7 +54,12 @@ async function turn(thread: ThreadRef, user: string): Promise<void> {
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: thread.teamId, channel_id: thread.channelId, thread_ts: thread.threadTs, user_id: user }),
+    body: JSON.stringify({
+      team_id: thread.teamId,
+      channel_id: thread.channelId,
+      thread_ts: thread.threadTs,
+      user_id: user,
+    }),
   });
   expect(r.status).toBe(204);
 }
@@ -62,7 +67,12 @@ async function turn(thread: ThreadRef, user: string): Promise<void> {
 /** An agent host's MCP session on the broker's /mcp for one thread. */
 async function session(thread: ThreadRef): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}` } },
+    requestInit: {
+      headers: {
+        Authorization: `Bearer ${TOKEN}`,
+        "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
   });
   const client = new Client({ name: "local-workspace-test", version: "1" });
   await client.connect(transport);
@@ -142,11 +152,19 @@ describe("local workspace", () => {
     expect(facts.title).toBe(`@${BOB} wants to use your vendor account (read_item).`);
     // Nothing lands in Bob's inbox; the thread says Alice was asked, by name.
     expect(await local.inbox(BOB)).toEqual([]);
-    await vi.waitFor(async () => expect((await local.notes(thread)).map((n) => n.text)).toEqual([expect.stringMatching(/^@Bob: this needs @Alice's vendor account/)]), { timeout: 10_000 });
+    await vi.waitFor(
+      async () =>
+        expect((await local.notes(thread)).map((n) => n.text)).toEqual([
+          expect.stringMatching(/^@Bob: this needs @Alice's vendor account/),
+        ]),
+      { timeout: 10_000 },
+    );
 
     expect(await local.decide(card.approvalId!, "allowed_thread", BOB)).toBe("not_owner");
     const rejected = await app.store.audit.query({ event: "approval_rejected_click" });
-    expect(rejected).toEqual([expect.objectContaining({ approverUserId: BOB, decision: "not_owner", ownerUserId: ALICE, teamId: "T_LOCAL" })]);
+    expect(rejected).toEqual([
+      expect.objectContaining({ approverUserId: BOB, decision: "not_owner", ownerUserId: ALICE, teamId: "T_LOCAL" }),
+    ]);
 
     expect(await local.decide(card.approvalId!, "allowed_once", ALICE)).toBe("applied");
     const result = await pending;
@@ -165,8 +183,38 @@ describe("local workspace", () => {
   it("an owner who is not in the workspace cannot be asked: the card is not delivered, so the borrow is refused", async () => {
     const channel = new LocalApprovalChannel(local as LocalWorkspaceService, memoryLogger("warn"), 60_000);
     const thread = await local.startThread(GENERAL, BOB);
-    const approval = { id: "appr_x", nonce: "n", connectionId: "c", ...thread, ownerUserId: "UGHOST", borrowerUserId: BOB, service: "vendor", tool: "read_item", argsHash: "h", status: "pending" as const, createdAt: 0, expiresAt: 1, decidedAt: null, decidedBy: null, cardChannel: null, cardTs: null };
-    const model = { borrowerUserId: BOB, ownerUserId: "UGHOST", service: "vendor", serviceDisplayName: "vendor", tool: "read_item", write: false, reason: "no_grant" as const, keyArgs: [], args: { shown: "complete" as const, args: [], chars: 0 }, decisions: ["denied" as const], ...thread, expiresAt: 1 };
+    const approval = {
+      id: "appr_x",
+      nonce: "n",
+      connectionId: "c",
+      ...thread,
+      ownerUserId: "UGHOST",
+      borrowerUserId: BOB,
+      service: "vendor",
+      tool: "read_item",
+      argsHash: "h",
+      status: "pending" as const,
+      createdAt: 0,
+      expiresAt: 1,
+      decidedAt: null,
+      decidedBy: null,
+      cardChannel: null,
+      cardTs: null,
+    };
+    const model = {
+      borrowerUserId: BOB,
+      ownerUserId: "UGHOST",
+      service: "vendor",
+      serviceDisplayName: "vendor",
+      tool: "read_item",
+      write: false,
+      reason: "no_grant" as const,
+      keyArgs: [],
+      args: { shown: "complete" as const, args: [], chars: 0 },
+      decisions: ["denied" as const],
+      ...thread,
+      expiresAt: 1,
+    };
     // ApprovalService turns a throwing ask() into `unavailable` (fail closed).
     await expect(channel.ask(approval, model)).rejects.toMatchObject({ code: "unknown_user" });
     expect(await local.notes(thread)).toEqual([]);
@@ -183,7 +231,9 @@ describe("local workspace", () => {
     expect(await local.inbox(ALICE)).toEqual([]);
 
     expect(await local.continueConsent(consent.id, BOB)).toEqual({ refused: "not_yours" });
-    expect(await app.store.audit.query({ event: "login_refused" })).toEqual([expect.objectContaining({ callerUserId: BOB, decision: "consent_not_yours" })]);
+    expect(await app.store.audit.query({ event: "login_refused" })).toEqual([
+      expect.objectContaining({ callerUserId: BOB, decision: "consent_not_yours" }),
+    ]);
 
     const minted = await local.continueConsent(consent.id, CAROL);
     if (!("url" in minted)) throw new Error(`not minted: ${minted.refused}`);
@@ -194,7 +244,9 @@ describe("local workspace", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("vendor");
     const sessions = await app.store.audit.query({ event: "login_started" });
-    expect(sessions.some((r) => r.callerUserId === CAROL && r.service === "vendor" && r.threadTs === thread.threadTs)).toBe(true);
+    expect(
+      sessions.some((r) => r.callerUserId === CAROL && r.service === "vendor" && r.threadTs === thread.threadTs),
+    ).toBe(true);
     const again = await fetch(`${app.url}${new URL(minted.url).pathname}`);
     expect(again.status).toBe(410);
   });
@@ -204,7 +256,9 @@ describe("local workspace", () => {
     const a = await connectVendor(ALICE, thread);
     await app.lifecycle.revoke(a.id, `admin:${CAROL}`, "revoked by admin");
     const revoked = await waitForCard(ALICE, (i) => i.card.kind === "revoked");
-    expect(cardFactList(revoked.card).lines[0]).toBe(`An admin (@${CAROL}) revoked your vendor connection. Its credential was wiped and its grants revoked. Connect again with /connect vendor if you still need it.`);
+    expect(cardFactList(revoked.card).lines[0]).toBe(
+      `An admin (@${CAROL}) revoked your vendor connection. Its credential was wiped and its grants revoked. Connect again with /connect vendor if you still need it.`,
+    );
 
     const b = await connectVendor(ALICE, thread);
     await app.lifecycle.revoke(b.id, ALICE, "revoked by owner");

@@ -6,14 +6,14 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startApp, type RunningApp } from "../../src/app/app.js";
+import { type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { fixtureRegistryDoc } from "../integration/broker-harness.js";
-import { startFakeSlack, type FakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { runBin, runInProcess } from "../cli/run.js";
+import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
+import { fixtureRegistryDoc } from "../integration/broker-harness.js";
 
 const dirs: string[] = [];
 const apps: RunningApp[] = [];
@@ -52,7 +52,9 @@ describe("the workspace in production", () => {
     const r = await runBin(["serve"], prodEnv(dir));
     // A configuration error: exit 2, one line naming what to set.
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^configuration error: Slack is not configured and NODE_ENV=production: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET/m);
+    expect(r.stderr).toMatch(
+      /^configuration error: Slack is not configured and NODE_ENV=production: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET/m,
+    );
     expect(r.stderr).not.toMatch(/listening/);
     expect(existsSync(path.join(dir, "data"))).toBe(false);
   });
@@ -66,7 +68,11 @@ describe("the workspace in production", () => {
     ] as const) {
       const dir = tmp();
       const config = loadConfig(prodEnv(dir, extra));
-      const err = await startApp({ config, log: memoryLogger(), registry: parseRegistry(fixtureRegistryDoc(), "test") }).then(
+      const err = await startApp({
+        config,
+        log: memoryLogger(),
+        registry: parseRegistry(fixtureRegistryDoc(), "test"),
+      }).then(
         (a) => {
           apps.push(a);
           return undefined;
@@ -83,7 +89,13 @@ describe("the workspace in production", () => {
     fake = await startFakeSlack({ admins: [] });
     const dir = tmp();
     const log = memoryLogger("info");
-    const config = loadConfig(prodEnv(dir, { SLACK_BOT_TOKEN: fake.botToken, SLACK_SIGNING_SECRET: "signing-" + randomBytes(8).toString("hex"), SLACK_API_URL: fake.apiUrl }));
+    const config = loadConfig(
+      prodEnv(dir, {
+        SLACK_BOT_TOKEN: fake.botToken,
+        SLACK_SIGNING_SECRET: `signing-${randomBytes(8).toString("hex")}`,
+        SLACK_API_URL: fake.apiUrl,
+      }),
+    );
     const app = await startApp({ config, log, registry: parseRegistry(fixtureRegistryDoc(), "test") });
     apps.push(app);
     expect(app.workspace.kind).toBe("slack");
@@ -96,7 +108,9 @@ describe("the workspace in production", () => {
   it("doctor reports the workspace: an error naming the Slack variables in production, local in development", async () => {
     const prod = await runInProcess(["doctor"], prodEnv(tmp()));
     expect(prod.code).toBe(1);
-    expect(prod.stdout).toMatch(/^ERROR workspace: Slack is not configured and NODE_ENV=production: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET/m);
+    expect(prod.stdout).toMatch(
+      /^ERROR workspace: Slack is not configured and NODE_ENV=production: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET/m,
+    );
     const dev = await runInProcess(["doctor"], prodEnv(tmp(), { NODE_ENV: "development" }));
     expect(dev.stdout).toMatch(/^ok {4}workspace: local \(Slack is not configured \(development\)\)/m);
     expect(dev.stdout).toMatch(/^WARN {2}slack: Slack is not configured .*the local workspace serves people instead/m);

@@ -1,10 +1,10 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { ApprovalService } from "../../approvals/approval-service.js";
-import { noApprovalChannel } from "../../approvals/channel.js";
 import type { ApprovalDecision } from "../../approvals/card.js";
+import { noApprovalChannel } from "../../approvals/channel.js";
 import type { Approval } from "../../store/records.js";
-import { CliContext, UsageError } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 export const APPROVALS_HELP = `slaude-connect approvals <list|decide>
@@ -18,8 +18,16 @@ export const APPROVALS_HELP = `slaude-connect approvals <list|decide>
          whose call waits on it runs or refuses the call within a second or so. The CLI does
          not show the call's arguments: the card in Slack or the console does.`;
 
-const WORDS: Record<string, ApprovalDecision> = { "allow-thread": "allowed_thread", once: "allowed_once", deny: "denied" };
-const WORD_OF: Record<ApprovalDecision, string> = { allowed_thread: "allow-thread", allowed_once: "once", denied: "deny" };
+const WORDS: Record<string, ApprovalDecision> = {
+  "allow-thread": "allowed_thread",
+  once: "allowed_once",
+  deny: "denied",
+};
+const WORD_OF: Record<ApprovalDecision, string> = {
+  allowed_thread: "allow-thread",
+  allowed_once: "once",
+  denied: "deny",
+};
 
 const listOptions = z
   .object({
@@ -53,7 +61,7 @@ export async function approvalsCommand(ctx: CliContext, argv: string[]): Promise
 }
 
 function usage(error: z.ZodError): UsageError {
-  return new UsageError(error.issues.map((i) => i.message).join("\n") + "\n\n" + APPROVALS_HELP);
+  return new UsageError(`${error.issues.map((i) => i.message).join("\n")}\n\n${APPROVALS_HELP}`);
 }
 
 /** The answers an approval's owner may give, as the card would offer them (a write never grants the thread). */
@@ -67,7 +75,13 @@ function offers(ctx: CliContext, a: Approval): ApprovalDecision[] {
 async function list(ctx: CliContext, argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { owner: { type: "string" }, team: { type: "string" }, all: { type: "boolean" }, limit: { type: "string" }, json: { type: "boolean" } },
+    options: {
+      owner: { type: "string" },
+      team: { type: "string" },
+      all: { type: "boolean" },
+      limit: { type: "string" },
+      json: { type: "boolean" },
+    },
     strict: true,
   });
   const parsed = listOptions.safeParse(values);
@@ -83,14 +97,35 @@ async function list(ctx: CliContext, argv: string[]): Promise<number> {
     // No nonce: it is what a click must present, and the CLI never needs it printed.
     for (const a of rows) {
       const { nonce: _nonce, cardChannel: _c, cardTs: _t, ...rest } = a;
-      ctx.out(JSON.stringify({ ...rest, createdAt: formatTime(a.createdAt), expiresAt: formatTime(a.expiresAt), decidedAt: a.decidedAt === null ? null : formatTime(a.decidedAt), offers: offers(ctx, a).map((d) => WORD_OF[d]) }));
+      ctx.out(
+        JSON.stringify({
+          ...rest,
+          createdAt: formatTime(a.createdAt),
+          expiresAt: formatTime(a.expiresAt),
+          decidedAt: a.decidedAt === null ? null : formatTime(a.decidedAt),
+          offers: offers(ctx, a).map((d) => WORD_OF[d]),
+        }),
+      );
     }
     return 0;
   }
   ctx.out(
     formatTable(
       ["ID", "TEAM", "THREAD", "OWNER", "BORROWER", "SERVICE", "TOOL", "STATUS", "EXPIRES", "OFFERS"],
-      rows.map((a) => [a.id, a.teamId, `${a.channelId}/${a.threadTs}`, a.ownerUserId, a.borrowerUserId, a.service, a.tool, a.status, formatTime(a.expiresAt), offers(ctx, a).map((d) => WORD_OF[d]).join("|")]),
+      rows.map((a) => [
+        a.id,
+        a.teamId,
+        `${a.channelId}/${a.threadTs}`,
+        a.ownerUserId,
+        a.borrowerUserId,
+        a.service,
+        a.tool,
+        a.status,
+        formatTime(a.expiresAt),
+        offers(ctx, a)
+          .map((d) => WORD_OF[d])
+          .join("|"),
+      ]),
     ),
   );
   return 0;
@@ -105,19 +140,56 @@ const REFUSALS: Record<Exclude<Awaited<ReturnType<ApprovalService["decide"]>>, "
 };
 
 async function decide(ctx: CliContext, argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { as: { type: "string" } }, strict: true, allowPositionals: true });
-  if (positionals.length !== 2) throw new UsageError(`usage: slaude-connect approvals decide <approval-id> allow-thread|once|deny --as U\n\n${APPROVALS_HELP}`);
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { as: { type: "string" } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (positionals.length !== 2)
+    throw new UsageError(
+      `usage: slaude-connect approvals decide <approval-id> allow-thread|once|deny --as U\n\n${APPROVALS_HELP}`,
+    );
   const parsed = decideArgs.safeParse({ id: positionals[0], decision: positionals[1], as: values.as });
   if (!parsed.success) throw usage(parsed.error);
   const { id, as } = parsed.data;
   const decision = WORDS[parsed.data.decision]!;
   const a = await ctx.store.approvals.get(id);
-  const service = new ApprovalService({ store: ctx.store, channel: noApprovalChannel, clock: ctx.clock, log: ctx.log, timeoutMs: ctx.config.approvalTimeoutMs, signals: ctx.signals });
+  const service = new ApprovalService({
+    store: ctx.store,
+    channel: noApprovalChannel,
+    clock: ctx.clock,
+    log: ctx.log,
+    timeoutMs: ctx.config.approvalTimeoutMs,
+    signals: ctx.signals,
+  });
   let result: Awaited<ReturnType<ApprovalService["decide"]>>;
-  if (a && decision !== "denied" && !offers(ctx, a).includes(decision) && as === a.ownerUserId && a.status === "pending") {
+  if (
+    a &&
+    decision !== "denied" &&
+    !offers(ctx, a).includes(decision) &&
+    as === a.ownerUserId &&
+    a.status === "pending"
+  ) {
     // The card would not show this button: refused and audited here, as a click on it would be.
     const now = ctx.clock.now();
-    await ctx.store.audit.append([{ at: now, event: "approval_rejected_click", teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs, callerUserId: a.borrowerUserId, ownerUserId: a.ownerUserId, connectionId: a.connectionId, service: a.service, tool: a.tool, argsHash: a.argsHash, decision: "not_offered", approverUserId: as }]);
+    await ctx.store.audit.append([
+      {
+        at: now,
+        event: "approval_rejected_click",
+        teamId: a.teamId,
+        channelId: a.channelId,
+        threadTs: a.threadTs,
+        callerUserId: a.borrowerUserId,
+        ownerUserId: a.ownerUserId,
+        connectionId: a.connectionId,
+        service: a.service,
+        tool: a.tool,
+        argsHash: a.argsHash,
+        decision: "not_offered",
+        approverUserId: as,
+      },
+    ]);
     result = "not_offered";
   } else {
     // The nonce is read from the store: the CLI user holds the database, as the card's owner holds the card.

@@ -1,17 +1,41 @@
 import { parseArgs } from "node:util";
 import type { AuditEventKind, AuditQuery } from "../../audit/event.js";
 import { parseDurationMs } from "../../config/duration.js";
-import { CliContext, UsageError } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 /** Every audit event kind, for validating --event (the `satisfies` keeps it in step with AuditEventKind). */
 export const EVENT_KINDS = Object.keys({
-  call: 1, call_denied: 1, approval_requested: 1, approval_decided: 1, approval_rejected_click: 1, grant_created: 1, grant_revoked: 1,
-  connection_created: 1, connection_replaced: 1, connection_revoked: 1, connection_expired: 1, connection_needs_login: 1,
-  connection_refreshed: 1, tool_pin: 1, call_started: 1, login_started: 1, login_completed: 1, login_refused: 1, keys_rotated: 1, admin_action: 1,
-  result_stored: 1, result_evicted: 1, result_read: 1,
-  installation_installed: 1, installation_updated: 1, installation_disabled: 1, installation_enabled: 1, installation_uninstalled: 1,
-  installation_token_refreshed: 1, installation_refused: 1,
+  call: 1,
+  call_denied: 1,
+  approval_requested: 1,
+  approval_decided: 1,
+  approval_rejected_click: 1,
+  grant_created: 1,
+  grant_revoked: 1,
+  connection_created: 1,
+  connection_replaced: 1,
+  connection_revoked: 1,
+  connection_expired: 1,
+  connection_needs_login: 1,
+  connection_refreshed: 1,
+  tool_pin: 1,
+  call_started: 1,
+  login_started: 1,
+  login_completed: 1,
+  login_refused: 1,
+  keys_rotated: 1,
+  admin_action: 1,
+  result_stored: 1,
+  result_evicted: 1,
+  result_read: 1,
+  installation_installed: 1,
+  installation_updated: 1,
+  installation_disabled: 1,
+  installation_enabled: 1,
+  installation_uninstalled: 1,
+  installation_token_refreshed: 1,
+  installation_refused: 1,
 } satisfies Record<AuditEventKind, 1>) as AuditEventKind[];
 
 export const AUDIT_HELP = `slaude-connect audit [--since T] [--until T] [--user U] [--team T] [--service S]
@@ -30,7 +54,8 @@ function parseTime(v: string, now: number, flag: string): number {
   const back = parseDurationMs(v);
   if (back !== undefined && /[smhd]$/.test(v)) return now - back;
   const t = Date.parse(v);
-  if (Number.isNaN(t)) throw new UsageError(`${flag}: expected an ISO time or a duration like 8h, got ${JSON.stringify(v)}`);
+  if (Number.isNaN(t))
+    throw new UsageError(`${flag}: expected an ISO time or a duration like 8h, got ${JSON.stringify(v)}`);
   return t;
 }
 
@@ -60,7 +85,8 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
   });
   const now = ctx.clock.now();
   const limit = values.limit === undefined ? undefined : Number(values.limit);
-  if (limit !== undefined && (!Number.isInteger(limit) || limit <= 0)) throw new UsageError("--limit: expected a positive integer");
+  if (limit !== undefined && (!Number.isInteger(limit) || limit <= 0))
+    throw new UsageError("--limit: expected a positive integer");
   const q: AuditQuery = {
     ...(values.since ? { since: parseTime(values.since, now, "--since") } : {}),
     ...(values.until ? { until: parseTime(values.until, now, "--until") } : {}),
@@ -82,7 +108,19 @@ export async function auditCommand(ctx: CliContext, argv: string[]): Promise<num
   ctx.out(
     formatTable(
       ["SEQ", "TIME", "EVENT", "USER", "OWNER", "SERVICE", "TOOL", "CONNECTION", "DETAIL", "ERROR", "BY"],
-      rows.map((r) => [String(r.seq), formatTime(r.at), r.event, r.callerUserId ?? "", r.ownerUserId ?? "", r.service ?? "", r.tool ?? "", r.connectionId ?? "", r.decision ?? "", r.errorCode ?? "", r.actor ?? ""]),
+      rows.map((r) => [
+        String(r.seq),
+        formatTime(r.at),
+        r.event,
+        r.callerUserId ?? "",
+        r.ownerUserId ?? "",
+        r.service ?? "",
+        r.tool ?? "",
+        r.connectionId ?? "",
+        r.decision ?? "",
+        r.errorCode ?? "",
+        r.actor ?? "",
+      ]),
     ),
   );
   return 0;

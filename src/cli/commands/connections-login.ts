@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { LoginError } from "../../login/errors.js";
 import { LoginService } from "../../login/login-service.js";
-import { CliContext, UsageError } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTime } from "../format.js";
 import { loginUserRefusal } from "./login-user-check.js";
 
@@ -31,21 +31,31 @@ const loginOptions = z
 export async function loginCommand(ctx: CliContext, argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { team: { type: "string" }, user: { type: "string" }, service: { type: "string" }, thread: { type: "string" } },
+    options: {
+      team: { type: "string" },
+      user: { type: "string" },
+      service: { type: "string" },
+      thread: { type: "string" },
+    },
     strict: true,
     allowPositionals: true,
   });
-  if (positionals.length) throw new UsageError(`connections login takes no positional arguments\n\n${CONNECTIONS_LOGIN_HELP}`);
+  if (positionals.length)
+    throw new UsageError(`connections login takes no positional arguments\n\n${CONNECTIONS_LOGIN_HELP}`);
   const parsed = loginOptions.safeParse(values);
   if (!parsed.success) {
     const missing = ["team", "user", "service"].filter((k) => values[k as keyof typeof values] === undefined);
-    throw new UsageError(`${missing.length ? `missing ${missing.map((k) => `--${k}`).join(", ")}` : parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n")}\n\n${CONNECTIONS_LOGIN_HELP}`);
+    throw new UsageError(
+      `${missing.length ? `missing ${missing.map((k) => `--${k}`).join(", ")}` : parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n")}\n\n${CONNECTIONS_LOGIN_HELP}`,
+    );
   }
   const o = parsed.data;
   const registry = ctx.registry.registry;
   if (!registry.get(o.service)) {
     const known = registry.list().map((s) => s.name);
-    ctx.err(`unknown service "${o.service}"${known.length ? ` (known: ${known.join(", ")})` : " (the service registry is empty)"}`);
+    ctx.err(
+      `unknown service "${o.service}"${known.length ? ` (known: ${known.join(", ")})` : " (the service registry is empty)"}`,
+    );
     return 1;
   }
   // A link for nobody is a bearer secret nobody should hold (src/cli/commands/login-user-check.ts).
@@ -67,11 +77,19 @@ export async function loginCommand(ctx: CliContext, argv: string[]): Promise<num
     browsers: async () => {
       throw new Error("the CLI starts no login browser");
     },
-    settings: { publicUrl: config.publicUrl, linkTtlMs: config.login.linkTtlMs, flowTimeoutMs: config.login.flowTimeoutMs, maxConcurrent: config.login.maxConcurrent, detachGraceMs: config.login.detachGraceMs },
+    settings: {
+      publicUrl: config.publicUrl,
+      linkTtlMs: config.login.linkTtlMs,
+      flowTimeoutMs: config.login.flowTimeoutMs,
+      maxConcurrent: config.login.maxConcurrent,
+      detachGraceMs: config.login.detachGraceMs,
+    },
   });
   try {
     const link = await logins.mint({ teamId: o.team, userId: o.user, service: o.service, channelId, threadTs });
-    ctx.err(`one-time login link for ${o.user} (${o.service}, ${o.thread ? `thread ${o.thread}` : "scope user"}), valid until ${formatTime(link.expiresAt)}; anyone holding it can connect as ${o.user}:`);
+    ctx.err(
+      `one-time login link for ${o.user} (${o.service}, ${o.thread ? `thread ${o.thread}` : "scope user"}), valid until ${formatTime(link.expiresAt)}; anyone holding it can connect as ${o.user}:`,
+    );
     ctx.out(link.url);
     return 0;
   } catch (err) {

@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { credentialSchema, type CredentialInput } from "../../vault/credential.js";
 import type { Connection } from "../../store/records.js";
-import { CliContext, UsageError } from "../context.js";
+import { type CredentialInput, credentialSchema } from "../../vault/credential.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 import { readSecretFromStdin } from "../stdin.js";
 import { CONNECTIONS_LOGIN_HELP, loginCommand } from "./connections-login.js";
@@ -26,7 +26,17 @@ ${CONNECTIONS_LOGIN_HELP}`;
 function row(c: Connection): string[] {
   // A thread is named as the grants list names it (channel/ts), in its own column, not as a scope.
   const thread = c.channelId && c.threadTs ? `${c.channelId}/${c.threadTs}` : "-";
-  return [c.id, c.teamId, c.ownerUserId ?? "(shared)", c.service, c.scope, thread, c.status, formatTime(c.expiresAt), c.label ?? ""];
+  return [
+    c.id,
+    c.teamId,
+    c.ownerUserId ?? "(shared)",
+    c.service,
+    c.scope,
+    thread,
+    c.status,
+    formatTime(c.expiresAt),
+    c.label ?? "",
+  ];
 }
 
 /** One connection as a JSON line: no ciphertext, and the same ISO times as the table. */
@@ -63,7 +73,13 @@ export async function connectionsCommand(ctx: CliContext, argv: string[]): Promi
 async function list(ctx: CliContext, argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { team: { type: "string" }, owner: { type: "string" }, service: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } },
+    options: {
+      team: { type: "string" },
+      owner: { type: "string" },
+      service: { type: "string" },
+      all: { type: "boolean" },
+      json: { type: "boolean" },
+    },
     strict: true,
   });
   const rows = await ctx.store.connections.list({
@@ -76,7 +92,9 @@ async function list(ctx: CliContext, argv: string[]): Promise<number> {
     for (const c of rows) ctx.out(JSON.stringify(jsonRow(c)));
     return 0;
   }
-  ctx.out(formatTable(["ID", "TEAM", "OWNER", "SERVICE", "SCOPE", "THREAD", "STATUS", "EXPIRES", "LABEL"], rows.map(row)));
+  ctx.out(
+    formatTable(["ID", "TEAM", "OWNER", "SERVICE", "SCOPE", "THREAD", "STATUS", "EXPIRES", "LABEL"], rows.map(row)),
+  );
   return 0;
 }
 
@@ -89,7 +107,10 @@ const addOptions = z
     channel: z.string().min(1).optional(),
     thread: z.string().min(1).optional(),
     label: z.string().optional(),
-    field: z.string().regex(/^[a-z][a-z0-9_]*$/, "--field is a lowercase name like token").default("token"),
+    field: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]*$/, "--field is a lowercase name like token")
+      .default("token"),
     format: z.enum(["token", "json"]).default("token"),
     ttl: z.string().optional(),
   })
@@ -113,9 +134,15 @@ async function add(ctx: CliContext, argv: string[]): Promise<number> {
     strict: true,
     allowPositionals: true,
   });
-  if (positionals.length) throw new UsageError("connections add takes no positional arguments: the secret is read from standard input, never from the command line");
+  if (positionals.length)
+    throw new UsageError(
+      "connections add takes no positional arguments: the secret is read from standard input, never from the command line",
+    );
   const opts = addOptions.safeParse(values);
-  if (!opts.success) throw new UsageError(opts.error.issues.map((i) => `${i.path.join(".") ? "--" + i.path.join(".") + ": " : ""}${i.message}`).join("\n"));
+  if (!opts.success)
+    throw new UsageError(
+      opts.error.issues.map((i) => `${i.path.join(".") ? `--${i.path.join(".")}: ` : ""}${i.message}`).join("\n"),
+    );
   const o = opts.data;
   if (o.scope !== "shared" && !o.owner) throw new UsageError(`--owner is required for scope ${o.scope}`);
   if (o.scope === "shared" && o.owner) throw new UsageError("a shared connection has no owner: drop --owner");
@@ -123,7 +150,9 @@ async function add(ctx: CliContext, argv: string[]): Promise<number> {
   const service = ctx.registry.registry.get(o.service);
   if (!service) {
     const known = ctx.registry.registry.list().map((s) => s.name);
-    ctx.err(`unknown service "${o.service}"${known.length ? ` (known: ${known.join(", ")})` : " (the service registry is empty)"}`);
+    ctx.err(
+      `unknown service "${o.service}"${known.length ? ` (known: ${known.join(", ")})` : " (the service registry is empty)"}`,
+    );
     return 1;
   }
   let ttlMs: number | undefined;
@@ -150,7 +179,9 @@ async function add(ctx: CliContext, argv: string[]): Promise<number> {
     const parsed = credentialSchema.safeParse(doc);
     if (!parsed.success) {
       // Only paths, never values: the document is a secret.
-      ctx.err(`credential document is invalid at ${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}; nothing stored`);
+      ctx.err(
+        `credential document is invalid at ${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}; nothing stored`,
+      );
       return 1;
     }
     credential = parsed.data;
@@ -174,15 +205,23 @@ async function add(ctx: CliContext, argv: string[]): Promise<number> {
 }
 
 async function revoke(ctx: CliContext, argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { reason: { type: "string" } }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { reason: { type: "string" } },
+    strict: true,
+    allowPositionals: true,
+  });
   const id = positionals[0];
-  if (!id || positionals.length > 1) throw new UsageError("usage: slaude-connect connections revoke <connection-id> [--reason TEXT]");
+  if (!id || positionals.length > 1)
+    throw new UsageError("usage: slaude-connect connections revoke <connection-id> [--reason TEXT]");
   const before = await ctx.store.connections.get(id);
   if (!before) {
     ctx.err(`no connection ${id}`);
     return 1;
   }
-  const ended = await ctx.lifecycle().revoke(id, `cli:${ctx.io.env.USER ?? "operator"}`, values.reason ?? "revoked by operator");
+  const ended = await ctx
+    .lifecycle()
+    .revoke(id, `cli:${ctx.io.env.USER ?? "operator"}`, values.reason ?? "revoked by operator");
   if (!ended) {
     ctx.err(`connection ${id} is already ${before.status}`);
     return 1;

@@ -1,12 +1,12 @@
 import { existsSync } from "node:fs";
-import type { Config } from "../../config/env.js";
 import { connectStore } from "../../app/store-factory.js";
+import type { Config } from "../../config/env.js";
 import { bareAdminFinding } from "../../installations/admin-entries.js";
 import { openDatabase } from "../../store/sqlite/db.js";
-import { resolveKeyRing } from "../../vault/key-source.js";
-import { StaticTenantDirectory } from "../../tenancy/tenant-directory.js";
 import type { TenantDirectory } from "../../tenancy/tenant-directory.js";
+import { StaticTenantDirectory } from "../../tenancy/tenant-directory.js";
 import { unboundTokenFinding } from "../../tenancy/unbound-tokens.js";
+import { resolveKeyRing } from "../../vault/key-source.js";
 import type { Finding } from "./doctor.js";
 
 /**
@@ -20,9 +20,17 @@ export async function checkHostTokenTenancy(config: Config, tenants: TenantDirec
   try {
     liveInstallations = await tenants.liveInstallations();
   } catch (err) {
-    return { check: "host token tenants", level: "error", message: `the installations could not be counted: ${String(err)}`, fix: "check the database (see the database findings above)" };
+    return {
+      check: "host token tenants",
+      level: "error",
+      message: `the installations could not be counted: ${String(err)}`,
+      fix: "check the database (see the database findings above)",
+    };
   }
-  return { check: "host token tenants", ...unboundTokenFinding({ unboundTokens, liveInstallations, production: config.nodeEnv === "production" }) };
+  return {
+    check: "host token tenants",
+    ...unboundTokenFinding({ unboundTokens, liveInstallations, production: config.nodeEnv === "production" }),
+  };
 }
 
 /** The installations as doctor reads them: live ones by status, without opening a token. */
@@ -37,17 +45,34 @@ export async function readInstallations(config: Config): Promise<InstallationCou
     if (!existsSync(config.dbPath)) return { active: 0, disabled: [] };
     const db = openDatabase(config.dbPath, { readonly: true });
     try {
-      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'installations'").get()) return { active: 0, disabled: [] };
-      const rows = db.prepare("SELECT COALESCE(team_id, enterprise_id) AS tenant, status, status_reason AS reason FROM installations WHERE status <> 'uninstalled'").all() as { tenant: string; status: string; reason: string | null }[];
-      return { active: rows.filter((r) => r.status === "active").length, disabled: rows.filter((r) => r.status === "disabled").map((r) => `${r.tenant} (${r.reason ?? "operator"})`) };
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'installations'").get())
+        return { active: 0, disabled: [] };
+      const rows = db
+        .prepare(
+          "SELECT COALESCE(team_id, enterprise_id) AS tenant, status, status_reason AS reason FROM installations WHERE status <> 'uninstalled'",
+        )
+        .all() as { tenant: string; status: string; reason: string | null }[];
+      return {
+        active: rows.filter((r) => r.status === "active").length,
+        disabled: rows.filter((r) => r.status === "disabled").map((r) => `${r.tenant} (${r.reason ?? "operator"})`),
+      };
     } finally {
       db.close();
     }
   }
-  const store = connectStore(config, () => Date.now(), () => resolveKeyRing(config).ring);
+  const store = connectStore(
+    config,
+    () => Date.now(),
+    () => resolveKeyRing(config).ring,
+  );
   try {
     const rows = await store.installations.list(10_000);
-    return { active: rows.filter((r) => r.status === "active").length, disabled: rows.filter((r) => r.status === "disabled").map((r) => `${r.teamId ?? r.enterpriseId ?? "?"} (${r.statusReason ?? "operator"})`) };
+    return {
+      active: rows.filter((r) => r.status === "active").length,
+      disabled: rows
+        .filter((r) => r.status === "disabled")
+        .map((r) => `${r.teamId ?? r.enterpriseId ?? "?"} (${r.statusReason ?? "operator"})`),
+    };
   } finally {
     await store.close();
   }
@@ -59,9 +84,24 @@ export function installationFindings(config: Config, counts: InstallationCounts)
   const out: Finding[] = [];
   if (config.slack.configured) {
     const what = `${counts.active} active Slack installation(s)${counts.disabled.length ? `; disabled: ${counts.disabled.join(", ")}` : ""}`;
-    out.push(counts.disabled.length
-      ? { check: "slack installations", level: "warn", message: what, fix: "reinstall the app in those workspaces (or `slaude-connect installations enable ID` after fixing an operator's disable); see docs/slack-setup.md" }
-      : { check: "slack installations", level: "ok", message: live ? what : config.slack.botToken ? "none recorded yet: serve records SLACK_BOT_TOKEN at start" : "none yet: install the app from /slack/install" });
+    out.push(
+      counts.disabled.length
+        ? {
+            check: "slack installations",
+            level: "warn",
+            message: what,
+            fix: "reinstall the app in those workspaces (or `slaude-connect installations enable ID` after fixing an operator's disable); see docs/slack-setup.md",
+          }
+        : {
+            check: "slack installations",
+            level: "ok",
+            message: live
+              ? what
+              : config.slack.botToken
+                ? "none recorded yet: serve records SLACK_BOT_TOKEN at start"
+                : "none yet: install the app from /slack/install",
+          },
+    );
   }
   const bare = bareAdminFinding(config.admins, live, config.production);
   if (bare) out.push({ check: "admins", ...bare });

@@ -1,23 +1,28 @@
-import { errorMessage } from "../../domain/errors.js";
-import { accessSync, constants, existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadConfig, type Config } from "../../config/env.js";
+import { devHostTokenPath } from "../../config/dev-host-token.js";
+import { type Config, loadConfig } from "../../config/env.js";
 import { resolveRegistry } from "../../config/registry-source.js";
 import { rootVerdict } from "../../config/root-rule.js";
+import { errorMessage } from "../../domain/errors.js";
 import { openDatabase } from "../../store/sqlite/db.js";
 import { readMigrations } from "../../store/sqlite/migrator.js";
+import { singleInstallation } from "../../tenancy/tenant-directory.js";
 import { devKeyPath } from "../../vault/key-source.js";
 import { decodeMasterKey } from "../../vault/keyring.js";
-import type { CliContext } from "../context.js";
 import { chooseWorkspace } from "../../workspace/choice.js";
-import { checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
+import type { CliContext } from "../context.js";
 import { checkPostgres } from "./doctor-postgres.js";
-import { devHostTokenPath } from "../../config/dev-host-token.js";
-import { singleInstallation } from "../../tenancy/tenant-directory.js";
-import { installationDirectory, installationFindings, readInstallations, type InstallationCounts } from "./doctor-tenancy.js";
-import { checkHostTokenTenancy } from "./doctor-tenancy.js";
+import { checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
+import {
+  checkHostTokenTenancy,
+  type InstallationCounts,
+  installationDirectory,
+  installationFindings,
+  readInstallations,
+} from "./doctor-tenancy.js";
 
 /** One finding of `doctor`: what was checked, how it went and, if not ok, how to fix it. */
 export interface Finding {
@@ -34,7 +39,12 @@ function checkKey(config: Config): Finding[] {
       decodeMasterKey(config.encryptionKey);
       out.push({ check: "encryption key", level: "ok", message: "SLAUDE_ENCRYPTION_KEY is a valid 32-byte key" });
     } catch (e) {
-      out.push({ check: "encryption key", level: "error", message: errorMessage(e), fix: "generate one with `slaude-connect keys generate`" });
+      out.push({
+        check: "encryption key",
+        level: "error",
+        message: errorMessage(e),
+        fix: "generate one with `slaude-connect keys generate`",
+      });
     }
     config.previousEncryptionKeys.forEach((k, i) => {
       try {
@@ -44,13 +54,20 @@ function checkKey(config: Config): Finding[] {
       }
     });
   } else if (config.production) {
-    out.push({ check: "encryption key", level: "error", message: "SLAUDE_ENCRYPTION_KEY is not set and NODE_ENV=production", fix: "set it to `slaude-connect keys generate` output" });
+    out.push({
+      check: "encryption key",
+      level: "error",
+      message: "SLAUDE_ENCRYPTION_KEY is not set and NODE_ENV=production",
+      fix: "set it to `slaude-connect keys generate` output",
+    });
   } else {
     const file = devKeyPath(config.dataDir);
     out.push({
       check: "encryption key",
       level: "warn",
-      message: existsSync(file) ? `development key file in use (${file})` : "no key: a development key will be generated on first start",
+      message: existsSync(file)
+        ? `development key file in use (${file})`
+        : "no key: a development key will be generated on first start",
       fix: "set SLAUDE_ENCRYPTION_KEY and NODE_ENV=production for real credentials",
     });
   }
@@ -59,18 +76,45 @@ function checkKey(config: Config): Finding[] {
 
 function checkDatabase(config: Config): Finding {
   if (!existsSync(config.dbPath)) {
-    return { check: "database", level: "warn", message: `${config.dbPath} does not exist yet`, fix: "run `slaude-connect migrate` or start the server" };
+    return {
+      check: "database",
+      level: "warn",
+      message: `${config.dbPath} does not exist yet`,
+      fix: "run `slaude-connect migrate` or start the server",
+    };
   }
   try {
     const db = openDatabase(config.dbPath, { readonly: true });
     try {
       const known = readMigrations().at(-1)?.version ?? 0;
-      const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
-      const current = hasTable ? ((db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0) : 0;
+      const hasTable = db
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+        .get();
+      const current = hasTable
+        ? ((db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0)
+        : 0;
       const check = (db.pragma("quick_check", { simple: true }) as string) ?? "unknown";
-      if (check !== "ok") return { check: "database", level: "error", message: `integrity check failed: ${check}`, fix: "restore from a backup" };
-      if (current > known) return { check: "database", level: "error", message: `schema ${current} is newer than this version knows (${known})`, fix: "upgrade slaude-connect" };
-      if (current < known) return { check: "database", level: "warn", message: `schema ${current}, ${known - current} migration(s) pending`, fix: "run `slaude-connect migrate`" };
+      if (check !== "ok")
+        return {
+          check: "database",
+          level: "error",
+          message: `integrity check failed: ${check}`,
+          fix: "restore from a backup",
+        };
+      if (current > known)
+        return {
+          check: "database",
+          level: "error",
+          message: `schema ${current} is newer than this version knows (${known})`,
+          fix: "upgrade slaude-connect",
+        };
+      if (current < known)
+        return {
+          check: "database",
+          level: "warn",
+          message: `schema ${current}, ${known - current} migration(s) pending`,
+          fix: "run `slaude-connect migrate`",
+        };
       return { check: "database", level: "ok", message: `${config.dbPath} (schema ${current}, integrity ok)` };
     } finally {
       db.close();
@@ -94,28 +138,42 @@ function checkRegistry(config: Config, cwd: string): Finding {
     // The catalog is in the package, not where serve runs: the fix names both paths.
     const fix = `cp ${shellWord(SERVICES_EXAMPLE)} ${shellWord(path.resolve(cwd, "services.json"))} (then keep the services you use), or set SLAUDE_REGISTRY_PATH`;
     if (!src.path) return { check: "service registry", level: "warn", message: src.note ?? "no registry", fix };
-    return { check: "service registry", level: "ok", message: `${src.path}: ${src.registry.list().length} service(s): ${src.registry.list().map((s) => s.name).join(", ")}` };
+    return {
+      check: "service registry",
+      level: "ok",
+      message: `${src.path}: ${src.registry.list().length} service(s): ${src.registry
+        .list()
+        .map((s) => s.name)
+        .join(", ")}`,
+    };
   } catch (e) {
     return { check: "service registry", level: "error", message: errorMessage(e) };
   }
 }
 
 function checkChromium(config: Config): Finding {
-  const fix = "install Debian's Chromium (`apt-get install -y chromium`) or set SLAUDE_CHROMIUM_PATH; needed for browser logins only";
+  const fix =
+    "install Debian's Chromium (`apt-get install -y chromium`) or set SLAUDE_CHROMIUM_PATH; needed for browser logins only";
   try {
     accessSync(config.chromiumPath, constants.X_OK);
   } catch {
     return { check: "chromium", level: "warn", message: `${config.chromiumPath} not found or not executable`, fix };
   }
   const r = spawnSync(config.chromiumPath, ["--version"], { encoding: "utf8", timeout: 10_000 });
-  if (r.status !== 0) return { check: "chromium", level: "warn", message: `${config.chromiumPath} --version failed`, fix };
+  if (r.status !== 0)
+    return { check: "chromium", level: "warn", message: `${config.chromiumPath} --version failed`, fix };
   return { check: "chromium", level: "ok", message: r.stdout.trim() };
 }
 
 function checkSlack(config: Config): Finding {
   const s = config.slack;
-  if (s.configured) return { check: "slack", level: "ok", message: `${s.mode} mode${s.apiUrl ? `, API at ${s.apiUrl}` : ""}` };
-  const missing = [!s.botToken && "SLACK_BOT_TOKEN", s.mode === "http" && !s.signingSecret && "SLACK_SIGNING_SECRET", s.mode === "socket" && !s.appToken && "SLACK_APP_TOKEN"].filter(Boolean);
+  if (s.configured)
+    return { check: "slack", level: "ok", message: `${s.mode} mode${s.apiUrl ? `, API at ${s.apiUrl}` : ""}` };
+  const missing = [
+    !s.botToken && "SLACK_BOT_TOKEN",
+    s.mode === "http" && !s.signingSecret && "SLACK_SIGNING_SECRET",
+    s.mode === "socket" && !s.appToken && "SLACK_APP_TOKEN",
+  ].filter(Boolean);
   const local = chooseWorkspace(config).kind === "local";
   return {
     check: "slack",
@@ -132,36 +190,76 @@ export function checkWorkspace(config: Config): Finding {
   const choice = chooseWorkspace(config);
   switch (choice.kind) {
     case "refused":
-      return { check: "workspace", level: "error", message: choice.message, fix: "see docs/slack-setup.md (production) or docs/local-workspace.md (development)" };
+      return {
+        check: "workspace",
+        level: "error",
+        message: choice.message,
+        fix: "see docs/slack-setup.md (production) or docs/local-workspace.md (development)",
+      };
     case "slack":
       return { check: "workspace", level: "ok", message: `slack (${choice.why})` };
     case "local":
-      return { check: "workspace", level: "ok", message: `local (${choice.why}): users, channels and inboxes in the database; the demo team is seeded on first start` };
+      return {
+        check: "workspace",
+        level: "ok",
+        message: `local (${choice.why}): users, channels and inboxes in the database; the demo team is seeded on first start`,
+      };
     case "none":
-      return { check: "workspace", level: "warn", message: `none (${choice.why}): nobody is a channel member, so every tool call is refused (not_member)`, fix: "configure Slack (docs/slack-setup.md), or unset SLAUDE_WORKSPACE in development for the local workspace" };
+      return {
+        check: "workspace",
+        level: "warn",
+        message: `none (${choice.why}): nobody is a channel member, so every tool call is refused (not_member)`,
+        fix: "configure Slack (docs/slack-setup.md), or unset SLAUDE_WORKSPACE in development for the local workspace",
+      };
   }
 }
 
 function checkHostTokens(config: Config): Finding {
   if (config.hostTokens.length === 0 && config.nodeEnv === "development") {
     // Only named here: doctor never creates the file, `serve` does on its first start.
-    return { check: "host tokens", level: "ok", message: `development: serve accepts the token in ${devHostTokenPath(config.dataDir)} (generated on first start)` };
+    return {
+      check: "host tokens",
+      level: "ok",
+      message: `development: serve accepts the token in ${devHostTokenPath(config.dataDir)} (generated on first start)`,
+    };
   }
   if (config.hostTokens.length === 0) {
-    return { check: "host tokens", level: "warn", message: "SLAUDE_HOST_TOKENS is empty: no agent host can use the MCP endpoint", fix: "set SLAUDE_HOST_TOKENS to a long random value shared with the host" };
+    return {
+      check: "host tokens",
+      level: "warn",
+      message: "SLAUDE_HOST_TOKENS is empty: no agent host can use the MCP endpoint",
+      fix: "set SLAUDE_HOST_TOKENS to a long random value shared with the host",
+    };
   }
   const weak = config.hostTokens.filter((t) => t.length < 32).length;
-  if (weak) return { check: "host tokens", level: "warn", message: `${weak} host token(s) shorter than 32 characters`, fix: "use `openssl rand -base64 32`" };
+  if (weak)
+    return {
+      check: "host tokens",
+      level: "warn",
+      message: `${weak} host token(s) shorter than 32 characters`,
+      fix: "use `openssl rand -base64 32`",
+    };
   return { check: "host tokens", level: "ok", message: `${config.hostTokens.length} host token(s)` };
 }
 
 function checkProcessUser(config: Config, euid: number | undefined): Finding {
   const v = rootVerdict(config, euid);
-  return { check: "process user", level: v.level, message: v.message, ...(v.level === "ok" ? {} : { fix: "set SLAUDE_CHILD_UID_BASE (see docs/operations.md) or run as an unprivileged user" }) };
+  return {
+    check: "process user",
+    level: v.level,
+    message: v.message,
+    ...(v.level === "ok"
+      ? {}
+      : { fix: "set SLAUDE_CHILD_UID_BASE (see docs/operations.md) or run as an unprivileged user" }),
+  };
 }
 
 /** Runs every check; never throws for a bad setup, it reports it. `euid` is the uid the broker would run as. */
-export function runChecks(env: NodeJS.ProcessEnv, euid: number | undefined = process.geteuid?.(), cwd: string = process.cwd()): Finding[] {
+export function runChecks(
+  env: NodeJS.ProcessEnv,
+  euid: number | undefined = process.geteuid?.(),
+  cwd: string = process.cwd(),
+): Finding[] {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -202,7 +300,16 @@ export async function runRemoteChecks(env: NodeJS.ProcessEnv): Promise<Finding[]
   try {
     counts = config.slack.configured ? await readInstallations(config) : undefined;
   } catch (err) {
-    return [...store, ...(slack ? [slack] : []), { check: "slack installations", level: "error", message: `the installations could not be read: ${err instanceof Error ? err.message : String(err)}`, fix: "check the database (see the findings above)" }];
+    return [
+      ...store,
+      ...(slack ? [slack] : []),
+      {
+        check: "slack installations",
+        level: "error",
+        message: `the installations could not be read: ${err instanceof Error ? err.message : String(err)}`,
+        fix: "check the database (see the findings above)",
+      },
+    ];
   }
   const tenancy = await checkHostTokenTenancy(config, counts ? installationDirectory(counts) : singleInstallation());
   return [...store, ...(slack ? [slack] : []), ...(counts ? installationFindings(config, counts) : []), tenancy];

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { CliContext, UsageError } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 export const GRANTS_HELP = `slaude-connect grants <list|revoke>
@@ -13,7 +13,13 @@ export async function grantsCommand(ctx: CliContext, argv: string[]): Promise<nu
   if (sub === "list") {
     const { values } = parseArgs({
       args: rest,
-      options: { team: { type: "string" }, owner: { type: "string" }, borrower: { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" } },
+      options: {
+        team: { type: "string" },
+        owner: { type: "string" },
+        borrower: { type: "string" },
+        all: { type: "boolean" },
+        json: { type: "boolean" },
+      },
       strict: true,
     });
     const grants = await ctx.store.grants.list({
@@ -29,7 +35,16 @@ export async function grantsCommand(ctx: CliContext, argv: string[]): Promise<nu
     ctx.out(
       formatTable(
         ["ID", "CONNECTION", "SERVICE", "OWNER", "BORROWER", "THREAD", "CREATED", "REVOKED"],
-        grants.map((g) => [g.id, g.connectionId, g.service, g.ownerUserId, g.borrowerUserId, `${g.teamId}/${g.channelId}/${g.threadTs}`, formatTime(g.createdAt), formatTime(g.revokedAt)]),
+        grants.map((g) => [
+          g.id,
+          g.connectionId,
+          g.service,
+          g.ownerUserId,
+          g.borrowerUserId,
+          `${g.teamId}/${g.channelId}/${g.threadTs}`,
+          formatTime(g.createdAt),
+          formatTime(g.revokedAt),
+        ]),
       ),
     );
     return 0;

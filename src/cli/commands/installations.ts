@@ -1,14 +1,14 @@
 import { parseArgs } from "node:util";
 import { WebClient } from "@slack/web-api";
-import { TenantLifecycle } from "../../installations/tenant-lifecycle.js";
-import type { InstallationMeta } from "../../store/installation-records.js";
 import { Installations, vaultSealer } from "../../installations/installations.js";
+import { TenantLifecycle } from "../../installations/tenant-lifecycle.js";
 import { slackErrorCode } from "../../installations/token-refresh.js";
 import { processRefreshLock } from "../../login/oauth/refresh-lock.js";
+import { SlackTokenRotation } from "../../slack/installation-adapters.js";
 import { missingScopes } from "../../slack/scopes.js";
 import { slackClientOptions } from "../../slack/slack-app.js";
-import { SlackTokenRotation } from "../../slack/installation-adapters.js";
-import { CliContext, UsageError } from "../context.js";
+import type { InstallationMeta } from "../../store/installation-records.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 export const INSTALLATIONS_HELP = `slaude-connect installations <list|check|disable|enable>
@@ -22,7 +22,9 @@ export const INSTALLATIONS_HELP = `slaude-connect installations <list|check|disa
 const MAX_LIST = 10_000;
 
 function tenant(i: InstallationMeta): string {
-  return i.isEnterpriseInstall ? `${i.enterpriseId ?? "?"} (org-wide)` : `${i.teamId ?? "?"}${i.enterpriseId ? ` in ${i.enterpriseId}` : ""}`;
+  return i.isEnterpriseInstall
+    ? `${i.enterpriseId ?? "?"} (org-wide)`
+    : `${i.teamId ?? "?"}${i.enterpriseId ? ` in ${i.enterpriseId}` : ""}`;
 }
 
 /** The installations of the CLI's store, able to open (and refresh) their bot tokens. */
@@ -46,7 +48,11 @@ export async function installationsCommand(ctx: CliContext, argv: string[]): Pro
   const [sub, ...rest] = argv;
   const actor = `cli:${ctx.io.env.USER ?? "operator"}`;
   if (sub === "list") {
-    const { values } = parseArgs({ args: rest, options: { all: { type: "boolean" }, json: { type: "boolean" } }, strict: true });
+    const { values } = parseArgs({
+      args: rest,
+      options: { all: { type: "boolean" }, json: { type: "boolean" } },
+      strict: true,
+    });
     const rows = (await ctx.store.installations.list(MAX_LIST)).filter((i) => values.all || i.status !== "uninstalled");
     if (values.json) {
       for (const i of rows) ctx.out(JSON.stringify(i));
@@ -55,17 +61,31 @@ export async function installationsCommand(ctx: CliContext, argv: string[]): Pro
     ctx.out(
       formatTable(
         ["ID", "TENANT", "NAME", "STATUS", "SCOPES", "ROTATION", "INSTALLED", "BY"],
-        rows.map((i) => [i.id, tenant(i), i.teamName ?? i.enterpriseName ?? "", i.status + (i.statusReason ? ` (${i.statusReason})` : ""), String(i.scopes.length), i.tokenExpiresAt ? `expires ${formatTime(i.tokenExpiresAt)}` : "off", formatTime(i.installedAt), i.installedBy ?? "config"]),
+        rows.map((i) => [
+          i.id,
+          tenant(i),
+          i.teamName ?? i.enterpriseName ?? "",
+          i.status + (i.statusReason ? ` (${i.statusReason})` : ""),
+          String(i.scopes.length),
+          i.tokenExpiresAt ? `expires ${formatTime(i.tokenExpiresAt)}` : "off",
+          formatTime(i.installedAt),
+          i.installedBy ?? "config",
+        ]),
       ),
     );
-    if (rows.length === 0) ctx.out("no installations: install the app from /slack/install, or set SLACK_BOT_TOKEN (see docs/slack-setup.md)");
+    if (rows.length === 0)
+      ctx.out(
+        "no installations: install the app from /slack/install, or set SLACK_BOT_TOKEN (see docs/slack-setup.md)",
+      );
     return 0;
   }
   if (sub === "check") {
     const { positionals } = parseArgs({ args: rest, options: {}, strict: true, allowPositionals: true });
     if (positionals.length > 1) throw new UsageError("usage: slaude-connect installations check [ID]");
     const installations = installationsOf(ctx);
-    const metas = (await ctx.store.installations.list(MAX_LIST)).filter((i) => (positionals[0] ? i.id === positionals[0] : i.status === "active"));
+    const metas = (await ctx.store.installations.list(MAX_LIST)).filter((i) =>
+      positionals[0] ? i.id === positionals[0] : i.status === "active",
+    );
     if (positionals[0] && metas.length === 0) {
       ctx.err(`no installation ${positionals[0]}`);
       return 1;
@@ -73,16 +93,21 @@ export async function installationsCommand(ctx: CliContext, argv: string[]): Pro
     let failed = 0;
     for (const meta of metas) {
       const inst = await ctx.store.installations.get(meta.id);
-      if (!inst || inst.status !== "active") {
+      if (inst?.status !== "active") {
         ctx.out(`${meta.id} ${tenant(meta)}: ${meta.status}${meta.statusReason ? ` (${meta.statusReason})` : ""}`);
         failed++;
         continue;
       }
       try {
         const { botToken } = await installations.token(inst);
-        const r = await new WebClient(botToken, { ...slackClientOptions(ctx.config.slack, ctx.log), retryConfig: { retries: 0 } }).auth.test();
+        const r = await new WebClient(botToken, {
+          ...slackClientOptions(ctx.config.slack, ctx.log),
+          retryConfig: { retries: 0 },
+        }).auth.test();
         const missing = missingScopes(r.response_metadata?.scopes ?? inst.scopes);
-        ctx.out(`${meta.id} ${tenant(meta)}: ok (auth.test)${missing.length ? `; missing scopes: ${missing.map((m) => m.scope).join(", ")} (reinstall the app to grant them)` : "; scopes ok"}`);
+        ctx.out(
+          `${meta.id} ${tenant(meta)}: ok (auth.test)${missing.length ? `; missing scopes: ${missing.map((m) => m.scope).join(", ")} (reinstall the app to grant them)` : "; scopes ok"}`,
+        );
         if (missing.length) failed++;
       } catch (err) {
         ctx.out(`${meta.id} ${tenant(meta)}: FAILED (${slackErrorCode(err)})`);
@@ -95,7 +120,14 @@ export async function installationsCommand(ctx: CliContext, argv: string[]): Pro
     const { positionals } = parseArgs({ args: rest, options: {}, strict: true, allowPositionals: true });
     const id = positionals[0];
     if (!id || positionals.length > 1) throw new UsageError(`usage: slaude-connect installations ${sub} ID`);
-    const tenants = new TenantLifecycle({ repo: ctx.store.installations, installations: installationsOf(ctx), store: ctx.store, lifecycle: ctx.lifecycle(), clock: ctx.clock, log: ctx.log });
+    const tenants = new TenantLifecycle({
+      repo: ctx.store.installations,
+      installations: installationsOf(ctx),
+      store: ctx.store,
+      lifecycle: ctx.lifecycle(),
+      clock: ctx.clock,
+      log: ctx.log,
+    });
     const ok = sub === "disable" ? await tenants.disable(id, "operator", actor) : await tenants.enable(id, actor);
     if (!ok) {
       ctx.err(`no ${sub === "disable" ? "active" : "disabled"} installation ${id}`);

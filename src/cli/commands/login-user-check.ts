@@ -22,14 +22,19 @@ export async function loginUserRefusal(ctx: CliContext, teamId: string, userId: 
   try {
     botToken = (await installationsOf(ctx).tokenForTeam(teamId)).botToken;
   } catch (err) {
-    if (err instanceof InstallationError) return `no active installation serves team ${teamId} (${err.code}), so user "${userId}" cannot be verified; see \`slaude-connect installations list\``;
+    if (err instanceof InstallationError)
+      return `no active installation serves team ${teamId} (${err.code}), so user "${userId}" cannot be verified; see \`slaude-connect installations list\``;
     throw err;
   }
   try {
-    const r = await new WebClient(botToken, { ...slackClientOptions(ctx.config.slack, ctx.log), retryConfig: { retries: 0 } }).users.info({ user: userId });
+    const r = await new WebClient(botToken, {
+      ...slackClientOptions(ctx.config.slack, ctx.log),
+      retryConfig: { retries: 0 },
+    }).users.info({ user: userId });
     if (!r.user) return `Slack did not answer who "${userId}" is in team ${teamId}`;
     if (r.user.deleted) return `user "${userId}" is deactivated in team ${teamId}`;
-    if (r.user.is_bot || r.user.id === "USLACKBOT") return `user "${userId}" is a bot in team ${teamId}, not a person who can sign in`;
+    if (r.user.is_bot || r.user.id === "USLACKBOT")
+      return `user "${userId}" is a bot in team ${teamId}, not a person who can sign in`;
     return undefined;
   } catch (err) {
     const code = slackErrorCode(err);

@@ -1,8 +1,8 @@
+import { inspectionLauncher } from "../../app/launcher.js";
 import type { Service } from "../../config/registry.js";
 import type { VendorTool } from "../../config/tool-inspection.js";
 import { eraText } from "../../pool/era.js";
 import { PoolError } from "../../pool/errors.js";
-import { inspectionLauncher } from "../../app/launcher.js";
 import { InspectionInterrupted, listVendorTools, sweepInspections } from "../../pool/inspect.js";
 import type { Connection } from "../../store/records.js";
 import type { Credential } from "../../vault/credential.js";
@@ -21,7 +21,12 @@ const EXIT_ON = { SIGINT: 130, SIGTERM: 143 } as const;
  * its own, and returns its tools, or the exit status after printing why there are none. A SIGINT or
  * SIGTERM meanwhile kills the run's processes at once (a second one exits without waiting).
  */
-export async function inspectVendor(ctx: CliContext, service: Service, connection: Connection, credential: Credential): Promise<VendorTool[] | number> {
+export async function inspectVendor(
+  ctx: CliContext,
+  service: Service,
+  connection: Connection,
+  credential: Credential,
+): Promise<VendorTool[] | number> {
   const swept = sweepInspections(ctx.config.dataDir);
   if (swept) ctx.err(`warning: killed ${swept} vendor process(es) an interrupted registry inspect left running`);
   const run = inspectionLauncher(ctx.config, ctx.clock, ctx.log);
@@ -44,7 +49,9 @@ export async function inspectVendor(ctx: CliContext, service: Service, connectio
     return tools;
   } catch (err) {
     if (received || err instanceof InspectionInterrupted) {
-      ctx.err(`interrupted (${received ?? "signal"}): the ${service.displayName} vendor and every process it started were killed`);
+      ctx.err(
+        `interrupted (${received ?? "signal"}): the ${service.displayName} vendor and every process it started were killed`,
+      );
       return EXIT_ON[received ?? "SIGINT"];
     }
     // Our own messages only: a vendor's error text may echo the credential it was given.

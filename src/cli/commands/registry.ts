@@ -1,19 +1,25 @@
-import { errorMessage } from "../../domain/errors.js";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../../config/errors.js";
-import { registryJsonSchema } from "../../config/registry-json-schema.js";
 import { parseRegistry, type Service, type ServiceRegistry } from "../../config/registry.js";
-import { compareTools, printableName, renderToolsBlock, suggestToolClass, type VendorTool } from "../../config/tool-inspection.js";
-import { bindingOf } from "../../vault/binding.js";
+import { registryJsonSchema } from "../../config/registry-json-schema.js";
+import {
+  compareTools,
+  printableName,
+  renderToolsBlock,
+  suggestToolClass,
+  type VendorTool,
+} from "../../config/tool-inspection.js";
+import { errorMessage } from "../../domain/errors.js";
 import { inspectionConnection } from "../../pool/inspect.js";
 import type { Connection } from "../../store/records.js";
-import { credentialSchema, type Credential } from "../../vault/credential.js";
-import { CliContext, UsageError } from "../context.js";
+import { bindingOf } from "../../vault/binding.js";
+import { type Credential, credentialSchema } from "../../vault/credential.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable } from "../format.js";
+import { readSecretFromStdin } from "../stdin.js";
 import { inspectVendor } from "./registry-inspect-run.js";
 import { changes, decideCommand, PINS_HELP } from "./registry-pins.js";
-import { readSecretFromStdin } from "../stdin.js";
 
 /** Usage of `registry`, printed on a usage mistake and in the top-level help. */
 export const REGISTRY_HELP = `slaude-connect registry <schema|check FILE|inspect SERVICE|changes|accept|reject>
@@ -79,7 +85,12 @@ export async function registryCommand(ctx: CliContext, argv: string[]): Promise<
 }
 
 async function check(ctx: CliContext, argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { inspect: { type: "boolean" }, service: { type: "string" }, ...credentialOptions }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { inspect: { type: "boolean" }, service: { type: "string" }, ...credentialOptions },
+    strict: true,
+    allowPositionals: true,
+  });
   const [file] = positionals;
   if (!file || positionals.length > 1) throw new UsageError(REGISTRY_HELP);
   if (!values.inspect && (values.service ?? values.connection ?? values.field ?? values.format) !== undefined) {
@@ -87,7 +98,10 @@ async function check(ctx: CliContext, argv: string[]): Promise<number> {
   }
   const reg = readRegistryFile(ctx, file);
   if (typeof reg === "number") return reg;
-  for (const s of reg.list()) ctx.out(`${s.name}: ${s.entry.transport.type}, capture ${s.entry.capture.strategy}, ttl ${Math.round(s.ttlMs / 60000)}m, ${Object.keys(s.entry.tools).length} classified tool(s)`);
+  for (const s of reg.list())
+    ctx.out(
+      `${s.name}: ${s.entry.transport.type}, capture ${s.entry.capture.strategy}, ttl ${Math.round(s.ttlMs / 60000)}m, ${Object.keys(s.entry.tools).length} classified tool(s)`,
+    );
   ctx.out(`${file}: ok, ${reg.list().length} service(s)`);
   if (!values.inspect) return 0;
 
@@ -103,9 +117,14 @@ async function check(ctx: CliContext, argv: string[]): Promise<number> {
   ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
   for (const t of unclassified) {
     const words = service.entry.defaultToolClass.join(" ");
-    ctx.out(`warning: ${service.name}: the vendor offers "${printableName(t)}", which the entry does not classify (it runs as the default class, ${words})`);
+    ctx.out(
+      `warning: ${service.name}: the vendor offers "${printableName(t)}", which the entry does not classify (it runs as the default class, ${words})`,
+    );
   }
-  for (const t of missing) ctx.out(`warning: ${service.name}: the entry classifies "${t}", which the vendor does not offer (misspelt or removed?)`);
+  for (const t of missing)
+    ctx.out(
+      `warning: ${service.name}: the entry classifies "${t}", which the vendor does not offer (misspelt or removed?)`,
+    );
   if (missing.length) {
     ctx.err(`${file}: ${service.name} names ${missing.length} tool(s) the vendor lacks`);
     return 1;
@@ -114,7 +133,12 @@ async function check(ctx: CliContext, argv: string[]): Promise<number> {
 }
 
 async function inspect(ctx: CliContext, argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: credentialOptions, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: credentialOptions,
+    strict: true,
+    allowPositionals: true,
+  });
   const [name] = positionals;
   if (!name || positionals.length > 1) throw new UsageError(REGISTRY_HELP);
   const reg = ctx.registry.registry;
@@ -125,7 +149,12 @@ async function inspect(ctx: CliContext, argv: string[]): Promise<number> {
   const tools = await startAndList(ctx, service, values, stored);
   if (typeof tools === "number") return tools;
   const suggestions = tools.map(suggestToolClass);
-  const rows = suggestions.map((s) => [printableName(s.name), s.words.join(" "), service.isClassified(s.name) ? service.entry.tools[s.name]!.join(" ") : "-", s.reason]);
+  const rows = suggestions.map((s) => [
+    printableName(s.name),
+    s.words.join(" "),
+    service.isClassified(s.name) ? service.entry.tools[s.name]!.join(" ") : "-",
+    s.reason,
+  ]);
   ctx.out(`${service.name}: the vendor offers ${tools.length} tool(s)`);
   ctx.out(formatTable(["TOOL", "SUGGESTED", "REGISTRY", "WHY"], rows));
   for (const t of compareTools(Object.keys(service.entry.tools), tools).missing) {
@@ -169,7 +198,8 @@ async function startAndList(
   let credential: Credential;
   let connection: Connection;
   if (stored) {
-    if (opts.field !== undefined || opts.format !== undefined) throw new UsageError("--field and --format describe standard input; --connection reads the stored credential");
+    if (opts.field !== undefined || opts.format !== undefined)
+      throw new UsageError("--field and --format describe standard input; --connection reads the stored credential");
     if (stored.service !== service.name) {
       ctx.err(`connection ${stored.id} is for ${stored.service}, not ${service.name}`);
       return 1;
@@ -178,7 +208,16 @@ async function startAndList(
     connection = stored;
     // Starting a vendor with someone's stored credential is an operator action on their connection.
     await ctx.store.audit.append([
-      { at: ctx.clock.now(), event: "admin_action", teamId: stored.teamId, ownerUserId: stored.ownerUserId, connectionId: stored.id, service: service.name, decision: "registry_inspect", actor: `cli:${ctx.io.env.USER ?? "operator"}` },
+      {
+        at: ctx.clock.now(),
+        event: "admin_action",
+        teamId: stored.teamId,
+        ownerUserId: stored.ownerUserId,
+        connectionId: stored.id,
+        service: service.name,
+        decision: "registry_inspect",
+        actor: `cli:${ctx.io.env.USER ?? "operator"}`,
+      },
     ]);
   } else {
     const read = await credentialFromStdin(ctx, service, opts);
@@ -189,10 +228,15 @@ async function startAndList(
   return inspectVendor(ctx, service, connection, credential);
 }
 
-async function credentialFromStdin(ctx: CliContext, service: Service, opts: { field?: string | undefined; format?: string | undefined }): Promise<Credential | undefined> {
+async function credentialFromStdin(
+  ctx: CliContext,
+  service: Service,
+  opts: { field?: string | undefined; format?: string | undefined },
+): Promise<Credential | undefined> {
   const format = opts.format ?? "token";
   if (format !== "token" && format !== "json") throw new UsageError("--format is token or json");
-  if (opts.field !== undefined && !/^[a-z][a-z0-9_]*$/.test(opts.field)) throw new UsageError("--field is a lowercase name like token");
+  if (opts.field !== undefined && !/^[a-z][a-z0-9_]*$/.test(opts.field))
+    throw new UsageError("--field is a lowercase name like token");
   if (ctx.io.stdin.isTTY) ctx.err(`Paste the ${service.displayName} credential, then press Enter and Ctrl-D:`);
   const secret = await readSecretFromStdin(ctx.io.stdin);
   if (!secret) {
@@ -217,7 +261,9 @@ async function credentialFromStdin(ctx: CliContext, service: Service, opts: { fi
   const parsed = credentialSchema.safeParse(doc);
   if (!parsed.success) {
     // Only paths, never values: the document is a secret.
-    ctx.err(`credential document is invalid at ${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}`);
+    ctx.err(
+      `credential document is invalid at ${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}`,
+    );
     return undefined;
   }
   return parsed.data;

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { startApp } from "../../app/app.js";
 import { loadConfig } from "../../config/env.js";
 import { createLogger } from "../../log/logger.js";
-import { UsageError, type CliContext } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
 import { logUnhandledRejections } from "../rejection-guard.js";
 import { unopenableCredentials } from "./doctor-runtime.js";
 
@@ -13,23 +13,38 @@ export const SERVE_HELP = `slaude-connect serve [--port N] [--host ADDR]
 /** Why listening failed, in one line naming the setting to change; undefined for other errors. */
 export function listenFailure(err: unknown, host: string, port: number): string | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === "EADDRINUSE") return `error: port ${port} on ${host} is already in use: stop what holds it, or choose another with PORT (or --port)`;
-  if (code === "EACCES") return `error: not allowed to listen on ${host}:${port}: choose a port above 1023 with PORT (or --port)`;
-  if (code === "EADDRNOTAVAIL") return `error: ${host} is not an address of this machine: fix SLAUDE_BIND_HOST (or --host)`;
+  if (code === "EADDRINUSE")
+    return `error: port ${port} on ${host} is already in use: stop what holds it, or choose another with PORT (or --port)`;
+  if (code === "EACCES")
+    return `error: not allowed to listen on ${host}:${port}: choose a port above 1023 with PORT (or --port)`;
+  if (code === "EADDRNOTAVAIL")
+    return `error: ${host} is not an address of this machine: fix SLAUDE_BIND_HOST (or --host)`;
   return undefined;
 }
 
 /** `serve`: runs the broker until SIGTERM/SIGINT, then shuts down gracefully. */
 export async function serveCommand(ctx: CliContext, argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { port: { type: "string" }, host: { type: "string" } }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { port: { type: "string" }, host: { type: "string" } },
+    strict: true,
+    allowPositionals: true,
+  });
   if (positionals.length) throw new UsageError(`serve takes no arguments, got "${positionals[0]}"\n\n${SERVE_HELP}`);
-  if (values.port !== undefined && !/^\d{1,5}$/.test(values.port)) throw new UsageError(`--port: expected a port number, got ${JSON.stringify(values.port)}`);
+  if (values.port !== undefined && !/^\d{1,5}$/.test(values.port))
+    throw new UsageError(`--port: expected a port number, got ${JSON.stringify(values.port)}`);
   // The flags go through the same validation as the variables they override.
-  const config = loadConfig({ ...ctx.io.env, ...(values.port !== undefined ? { PORT: values.port } : {}), ...(values.host !== undefined ? { SLAUDE_BIND_HOST: values.host } : {}) });
+  const config = loadConfig({
+    ...ctx.io.env,
+    ...(values.port !== undefined ? { PORT: values.port } : {}),
+    ...(values.host !== undefined ? { SLAUDE_BIND_HOST: values.host } : {}),
+  });
   // Fail closed and loudly: a credential no configured key can open would fail every call on it.
   const lost = unopenableCredentials(config);
   if (lost.length) {
-    ctx.err(`error: stored credentials are sealed under a key that is not configured (${lost.join(", ")}): put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS, or revoke those connections; \`slaude-connect doctor\` explains`);
+    ctx.err(
+      `error: stored credentials are sealed under a key that is not configured (${lost.join(", ")}): put the old key in SLAUDE_ENCRYPTION_KEY_PREVIOUS, or revoke those connections; \`slaude-connect doctor\` explains`,
+    );
     return 1;
   }
   const log = createLogger(config.logLevel, (l) => ctx.io.stderr.write(l));

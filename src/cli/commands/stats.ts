@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
-import { readActivity } from "../../activity/read.js";
 import { OUTCOMES } from "../../activity/outcome.js";
-import { MAX_MINUTES, type ActivitySummary, type Latency } from "../../activity/summary.js";
-import { CliContext, UsageError } from "../context.js";
+import { readActivity } from "../../activity/read.js";
+import { type ActivitySummary, type Latency, MAX_MINUTES } from "../../activity/summary.js";
+import { type CliContext, UsageError } from "../context.js";
 import { formatTable, formatTime } from "../format.js";
 
 // `stats`: the console's Activity figures as text, read from the store as every CLI command reads

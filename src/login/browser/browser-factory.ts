@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from "../../clock/clock.js";
+import { type Clock, systemClock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";
 import type { Logger } from "../../log/logger.js";
 import type { LoginBrowserFactory } from "../ports.js";
@@ -56,11 +56,26 @@ export interface ChromiumLogins {
  * chromiumBrowsers with `spareBrowsers` pre-started Chromium (0: none), started at once. Call after
  * BrowserHomes.sweep: spares live in the same homes, so a killed broker's spares are swept too.
  */
-export function chromiumLogins(s: Omit<ChromiumSettings, "spares"> & { readonly spareBrowsers: number; readonly registry: () => ServiceRegistry }): ChromiumLogins {
+export function chromiumLogins(
+  s: Omit<ChromiumSettings, "spares"> & { readonly spareBrowsers: number; readonly registry: () => ServiceRegistry },
+): ChromiumLogins {
   const spares =
     s.spareBrowsers > 0
-      ? new SpareBrowsers({ size: s.spareBrowsers, chromiumPath: s.chromiumPath, resolvableHosts: () => registryLoginHosts(s.registry()), homesDir: s.homesDir, searchPath: s.searchPath, clock: s.clock ?? systemClock, log: s.log })
+      ? new SpareBrowsers({
+          size: s.spareBrowsers,
+          chromiumPath: s.chromiumPath,
+          resolvableHosts: () => registryLoginHosts(s.registry()),
+          homesDir: s.homesDir,
+          searchPath: s.searchPath,
+          clock: s.clock ?? systemClock,
+          log: s.log,
+        })
       : undefined;
   spares?.fill();
-  return { browsers: chromiumBrowsers({ ...s, ...(spares ? { spares } : {}) }), spareCount: () => spares?.size ?? 0, sparesReady: async () => (spares ? spares.ready() : 0), close: async () => spares?.close() };
+  return {
+    browsers: chromiumBrowsers({ ...s, ...(spares ? { spares } : {}) }),
+    spareCount: () => spares?.size ?? 0,
+    sparesReady: async () => (spares ? spares.ready() : 0),
+    close: async () => spares?.close(),
+  };
 }

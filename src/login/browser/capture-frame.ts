@@ -12,7 +12,11 @@ export interface CapturedFrame {
 }
 
 /** Captures the visible viewport of the page behind `cdp` as a JPEG no larger than `max`. */
-export async function captureFrame(cdp: CDPSession, max: { width: number; height: number }, quality: number): Promise<CapturedFrame> {
+export async function captureFrame(
+  cdp: CDPSession,
+  max: { width: number; height: number },
+  quality: number,
+): Promise<CapturedFrame> {
   const metrics = await cdp.send("Page.getLayoutMetrics");
   const vp = metrics.cssVisualViewport;
   const width = Math.max(1, Math.round(vp.clientWidth));

@@ -5,10 +5,10 @@
 import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser, chromium } from "playwright-core";
 import { browserEnv } from "./confinement.js";
 import { ConfinedBrowserError } from "./errors.js";
-import { findBrowserPid, type BrowserPid } from "./process-tree.js";
+import { type BrowserPid, findBrowserPid } from "./process-tree.js";
 
 /** Playwright's own bound on Chromium's start. */
 const START_TIMEOUT_MS = 20_000;
@@ -39,7 +39,9 @@ export async function launchChromium(l: ChromiumLaunch): Promise<ChromiumProcess
     // Checked here because Playwright leaks its temporary directories when the executable is missing.
     accessSync(l.chromiumPath, fsConstants.X_OK);
   } catch (err) {
-    throw new ConfinedBrowserError("launch_failed", `Chromium is not an executable at ${l.chromiumPath}`, { cause: err });
+    throw new ConfinedBrowserError("launch_failed", `Chromium is not an executable at ${l.chromiumPath}`, {
+      cause: err,
+    });
   }
   // Chromium's HOME: crashpad's database and anything else it writes outside the profile land
   // here, and it marks every process of this browser (see process-tree.ts).

@@ -3,14 +3,14 @@
 // mouse, keyboard and text input (input-relay.ts), and killed with every process it started
 // (teardown.ts). This file launches it and wires the parts together.
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { systemClock, type Clock } from "../../clock/clock.js";
-import { launchChromium, type ChromiumProcess } from "./chromium-process.js";
-import { chromiumArgs, Confinement, contextProxy } from "./confinement.js";
+import { type Clock, systemClock } from "../../clock/clock.js";
+import { type ChromiumProcess, launchChromium } from "./chromium-process.js";
+import { Confinement, chromiumArgs, contextProxy } from "./confinement.js";
 import { ConfinedBrowserError } from "./errors.js";
-import { errorMessage, type BrowserHooks } from "./hooks.js";
+import { type BrowserHooks, errorMessage } from "./hooks.js";
 import { HostAllowlist } from "./host-allowlist.js";
 import { InputRelay, type MouseInput } from "./input-relay.js";
-import { browserProcesses, type BrowserPid } from "./process-tree.js";
+import { type BrowserPid, browserProcesses } from "./process-tree.js";
 import { Screencast, type ScreencastFrame } from "./screencast.js";
 import type { SpareBrowsers } from "./spare-browsers.js";
 import { terminate } from "./teardown.js";
@@ -99,15 +99,36 @@ export class ConfinedBrowser {
         }
       },
     };
-    this.confinement = new Confinement(allow, { ...(opts.intercept ? { intercept: opts.intercept } : {}), ...(opts.onBlockedNavigation ? { onBlockedNavigation: (u: string) => opts.onBlockedNavigation?.(u) } : {}) }, this.hooks);
-    this.screencast = new Screencast(ctx, main, frameMax, { onFrame: (f) => opts.onFrame(f), ...(opts.onPopupChange ? { onPopupChange: (o: boolean) => opts.onPopupChange?.(o) } : {}) }, this.hooks);
-    this.relay = new InputRelay(() => this.screencast.onScreen(), () => this.screencast.geometry, this.hooks);
+    this.confinement = new Confinement(
+      allow,
+      {
+        ...(opts.intercept ? { intercept: opts.intercept } : {}),
+        ...(opts.onBlockedNavigation ? { onBlockedNavigation: (u: string) => opts.onBlockedNavigation?.(u) } : {}),
+      },
+      this.hooks,
+    );
+    this.screencast = new Screencast(
+      ctx,
+      main,
+      frameMax,
+      {
+        onFrame: (f) => opts.onFrame(f),
+        ...(opts.onPopupChange ? { onPopupChange: (o: boolean) => opts.onPopupChange?.(o) } : {}),
+      },
+      this.hooks,
+    );
+    this.relay = new InputRelay(
+      () => this.screencast.onScreen(),
+      () => this.screencast.geometry,
+      this.hooks,
+    );
   }
 
   /** Starts Chromium on `opts.startUrl` and begins the screencast; throws ConfinedBrowserError. */
   static async launch(opts: ConfinedBrowserOptions): Promise<ConfinedBrowser> {
     const allow = HostAllowlist.parse(opts.allowedHosts);
-    if (!allow.allowsUrl(opts.startUrl)) throw new ConfinedBrowserError("invalid_options", "startUrl is not on an allowed host");
+    if (!allow.allowsUrl(opts.startUrl))
+      throw new ConfinedBrowserError("invalid_options", "startUrl is not on an allowed host");
     if (opts.intercept && allow.allowsUrl(opts.intercept.prefix)) {
       // Redirect hops are only held back in the network stack, which lets allowed hosts through.
       opts.log?.warn("login browser intercept prefix is on an allowed host; a redirect to it would reach the network");
@@ -118,7 +139,12 @@ export class ConfinedBrowser {
     // A spare was started before this login was known: only this login's context confines it.
     const proc: ChromiumProcess =
       (await opts.spares?.take(allow)) ??
-      (await launchChromium({ chromiumPath: opts.chromiumPath, args: chromiumArgs(allow), homeParent: opts.homeParent, searchPath: opts.searchPath }));
+      (await launchChromium({
+        chromiumPath: opts.chromiumPath,
+        args: chromiumArgs(allow),
+        homeParent: opts.homeParent,
+        searchPath: opts.searchPath,
+      }));
     try {
       return await ConfinedBrowser.open(proc, opts, allow, viewport, frameMax, clock);
     } finally {
@@ -128,13 +154,27 @@ export class ConfinedBrowser {
   }
 
   /** Confines a fresh context on `proc` and opens the start page; on failure `proc` is killed. */
-  private static async open(proc: ChromiumProcess, opts: ConfinedBrowserOptions, allow: HostAllowlist, viewport: Size, frameMax: Size, clock: Clock): Promise<ConfinedBrowser> {
+  private static async open(
+    proc: ChromiumProcess,
+    opts: ConfinedBrowserOptions,
+    allow: HostAllowlist,
+    viewport: Size,
+    frameMax: Size,
+    clock: Clock,
+  ): Promise<ConfinedBrowser> {
     const { browser, browserPid, homeDir } = proc;
     let ctx: BrowserContext;
     let main: Page;
     try {
       // A fresh incognito-like context: cookies and cache stay in memory, never on disk.
-      ctx = await browser.newContext({ viewport, screen: viewport, deviceScaleFactor: 1, acceptDownloads: false, serviceWorkers: "block", proxy: contextProxy(allow) });
+      ctx = await browser.newContext({
+        viewport,
+        screen: viewport,
+        deviceScaleFactor: 1,
+        acceptDownloads: false,
+        serviceWorkers: "block",
+        proxy: contextProxy(allow),
+      });
       main = await ctx.newPage();
     } catch (err) {
       await terminate({ browser, browserPid, homeDir }, clock, () => {});
@@ -220,7 +260,11 @@ export class ConfinedBrowser {
     // Assigned before shutdown starts, so every handler already sees the browser as closing.
     this.closing ??= Promise.resolve().then(() => {
       this.currentUrl();
-      return terminate({ browser: this.browser, browserPid: this.browserPid, homeDir: this.homeDir }, this.opts.clock ?? systemClock, this.hooks.warn);
+      return terminate(
+        { browser: this.browser, browserPid: this.browserPid, homeDir: this.homeDir },
+        this.opts.clock ?? systemClock,
+        this.hooks.warn,
+      );
     });
     return this.closing;
   }
@@ -230,6 +274,7 @@ type Size = { width: number; height: number };
 
 function checkSize(name: string, s: Size): Size {
   const ok = (n: number) => Number.isInteger(n) && n >= 100 && n <= 4096;
-  if (!ok(s.width) || !ok(s.height)) throw new ConfinedBrowserError("invalid_options", `${name} must be whole pixels between 100 and 4096`);
+  if (!ok(s.width) || !ok(s.height))
+    throw new ConfinedBrowserError("invalid_options", `${name} must be whole pixels between 100 and 4096`);
   return { width: s.width, height: s.height };
 }

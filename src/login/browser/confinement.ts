@@ -20,8 +20,8 @@
 import os from "node:os";
 import path from "node:path";
 import type { BrowserContext, Page, Route } from "playwright-core";
-import { errorMessage, type BrowserHooks } from "./hooks.js";
-import { resolverRules, type HostAllowlist } from "./host-allowlist.js";
+import { type BrowserHooks, errorMessage } from "./hooks.js";
+import { type HostAllowlist, resolverRules } from "./host-allowlist.js";
 import { PAGE_GUARD_SCRIPT } from "./page-guard.js";
 import { HopReporter, watchRedirectHops } from "./redirect-hops.js";
 
@@ -50,7 +50,12 @@ const DONE_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><m
 
 /** Chromium's command line for a browser confined to `allow`: the quiet flags and the network-stack confinement. */
 export function chromiumArgs(allow: HostAllowlist): string[] {
-  return [...CHROMIUM_ARGS, `--proxy-server=${UNREACHABLE_PROXY}`, `--proxy-bypass-list=${allow.proxyBypassList()}`, `--host-resolver-rules=${allow.hostResolverRules()}`];
+  return [
+    ...CHROMIUM_ARGS,
+    `--proxy-server=${UNREACHABLE_PROXY}`,
+    `--proxy-bypass-list=${allow.proxyBypassList()}`,
+    `--host-resolver-rules=${allow.hostResolverRules()}`,
+  ];
 }
 
 /**
@@ -59,7 +64,12 @@ export function chromiumArgs(allow: HostAllowlist): string[] {
  * only `resolvable` host names resolving (see HostAllowlist.resolvableHosts).
  */
 export function spareChromiumArgs(resolvable: Iterable<string>): string[] {
-  return [...CHROMIUM_ARGS, `--proxy-server=${UNREACHABLE_PROXY}`, "--proxy-bypass-list=<-loopback>", `--host-resolver-rules=${resolverRules(resolvable)}`];
+  return [
+    ...CHROMIUM_ARGS,
+    `--proxy-server=${UNREACHABLE_PROXY}`,
+    "--proxy-bypass-list=<-loopback>",
+    `--host-resolver-rules=${resolverRules(resolvable)}`,
+  ];
 }
 
 /** The proxy of a login's browser context: unreachable, bypassed by exactly the allowed host:port pairs. */
@@ -128,7 +138,8 @@ export class Confinement {
   /** Confines a popup the page opened: its redirect hops are watched on its own session. */
   popup(ctx: BrowserContext, page: Page): void {
     watchRedirectHops(ctx, page, this.hops).catch((err: unknown) => {
-      if (!this.hooks.closing() && !page.isClosed()) this.hooks.warn("login browser could not watch a popup's redirects", { error: errorMessage(err) });
+      if (!this.hooks.closing() && !page.isClosed())
+        this.hooks.warn("login browser could not watch a popup's redirects", { error: errorMessage(err) });
     });
     this.guard(page);
   }
@@ -150,7 +161,12 @@ export class Confinement {
     try {
       if (intercept && url.startsWith(intercept.prefix)) {
         this.hit(url);
-        await route.fulfill({ status: 200, contentType: "text/html; charset=utf-8", headers: { "cache-control": "no-store" }, body: DONE_PAGE });
+        await route.fulfill({
+          status: 200,
+          contentType: "text/html; charset=utf-8",
+          headers: { "cache-control": "no-store" },
+          body: DONE_PAGE,
+        });
       } else if (isLocalUrl(url) || this.allow.allowsUrl(url)) {
         await route.continue();
       } else {
@@ -159,7 +175,10 @@ export class Confinement {
           await route.fulfill({
             status: 403,
             contentType: "text/html; charset=utf-8",
-            headers: { "cache-control": "no-store", "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'" },
+            headers: {
+              "cache-control": "no-store",
+              "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'",
+            },
             body: blockedPage(hostOf(url)),
           });
         } else {

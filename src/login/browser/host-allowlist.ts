@@ -43,7 +43,9 @@ export class HostAllowlist {
     const host = u.hostname.toLowerCase();
     // URL drops a port equal to the scheme's default, so "" means "default port".
     const effectivePort = u.port === "" ? DEFAULT_PORT[u.protocol] : Number(u.port);
-    return this.patterns.some((p) => hostMatches(p, host) && (p.port === undefined ? u.port === "" : p.port === effectivePort));
+    return this.patterns.some(
+      (p) => hostMatches(p, host) && (p.port === undefined ? u.port === "" : p.port === effectivePort),
+    );
   }
 
   /**
@@ -114,16 +116,24 @@ export function resolverRules(hosts: Iterable<string>): string {
 function parsePattern(raw: string): HostPattern {
   const m = PATTERN.exec(raw.trim().toLowerCase());
   const host = m?.[2];
-  if (!m || host === undefined) throw new ConfinedBrowserError("invalid_options", `allowedHosts: "${raw}" is not a host pattern such as "idp.example.com", "*.example.com" or "127.0.0.1:4567"`);
+  if (!m || host === undefined)
+    throw new ConfinedBrowserError(
+      "invalid_options",
+      `allowedHosts: "${raw}" is not a host pattern such as "idp.example.com", "*.example.com" or "127.0.0.1:4567"`,
+    );
   const wildcard = m[1] !== undefined;
   // "*.com" would open a whole top-level domain: require a base of at least two labels.
   if (wildcard && (host.startsWith("[") || !host.includes("."))) {
-    throw new ConfinedBrowserError("invalid_options", `allowedHosts: "${raw}" is too broad; a wildcard needs a base such as "*.example.com"`);
+    throw new ConfinedBrowserError(
+      "invalid_options",
+      `allowedHosts: "${raw}" is too broad; a wildcard needs a base such as "*.example.com"`,
+    );
   }
   let port: number | undefined;
   if (m[3] !== undefined) {
     port = Number(m[3]);
-    if (port < 1 || port > 65_535) throw new ConfinedBrowserError("invalid_options", `allowedHosts: "${raw}" has an invalid port`);
+    if (port < 1 || port > 65_535)
+      throw new ConfinedBrowserError("invalid_options", `allowedHosts: "${raw}" has an invalid port`);
   }
   return { host, wildcard, port };
 }

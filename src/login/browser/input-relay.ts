@@ -1,7 +1,7 @@
 // Input relayed from the viewer to the page on screen: mouse, wheel, keys and text, one at a time in
 // call order, with coordinates scaled from the last frame's pixels to the page's CSS pixels.
 import type { Page } from "playwright-core";
-import { errorMessage, type BrowserHooks } from "./hooks.js";
+import { type BrowserHooks, errorMessage } from "./hooks.js";
 import type { FrameGeometry } from "./screencast.js";
 
 /** Mouse input, in the pixel space of the last frame sent. */
@@ -14,7 +14,18 @@ export interface MouseInput {
 }
 
 // KeyboardEvent.key values that Playwright names differently.
-const KEY_ALIASES: Record<string, string> = { " ": "Space", Spacebar: "Space", Esc: "Escape", Left: "ArrowLeft", Right: "ArrowRight", Up: "ArrowUp", Down: "ArrowDown", Del: "Delete", OS: "Meta", Win: "Meta" };
+const KEY_ALIASES: Record<string, string> = {
+  " ": "Space",
+  Spacebar: "Space",
+  Esc: "Escape",
+  Left: "ArrowLeft",
+  Right: "ArrowRight",
+  Up: "ArrowUp",
+  Down: "ArrowDown",
+  Del: "Delete",
+  OS: "Meta",
+  Win: "Meta",
+};
 
 /**
  * Runs input on the page on screen, after the inputs before it. Never rejects: input racing a
@@ -76,7 +87,8 @@ export class InputRelay {
       try {
         await fn(page);
       } catch (err) {
-        if (!this.hooks.closing() && !page.isClosed()) this.hooks.warn("login browser input failed", { kind, error: errorMessage(err) });
+        if (!this.hooks.closing() && !page.isClosed())
+          this.hooks.warn("login browser input failed", { kind, error: errorMessage(err) });
       }
     });
     this.chain = next;

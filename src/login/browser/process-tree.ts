@@ -4,7 +4,17 @@
 // PID 1 in their own sessions. Every one of them inherits the browser's environment, whose HOME is a
 // directory made for this browser alone: that entry (or the directory in a command line) is how
 // they are found — the same marker the vendor pool uses for a connection's processes.
-import { allPids, findProcesses, isRunning, isSameProcess, killAll, readArgv, readEnviron, readStat, type ProcessRef } from "../../proc/proc.js";
+import {
+  allPids,
+  findProcesses,
+  isRunning,
+  isSameProcess,
+  killAll,
+  type ProcessRef,
+  readArgv,
+  readEnviron,
+  readStat,
+} from "../../proc/proc.js";
 
 /** A browser process: its pid and when it started, so a reused pid is never taken for it. */
 export type BrowserPid = ProcessRef;

@@ -16,9 +16,7 @@ export function registryLoginHosts(registry: ServiceRegistry): Set<string> {
     if (patterns.length === 0) continue;
     try {
       for (const h of HostAllowlist.parse(patterns).resolvableHosts()) hosts.add(h);
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return hosts;
 }

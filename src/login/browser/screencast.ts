@@ -3,7 +3,7 @@
 // or closing switches the stream; switches run one at a time, in order.
 import type { BrowserContext, CDPSession, Page } from "playwright-core";
 import { captureFrame } from "./capture-frame.js";
-import { errorMessage, type BrowserHooks } from "./hooks.js";
+import { type BrowserHooks, errorMessage } from "./hooks.js";
 import { jpegSize } from "./jpeg-size.js";
 
 const JPEG_QUALITY = 60;
@@ -111,7 +111,8 @@ export class Screencast {
     this.switching = this.switching
       .then(() => this.castTop())
       .catch((err: unknown) => {
-        if (!this.hooks.closing()) this.hooks.warn("login browser screencast switch failed", { error: errorMessage(err) });
+        if (!this.hooks.closing())
+          this.hooks.warn("login browser screencast switch failed", { error: errorMessage(err) });
       });
   }
 
@@ -133,7 +134,13 @@ export class Screencast {
       cdp.send("Page.screencastFrameAck", { sessionId: f.sessionId }).catch(() => {});
       this.emitFrame(cast, Buffer.from(f.data, "base64"), f.metadata.deviceWidth, f.metadata.deviceHeight);
     });
-    await cdp.send("Page.startScreencast", { format: "jpeg", quality: JPEG_QUALITY, maxWidth: this.frameMax.width, maxHeight: this.frameMax.height, everyNthFrame: 1 });
+    await cdp.send("Page.startScreencast", {
+      format: "jpeg",
+      quality: JPEG_QUALITY,
+      maxWidth: this.frameMax.width,
+      maxHeight: this.frameMax.height,
+      everyNthFrame: 1,
+    });
     // An idle page may draw nothing for a new screencast: make sure the viewer gets a current
     // frame of the page now on screen. Not awaited, so a slow capture never holds up a switch.
     captureFrame(cdp, this.frameMax, JPEG_QUALITY).then(
@@ -141,7 +148,8 @@ export class Screencast {
         if (!cast.shown) this.emitFrame(cast, shot.data, shot.pageWidth, shot.pageHeight);
       },
       (err: unknown) => {
-        if (this.cast === cast && !this.hooks.closing() && !top.isClosed()) this.hooks.warn("login browser could not capture a frame", { error: errorMessage(err) });
+        if (this.cast === cast && !this.hooks.closing() && !top.isClosed())
+          this.hooks.warn("login browser could not capture a frame", { error: errorMessage(err) });
       },
     );
   }
@@ -154,7 +162,12 @@ export class Screencast {
       this.hooks.warn("login browser dropped an unreadable frame");
       return;
     }
-    const geometry: FrameGeometry = { width: size.width, height: size.height, pageWidth: pageWidth ?? size.width, pageHeight: pageHeight ?? size.height };
+    const geometry: FrameGeometry = {
+      width: size.width,
+      height: size.height,
+      pageWidth: pageWidth ?? size.width,
+      pageHeight: pageHeight ?? size.height,
+    };
     this.frame = geometry;
     cast.shown = true;
     const popup = cast.page !== this.main;

@@ -5,9 +5,9 @@
 // started (fill) once that login's page is loading, so two Chromium starts never compete for the
 // CPU at the moment a user waits. Nothing is ever given back: a used browser is never reused.
 import type { Clock } from "../../clock/clock.js";
-import { errorMessage } from "./hooks.js";
 import type { ChromiumProcess } from "./chromium-process.js";
 import { spareChromiumArgs } from "./confinement.js";
+import { errorMessage } from "./hooks.js";
 import type { HostAllowlist } from "./host-allowlist.js";
 import { stopChromium } from "./teardown.js";
 
@@ -43,7 +43,8 @@ export class SpareBrowsers {
   private closed = false;
 
   constructor(private readonly s: SpareSettings) {
-    if (!Number.isInteger(s.size) || s.size < 0 || s.size > MAX_SPARES) throw new RangeError(`spare browsers must be 0..${MAX_SPARES}`);
+    if (!Number.isInteger(s.size) || s.size < 0 || s.size > MAX_SPARES)
+      throw new RangeError(`spare browsers must be 0..${MAX_SPARES}`);
   }
 
   /** Spares held (started or starting). */
@@ -90,21 +91,32 @@ export class SpareBrowsers {
   async close(): Promise<void> {
     this.closed = true;
     const left = this.spares.splice(0);
-    await Promise.all(left.map(async (sp) => {
-      const p = await sp.ready;
-      if (p) await stopChromium(p, this.s.clock, this.s.log.warn);
-    }));
+    await Promise.all(
+      left.map(async (sp) => {
+        const p = await sp.ready;
+        if (p) await stopChromium(p, this.s.clock, this.s.log.warn);
+      }),
+    );
   }
 
   private startOne(resolvable: ReadonlySet<string>): Spare {
     // playwright-core is loaded on first use, as for a cold browser (a broker without spares never loads it here).
-    const ready = import("./chromium-process.js").then(({ launchChromium }) => launchChromium({ chromiumPath: this.s.chromiumPath, args: spareChromiumArgs(resolvable), homeParent: this.s.homesDir, searchPath: this.s.searchPath })).then(
-      (p) => p,
-      (err: unknown) => {
-        this.s.log.warn("spare login browser did not start", { error: errorMessage(err) });
-        return undefined;
-      },
-    );
+    const ready = import("./chromium-process.js")
+      .then(({ launchChromium }) =>
+        launchChromium({
+          chromiumPath: this.s.chromiumPath,
+          args: spareChromiumArgs(resolvable),
+          homeParent: this.s.homesDir,
+          searchPath: this.s.searchPath,
+        }),
+      )
+      .then(
+        (p) => p,
+        (err: unknown) => {
+          this.s.log.warn("spare login browser did not start", { error: errorMessage(err) });
+          return undefined;
+        },
+      );
     return { resolvable, ready };
   }
 }

@@ -5,7 +5,7 @@ import { setTimeout as pace } from "node:timers/promises";
 import type { Browser } from "playwright-core";
 import type { Clock } from "../../clock/clock.js";
 import { errorMessage } from "./hooks.js";
-import { browserProcesses, isRunning, isSameProcess, killAll, type BrowserPid } from "./process-tree.js";
+import { type BrowserPid, browserProcesses, isRunning, isSameProcess, killAll } from "./process-tree.js";
 
 /** How long a graceful close may take before the process tree is killed. */
 const CLOSE_GRACE_MS = 3_000;
@@ -26,7 +26,11 @@ export interface BrowserRemains {
  * Either way it then kills whatever is left of it (the crashpad handlers live outside the group)
  * and deletes its HOME. Playwright deletes the profile directory itself once the browser has exited.
  */
-export async function terminate(r: BrowserRemains, clock: Clock, warn: (msg: string, f?: Record<string, unknown>) => void): Promise<void> {
+export async function terminate(
+  r: BrowserRemains,
+  clock: Clock,
+  warn: (msg: string, f?: Record<string, unknown>) => void,
+): Promise<void> {
   const known = browserProcesses(r.browserPid, r.homeDir);
   const closed = r.browser.close().then(
     () => true,
@@ -41,7 +45,10 @@ export async function terminate(r: BrowserRemains, clock: Clock, warn: (msg: str
     const left = [...new Set([...known.filter(isRunning), ...browserProcesses(r.browserPid, r.homeDir)])];
     if (left.length === 0) break;
     // The group is the browser's pid (Playwright starts it detached); kill it only while that pid is still ours.
-    killAll(left, !graceful && round === 0 && r.browserPid && isSameProcess(r.browserPid) ? r.browserPid.pid : undefined);
+    killAll(
+      left,
+      !graceful && round === 0 && r.browserPid && isSameProcess(r.browserPid) ? r.browserPid.pid : undefined,
+    );
     await pace(KILL_PACE_MS);
   }
   // Playwright notices the exit and removes its profile directory; wait for that, briefly.
@@ -63,6 +70,12 @@ async function within<T>(p: Promise<T>, ms: number, fallback: T, clock: Clock): 
 }
 
 /** terminate() for a browser no login is using (a spare): never rejects, a failure is only logged. */
-export function stopChromium(r: BrowserRemains, clock: Clock, warn: (msg: string, f?: Record<string, unknown>) => void): Promise<void> {
-  return terminate(r, clock, warn).catch((err: unknown) => warn("login browser teardown failed", { error: errorMessage(err) }));
+export function stopChromium(
+  r: BrowserRemains,
+  clock: Clock,
+  warn: (msg: string, f?: Record<string, unknown>) => void,
+): Promise<void> {
+  return terminate(r, clock, warn).catch((err: unknown) =>
+    warn("login browser teardown failed", { error: errorMessage(err) }),
+  );
 }

@@ -35,7 +35,16 @@ export interface AuthorizationStart {
 }
 
 /** Parameters only the flow sets: a registry extra can never weaken PKCE or send the code elsewhere. */
-const RESERVED = new Set(["response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "resource"]);
+const RESERVED = new Set([
+  "response_type",
+  "client_id",
+  "redirect_uri",
+  "scope",
+  "state",
+  "code_challenge",
+  "code_challenge_method",
+  "resource",
+]);
 
 /**
  * Builds the authorization URL with a fresh S256 PKCE pair (SDK `startAuthorization`), keeping
@@ -46,7 +55,11 @@ export async function beginAuthorization(p: AuthorizationParams): Promise<Author
   let started: { authorizationUrl: URL; codeVerifier: string };
   try {
     started = await startAuthorization(endpoint.origin, {
-      metadata: sdkMetadata({ issuer: endpoint.origin, authorizationEndpoint: endpoint.href, tokenEndpoint: endpoint.href }),
+      metadata: sdkMetadata({
+        issuer: endpoint.origin,
+        authorizationEndpoint: endpoint.href,
+        tokenEndpoint: endpoint.href,
+      }),
       clientInformation: { client_id: p.clientId },
       redirectUrl: p.redirectUri,
       state: p.state,
@@ -73,7 +86,10 @@ function sameSecret(a: string, b: string): boolean {
  * redirect URI and carries our `state`, and returns the code. Throws `state_mismatch`,
  * `access_denied` (the user or server refused) or `invalid_response`.
  */
-export function readAuthorizationResponse(redirectUrl: string, expected: { redirectUri: string; state: string }): string {
+export function readAuthorizationResponse(
+  redirectUrl: string,
+  expected: { redirectUri: string; state: string },
+): string {
   let url: URL;
   try {
     url = new URL(redirectUrl);
@@ -81,13 +97,19 @@ export function readAuthorizationResponse(redirectUrl: string, expected: { redir
     throw new OAuthError("invalid_response", "the authorization redirect is not a URL");
   }
   const want = new URL(expected.redirectUri);
-  if (url.origin !== want.origin || url.pathname !== want.pathname) throw new OAuthError("invalid_response", "the authorization redirect went to an unexpected address");
+  if (url.origin !== want.origin || url.pathname !== want.pathname)
+    throw new OAuthError("invalid_response", "the authorization redirect went to an unexpected address");
   const state = url.searchParams.get("state");
-  if (state === null || !sameSecret(state, expected.state)) throw new OAuthError("state_mismatch", "the authorization redirect does not belong to this login");
+  if (state === null || !sameSecret(state, expected.state))
+    throw new OAuthError("state_mismatch", "the authorization redirect does not belong to this login");
   const error = url.searchParams.get("error");
   if (error !== null) {
     const vendorError = /^[A-Za-z0-9_.-]{1,64}$/.test(error) ? error : undefined;
-    throw new OAuthError("access_denied", `the authorization server refused the login${vendorError ? ` (${vendorError})` : ""}`, vendorError ? { vendorError } : undefined);
+    throw new OAuthError(
+      "access_denied",
+      `the authorization server refused the login${vendorError ? ` (${vendorError})` : ""}`,
+      vendorError ? { vendorError } : undefined,
+    );
   }
   const code = url.searchParams.get("code");
   if (!code) throw new OAuthError("invalid_response", "the authorization redirect carries no code");

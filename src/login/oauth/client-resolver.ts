@@ -1,5 +1,5 @@
 import type { Service } from "../../config/registry.js";
-import { discoverOAuth, type DiscoveredOAuth } from "./discovery.js";
+import { type DiscoveredOAuth, discoverOAuth } from "./discovery.js";
 import { registryOrigins } from "./endpoint-policy.js";
 import { OAuthError } from "./errors.js";
 import type { HttpOptions } from "./http.js";
@@ -43,26 +43,38 @@ export class OAuthClientResolver {
     if (explicit) {
       const origin = URL.canParse(explicit.tokenEndpoint) ? new URL(explicit.tokenEndpoint).origin : "";
       if (!registryOrigins(service.entry).has(origin)) {
-        throw new OAuthError("insecure_endpoint", `the token endpoint stored for service "${service.name}" (${origin || "not a URL"}) is on no origin its registry entry names or allows`);
+        throw new OAuthError(
+          "insecure_endpoint",
+          `the token endpoint stored for service "${service.name}" (${origin || "not a URL"}) is on no origin its registry entry names or allows`,
+        );
       }
       return explicit;
     }
     const capture = service.entry.capture;
-    if (capture.strategy !== "oauth") throw new OAuthError("client_unknown", `service "${service.name}" does not capture OAuth credentials`);
+    if (capture.strategy !== "oauth")
+      throw new OAuthError("client_unknown", `service "${service.name}" does not capture OAuth credentials`);
     if (!capture.clientId) {
-      throw new OAuthError("client_unknown", `service "${service.name}" registers its OAuth client dynamically; the client stored at login must be passed in`);
+      throw new OAuthError(
+        "client_unknown",
+        `service "${service.name}" registers its OAuth client dynamically; the client stored at login must be passed in`,
+      );
     }
     let clientSecret: string | undefined;
     if (capture.clientSecretEnv) {
       clientSecret = this.deps.secretOf?.(capture.clientSecretEnv);
       // Name the variable, never its value.
-      if (!clientSecret) throw new OAuthError("client_unknown", `the client secret variable ${capture.clientSecretEnv} of service "${service.name}" is not set`);
+      if (!clientSecret)
+        throw new OAuthError(
+          "client_unknown",
+          `the client secret variable ${capture.clientSecretEnv} of service "${service.name}" is not set`,
+        );
     }
     let tokenEndpoint = capture.tokenUrl;
     let resource: string | undefined;
     if (capture.discovery) {
       const transport = service.entry.transport;
-      if (transport.type !== "http") throw new OAuthError("client_unknown", `service "${service.name}" uses discovery but has no remote MCP URL`);
+      if (transport.type !== "http")
+        throw new OAuthError("client_unknown", `service "${service.name}" uses discovery but has no remote MCP URL`);
       resource = transport.url;
       if (!tokenEndpoint) {
         const found = await this.discover(service.name, transport.url, capture.allowedOrigins);

@@ -1,11 +1,11 @@
+import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/client";
 import {
   buildDiscoveryUrls,
+  checkResourceAllowed,
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
 } from "@modelcontextprotocol/client";
-import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/client";
-import { checkResourceAllowed } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { OAuthError } from "./errors.js";
 import { checkDiscovered, checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
@@ -52,7 +52,8 @@ export interface DiscoveredOAuth extends AuthorizationServer {
 /** The `resource_metadata` URL from a `WWW-Authenticate: Bearer ...` header (RFC 9728 §5.1), if any. */
 export function resourceMetadataHint(header: string | null): string | undefined {
   if (!header) return undefined;
-  return extractWWWAuthenticateParams(new Response(null, { headers: { "www-authenticate": header } })).resourceMetadataUrl?.href;
+  return extractWWWAuthenticateParams(new Response(null, { headers: { "www-authenticate": header } }))
+    .resourceMetadataUrl?.href;
 }
 
 /** RFC 9728 §3.1: the well-known URL is inserted between the host and the resource's path, then the root one. */
@@ -86,7 +87,11 @@ async function probeForHint(mcpUrl: URL, opts: DiscoveryOptions): Promise<string
 }
 
 /** One candidate URL: the SDK's parsed document, undefined when nothing is published there. */
-async function readProtectedResource(url: URL, requested: URL, opts: DiscoveryOptions): Promise<OAuthProtectedResourceMetadata | undefined> {
+async function readProtectedResource(
+  url: URL,
+  requested: URL,
+  opts: DiscoveryOptions,
+): Promise<OAuthProtectedResourceMetadata | undefined> {
   const http = guardedFetch(opts, "protected-resource metadata");
   try {
     return await discoverOAuthProtectedResourceMetadata(requested, { resourceMetadataUrl: url }, http.fetchFn);
@@ -104,7 +109,10 @@ async function readProtectedResource(url: URL, requested: URL, opts: DiscoveryOp
  * Undefined if the server publishes none. The hint and the authorization servers it names are
  * discovered URLs: held to the MCP server's origin unless the registry entry allows another.
  */
-export async function fetchProtectedResource(mcpUrl: string, opts: DiscoveryOptions = {}): Promise<ProtectedResource | undefined> {
+export async function fetchProtectedResource(
+  mcpUrl: string,
+  opts: DiscoveryOptions = {},
+): Promise<ProtectedResource | undefined> {
   const requested = checkEndpoint(mcpUrl, "MCP server URL", opts);
   const hint = await probeForHint(requested, opts);
   const candidates = protectedResourceMetadataUrls(requested);
@@ -113,15 +121,25 @@ export async function fetchProtectedResource(mcpUrl: string, opts: DiscoveryOpti
     const doc = await readProtectedResource(url, requested, opts);
     if (!doc) continue;
     const servers = doc.authorization_servers ?? [];
-    if (servers.length === 0) throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} names no authorization server`);
+    if (servers.length === 0)
+      throw new OAuthError(
+        "discovery_failed",
+        `protected-resource metadata at ${url.host} names no authorization server`,
+      );
     // RFC 9728 §3.3: metadata describing another resource must not be used (same origin, path prefix).
     if (!checkResourceAllowed({ requestedResource: requested, configuredResource: doc.resource })) {
-      throw new OAuthError("discovery_failed", `protected-resource metadata at ${url.host} describes a different resource`);
+      throw new OAuthError(
+        "discovery_failed",
+        `protected-resource metadata at ${url.host} describes a different resource`,
+      );
     }
     return {
       resource: doc.resource,
       // Only the first is used, so only it is held to the origin rule here.
-      authorizationServers: [checkDiscovered(servers[0]!, "authorization server", requested, opts).href, ...servers.slice(1)],
+      authorizationServers: [
+        checkDiscovered(servers[0]!, "authorization server", requested, opts).href,
+        ...servers.slice(1),
+      ],
       ...(doc.scopes_supported ? { scopesSupported: doc.scopes_supported } : {}),
       metadataUrl: url.href,
     };
@@ -144,12 +162,19 @@ async function fetchIssuerMetadata(issuerUrl: URL, opts: DiscoveryOptions): Prom
     rethrowOwn(err);
     const last = http.last();
     const host = last ? new URL(last.url).host : issuerUrl.host;
-    if (last && last.status >= 500) throw new OAuthError("server_error", `authorization server metadata at ${host} failed (HTTP ${last.status})`, { status: last.status });
+    if (last && last.status >= 500)
+      throw new OAuthError("server_error", `authorization server metadata at ${host} failed (HTTP ${last.status})`, {
+        status: last.status,
+      });
     throw new OAuthError("discovery_failed", `authorization server metadata at ${host} is malformed`);
   }
   if (!m) throw new OAuthError("discovery_failed", `no authorization server metadata found for ${issuerUrl.host}`);
   // RFC 8414 §3.3: a document naming another issuer may be an impersonation attempt.
-  if (!sameIssuer(m.issuer, issuerUrl.href)) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names a different issuer`);
+  if (!sameIssuer(m.issuer, issuerUrl.href))
+    throw new OAuthError(
+      "discovery_failed",
+      `authorization server metadata of ${issuerUrl.host} names a different issuer`,
+    );
   return m;
 }
 
@@ -158,7 +183,10 @@ async function fetchIssuerMetadata(issuerUrl: URL, opts: DiscoveryOptions): Prom
  * every endpoint it names must be https (when the issuer is) and on the issuer's origin or an
  * allowed one. `issuer` is taken as configured; discovery passes the one it already checked.
  */
-export async function fetchAuthorizationServer(issuer: string | URL, opts: DiscoveryOptions = {}): Promise<AuthorizationServer> {
+export async function fetchAuthorizationServer(
+  issuer: string | URL,
+  opts: DiscoveryOptions = {},
+): Promise<AuthorizationServer> {
   const issuerUrl = typeof issuer === "string" ? checkEndpoint(issuer, "authorization server", opts) : issuer;
   const m = await fetchIssuerMetadata(issuerUrl, opts);
   const endpoint = (raw: string, what: string) => checkDiscovered(raw, what, issuerUrl, opts).href;
@@ -169,7 +197,9 @@ export async function fetchAuthorizationServer(issuer: string | URL, opts: Disco
     issuer: m.issuer,
     authorizationEndpoint: endpoint(m.authorization_endpoint, "authorization_endpoint"),
     tokenEndpoint: endpoint(m.token_endpoint, "token_endpoint"),
-    ...(m.registration_endpoint ? { registrationEndpoint: endpoint(m.registration_endpoint, "registration_endpoint") } : {}),
+    ...(m.registration_endpoint
+      ? { registrationEndpoint: endpoint(m.registration_endpoint, "registration_endpoint") }
+      : {}),
     ...(m.scopes_supported ? { scopesSupported: m.scopes_supported } : {}),
   };
 }
@@ -196,12 +226,24 @@ export async function fetchDeviceEndpoints(issuer: string, opts: DiscoveryOption
   const issuerUrl = checkEndpoint(issuer, "authorization server", opts);
   const m = await fetchIssuerMetadata(issuerUrl, opts);
   if (m.grant_types_supported && !m.grant_types_supported.includes(DEVICE_GRANT_TYPE)) {
-    throw new OAuthError("discovery_failed", `authorization server ${issuerUrl.host} does not offer the device authorization grant`);
+    throw new OAuthError(
+      "discovery_failed",
+      `authorization server ${issuerUrl.host} does not offer the device authorization grant`,
+    );
   }
   const d = deviceMetadata.safeParse(m);
-  if (!d.success) throw new OAuthError("discovery_failed", `authorization server metadata of ${issuerUrl.host} names no device_authorization_endpoint`);
+  if (!d.success)
+    throw new OAuthError(
+      "discovery_failed",
+      `authorization server metadata of ${issuerUrl.host} names no device_authorization_endpoint`,
+    );
   return {
-    deviceAuthorizationEndpoint: checkDiscovered(d.data.device_authorization_endpoint, "device_authorization_endpoint", issuerUrl, opts).href,
+    deviceAuthorizationEndpoint: checkDiscovered(
+      d.data.device_authorization_endpoint,
+      "device_authorization_endpoint",
+      issuerUrl,
+      opts,
+    ).href,
     tokenEndpoint: checkDiscovered(m.token_endpoint, "token_endpoint", issuerUrl, opts).href,
   };
 }

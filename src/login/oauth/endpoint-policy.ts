@@ -23,10 +23,19 @@ export type EndpointSource =
   | { readonly kind: "discovered"; readonly from: URL; readonly allowedOrigins: readonly string[] };
 
 /** Why a URL is refused (each maps to one sentence in `refusalText`). */
-export type EndpointRefusal = "not_a_url" | "credentials" | "scheme" | "http_in_production" | "http_not_loopback" | "downgrade" | "foreign_origin";
+export type EndpointRefusal =
+  | "not_a_url"
+  | "credentials"
+  | "scheme"
+  | "http_in_production"
+  | "http_not_loopback"
+  | "downgrade"
+  | "foreign_origin";
 
 /** The verdict on one URL: the parsed URL to use, or why not. */
-export type EndpointVerdict = { readonly ok: true; readonly url: URL } | { readonly ok: false; readonly reason: EndpointRefusal };
+export type EndpointVerdict =
+  | { readonly ok: true; readonly url: URL }
+  | { readonly ok: false; readonly reason: EndpointRefusal };
 
 /**
  * Judges one URL. Always: a valid URL, no embedded credentials, https, or plain http to a
@@ -34,7 +43,11 @@ export type EndpointVerdict = { readonly ok: true; readonly url: URL } | { reado
  * was fetched over https (no downgrade), and on that document's own origin or one the registry
  * entry lists (a sibling subdomain is another origin: refused unless listed).
  */
-export function judgeEndpoint(raw: string, source: EndpointSource, rules: { readonly production: boolean }): EndpointVerdict {
+export function judgeEndpoint(
+  raw: string,
+  source: EndpointSource,
+  rules: { readonly production: boolean },
+): EndpointVerdict {
   let url: URL;
   try {
     url = new URL(raw);
@@ -49,7 +62,8 @@ export function judgeEndpoint(raw: string, source: EndpointSource, rules: { read
   }
   if (source.kind === "discovered") {
     if (source.from.protocol === "https:" && url.protocol !== "https:") return { ok: false, reason: "downgrade" };
-    if (url.origin !== source.from.origin && !source.allowedOrigins.some((o) => originOf(o) === url.origin)) return { ok: false, reason: "foreign_origin" };
+    if (url.origin !== source.from.origin && !source.allowedOrigins.some((o) => originOf(o) === url.origin))
+      return { ok: false, reason: "foreign_origin" };
   }
   return { ok: true, url };
 }

@@ -38,25 +38,60 @@ interface FlowClient {
 }
 
 /** The endpoints and client for a service: from the registry, or discovered (registering a client when none is configured). */
-async function flowClient(service: Service, c: OAuthCapture, redirectUri: string, settings: OAuthFlowSettings): Promise<FlowClient> {
+async function flowClient(
+  service: Service,
+  c: OAuthCapture,
+  redirectUri: string,
+  settings: OAuthFlowSettings,
+): Promise<FlowClient> {
   const secret = (): { clientSecret?: string } => {
     if (!c.clientSecretEnv) return {};
     const clientSecret = settings.secretOf(c.clientSecretEnv);
-    if (!clientSecret) throw new OAuthError("client_unknown", `${c.clientSecretEnv} is not set (the client secret of service "${service.name}")`);
+    if (!clientSecret)
+      throw new OAuthError(
+        "client_unknown",
+        `${c.clientSecretEnv} is not set (the client secret of service "${service.name}")`,
+      );
     return { clientSecret };
   };
   if (!c.discovery) {
-    return { authorizationEndpoint: c.authorizationUrl!, tokenEndpoint: c.tokenUrl!, clientId: c.clientId!, ...secret(), dynamic: false };
+    return {
+      authorizationEndpoint: c.authorizationUrl!,
+      tokenEndpoint: c.tokenUrl!,
+      clientId: c.clientId!,
+      ...secret(),
+      dynamic: false,
+    };
   }
   const http = { ...settings.http, clock: settings.clock };
   const t = service.entry.transport;
-  if (t.type !== "http") throw new OAuthError("discovery_failed", `service "${service.name}" has discovery on but is not a remote MCP server`);
+  if (t.type !== "http")
+    throw new OAuthError(
+      "discovery_failed",
+      `service "${service.name}" has discovery on but is not a remote MCP server`,
+    );
   const d = await discoverOAuth(t.url, { ...http, allowedOrigins: c.allowedOrigins });
-  const endpoints = { authorizationEndpoint: d.authorizationEndpoint, tokenEndpoint: d.tokenEndpoint, resource: d.resource };
+  const endpoints = {
+    authorizationEndpoint: d.authorizationEndpoint,
+    tokenEndpoint: d.tokenEndpoint,
+    resource: d.resource,
+  };
   if (c.clientId) return { ...endpoints, clientId: c.clientId, ...secret(), dynamic: false };
-  if (!d.registrationEndpoint) throw new OAuthError("client_unknown", `service "${service.name}" offers no dynamic registration and has no clientId`);
-  const reg = await registerClient({ registrationEndpoint: d.registrationEndpoint, redirectUris: [redirectUri], scopes: c.scopes }, http);
-  return { ...endpoints, clientId: reg.clientId, ...(reg.clientSecret ? { clientSecret: reg.clientSecret } : {}), dynamic: true };
+  if (!d.registrationEndpoint)
+    throw new OAuthError(
+      "client_unknown",
+      `service "${service.name}" offers no dynamic registration and has no clientId`,
+    );
+  const reg = await registerClient(
+    { registrationEndpoint: d.registrationEndpoint, redirectUris: [redirectUri], scopes: c.scopes },
+    http,
+  );
+  return {
+    ...endpoints,
+    clientId: reg.clientId,
+    ...(reg.clientSecret ? { clientSecret: reg.clientSecret } : {}),
+    dynamic: true,
+  };
 }
 
 /**
@@ -74,13 +109,25 @@ export function oauthFlows(settings: OAuthFlowSettings): OAuthFlowFactory {
     const { tokenEndpoint, clientId, clientSecret, resource } = client;
     const secret = clientSecret ? { clientSecret } : {};
     const res = resource ? { resource } : {};
-    const start = await beginAuthorization({ authorizationEndpoint: client.authorizationEndpoint, clientId, redirectUri, scopes: c.scopes, state, extra: c.extraAuthorizeParams, ...res, production: http.production ?? false });
+    const start = await beginAuthorization({
+      authorizationEndpoint: client.authorizationEndpoint,
+      clientId,
+      redirectUri,
+      scopes: c.scopes,
+      state,
+      extra: c.extraAuthorizeParams,
+      ...res,
+      production: http.production ?? false,
+    });
     return {
       authorizeUrl: start.url,
       redirectPrefix: redirectUri,
       complete: async (url) => {
         const code = readAuthorizationResponse(url, { redirectUri, state });
-        const tokens = await exchangeCode({ tokenEndpoint, clientId, ...secret, code, redirectUri, verifier: start.verifier, ...res }, http);
+        const tokens = await exchangeCode(
+          { tokenEndpoint, clientId, ...secret, code, redirectUri, verifier: start.verifier, ...res },
+          http,
+        );
         // A dynamically registered client must travel with its tokens: only it can refresh them.
         return client.dynamic ? { ...tokens, client: { tokenEndpoint, clientId, ...secret, ...res } } : tokens;
       },

@@ -1,7 +1,7 @@
 import type { FetchLike } from "@modelcontextprotocol/client";
 import { z } from "zod";
-import { systemClock, type Clock } from "../../clock/clock.js";
-import { judgeEndpoint, refusalText, type EndpointSource } from "./endpoint-policy.js";
+import { type Clock, systemClock } from "../../clock/clock.js";
+import { type EndpointSource, judgeEndpoint, refusalText } from "./endpoint-policy.js";
 import { OAuthError } from "./errors.js";
 
 // The HTTP edge under the MCP SDK's OAuth client: every request the SDK sends goes through the
@@ -28,14 +28,24 @@ const MAX_BODY_BYTES = 256 * 1024;
  * unless `judgeEndpoint` accepts it: https (plain http only to loopback, never in production),
  * no embedded credentials and, for a `discovered` one, no downgrade and no foreign origin.
  */
-export function checkEndpoint(raw: string, what: string, opts: Pick<HttpOptions, "production">, source: EndpointSource = { kind: "configured" }): URL {
+export function checkEndpoint(
+  raw: string,
+  what: string,
+  opts: Pick<HttpOptions, "production">,
+  source: EndpointSource = { kind: "configured" },
+): URL {
   const v = judgeEndpoint(raw, source, { production: opts.production ?? false });
   if (!v.ok) throw new OAuthError("insecure_endpoint", refusalText(what, v.reason, raw, source));
   return v.url;
 }
 
 /** `checkEndpoint` for a URL named by a document fetched from `from`, which the registry entry may widen by `allowedOrigins`. */
-export function checkDiscovered(raw: string, what: string, from: URL, opts: Pick<HttpOptions, "production"> & { readonly allowedOrigins?: readonly string[] }): URL {
+export function checkDiscovered(
+  raw: string,
+  what: string,
+  from: URL,
+  opts: Pick<HttpOptions, "production"> & { readonly allowedOrigins?: readonly string[] },
+): URL {
   return checkEndpoint(raw, what, opts, { kind: "discovered", from, allowedOrigins: opts.allowedOrigins ?? [] });
 }
 
@@ -99,12 +109,18 @@ function parse(text: string, contentType: string | null): unknown {
  * `checkEndpoint` (the floor: https, loopback http outside production), no automatic redirects, a timeout on the clock, a capped body, and
  * I/O failures as OAuthError `network`. `reshape` may adjust a parsed 2xx JSON body for the SDK.
  */
-export function guardedFetch(opts: HttpOptions, step: string, reshape: (json: unknown) => unknown = (j) => j): GuardedFetch {
+export function guardedFetch(
+  opts: HttpOptions,
+  step: string,
+  reshape: (json: unknown) => unknown = (j) => j,
+): GuardedFetch {
   let last: Observed | undefined;
   const fetchFn: FetchLike = async (input, init) => {
     const url = checkEndpoint(String(input), `${step} URL`, opts);
     const abort = new AbortController();
-    const timer = (opts.clock ?? systemClock).setTimeout(() => abort.abort(), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, { unref: true });
+    const timer = (opts.clock ?? systemClock).setTimeout(() => abort.abort(), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, {
+      unref: true,
+    });
     try {
       let res: Response;
       try {

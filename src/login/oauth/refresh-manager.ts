@@ -1,18 +1,18 @@
-import { errorName } from "../../domain/errors.js";
 import type { AuditEvent } from "../../audit/event.js";
 import type { Clock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";
-import { bindingOf } from "../../vault/binding.js";
+import { errorName } from "../../domain/errors.js";
 import type { Logger } from "../../log/logger.js";
 import type { Connection } from "../../store/records.js";
 import type { Store } from "../../store/store.js";
-import { credentialSchema, type Credential } from "../../vault/credential.js";
+import { bindingOf } from "../../vault/binding.js";
+import { type Credential, credentialSchema } from "../../vault/credential.js";
 import type { Vault } from "../../vault/vault.js";
-import { OAuthClientResolver, type OAuthClientConfig } from "./client-resolver.js";
+import { type OAuthClientConfig, OAuthClientResolver } from "./client-resolver.js";
 import { isTransient, OAuthError } from "./errors.js";
 import type { HttpOptions } from "./http.js";
 import { processRefreshLock, type RefreshLock } from "./refresh-lock.js";
-import { refresh, type OAuthTokens, type RefreshRequest } from "./token-client.js";
+import { type OAuthTokens, type RefreshRequest, refresh } from "./token-client.js";
 
 /** Tells a connection's owner that it needs a new login (e.g. a Slack DM). */
 export interface NeedsLoginNotifier {
@@ -118,9 +118,14 @@ export class OAuthRefresher {
   private async check(id: string): Promise<{ kind: "ready"; value: FreshCredential } | Due> {
     const row = await this.deps.store.connections.get(id);
     if (!row) throw new OAuthError("connection_inactive", `connection ${id} does not exist`);
-    if (row.status === "needs_login") throw new OAuthError("needs_login", `the ${row.service} connection ${id} needs a new login`);
+    if (row.status === "needs_login")
+      throw new OAuthError("needs_login", `the ${row.service} connection ${id} needs a new login`);
     const now = this.deps.clock.now();
-    if (row.status !== "active" || row.expiresAt <= now) throw new OAuthError("connection_inactive", `connection ${id} is ${row.status === "active" ? "expired" : row.status}`);
+    if (row.status !== "active" || row.expiresAt <= now)
+      throw new OAuthError(
+        "connection_inactive",
+        `connection ${id} is ${row.status === "active" ? "expired" : row.status}`,
+      );
 
     const current = this.deps.vault.openCredential(row.sealed, bindingOf(row));
     const unchanged = { kind: "ready" as const, value: { connection: row, credential: current } };
@@ -135,7 +140,10 @@ export class OAuthRefresher {
   }
 
   /** Refreshes a due credential at the token endpoint and stores the new tokens before returning them. */
-  private async refreshNow({ row, current, expired }: Due, explicit: OAuthClientConfig | undefined): Promise<FreshCredential> {
+  private async refreshNow(
+    { row, current, expired }: Due,
+    explicit: OAuthClientConfig | undefined,
+  ): Promise<FreshCredential> {
     const id = row.id;
     const unchanged = { connection: row, credential: current };
     let next: OAuthTokens;
@@ -146,7 +154,15 @@ export class OAuthRefresher {
       const stored = current.client;
       const client = await this.clients.resolve(
         service,
-        explicit ?? (stored ? { tokenEndpoint: stored.tokenEndpoint, clientId: stored.clientId, ...(stored.clientSecret ? { clientSecret: stored.clientSecret } : {}), ...(stored.resource ? { resource: stored.resource } : {}) } : undefined),
+        explicit ??
+          (stored
+            ? {
+                tokenEndpoint: stored.tokenEndpoint,
+                clientId: stored.clientId,
+                ...(stored.clientSecret ? { clientSecret: stored.clientSecret } : {}),
+                ...(stored.resource ? { resource: stored.resource } : {}),
+              }
+            : undefined),
       );
       next = await this.refreshFn({
         ...client,
@@ -158,7 +174,12 @@ export class OAuthRefresher {
       const code = err instanceof OAuthError ? err.code : "internal";
       // The old access token still works for a little while: use it and retry on a later call.
       if (!expired) {
-        this.deps.log.warn("oauth refresh failed; using the unexpired token", { connectionId: id, service: row.service, code, transient: isTransient(err) });
+        this.deps.log.warn("oauth refresh failed; using the unexpired token", {
+          connectionId: id,
+          service: row.service,
+          code,
+          transient: isTransient(err),
+        });
         return unchanged;
       }
       this.deps.log.error("oauth refresh failed", { connectionId: id, service: row.service, code });
@@ -173,7 +194,12 @@ export class OAuthRefresher {
     const sealed = this.deps.vault.sealCredential(credential, bindingOf(row));
     const at = this.deps.clock.now();
     const stored = await this.deps.store.connections.updateSecret(row.id, sealed, at, [
-      this.audit(row, at, "connection_refreshed", tokens.refreshToken !== undefined && tokens.refreshToken !== previousRefresh ? "rotated" : "refreshed"),
+      this.audit(
+        row,
+        at,
+        "connection_refreshed",
+        tokens.refreshToken !== undefined && tokens.refreshToken !== previousRefresh ? "rotated" : "refreshed",
+      ),
     ]);
     // Revoked or expired meanwhile: the new tokens belong to a dead connection and are dropped.
     if (!stored) throw new OAuthError("connection_inactive", `connection ${row.id} ended during the refresh`);
@@ -184,7 +210,9 @@ export class OAuthRefresher {
   /** Marks the connection as needing a login, tells its owner once, and throws `needs_login`. */
   private async needsLogin(row: Connection, reason: "invalid_grant" | "no_refresh_token"): Promise<never> {
     const at = this.deps.clock.now();
-    const marked = await this.deps.store.connections.markNeedsLogin(row.id, at, [{ ...this.audit(row, at, "connection_needs_login", reason), errorCode: reason }]);
+    const marked = await this.deps.store.connections.markNeedsLogin(row.id, at, [
+      { ...this.audit(row, at, "connection_needs_login", reason), errorCode: reason },
+    ]);
     this.deps.log.warn("oauth connection needs a new login", { connectionId: row.id, service: row.service, reason });
     if (marked) {
       const updated = (await this.deps.store.connections.get(row.id)) ?? row;
@@ -197,7 +225,12 @@ export class OAuthRefresher {
     throw new OAuthError("needs_login", `the ${row.service} connection ${row.id} needs a new login`);
   }
 
-  private audit(row: Connection, at: number, event: "connection_refreshed" | "connection_needs_login", decision: string): AuditEvent {
+  private audit(
+    row: Connection,
+    at: number,
+    event: "connection_refreshed" | "connection_needs_login",
+    decision: string,
+  ): AuditEvent {
     return {
       at,
       event,

@@ -1,5 +1,5 @@
-import { registerClient as sdkRegisterClient } from "@modelcontextprotocol/client";
 import type { OAuthClientInformationFull } from "@modelcontextprotocol/client";
+import { registerClient as sdkRegisterClient } from "@modelcontextprotocol/client";
 import { OAuthError } from "./errors.js";
 import { checkEndpoint, guardedFetch, type HttpOptions } from "./http.js";
 import { rethrowOwn, sdkMetadata } from "./sdk.js";
@@ -30,19 +30,24 @@ export interface RegistrationRequest {
  */
 export async function registerClient(req: RegistrationRequest, opts: HttpOptions = {}): Promise<RegisteredClient> {
   const endpoint = checkEndpoint(req.registrationEndpoint, "registration_endpoint", opts);
-  if (req.redirectUris.length === 0) throw new OAuthError("registration_failed", "registration needs at least one redirect URI");
+  if (req.redirectUris.length === 0)
+    throw new OAuthError("registration_failed", "registration needs at least one redirect URI");
   const http = guardedFetch(opts, "client registration");
   let r: OAuthClientInformationFull;
   try {
     r = await sdkRegisterClient(endpoint.origin, {
-      metadata: sdkMetadata({ issuer: endpoint.origin, tokenEndpoint: endpoint.href, registrationEndpoint: endpoint.href }),
+      metadata: sdkMetadata({
+        issuer: endpoint.origin,
+        tokenEndpoint: endpoint.href,
+        registrationEndpoint: endpoint.href,
+      }),
       clientMetadata: {
         client_name: CLIENT_NAME,
         redirect_uris: [...req.redirectUris],
         grant_types: ["authorization_code", "refresh_token"],
         response_types: ["code"],
         token_endpoint_auth_method: "none",
-        ...(req.scopes && req.scopes.length ? { scope: req.scopes.join(" ") } : {}),
+        ...(req.scopes?.length ? { scope: req.scopes.join(" ") } : {}),
       },
       fetchFn: http.fetchFn,
     });
@@ -51,17 +56,25 @@ export async function registerClient(req: RegistrationRequest, opts: HttpOptions
     const last = http.last();
     const status = last?.status;
     const refused = status !== undefined && (status < 200 || status > 299);
-    const detail = refused ? `refused (HTTP ${status}${last?.vendorError ? `, ${last.vendorError}` : ""})` : "returned an unexpected response";
+    const detail = refused
+      ? `refused (HTTP ${status}${last?.vendorError ? `, ${last.vendorError}` : ""})`
+      : "returned an unexpected response";
     throw new OAuthError("registration_failed", `client registration at ${endpoint.host} ${detail}`, {
       ...(status !== undefined ? { status } : {}),
       ...(refused && last?.vendorError ? { vendorError: last.vendorError } : {}),
     });
   }
-  if (!r.client_id) throw new OAuthError("registration_failed", `client registration at ${endpoint.host} returned an unexpected response`);
+  if (!r.client_id)
+    throw new OAuthError(
+      "registration_failed",
+      `client registration at ${endpoint.host} returned an unexpected response`,
+    );
   return {
     clientId: r.client_id,
     ...(r.client_secret ? { clientSecret: r.client_secret } : {}),
     // RFC 7591: 0 means "never expires".
-    ...(r.client_secret && r.client_secret_expires_at ? { clientSecretExpiresAt: r.client_secret_expires_at * 1000 } : {}),
+    ...(r.client_secret && r.client_secret_expires_at
+      ? { clientSecretExpiresAt: r.client_secret_expires_at * 1000 }
+      : {}),
   };
 }

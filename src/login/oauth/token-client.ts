@@ -1,5 +1,5 @@
-import { exchangeAuthorization, refreshAuthorization } from "@modelcontextprotocol/client";
 import type { OAuthTokens as SdkTokens } from "@modelcontextprotocol/client";
+import { exchangeAuthorization, refreshAuthorization } from "@modelcontextprotocol/client";
 import type { Clock } from "../../clock/clock.js";
 import type { CredentialInput } from "../../vault/credential.js";
 import { OAuthError, type OAuthErrorCode } from "./errors.js";
@@ -40,7 +40,13 @@ function mapVendorError(vendorError: string | undefined, status: number): OAuthE
     case "server_error":
       return "server_error";
     default:
-      return status >= 500 || status === 429 ? "server_error" : status === 401 ? "invalid_client" : status >= 400 && status < 500 ? "invalid_request" : "server_error";
+      return status >= 500 || status === 429
+        ? "server_error"
+        : status === 401
+          ? "invalid_client"
+          : status >= 400 && status < 500
+            ? "invalid_request"
+            : "server_error";
   }
 }
 
@@ -55,7 +61,10 @@ function clientAuthentication(client: Client): (headers: Headers, params: URLSea
       return;
     }
     const enc = (s: string) => encodeURIComponent(s);
-    headers.set("authorization", `Basic ${Buffer.from(`${enc(client.clientId)}:${enc(client.clientSecret)}`).toString("base64")}`);
+    headers.set(
+      "authorization",
+      `Basic ${Buffer.from(`${enc(client.clientId)}:${enc(client.clientSecret)}`).toString("base64")}`,
+    );
   };
 }
 
@@ -66,10 +75,18 @@ function defaultTokenType(json: unknown): unknown {
 }
 
 /** What every SDK token call takes, prepared by `tokenRequest`, with the server URL. */
-type TokenCall = Pick<Parameters<typeof refreshAuthorization>[1], "metadata" | "clientInformation" | "addClientAuthentication" | "fetchFn"> & { server: string };
+type TokenCall = Pick<
+  Parameters<typeof refreshAuthorization>[1],
+  "metadata" | "clientInformation" | "addClientAuthentication" | "fetchFn"
+> & { server: string };
 
 /** Runs one SDK token request through our guarded fetch; any failure becomes an OAuthError without vendor text. */
-async function tokenRequest(client: Client, opts: TokenClientOptions, step: string, call: (c: TokenCall) => Promise<SdkTokens>): Promise<SdkTokens> {
+async function tokenRequest(
+  client: Client,
+  opts: TokenClientOptions,
+  step: string,
+  call: (c: TokenCall) => Promise<SdkTokens>,
+): Promise<SdkTokens> {
   const endpoint = checkEndpoint(client.tokenEndpoint, "token endpoint", opts);
   const http = guardedFetch(opts, step, defaultTokenType);
   let r: SdkTokens;
@@ -77,7 +94,10 @@ async function tokenRequest(client: Client, opts: TokenClientOptions, step: stri
     r = await call({
       server: endpoint.origin,
       metadata: sdkMetadata({ issuer: endpoint.origin, tokenEndpoint: endpoint.href }),
-      clientInformation: { client_id: client.clientId, ...(client.clientSecret ? { client_secret: client.clientSecret } : {}) },
+      clientInformation: {
+        client_id: client.clientId,
+        ...(client.clientSecret ? { client_secret: client.clientSecret } : {}),
+      },
       addClientAuthentication: clientAuthentication(client),
       fetchFn: http.fetchFn,
     });
@@ -88,15 +108,22 @@ async function tokenRequest(client: Client, opts: TokenClientOptions, step: stri
     // Some vendors answer 200 with an error body; treat it like the 400 it should have been.
     const { status, vendorError } = last;
     const ok = status >= 200 && status < 300;
-    if (ok && !vendorError) throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status });
-    throw new OAuthError(mapVendorError(vendorError, ok ? 400 : status), `${step} failed at ${endpoint.host} (HTTP ${status}${vendorError ? `, ${vendorError}` : ""})`, {
-      status,
-      ...(vendorError ? { vendorError } : {}),
-    });
+    if (ok && !vendorError)
+      throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status });
+    throw new OAuthError(
+      mapVendorError(vendorError, ok ? 400 : status),
+      `${step} failed at ${endpoint.host} (HTTP ${status}${vendorError ? `, ${vendorError}` : ""})`,
+      {
+        status,
+        ...(vendorError ? { vendorError } : {}),
+      },
+    );
   }
   const expiresIn = r.expires_in;
   if (!r.access_token || (expiresIn !== undefined && !(Number.isFinite(expiresIn) && expiresIn >= 0))) {
-    throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, { status: http.last()?.status ?? 0 });
+    throw new OAuthError("invalid_response", `${step}: ${endpoint.host} returned an unexpected response`, {
+      status: http.last()?.status ?? 0,
+    });
   }
   return r;
 }
@@ -132,7 +159,13 @@ export async function exchangeCode(req: CodeExchange, opts: TokenClientOptions):
   // Expiry counts from before the request: a token is never believed to live longer than it does.
   const issuedAt = opts.clock.now();
   const r = await tokenRequest(req, opts, "code exchange", ({ server, ...c }) =>
-    exchangeAuthorization(server, { ...c, authorizationCode: req.code, codeVerifier: req.verifier, redirectUri: req.redirectUri, ...(req.resource ? { resource: req.resource } : {}) }),
+    exchangeAuthorization(server, {
+      ...c,
+      authorizationCode: req.code,
+      codeVerifier: req.verifier,
+      redirectUri: req.redirectUri,
+      ...(req.resource ? { resource: req.resource } : {}),
+    }),
   );
   return toTokens(r, issuedAt);
 }
@@ -152,7 +185,14 @@ export interface RefreshRequest extends Client {
 export async function refresh(req: RefreshRequest, opts: TokenClientOptions): Promise<OAuthTokens> {
   const issuedAt = opts.clock.now();
   const r = await tokenRequest(req, opts, "token refresh", ({ server, ...c }) =>
-    refreshAuthorization(server, { ...c, refreshToken: req.refreshToken, ...(req.resource ? { resource: req.resource } : {}) }),
+    refreshAuthorization(server, {
+      ...c,
+      refreshToken: req.refreshToken,
+      ...(req.resource ? { resource: req.resource } : {}),
+    }),
   );
-  return toTokens(r, issuedAt, { refreshToken: req.refreshToken, ...(req.scope !== undefined ? { scope: req.scope } : {}) });
+  return toTokens(r, issuedAt, {
+    refreshToken: req.refreshToken,
+    ...(req.scope !== undefined ? { scope: req.scope } : {}),
+  });
 }

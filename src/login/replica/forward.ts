@@ -27,7 +27,17 @@ export const DEFAULT_FORWARD_LIMITS: ForwardLimits = { idleMs: 45_000, maxRespon
 export type ForwardResult = "relayed" | "unreachable" | "busy";
 
 // RFC 9110 §7.6.1 connection-specific fields, plus the ones a proxy must not pass on.
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 
 /** The request headers to pass on: end-to-end ones only (Host kept: the holder checks Origin against it). */
 function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
@@ -123,7 +133,11 @@ export class ReplicaForwarder {
     void done.finally(() => this.inFlight--);
     return new Promise<ForwardResult>((resolve) => {
       let answered = false;
-      const headers = { ...endToEnd(req.headers), connection: "Upgrade", upgrade: String(req.headers.upgrade ?? "websocket") };
+      const headers = {
+        ...endToEnd(req.headers),
+        connection: "Upgrade",
+        upgrade: String(req.headers.upgrade ?? "websocket"),
+      };
       const preq = this.open(target, req, headers);
       preq.on("timeout", () => preq.destroy(new Error("holder idle timeout")));
       preq.on("error", () => {
@@ -136,7 +150,9 @@ export class ReplicaForwarder {
         // The holder refused the upgrade (401, 403, …): its status goes back, the socket closes.
         answered = true;
         pres.resume();
-        socket.end(`HTTP/1.1 ${pres.statusCode ?? 502} ${pres.statusMessage ?? ""}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        socket.end(
+          `HTTP/1.1 ${pres.statusCode ?? 502} ${pres.statusMessage ?? ""}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+        );
         settle();
         resolve("relayed");
       });
@@ -144,8 +160,9 @@ export class ReplicaForwarder {
         answered = true;
         preq.setTimeout(0);
         const lines = [`HTTP/1.1 ${pres.statusCode ?? 101} ${pres.statusMessage ?? "Switching Protocols"}`];
-        for (let i = 0; i + 1 < pres.rawHeaders.length; i += 2) lines.push(`${pres.rawHeaders[i]}: ${pres.rawHeaders[i + 1]}`);
-        socket.write(lines.join("\r\n") + "\r\n\r\n");
+        for (let i = 0; i + 1 < pres.rawHeaders.length; i += 2)
+          lines.push(`${pres.rawHeaders[i]}: ${pres.rawHeaders[i + 1]}`);
+        socket.write(`${lines.join("\r\n")}\r\n\r\n`);
         if (upHead.length) socket.write(upHead);
         if (head.length) upstream.write(head);
         const end = (): void => {

@@ -1,8 +1,9 @@
 // This replica's place among the others for logins: its own URL (SLAUDE_REPLICA_URL), recorded as
 // the holder of every flow whose link it opens, and its liveness mark (held while it runs), by
 // which another replica that cannot reach it tells "stopped" from "unreachable".
-import { errorMessage } from "../../domain/errors.js";
+
 import type { Clock, Timer } from "../../clock/clock.js";
+import { errorMessage } from "../../domain/errors.js";
 import type { Logger } from "../../log/logger.js";
 import type { LoginHolders } from "./holders.js";
 
@@ -43,7 +44,10 @@ export class LoginReplica implements HolderRecord {
     this.url = url;
     if (!this.holders.shared) return;
     if (await this.tryMark()) return;
-    this.log.warn("another process holds this replica's URL (SLAUDE_REPLICA_URL must differ per replica, or a stopped predecessor's database connection has not closed yet); retrying", { replicaUrl: url });
+    this.log.warn(
+      "another process holds this replica's URL (SLAUDE_REPLICA_URL must differ per replica, or a stopped predecessor's database connection has not closed yet); retrying",
+      { replicaUrl: url },
+    );
     this.retryLater();
   }
 

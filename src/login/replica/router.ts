@@ -2,19 +2,23 @@
 // holds it (the one that opened its link). Any other replica forwards the viewer's requests there,
 // only to the holder recorded in the database, and a forwarded request is never forwarded again.
 // A holder that stopped (its liveness mark is free) is taken over: the flow starts again here.
-import { errorMessage } from "../../domain/errors.js";
+
 import type http from "node:http";
 import type { Duplex } from "node:stream";
 import { parseReplicaUrl } from "../../config/replica-url.js";
+import { errorMessage } from "../../domain/errors.js";
 import type { Logger } from "../../log/logger.js";
 import type { LoginSession } from "../../store/records.js";
-import { readViewerCookie, reject, type LiveViewEndpoint, type LiveViewHandler } from "../live-view-endpoint.js";
+import { type LiveViewEndpoint, type LiveViewHandler, readViewerCookie, reject } from "../live-view-endpoint.js";
 import type { LoginService } from "../login-service.js";
 import { FORWARDED_HEADER, type ReplicaForwarder } from "./forward.js";
 import type { LoginReplica } from "./replica.js";
 
 /** Where a viewer's request is served: here, at the recorded holder, or nowhere (a refusal). */
-export type LoginRoute = { readonly kind: "local" } | { readonly kind: "forward"; readonly holder: string; readonly session: LoginSession } | { readonly kind: "misrouted" };
+export type LoginRoute =
+  | { readonly kind: "local" }
+  | { readonly kind: "forward"; readonly holder: string; readonly session: LoginSession }
+  | { readonly kind: "misrouted" };
 
 const LOCAL: LoginRoute = { kind: "local" };
 
@@ -41,14 +45,17 @@ export class LoginRouter {
     const self = replica.self;
     if (!replica.holders.shared || !self || !session || session.status !== "opened") return LOCAL;
     const cookie = readViewerCookie(req);
-    if (!cookie || cookie.sessionId !== session.id || !(await logins.viewerMatches(session.id, cookie.secret))) return LOCAL;
+    if (!cookie || cookie.sessionId !== session.id || !(await logins.viewerMatches(session.id, cookie.secret)))
+      return LOCAL;
     const recorded = await replica.holders.holderOf(session.id);
     if (recorded === undefined || recorded === self) return LOCAL;
     // The holder forwarded it here, yet the database names another: never pass it on (no loop).
     if (req.headers[FORWARDED_HEADER] !== undefined) return { kind: "misrouted" };
     const holder = parseReplicaUrl(recorded);
     if (!holder) {
-      this.d.log.error("login holder address in the database is not a replica URL: not forwarded", { sessionId: session.id });
+      this.d.log.error("login holder address in the database is not a replica URL: not forwarded", {
+        sessionId: session.id,
+      });
       return { kind: "misrouted" };
     }
     return { kind: "forward", holder, session };
@@ -63,7 +70,10 @@ export class LoginRouter {
       return "unreachable";
     }
     if (!(await replica.holders.takeOver(session.id, holder, self))) return "unreachable";
-    log.warn("login taken over from a stopped replica: the flow starts again here", { sessionId: session.id, from: holder });
+    log.warn("login taken over from a stopped replica: the flow starts again here", {
+      sessionId: session.id,
+      from: holder,
+    });
     return "local";
   }
 
@@ -99,7 +109,8 @@ export class LoginRouter {
       if (r.kind === "misrouted") return reject(socket, 502);
       const sent = await forwarder.forwardUpgrade(r.holder, req, socket, head);
       if (sent === "relayed") return;
-      if (sent === "busy" || (await this.afterUnreachable(r.session, r.holder)) === "unreachable") return reject(socket, 503);
+      if (sent === "busy" || (await this.afterUnreachable(r.session, r.holder)) === "unreachable")
+        return reject(socket, 503);
       if (logins.resume(r.session) !== "running") return reject(socket, 503);
       liveView.upgrade(req, socket, head);
     })().catch((err: unknown) => {

@@ -19,7 +19,16 @@ export function cookieCredential(service: Service, cookies: readonly BrowserCook
   if (!capture.requiredCookies.every((n) => names.has(n))) return undefined;
   return {
     kind: "cookies",
-    cookies: cookies.map((c) => ({ name: c.name, value: c.value, domain: c.domain, path: c.path, ...(c.expires !== undefined && c.expires > 0 ? { expires: c.expires } : {}), ...(c.httpOnly !== undefined ? { httpOnly: c.httpOnly } : {}), ...(c.secure !== undefined ? { secure: c.secure } : {}), ...(c.sameSite ? { sameSite: c.sameSite } : {}) })),
+    cookies: cookies.map((c) => ({
+      name: c.name,
+      value: c.value,
+      domain: c.domain,
+      path: c.path,
+      ...(c.expires !== undefined && c.expires > 0 ? { expires: c.expires } : {}),
+      ...(c.httpOnly !== undefined ? { httpOnly: c.httpOnly } : {}),
+      ...(c.secure !== undefined ? { secure: c.secure } : {}),
+      ...(c.sameSite ? { sameSite: c.sameSite } : {}),
+    })),
   };
 }
 
@@ -37,7 +46,11 @@ export class CookieStrategy implements CaptureStrategy {
     await this.run.startBrowser(f, capture.startUrl, viewport);
     // A flow that ended while Chromium started has no browser to poll (and nobody to stop the poll).
     if (f.ended) return;
-    f.poll = this.run.clock.setInterval(() => this.run.background("cookie check", this.check(f, false)), COOKIE_POLL_MS, { unref: true });
+    f.poll = this.run.clock.setInterval(
+      () => this.run.background("cookie check", this.check(f, false)),
+      COOKIE_POLL_MS,
+      { unref: true },
+    );
   }
 
   async paste(): Promise<void> {}
@@ -50,6 +63,7 @@ export class CookieStrategy implements CaptureStrategy {
     if (!f.browser || f.ended) return;
     const credential = cookieCredential(f.service, await f.browser.cookies().catch(() => []));
     if (credential) await this.run.complete(f, credential);
-    else if (userSaidDone) f.send?.({ type: "status", state: "waiting", message: "Not signed in yet: finish signing in, then press Done." });
+    else if (userSaidDone)
+      f.send?.({ type: "status", state: "waiting", message: "Not signed in yet: finish signing in, then press Done." });
   }
 }

@@ -105,6 +105,10 @@ export class DeviceStrategy implements CaptureStrategy {
 
   private async end(f: Flow, code: string | undefined): Promise<void> {
     this.shown.delete(f);
-    await this.run.fail(f, failureMessage(code), code === "access_denied" || code === "expired_token" ? `device_${code}` : "failed");
+    await this.run.fail(
+      f,
+      failureMessage(code),
+      code === "access_denied" || code === "expired_token" ? `device_${code}` : "failed",
+    );
   }
 }

@@ -22,7 +22,10 @@ export class OAuthStrategy implements CaptureStrategy {
     if (!this.flows) throw new Error("oauth is not configured on this broker");
     const oauth = await this.flows(f.service, f.session);
     f.oauth = oauth;
-    await this.run.startBrowser(f, oauth.authorizeUrl, viewport, { prefix: oauth.redirectPrefix, onHit: (url) => this.run.background("oauth completion", this.complete(f, url)) });
+    await this.run.startBrowser(f, oauth.authorizeUrl, viewport, {
+      prefix: oauth.redirectPrefix,
+      onHit: (url) => this.run.background("oauth completion", this.complete(f, url)),
+    });
   }
 
   async paste(): Promise<void> {}

@@ -6,14 +6,18 @@ import type { Flow } from "../flow-registry.js";
 import type { CaptureStrategy, FlowControl, Viewport } from "./strategy.js";
 
 /** The paste form's values for `service`, or the message telling the user what is wrong. */
-export function pastedCredential(service: Service, fields: Record<string, string>): { credential: CredentialInput } | { problem: string } | undefined {
+export function pastedCredential(
+  service: Service,
+  fields: Record<string, string>,
+): { credential: CredentialInput } | { problem: string } | undefined {
   const capture = service.entry.capture;
   if (capture.strategy !== "paste") return undefined;
   const values: Record<string, string> = {};
   for (const field of capture.fields) {
     const v = (fields[field.name] ?? "").trim();
     if (!v) return { problem: `${field.label} is required.` };
-    if (field.pattern && !new RegExp(field.pattern).test(v)) return { problem: `${field.label} does not look right for ${service.displayName}.` };
+    if (field.pattern && !new RegExp(field.pattern).test(v))
+      return { problem: `${field.label} does not look right for ${service.displayName}.` };
     values[field.name] = v;
   }
   return { credential: { kind: "fields", fields: values } };
@@ -28,8 +32,16 @@ export class PasteStrategy implements CaptureStrategy {
   greet(f: Flow): void {
     const capture = f.service.entry.capture;
     if (capture.strategy !== "paste") return;
-    f.send?.({ type: "paste_form", instructions: capture.instructions, fields: capture.fields.map((x) => ({ name: x.name, label: x.label, secret: x.secret })) });
-    f.send?.({ type: "status", state: "waiting", message: "Paste your token below. It goes straight into encrypted storage." });
+    f.send?.({
+      type: "paste_form",
+      instructions: capture.instructions,
+      fields: capture.fields.map((x) => ({ name: x.name, label: x.label, secret: x.secret })),
+    });
+    f.send?.({
+      type: "status",
+      state: "waiting",
+      message: "Paste your token below. It goes straight into encrypted storage.",
+    });
   }
 
   async start(f: Flow, viewport: Viewport): Promise<void> {

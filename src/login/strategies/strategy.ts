@@ -15,7 +15,12 @@ export interface Viewport {
 /** What a strategy may do to its flow (implemented by LoginService). */
 export interface FlowControl {
   /** Starts the flow's one confined browser on `startUrl`; throws when it cannot start. */
-  startBrowser(f: Flow, startUrl: string, viewport: Viewport, intercept?: { prefix: string; onHit(url: string): void }): Promise<void>;
+  startBrowser(
+    f: Flow,
+    startUrl: string,
+    viewport: Viewport,
+    intercept?: { prefix: string; onHit(url: string): void },
+  ): Promise<void>;
   /** Stores `credential` for the user the link was minted for, then ends the flow. Never rejects. */
   complete(f: Flow, credential: CredentialInput): Promise<void>;
   /** Ends the flow as failed with `message` for the viewer; `decision` names why in the audit row. Never rejects. */

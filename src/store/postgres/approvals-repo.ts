@@ -1,10 +1,10 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { Approval, Grant } from "../records.js";
+import { type ApprovalRow, approvalExpiredAudit, toApproval } from "../rows.js";
 import type { ApprovalRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import { insertGrantInTx } from "./grants-repo.js";
 import type { PgDb } from "./pg-db.js";
-import { approvalExpiredAudit, toApproval, type ApprovalRow } from "../rows.js";
 
 /**
  * PostgreSQL approvals repository. Every transition is one conditional UPDATE: under READ COMMITTED
@@ -18,7 +18,21 @@ export class PgApprovalRepo implements ApprovalRepo {
       await q.query(
         `INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id, service, tool, args_hash, status, created_at, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13)`,
-        [a.id, a.nonce, a.connectionId, a.teamId, a.channelId, a.threadTs, a.ownerUserId, a.borrowerUserId, a.service, a.tool, a.argsHash, a.createdAt, a.expiresAt],
+        [
+          a.id,
+          a.nonce,
+          a.connectionId,
+          a.teamId,
+          a.channelId,
+          a.threadTs,
+          a.ownerUserId,
+          a.borrowerUserId,
+          a.service,
+          a.tool,
+          a.argsHash,
+          a.createdAt,
+          a.expiresAt,
+        ],
       );
       await writeAudit(q, audit);
     });
@@ -33,7 +47,12 @@ export class PgApprovalRepo implements ApprovalRepo {
   }
   async decide(
     id: string,
-    d: { status: "allowed_thread" | "allowed_once" | "denied"; by: string; at: number; grant?: Omit<Grant, "revokedAt" | "revokedBy"> },
+    d: {
+      status: "allowed_thread" | "allowed_once" | "denied";
+      by: string;
+      at: number;
+      grant?: Omit<Grant, "revokedAt" | "revokedBy">;
+    },
     audit: readonly AuditEvent[],
   ): Promise<boolean> {
     return this.db.tx(async (q) => {
@@ -49,14 +68,20 @@ export class PgApprovalRepo implements ApprovalRepo {
   }
   async consume(id: string, argsHash: string, _at: number, audit: readonly AuditEvent[]): Promise<boolean> {
     return this.db.tx(async (q) => {
-      const res = await q.query("UPDATE approvals SET status = 'consumed' WHERE id = $1 AND args_hash = $2 AND status IN ('allowed_once', 'allowed_thread')", [id, argsHash]);
+      const res = await q.query(
+        "UPDATE approvals SET status = 'consumed' WHERE id = $1 AND args_hash = $2 AND status IN ('allowed_once', 'allowed_thread')",
+        [id, argsHash],
+      );
       if (res.rowCount === 1) await writeAudit(q, audit);
       return res.rowCount === 1;
     });
   }
   async expire(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
     return this.db.tx(async (q) => {
-      const res = await q.query("UPDATE approvals SET status = 'expired', decided_at = $2 WHERE id = $1 AND status = 'pending'", [id, at]);
+      const res = await q.query(
+        "UPDATE approvals SET status = 'expired', decided_at = $2 WHERE id = $1 AND status = 'pending'",
+        [id, at],
+      );
       if (res.rowCount === 1) await writeAudit(q, audit);
       return res.rowCount === 1;
     });
@@ -70,11 +95,19 @@ export class PgApprovalRepo implements ApprovalRepo {
           [now],
         )
       ).rows.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
-      await writeAudit(q, rows.map((r) => approvalExpiredAudit(r, now, all ? "startup" : "reaper")));
+      await writeAudit(
+        q,
+        rows.map((r) => approvalExpiredAudit(r, now, all ? "startup" : "reaper")),
+      );
       return rows.map(toApproval);
     });
   }
-  async list(filter: { teamId?: string; ownerUserId?: string; pendingAt?: number; limit: number }): Promise<Approval[]> {
+  async list(filter: {
+    teamId?: string;
+    ownerUserId?: string;
+    pendingAt?: number;
+    limit: number;
+  }): Promise<Approval[]> {
     const clauses: string[] = [];
     const params: unknown[] = [];
     const p = (v: unknown): string => {
@@ -85,7 +118,12 @@ export class PgApprovalRepo implements ApprovalRepo {
     if (filter.ownerUserId !== undefined) clauses.push(`owner_user_id = ${p(filter.ownerUserId)}`);
     if (filter.pendingAt !== undefined) clauses.push(`status = 'pending' AND expires_at > ${p(filter.pendingAt)}`);
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
-    return (await this.db.query<ApprovalRow>(`SELECT * FROM approvals ${where} ORDER BY created_at DESC, id DESC LIMIT ${p(filter.limit)}`, params)).rows.map(toApproval);
+    return (
+      await this.db.query<ApprovalRow>(
+        `SELECT * FROM approvals ${where} ORDER BY created_at DESC, id DESC LIMIT ${p(filter.limit)}`,
+        params,
+      )
+    ).rows.map(toApproval);
   }
   async setCard(id: string, channel: string, ts: string): Promise<void> {
     await this.db.query("UPDATE approvals SET card_channel = $2, card_ts = $3 WHERE id = $1", [id, channel, ts]);

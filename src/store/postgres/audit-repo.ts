@@ -1,9 +1,10 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
+import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../rows.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
-import { sampleLimit, toCallSample, type CallSampleRow, toRecord, type AuditRow } from "../rows.js";
 
-const COLUMNS = "at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id";
+const COLUMNS =
+  "at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id";
 const PER_ROW = 18;
 
 /** Writes audit rows with `q`: pass the client of the transaction making the change they describe. */
@@ -12,9 +13,24 @@ export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise
   const values: unknown[] = [];
   const tuples = events.map((e, i) => {
     values.push(
-      e.at, e.event, e.teamId ?? null, e.channelId ?? null, e.threadTs ?? null, e.callerUserId ?? null, e.ownerUserId ?? null,
-      e.connectionId ?? null, e.service ?? null, e.tool ?? null, e.argsHash ?? null, e.decision ?? null, e.approverUserId ?? null,
-      e.durationMs ?? null, e.resultBytes ?? null, e.errorCode ?? null, e.actor ?? null, e.callId ?? null,
+      e.at,
+      e.event,
+      e.teamId ?? null,
+      e.channelId ?? null,
+      e.threadTs ?? null,
+      e.callerUserId ?? null,
+      e.ownerUserId ?? null,
+      e.connectionId ?? null,
+      e.service ?? null,
+      e.tool ?? null,
+      e.argsHash ?? null,
+      e.decision ?? null,
+      e.approverUserId ?? null,
+      e.durationMs ?? null,
+      e.resultBytes ?? null,
+      e.errorCode ?? null,
+      e.actor ?? null,
+      e.callId ?? null,
     );
     return `(${Array.from({ length: PER_ROW }, (_, k) => `$${i * PER_ROW + k + 1}`).join(", ")})`;
   });
@@ -54,7 +70,12 @@ export class PgAuditRepo implements AuditRepo {
     const { sql, params } = whereOf(q);
     const n = Math.max(1, Math.min(Math.floor(q.limit ?? 1000), Number.MAX_SAFE_INTEGER));
     const latest = q.take === "latest";
-    const rows = (await this.db.query<AuditRow>(`SELECT * FROM audit ${sql} ORDER BY seq ${latest ? "DESC" : "ASC"} LIMIT ${n}`, params)).rows;
+    const rows = (
+      await this.db.query<AuditRow>(
+        `SELECT * FROM audit ${sql} ORDER BY seq ${latest ? "DESC" : "ASC"} LIMIT ${n}`,
+        params,
+      )
+    ).rows;
     if (latest) rows.reverse();
     return rows.map(toRecord);
   }

@@ -1,4 +1,4 @@
-import { toCandidate, type CandidateMetaRow } from "../rows.js";
+import { type CandidateMetaRow, toCandidate } from "../rows.js";
 import { candidatesStatement } from "../sql/candidates.js";
 import { POSTGRES } from "../sql/dialect.js";
 import type { CandidateQuery, CandidateRow } from "../store.js";

@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import { toConnection, type ConnectionRow } from "../rows.js";
+import { type ConnectionRow, toConnection } from "../rows.js";
 import { ownRowStatement } from "../sql/candidates.js";
 import * as ops from "../sql/connections.js";
 import { POSTGRES } from "../sql/dialect.js";

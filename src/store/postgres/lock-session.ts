@@ -88,7 +88,9 @@ export class LockSession {
   private async tryAll(client: pg.Client, keys: readonly string[]): Promise<boolean> {
     const taken: string[] = [];
     for (const k of keys) {
-      const ok = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_PARAM}) AS ok`, [k])).rows[0]?.ok === true;
+      const ok =
+        (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_PARAM}) AS ok`, [k])).rows[0]?.ok ===
+        true;
       if (!ok) {
         await unlockAll(client, taken);
         return false;

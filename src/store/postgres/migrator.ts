@@ -3,16 +3,16 @@ import pg from "pg";
 import { StoreError } from "../errors.js";
 import { POSTGRES } from "../sql/dialect.js";
 import {
+  type AppliedMigration,
   INSERT_APPLIED,
+  type Migration,
+  type MigrationReport,
   migrationFailed,
   migrationReport,
   pendingMigrations,
   readMigrations,
-  schemaMigrationsDdl,
   SELECT_APPLIED,
-  type AppliedMigration,
-  type Migration,
-  type MigrationReport,
+  schemaMigrationsDdl,
 } from "../sql/migrations.js";
 import { KEY_PARAM } from "./lock-keys.js";
 import type { PgDb, Sql } from "./pg-db.js";
@@ -78,7 +78,11 @@ export async function migratePg(
         await client.query(`SELECT pg_advisory_lock(${KEY_PARAM})`, [k]);
       } catch (err) {
         if ((err as { code?: unknown }).code !== "55P03") throw err;
-        throw new StoreError("migration_lock_timeout", `waited ${Math.round(lockWaitMs / 1000)} s for the migrations lock, ${await holderOf(client, k)}; nothing was migrated`, { cause: err });
+        throw new StoreError(
+          "migration_lock_timeout",
+          `waited ${Math.round(lockWaitMs / 1000)} s for the migrations lock, ${await holderOf(client, k)}; nothing was migrated`,
+          { cause: err },
+        );
       }
     }
     await client.query("SET lock_timeout = 0"); // migrations may lock busy tables; the wait above was for the advisory lock only
@@ -102,6 +106,7 @@ async function holderOf(client: pg.Client, key: string): Promise<string> {
     .catch(() => undefined);
   const h = r?.rows[0];
   if (!h) return "held by a session that could not be identified";
-  if (h.mine) return `held by session ${h.pid} of this role (application ${JSON.stringify(h.app ?? "")}): a replica still migrating, or stuck`;
+  if (h.mine)
+    return `held by session ${h.pid} of this role (application ${JSON.stringify(h.app ?? "")}): a replica still migrating, or stuck`;
   return `held by session ${h.pid} of ANOTHER role ${JSON.stringify(h.role ?? "?")}: revoke CONNECT on this database from PUBLIC and from every role but the broker's (docs/operations.md, PostgreSQL roles)`;
 }

@@ -1,9 +1,9 @@
-import { asError } from "../../domain/errors.js";
 import pg from "pg";
+import { asError } from "../../domain/errors.js";
 import { StoreError } from "../errors.js";
 import { KEY_PARAM, LockKeys } from "./lock-keys.js";
 import { LockSession, type SessionLock } from "./lock-session.js";
-import { LOCK_KEY_SQL, mapPgError } from "./pg-common.js";
+import { mapPgError } from "./pg-common.js";
 
 // The PostgreSQL handle every repository shares: one pool, transactions on one pooled client,
 // advisory locks, and a dedicated (unpooled) connection for LISTEN. Replicas share the database, so
@@ -11,7 +11,10 @@ import { LOCK_KEY_SQL, mapPgError } from "./pg-common.js";
 
 /** Something SQL can be sent to: the pool (autocommit) or the client of an open transaction. */
 export interface Sql {
-  query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(
+    text: string,
+    values?: readonly unknown[],
+  ): Promise<pg.QueryResult<R>>;
 }
 
 /** Options of a PostgreSQL store connection. */
@@ -33,7 +36,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** bigint columns (times in ms, counts, seq) come back as numbers; a value past 2^53 is a bug, not data to round. */
 function parseInt8(text: string): number {
   const n = Number(text);
-  if (!Number.isSafeInteger(n)) throw new StoreError("open_failed", `bigint value ${text} is outside JavaScript's safe integer range`);
+  if (!Number.isSafeInteger(n))
+    throw new StoreError("open_failed", `bigint value ${text} is outside JavaScript's safe integer range`);
   return n;
 }
 
@@ -62,7 +66,12 @@ export class PgDb implements Sql {
     this.lockKeys = opts.lockKeys ?? LockKeys.unkeyed();
     this.locks = new LockSession(() => this.clientConfig(), this.lockKeys);
     // A server that does not answer must not hold a request for the kernel's connect timeout: it is `unavailable`.
-    this.pool = new pg.Pool({ ...this.clientConfig(), max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    this.pool = new pg.Pool({
+      ...this.clientConfig(),
+      max: opts.maxConnections ?? 10,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
     // An idle client losing its connection (a restarted server) must not crash the process; the pool drops it.
     this.pool.on("error", () => {});
   }
@@ -73,7 +82,11 @@ export class PgDb implements Sql {
    * listener (a restarted server cutting an open transaction) is an uncaught exception that ends the
    * process. The error (if any) is kept so `release` drops that connection instead of reusing it.
    */
-  private async checkout(): Promise<{ client: pg.PoolClient; failed: () => Error | undefined; release: (err?: Error) => void }> {
+  private async checkout(): Promise<{
+    client: pg.PoolClient;
+    failed: () => Error | undefined;
+    release: (err?: Error) => void;
+  }> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -116,7 +129,10 @@ export class PgDb implements Sql {
     await this.gate;
   }
 
-  async query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+  async query<R extends pg.QueryResultRow = Record<string, unknown>>(
+    text: string,
+    values: readonly unknown[] = [],
+  ): Promise<pg.QueryResult<R>> {
     await this.usable();
     this.counts.statements++;
     try {
@@ -170,7 +186,8 @@ export class PgDb implements Sql {
       try {
         return await fn(client);
       } finally {
-        for (const k of [...keys].reverse()) await client.query(`SELECT pg_advisory_unlock(${KEY_PARAM})`, [k]).catch((e: Error) => (broken = e));
+        for (const k of [...keys].reverse())
+          await client.query(`SELECT pg_advisory_unlock(${KEY_PARAM})`, [k]).catch((e: Error) => (broken = e));
         await client.query("RESET lock_timeout").catch((e: Error) => (broken = e));
       }
     } catch (err) {
@@ -193,7 +210,10 @@ export class PgDb implements Sql {
   /** Whether some session holds the advisory lock `name` (asked on a pooled connection: one statement, nothing kept). */
   async lockHeld(name: string): Promise<boolean> {
     for (const k of this.lockKeys.keys(name)) {
-      const r = await this.query<{ held: boolean }>(`SELECT CASE WHEN pg_try_advisory_lock(${KEY_PARAM}) THEN NOT pg_advisory_unlock(${KEY_PARAM}) ELSE true END AS held`, [k]);
+      const r = await this.query<{ held: boolean }>(
+        `SELECT CASE WHEN pg_try_advisory_lock(${KEY_PARAM}) THEN NOT pg_advisory_unlock(${KEY_PARAM}) ELSE true END AS held`,
+        [k],
+      );
       if (r.rows[0]?.held === true) return true;
     }
     return false;
@@ -208,7 +228,11 @@ export class PgDb implements Sql {
    * LISTENs on `channel` over its own connection (a pooled one would be handed to others). `onLost`
    * runs once when that connection fails or ends: notifications may have been missed, so re-read the database.
    */
-  async listen(channel: string, onMessage: (payload: string) => void, onLost: (err: Error) => void = () => {}): Promise<{ close(): Promise<void> }> {
+  async listen(
+    channel: string,
+    onMessage: (payload: string) => void,
+    onLost: (err: Error) => void = () => {},
+  ): Promise<{ close(): Promise<void> }> {
     await this.usable();
     // Keepalive: a silently dead peer (a failed-over server, a cut network) must surface as a loss.
     const client = new pg.Client({ ...this.clientConfig(), keepAlive: true, keepAliveInitialDelayMillis: 10_000 });

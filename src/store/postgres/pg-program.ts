@@ -1,8 +1,8 @@
 import { StoreError } from "../errors.js";
 import { POSTGRES } from "../sql/dialect.js";
-import { runAsync, type Program, type Step } from "../sql/program.js";
+import { type Program, runAsync, type Step } from "../sql/program.js";
 import { writeAudit } from "./audit-repo.js";
-import { xactLock, type LockKeys } from "./lock-keys.js";
+import { type LockKeys, xactLock } from "./lock-keys.js";
 import type { Sql } from "./pg-db.js";
 
 /**

@@ -1,15 +1,15 @@
-import type { MigrationReport } from "../sqlite/migrator.js";
 import type { AuditEvent } from "../../audit/event.js";
 import type { Resealers, RotatedCounts } from "../../vault/rotate.js";
+import type { MigrationReport } from "../sqlite/migrator.js";
 import type { DbCounts, Store } from "../store.js";
 import { PgApprovalRepo } from "./approvals-repo.js";
 import { PgAuditRepo, writeAudit } from "./audit-repo.js";
 import { PgConnectionRepo, reencryptConnections } from "./connections-repo.js";
-import { PgInstallationRepo, reencryptInstallations } from "./installations-repo.js";
-import { PgOAuthStateRepo } from "./oauth-states-repo.js";
 import { PgGrantRepo } from "./grants-repo.js";
+import { PgInstallationRepo, reencryptInstallations } from "./installations-repo.js";
 import { PgLoginSessionRepo } from "./login-sessions-repo.js";
 import { migratePg } from "./migrator.js";
+import { PgOAuthStateRepo } from "./oauth-states-repo.js";
 import { PgDb, type PgDbOptions } from "./pg-db.js";
 import { PgResultRepo } from "./results-repo.js";
 import { PgToolMetadataRepo } from "./tool-metadata-repo.js";
@@ -85,7 +85,10 @@ export interface PgStoreOptions extends PgDbOptions {
  * (run under the advisory lock), and if they fail every query fails with their error. `migrations`
  * settles with the report: a server awaits it before serving, so a bad database stops start-up.
  */
-export function connectPostgresStore(opts: PgStoreOptions, now: () => number = Date.now): { store: PostgresStore; migrations: Promise<MigrationReport> } {
+export function connectPostgresStore(
+  opts: PgStoreOptions,
+  now: () => number = Date.now,
+): { store: PostgresStore; migrations: Promise<MigrationReport> } {
   const db = new PgDb(opts);
   const migrations = migratePg(db, undefined, now, opts.migrationLockWaitMs);
   db.setGate(migrations);
@@ -93,7 +96,10 @@ export function connectPostgresStore(opts: PgStoreOptions, now: () => number = D
 }
 
 /** Connects, migrates, and returns the store; closes the pool and rethrows when the migrations fail. */
-export async function openPostgresStore(opts: PgStoreOptions, now: () => number = Date.now): Promise<{ store: PostgresStore; migrations: MigrationReport }> {
+export async function openPostgresStore(
+  opts: PgStoreOptions,
+  now: () => number = Date.now,
+): Promise<{ store: PostgresStore; migrations: MigrationReport }> {
   const { store, migrations } = connectPostgresStore(opts, now);
   try {
     return { store, migrations: await migrations };

@@ -1,6 +1,6 @@
 import type { ToolMetadata } from "../records.js";
-import { toToolMetadata, type ToolMetadataRow } from "../tool-metadata-row.js";
 import type { ToolMetadataRepo } from "../store.js";
+import { type ToolMetadataRow, toToolMetadata } from "../tool-metadata-row.js";
 import type { PgDb } from "./pg-db.js";
 
 /** PostgreSQL tool metadata cache; the JSON read back is validated like any other edge. */
@@ -8,10 +8,10 @@ export class PgToolMetadataRepo implements ToolMetadataRepo {
   constructor(private readonly db: PgDb) {}
   async get(teamId: string, service: string): Promise<ToolMetadata | undefined> {
     const r = (
-      await this.db.query<ToolMetadataRow>(
-        "SELECT * FROM tool_metadata WHERE team_id = $1 AND service = $2",
-        [teamId, service],
-      )
+      await this.db.query<ToolMetadataRow>("SELECT * FROM tool_metadata WHERE team_id = $1 AND service = $2", [
+        teamId,
+        service,
+      ])
     ).rows[0];
     return r && toToolMetadata(r);
   }

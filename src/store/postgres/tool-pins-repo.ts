@@ -3,14 +3,20 @@ import { toPin } from "../sqlite/tool-pins-repo.js";
 import type { PinWrite, ToolPinRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import { xactLock } from "./lock-keys.js";
-import { type PgDb, type Sql } from "./pg-db.js";
+import type { PgDb, Sql } from "./pg-db.js";
 
 /** PostgreSQL tool pins; `update` holds a per-(team, service) advisory lock so replicas' observations never overwrite each other. */
 export class PgToolPinRepo implements ToolPinRepo {
   constructor(private readonly db: PgDb) {}
 
   async get(teamId: string, service: string, tool: string): Promise<ToolPin | undefined> {
-    const r = (await this.db.query("SELECT * FROM tool_pins WHERE team_id = $1 AND service = $2 AND tool = $3", [teamId, service, tool])).rows[0];
+    const r = (
+      await this.db.query("SELECT * FROM tool_pins WHERE team_id = $1 AND service = $2 AND tool = $3", [
+        teamId,
+        service,
+        tool,
+      ])
+    ).rows[0];
     return r === undefined ? undefined : toPin(r);
   }
 
@@ -29,7 +35,12 @@ export class PgToolPinRepo implements ToolPinRepo {
     if (f.service !== undefined) where.push(`service = ${p(f.service)}`);
     if (f.tool !== undefined) where.push(`tool = ${p(f.tool)}`);
     const limit = p(Math.max(0, Math.floor(f.limit)));
-    return (await this.db.query(`SELECT * FROM tool_pins WHERE ${where.join(" AND ")} ORDER BY changed_at DESC, team_id COLLATE "C", service COLLATE "C", tool COLLATE "C" LIMIT ${limit}`, params)).rows.map(toPin);
+    return (
+      await this.db.query(
+        `SELECT * FROM tool_pins WHERE ${where.join(" AND ")} ORDER BY changed_at DESC, team_id COLLATE "C", service COLLATE "C", tool COLLATE "C" LIMIT ${limit}`,
+        params,
+      )
+    ).rows.map(toPin);
   }
 
   async update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T> {
@@ -45,7 +56,20 @@ export class PgToolPinRepo implements ToolPinRepo {
            ON CONFLICT (team_id, service, tool) DO UPDATE SET status = excluded.status, pinned_hash = excluded.pinned_hash,
              pinned_definition = excluded.pinned_definition, pending_hash = excluded.pending_hash, pending_definition = excluded.pending_definition,
              changed_at = excluded.changed_at, decided_at = excluded.decided_at, decided_by = excluded.decided_by`,
-          [w.teamId, w.service, w.tool, w.status, w.pinnedHash, w.pinnedDefinition, w.pendingHash, w.pendingDefinition, w.firstSeenAt, w.changedAt, w.decidedAt, w.decidedBy],
+          [
+            w.teamId,
+            w.service,
+            w.tool,
+            w.status,
+            w.pinnedHash,
+            w.pinnedDefinition,
+            w.pendingHash,
+            w.pendingDefinition,
+            w.firstSeenAt,
+            w.changedAt,
+            w.decidedAt,
+            w.decidedBy,
+          ],
         );
       }
       await writeAudit(q, out.audit);
@@ -54,6 +78,11 @@ export class PgToolPinRepo implements ToolPinRepo {
   }
 
   private async readService(q: Sql, teamId: string, service: string): Promise<ToolPin[]> {
-    return (await q.query('SELECT * FROM tool_pins WHERE team_id = $1 AND service = $2 ORDER BY tool COLLATE "C"', [teamId, service])).rows.map(toPin);
+    return (
+      await q.query('SELECT * FROM tool_pins WHERE team_id = $1 AND service = $2 ORDER BY tool COLLATE "C"', [
+        teamId,
+        service,
+      ])
+    ).rows.map(toPin);
   }
 }

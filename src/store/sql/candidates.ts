@@ -1,5 +1,5 @@
 import type { CandidateQuery, OwnConnectionQuery } from "../store.js";
-import { stmt, type SqlDialect, type Stmt } from "./dialect.js";
+import { type SqlDialect, type Stmt, stmt } from "./dialect.js";
 
 // Who may use which row, in SQL, once for both adapters: the candidates of one call (or one
 // connections_list page) and the caller's own row. Each branch of the candidates union is an

@@ -1,10 +1,10 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import { toConnection, ttlExpiry, type ConnectionRow } from "../rows.js";
+import { type ConnectionRow, toConnection, ttlExpiry } from "../rows.js";
 import type { ConnectionFilter, EndConnection } from "../store.js";
-import { stmt, type SqlDialect } from "./dialect.js";
-import { audit, changes, lock, rows, type Program } from "./program.js";
+import { type SqlDialect, stmt } from "./dialect.js";
+import { audit, changes, lock, type Program, rows } from "./program.js";
 
 // The connections repository's writes, once for both adapters (src/store/sql/program.ts): the
 // connection-end cascade (row ended and wiped, its grants revoked, its approvals expired, every

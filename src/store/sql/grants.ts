@@ -1,9 +1,9 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { Grant } from "../records.js";
-import { toGrant, type GrantRow } from "../rows.js";
+import { type GrantRow, toGrant } from "../rows.js";
 import { stmt } from "./dialect.js";
-import { audit, changes, rows, type Program } from "./program.js";
+import { audit, changes, type Program, rows } from "./program.js";
 
 // The grants repository, once for both adapters (src/store/sql/program.ts).
 

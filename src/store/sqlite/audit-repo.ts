@@ -1,12 +1,13 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
+import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../rows.js";
 import type { AuditRepo } from "../store.js";
 import { AuditBatch } from "./audit-batch.js";
-import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-import { sampleLimit, toCallSample, type CallSampleRow, toRecord, type AuditRow } from "../rows.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 
 /** Writes audit rows; called inside the transaction of the change they describe. */
 export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
-  const insert = db.prepare(`INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id,
+  const insert =
+    db.prepare(`INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id,
     connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id)
     VALUES (@at, @event, @teamId, @channelId, @threadTs, @callerUserId, @ownerUserId, @connectionId, @service, @tool,
     @argsHash, @decision, @approverUserId, @durationMs, @resultBytes, @errorCode, @actor, @callId)`);
@@ -39,16 +40,46 @@ export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void
 function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> } {
   const clauses: string[] = [];
   const params: Record<string, unknown> = {};
-  if (q.since !== undefined) { clauses.push("at >= @since"); params.since = q.since; }
-  if (q.until !== undefined) { clauses.push("at < @until"); params.until = q.until; }
-  if (q.teamId) { clauses.push("team_id = @teamId"); params.teamId = q.teamId; }
-  if (q.userId) { clauses.push("(caller_user_id = @userId OR owner_user_id = @userId OR approver_user_id = @userId)"); params.userId = q.userId; }
-  if (q.connectionId) { clauses.push("connection_id = @connectionId"); params.connectionId = q.connectionId; }
-  if (q.service) { clauses.push("service = @service"); params.service = q.service; }
-  if (q.event) { clauses.push("event = @event"); params.event = q.event; }
-  if (q.callId) { clauses.push("call_id = @callId"); params.callId = q.callId; }
-  if (q.afterSeq !== undefined) { clauses.push("seq > @afterSeq"); params.afterSeq = q.afterSeq; }
-  if (q.seqs) { clauses.push("seq IN (SELECT value FROM json_each(@seqs))"); params.seqs = JSON.stringify(q.seqs.slice(0, 1000)); }
+  if (q.since !== undefined) {
+    clauses.push("at >= @since");
+    params.since = q.since;
+  }
+  if (q.until !== undefined) {
+    clauses.push("at < @until");
+    params.until = q.until;
+  }
+  if (q.teamId) {
+    clauses.push("team_id = @teamId");
+    params.teamId = q.teamId;
+  }
+  if (q.userId) {
+    clauses.push("(caller_user_id = @userId OR owner_user_id = @userId OR approver_user_id = @userId)");
+    params.userId = q.userId;
+  }
+  if (q.connectionId) {
+    clauses.push("connection_id = @connectionId");
+    params.connectionId = q.connectionId;
+  }
+  if (q.service) {
+    clauses.push("service = @service");
+    params.service = q.service;
+  }
+  if (q.event) {
+    clauses.push("event = @event");
+    params.event = q.event;
+  }
+  if (q.callId) {
+    clauses.push("call_id = @callId");
+    params.callId = q.callId;
+  }
+  if (q.afterSeq !== undefined) {
+    clauses.push("seq > @afterSeq");
+    params.afterSeq = q.afterSeq;
+  }
+  if (q.seqs) {
+    clauses.push("seq IN (SELECT value FROM json_each(@seqs))");
+    params.seqs = JSON.stringify(q.seqs.slice(0, 1000));
+  }
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
@@ -71,7 +102,9 @@ export class SqliteAuditRepo implements AuditRepo {
     const limit = q.limit ?? 1000;
     const n = Math.max(1, Math.min(Math.floor(limit), Number.MAX_SAFE_INTEGER));
     const latest = q.take === "latest";
-    const rows = this.db.prepare(`SELECT * FROM audit ${sql} ORDER BY seq ${latest ? "DESC" : "ASC"} LIMIT ${n}`).all(params) as AuditRow[];
+    const rows = this.db
+      .prepare(`SELECT * FROM audit ${sql} ORDER BY seq ${latest ? "DESC" : "ASC"} LIMIT ${n}`)
+      .all(params) as AuditRow[];
     if (latest) rows.reverse();
     return rows.map(toRecord);
   }

@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import { toCandidate, type CandidateMetaRow } from "../rows.js";
+import { type CandidateMetaRow, toCandidate } from "../rows.js";
 import { candidatesStatement } from "../sql/candidates.js";
 import { SQLITE } from "../sql/dialect.js";
 import type { CandidateQuery, CandidateRow } from "../store.js";

@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
-import { toConnection, type ConnectionRow } from "../rows.js";
+import { type ConnectionRow, toConnection } from "../rows.js";
 import { ownRowStatement } from "../sql/candidates.js";
 import * as ops from "../sql/connections.js";
 import { SQLITE } from "../sql/dialect.js";
@@ -16,7 +16,7 @@ import type {
 } from "../store.js";
 import { queryCandidates } from "./candidates-query.js";
 import { ConnectionMemo } from "./connection-memo.js";
-import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 import { SqliteRunner } from "./sqlite-program.js";
 
 // The connections repository on SQLite: the shared statements and writes of src/store/sql/, run

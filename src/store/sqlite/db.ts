@@ -1,8 +1,8 @@
-import { errorMessage } from "../../domain/errors.js";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { sleep, systemClock, type Clock } from "../../clock/clock.js";
+import { type Clock, sleep, systemClock } from "../../clock/clock.js";
+import { errorMessage } from "../../domain/errors.js";
 import { StoreError } from "../errors.js";
 import type { DbCounts } from "../store.js";
 
@@ -55,7 +55,6 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): D
   }
 }
 
-
 export type { DbCounts };
 
 const counts = new WeakMap<Db, DbCounts>();
@@ -77,7 +76,12 @@ function countStatements(db: Db): void {
     const st = prepare(sql);
     for (const m of ["run", "get", "all", "iterate"] as const) {
       const f = (st[m] as (...a: unknown[]) => unknown).bind(st);
-      Object.defineProperty(st, m, { value: (...a: unknown[]) => { c.statements++; return f(...a); } });
+      Object.defineProperty(st, m, {
+        value: (...a: unknown[]) => {
+          c.statements++;
+          return f(...a);
+        },
+      });
     }
     return st;
   }) as Db["prepare"];
@@ -122,7 +126,9 @@ export async function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_L
       if (!isBusy(err)) throw err;
       const waited = clock.now() - started;
       if (waited >= wait.maxWaitMs) {
-        throw new StoreError("busy", `database is locked by another writer (waited ${Math.round(waited)} ms)`, { cause: err });
+        throw new StoreError("busy", `database is locked by another writer (waited ${Math.round(waited)} ms)`, {
+          cause: err,
+        });
       }
       // Jittered exponential pause, capped, never past the deadline.
       await sleep(clock, Math.min(pause * (0.5 + Math.random()), 50, Math.max(1, wait.maxWaitMs - waited)));

@@ -3,7 +3,7 @@ import type { ThreadRef } from "../../domain/thread.js";
 import type { Grant } from "../records.js";
 import * as ops from "../sql/grants.js";
 import type { GrantRepo } from "../store.js";
-import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 import { SqliteRunner } from "./sqlite-program.js";
 
 /** Inserts a grant unless a live one exists; runs inside the caller's transaction. */

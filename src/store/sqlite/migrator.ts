@@ -1,15 +1,15 @@
 import { fileURLToPath } from "node:url";
 import {
+  type AppliedMigration,
   INSERT_APPLIED,
+  type Migration,
+  type MigrationReport,
   migrationFailed,
   migrationReport,
   pendingMigrations,
   readMigrations as readFrom,
-  schemaMigrationsDdl,
   SELECT_APPLIED,
-  type AppliedMigration,
-  type Migration,
-  type MigrationReport,
+  schemaMigrationsDdl,
 } from "../sql/migrations.js";
 import type { Db } from "./db.js";
 

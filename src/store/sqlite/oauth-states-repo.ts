@@ -1,6 +1,6 @@
 import type { OAuthStateRepo } from "../installation-records.js";
 import { checkOAuthState, DEFAULT_MAX_LIVE_OAUTH_STATES } from "../installation-rows.js";
-import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 
 /** SQLite OAuth install states: hashes only, taken once by one DELETE … RETURNING, capped oldest-first. */
 export class SqliteOAuthStateRepo implements OAuthStateRepo {
@@ -9,13 +9,23 @@ export class SqliteOAuthStateRepo implements OAuthStateRepo {
     private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {}
 
-  async put(stateHash: string, payload: string, expiresAt: number, at: number, maxLive: number = DEFAULT_MAX_LIVE_OAUTH_STATES): Promise<number> {
+  async put(
+    stateHash: string,
+    payload: string,
+    expiresAt: number,
+    at: number,
+    maxLive: number = DEFAULT_MAX_LIVE_OAUTH_STATES,
+  ): Promise<number> {
     checkOAuthState(stateHash, payload, expiresAt, at, maxLive);
     const dropExpired = this.db.prepare("DELETE FROM oauth_states WHERE expires_at <= ?");
     const live = this.db.prepare("SELECT count(*) AS n FROM oauth_states");
     // The oldest first; the hash breaks ties (states of one millisecond), as PostgreSQL orders them.
-    const evict = this.db.prepare("DELETE FROM oauth_states WHERE state_hash IN (SELECT state_hash FROM oauth_states ORDER BY created_at, state_hash LIMIT ?)");
-    const insert = this.db.prepare("INSERT INTO oauth_states (state_hash, payload, created_at, expires_at) VALUES (?, ?, ?, ?)");
+    const evict = this.db.prepare(
+      "DELETE FROM oauth_states WHERE state_hash IN (SELECT state_hash FROM oauth_states ORDER BY created_at, state_hash LIMIT ?)",
+    );
+    const insert = this.db.prepare(
+      "INSERT INTO oauth_states (state_hash, payload, created_at, expires_at) VALUES (?, ?, ?, ?)",
+    );
     return writeTx(
       this.db,
       () => {
@@ -31,7 +41,11 @@ export class SqliteOAuthStateRepo implements OAuthStateRepo {
 
   async take(stateHash: string, at: number): Promise<string | undefined> {
     const del = this.db.prepare("DELETE FROM oauth_states WHERE state_hash = ? RETURNING payload, expires_at");
-    const r = await writeTx(this.db, () => del.get(stateHash) as { payload: string; expires_at: number } | undefined, this.wait);
+    const r = await writeTx(
+      this.db,
+      () => del.get(stateHash) as { payload: string; expires_at: number } | undefined,
+      this.wait,
+    );
     // An expired state is deleted all the same: it can never be taken later.
     return r && r.expires_at > at ? r.payload : undefined;
   }

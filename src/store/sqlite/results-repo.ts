@@ -1,8 +1,8 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { PutResultOutcome, ResultRepo, StoredResult, StoredResultMeta } from "../result-repo.js";
+import { META_COLUMNS, type ResultRow, toMeta } from "../rows.js";
 import { makeAuditWriter } from "./audit-repo.js";
-import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
-import { META_COLUMNS, toMeta, type ResultRow } from "../rows.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 
 /** SQLite stored results: one row per kept result; eviction and expiry delete rows (secure_delete overwrites them). */
 export class SqliteResultRepo implements ResultRepo {
@@ -15,10 +15,16 @@ export class SqliteResultRepo implements ResultRepo {
     this.audit = makeAuditWriter(db);
   }
 
-  async put(r: StoredResult, maxTeamBytes: number, audit: (evicted: readonly StoredResultMeta[]) => readonly AuditEvent[]): Promise<PutResultOutcome> {
+  async put(
+    r: StoredResult,
+    maxTeamBytes: number,
+    audit: (evicted: readonly StoredResultMeta[]) => readonly AuditEvent[],
+  ): Promise<PutResultOutcome> {
     const dropExpired = this.db.prepare("DELETE FROM stored_results WHERE team_id = ? AND expires_at <= ?");
     const total = this.db.prepare("SELECT COALESCE(SUM(size_bytes), 0) AS n FROM stored_results WHERE team_id = ?");
-    const oldest = this.db.prepare(`SELECT ${META_COLUMNS} FROM stored_results WHERE team_id = ? ORDER BY created_at, id`);
+    const oldest = this.db.prepare(
+      `SELECT ${META_COLUMNS} FROM stored_results WHERE team_id = ? ORDER BY created_at, id`,
+    );
     const remove = this.db.prepare("DELETE FROM stored_results WHERE id = ?");
     const insert = this.db.prepare(`INSERT INTO stored_results (${META_COLUMNS}, key_id, nonce, ciphertext, tag)
       VALUES (@id, @teamId, @channelId, @threadTs, @ownerUserId, @callId, @service, @tool, @sizeBytes, @createdAt, @expiresAt, @keyId, @nonce, @ciphertext, @tag)`);
@@ -37,7 +43,13 @@ export class SqliteResultRepo implements ResultRepo {
           evicted.push(toMeta(row));
         }
         const { sealed, ...meta } = r;
-        insert.run({ ...meta, keyId: sealed.keyId, nonce: sealed.nonce, ciphertext: sealed.ciphertext, tag: sealed.tag });
+        insert.run({
+          ...meta,
+          keyId: sealed.keyId,
+          nonce: sealed.nonce,
+          ciphertext: sealed.ciphertext,
+          tag: sealed.tag,
+        });
         this.audit(audit(evicted));
         return { stored: true, evicted };
       },
@@ -58,14 +70,22 @@ export class SqliteResultRepo implements ResultRepo {
 
   async deleteTeam(teamId: string, audit: readonly AuditEvent[]): Promise<number> {
     const del = this.db.prepare("DELETE FROM stored_results WHERE team_id = ?");
-    return writeTx(this.db, () => {
-      const n = del.run(teamId).changes;
-      this.audit(audit);
-      return n;
-    }, this.wait);
+    return writeTx(
+      this.db,
+      () => {
+        const n = del.run(teamId).changes;
+        this.audit(audit);
+        return n;
+      },
+      this.wait,
+    );
   }
 
   async teamBytes(teamId: string, now: number): Promise<number> {
-    return (this.db.prepare("SELECT COALESCE(SUM(size_bytes), 0) AS n FROM stored_results WHERE team_id = ? AND expires_at > ?").get(teamId, now) as { n: number }).n;
+    return (
+      this.db
+        .prepare("SELECT COALESCE(SUM(size_bytes), 0) AS n FROM stored_results WHERE team_id = ? AND expires_at > ?")
+        .get(teamId, now) as { n: number }
+    ).n;
   }
 }

@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { AuditEvent } from "../../audit/event.js";
 import { SQLITE } from "../sql/dialect.js";
-import { runSync, type Program, type Step } from "../sql/program.js";
+import { type Program, runSync, type Step } from "../sql/program.js";
 import { makeAuditWriter } from "./audit-repo.js";
 import type { Db } from "./db.js";
 

@@ -4,16 +4,24 @@ import type { DbCounts, Store } from "../store.js";
 import { SqliteApprovalRepo } from "./approvals-repo.js";
 import { makeAuditWriter, SqliteAuditRepo } from "./audit-repo.js";
 import { SqliteConnectionRepo } from "./connections-repo.js";
-import { dbCounts, DEFAULT_LOCK_WAIT, openDatabase, SERVING_BUSY_TIMEOUT_MS, writeTx, type Db, type LockWait } from "./db.js";
+import {
+  type Db,
+  DEFAULT_LOCK_WAIT,
+  dbCounts,
+  type LockWait,
+  openDatabase,
+  SERVING_BUSY_TIMEOUT_MS,
+  writeTx,
+} from "./db.js";
 import { SqliteGrantRepo } from "./grants-repo.js";
 import { SqliteInstallationRepo } from "./installations-repo.js";
-import { SqliteOAuthStateRepo } from "./oauth-states-repo.js";
 import { SqliteLoginSessionRepo } from "./login-sessions-repo.js";
-import { migrate, type MigrationReport } from "./migrator.js";
+import { type MigrationReport, migrate } from "./migrator.js";
+import { SqliteOAuthStateRepo } from "./oauth-states-repo.js";
 import { SqliteResultRepo } from "./results-repo.js";
 import { SqliteToolMetadataRepo } from "./tool-metadata-repo.js";
-import { SqliteWorkspaceRepo } from "./workspace-repo.js";
 import { SqliteToolPinRepo } from "./tool-pins-repo.js";
+import { SqliteWorkspaceRepo } from "./workspace-repo.js";
 
 /** The embedded SQLite store. */
 export class SqliteStore implements Store {
@@ -83,7 +91,11 @@ export class SqliteStore implements Store {
  * Opens the SQLite file, applies pending migrations (waiting for a lock is fine then) and returns
  * the store, whose SQLite busy wait is then cut to a few ms: lock waits are async retries of `wait`.
  */
-export function openSqliteStore(file: string, now: () => number = Date.now, wait: LockWait = DEFAULT_LOCK_WAIT): { store: SqliteStore; migrations: MigrationReport } {
+export function openSqliteStore(
+  file: string,
+  now: () => number = Date.now,
+  wait: LockWait = DEFAULT_LOCK_WAIT,
+): { store: SqliteStore; migrations: MigrationReport } {
   const db = openDatabase(file);
   try {
     const migrations = migrate(db, undefined, now);

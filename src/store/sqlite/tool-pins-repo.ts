@@ -5,7 +5,7 @@ import type { AuditEvent } from "../../audit/event.js";
 import type { ToolPin } from "../records.js";
 import type { PinWrite, ToolPinRepo } from "../store.js";
 import { makeAuditWriter } from "./audit-repo.js";
-import { DEFAULT_LOCK_WAIT, writeTx, type Db, type LockWait } from "./db.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 
 /** A row read back is parsed like any other edge: an unknown status is an error, not a guess. */
 const pinRow = z
@@ -75,7 +75,9 @@ export class SqliteToolPinRepo implements ToolPinRepo {
     const key = JSON.stringify([teamId, service, tool]);
     const hit = this.memo.get(key);
     if (hit) return hit.pin;
-    const r = this.db.prepare("SELECT * FROM tool_pins WHERE team_id = ? AND service = ? AND tool = ?").get(teamId, service, tool);
+    const r = this.db
+      .prepare("SELECT * FROM tool_pins WHERE team_id = ? AND service = ? AND tool = ?")
+      .get(teamId, service, tool);
     const pin = r === undefined ? undefined : toPin(r);
     this.memo.set(key, { pin });
     return pin;
@@ -100,15 +102,30 @@ export class SqliteToolPinRepo implements ToolPinRepo {
   async undecided(f: { teamId?: string; service?: string; tool?: string; limit: number }): Promise<ToolPin[]> {
     const where = ["status <> 'pinned'"];
     const params: (string | number)[] = [];
-    if (f.teamId !== undefined) { where.push("team_id = ?"); params.push(f.teamId); }
-    if (f.service !== undefined) { where.push("service = ?"); params.push(f.service); }
-    if (f.tool !== undefined) { where.push("tool = ?"); params.push(f.tool); }
+    if (f.teamId !== undefined) {
+      where.push("team_id = ?");
+      params.push(f.teamId);
+    }
+    if (f.service !== undefined) {
+      where.push("service = ?");
+      params.push(f.service);
+    }
+    if (f.tool !== undefined) {
+      where.push("tool = ?");
+      params.push(f.tool);
+    }
     params.push(Math.max(0, Math.floor(f.limit)));
-    return this.db.prepare(`SELECT * FROM tool_pins WHERE ${where.join(" AND ")} ORDER BY changed_at DESC, team_id, service, tool LIMIT ?`).all(...params).map(toPin);
+    return this.db
+      .prepare(
+        `SELECT * FROM tool_pins WHERE ${where.join(" AND ")} ORDER BY changed_at DESC, team_id, service, tool LIMIT ?`,
+      )
+      .all(...params)
+      .map(toPin);
   }
 
   async update<T>(teamId: string, service: string, change: (current: readonly ToolPin[]) => PinWrite<T>): Promise<T> {
-    const upsert = this.db.prepare(`INSERT INTO tool_pins (team_id, service, tool, status, pinned_hash, pinned_definition, pending_hash, pending_definition,
+    const upsert =
+      this.db.prepare(`INSERT INTO tool_pins (team_id, service, tool, status, pinned_hash, pinned_definition, pending_hash, pending_definition,
         first_seen_at, changed_at, decided_at, decided_by) VALUES (@teamId, @service, @tool, @status, @pinnedHash, @pinnedDefinition, @pendingHash,
         @pendingDefinition, @firstSeenAt, @changedAt, @decidedAt, @decidedBy)
       ON CONFLICT (team_id, service, tool) DO UPDATE SET status = excluded.status, pinned_hash = excluded.pinned_hash,
@@ -132,6 +149,9 @@ export class SqliteToolPinRepo implements ToolPinRepo {
   }
 
   private readService(teamId: string, service: string): ToolPin[] {
-    return this.db.prepare("SELECT * FROM tool_pins WHERE team_id = ? AND service = ? ORDER BY tool").all(teamId, service).map(toPin);
+    return this.db
+      .prepare("SELECT * FROM tool_pins WHERE team_id = ? AND service = ? ORDER BY tool")
+      .all(teamId, service)
+      .map(toPin);
   }
 }

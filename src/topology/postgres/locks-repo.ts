@@ -83,7 +83,8 @@ export class PgLocks implements LeaderLocks, RefreshLock {
 
   private release(): void {
     const next = this.queue.shift();
-    if (next) next(); // the slot passes straight to the next waiter
+    if (next)
+      next(); // the slot passes straight to the next waiter
     else this.refreshing--;
   }
 

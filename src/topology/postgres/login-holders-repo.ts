@@ -16,7 +16,9 @@ export class PgLoginHolders implements LoginHolders {
   constructor(private readonly db: PgDb) {}
 
   async holderOf(id: string): Promise<string | undefined> {
-    const r = (await this.db.query<{ holder_url: string | null }>("SELECT holder_url FROM login_sessions WHERE id = $1", [id])).rows[0];
+    const r = (
+      await this.db.query<{ holder_url: string | null }>("SELECT holder_url FROM login_sessions WHERE id = $1", [id])
+    ).rows[0];
     return r?.holder_url ?? undefined;
   }
 
@@ -25,7 +27,10 @@ export class PgLoginHolders implements LoginHolders {
   }
 
   async takeOver(id: string, from: string, to: string): Promise<boolean> {
-    const res = await this.db.query("UPDATE login_sessions SET holder_url = $3 WHERE id = $1 AND status = 'opened' AND holder_url = $2", [id, from, to]);
+    const res = await this.db.query(
+      "UPDATE login_sessions SET holder_url = $3 WHERE id = $1 AND status = 'opened' AND holder_url = $2",
+      [id, from, to],
+    );
     return res.rowCount === 1;
   }
 

@@ -2,7 +2,6 @@ import type { ClusterSignals } from "../../cluster/signals.js";
 import type { SessionRecords } from "../../server/session-records.js";
 import type { PgDb } from "../../store/postgres/pg-db.js";
 import type { TurnLimits } from "../../turns/turn-rules.js";
-import type { TurnStore } from "../../turns/turn-store.js";
 import type { ReplicaParts, SignalDeps, Topology } from "../topology.js";
 import { PgLocks } from "./locks-repo.js";
 import { PgLoginHolders } from "./login-holders-repo.js";

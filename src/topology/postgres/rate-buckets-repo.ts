@@ -1,5 +1,5 @@
-import { retryAtFor, fullAfterMs } from "../../limits/token-bucket.js";
 import type { BucketTake, RateBuckets, TakeResult } from "../../limits/call-rate.js";
+import { fullAfterMs, retryAtFor } from "../../limits/token-bucket.js";
 import type { PgDb } from "../../store/postgres/pg-db.js";
 
 // The call-rate buckets every replica shares (migrations/postgres/0010_tenant_limits.sql). One statement per call:
@@ -10,7 +10,8 @@ import type { PgDb } from "../../store/postgres/pg-db.js";
 const SWEEP_EVERY_MS = 60_000;
 
 /** The refill expression of bucket `b` at `$now` for rate parameters `$burst`, `$perMs`. */
-const refill = (now: string, burst: string, perMs: string): string => `LEAST(${burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${perMs}::float8)`;
+const refill = (now: string, burst: string, perMs: string): string =>
+  `LEAST(${burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${perMs}::float8)`;
 
 /** The statement for `n` takes: parameters $1 = now, then key, burst, perMs per take. */
 function takeStatement(n: number): string {
@@ -28,7 +29,10 @@ function takeStatement(n: number): string {
         granted = ${r} >= 1
       RETURNING tokens, granted)`);
   }
-  const cols = Array.from({ length: n }, (_, i) => `(SELECT tokens FROM c${i}) AS t${i}, (SELECT granted FROM c${i}) AS g${i}`);
+  const cols = Array.from(
+    { length: n },
+    (_, i) => `(SELECT tokens FROM c${i}) AS t${i}, (SELECT granted FROM c${i}) AS g${i}`,
+  );
   return `WITH ${ctes.join(",\n")}\nSELECT ${cols.join(", ")}`;
 }
 
@@ -62,7 +66,10 @@ export class PgRateBuckets implements RateBuckets {
 
   /** Deletes buckets untouched long enough to be full again (an absent bucket is a full one); returns how many. */
   async sweep(now: number, olderThanMs: number = this.longestRefillMs): Promise<number> {
-    return (await this.db.query("DELETE FROM rate_buckets WHERE updated_at < $1", [Math.floor(now - olderThanMs)])).rowCount ?? 0;
+    return (
+      (await this.db.query("DELETE FROM rate_buckets WHERE updated_at < $1", [Math.floor(now - olderThanMs)]))
+        .rowCount ?? 0
+    );
   }
 
   /** Keeps the table to the buckets still refilling, off the call's own path (its failure only delays the next sweep). */

@@ -1,11 +1,18 @@
-import { errorMessage } from "../../domain/errors.js";
 import type { Clock, Timer } from "../../clock/clock.js";
-import { DISPATCH_DEFAULTS, SignalDispatch, type DispatchLimits } from "../../cluster/dispatch.js";
-import { decodeSignal, encodeSignal, type ClusterSignals, type SignalHandler, type SignalPayload, type SignalTopic } from "../../cluster/signals.js";
+import { DISPATCH_DEFAULTS, type DispatchLimits, SignalDispatch } from "../../cluster/dispatch.js";
 import { SignalSeal } from "../../cluster/signal-seal.js";
+import {
+  type ClusterSignals,
+  decodeSignal,
+  encodeSignal,
+  type SignalHandler,
+  type SignalPayload,
+  type SignalTopic,
+} from "../../cluster/signals.js";
+import { errorMessage } from "../../domain/errors.js";
 import type { Logger } from "../../log/logger.js";
-import type { KeyRing } from "../../vault/keyring.js";
 import type { PgDb } from "../../store/postgres/pg-db.js";
+import type { KeyRing } from "../../vault/keyring.js";
 
 /** The NOTIFY channel every replica of one database listens on. */
 export const SIGNAL_CHANNEL = "slaude_signals";
@@ -124,7 +131,10 @@ export class PgClusterSignals implements ClusterSignals {
     // Any role that may connect can NOTIFY on this channel: only what opens under our key ring, once and fresh, is acted on.
     const opened = this.seal.open(text);
     if ("dropped" in opened) {
-      this.o.log.warn("cluster signal dropped: not sealed by a replica of this deployment", { why: opened.dropped, bytes: Buffer.byteLength(text) });
+      this.o.log.warn("cluster signal dropped: not sealed by a replica of this deployment", {
+        why: opened.dropped,
+        bytes: Buffer.byteLength(text),
+      });
       return;
     }
     const signal = decodeSignal(opened.wire);

@@ -1,4 +1,6 @@
 import type { ThreadRef } from "../../domain/thread.js";
+import { StoreError } from "../../store/errors.js";
+import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
 import {
   beginTurn,
   DEFAULT_TURN_LIMITS,
@@ -8,17 +10,15 @@ import {
   newTurnId,
   resolveTurn,
   slackTurn,
-  threadKey,
-  threadTurnsSchema,
   type ThreadTurns,
   type TurnChange,
   type TurnLimits,
   type TurnRecord,
   type TurnResolution,
+  threadKey,
+  threadTurnsSchema,
 } from "../../turns/turn-rules.js";
 import type { Turn, TurnStore } from "../../turns/turn-store.js";
-import { StoreError } from "../../store/errors.js";
-import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
 
 // The turns of every thread in PostgreSQL, so a turn reported to any replica is in force at the
 // next call on every replica. One row per thread (turn_threads) holds its ThreadTurns value; every
@@ -29,7 +29,11 @@ import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
 /** Reads a stored state strictly: a row that does not parse fails the call, it is never guessed at. */
 function parseState(raw: unknown, key: string): ThreadTurns {
   const p = threadTurnsSchema.safeParse(raw);
-  if (!p.success) throw new StoreError("open_failed", `turn state of thread ${key} is not valid: ${p.error.issues[0]?.message ?? "unreadable"}`);
+  if (!p.success)
+    throw new StoreError(
+      "open_failed",
+      `turn state of thread ${key} is not valid: ${p.error.issues[0]?.message ?? "unreadable"}`,
+    );
   return p.data;
 }
 
@@ -52,10 +56,21 @@ export class PgTurnStore implements TurnStore {
    * Locks the row of `key` (created empty first when `create`), prunes expired turns, applies `fn`,
    * and writes state, seen time and id index in one statement; undefined when there is no row.
    */
-  private async mutate<T>(key: string, now: number, create: boolean, fn: (s: ThreadTurns) => { m: Mutation; out: T }): Promise<T | undefined> {
+  private async mutate<T>(
+    key: string,
+    now: number,
+    create: boolean,
+    fn: (s: ThreadTurns) => { m: Mutation; out: T },
+  ): Promise<T | undefined> {
     return this.db.tx(async (q) => {
-      if (create) await q.query("INSERT INTO turn_threads (thread_key, state, seen_at) VALUES ($1, $2, $3) ON CONFLICT (thread_key) DO NOTHING", [key, EMPTY_THREAD, now]);
-      const row = (await q.query<{ state: unknown }>("SELECT state FROM turn_threads WHERE thread_key = $1 FOR UPDATE", [key])).rows[0];
+      if (create)
+        await q.query(
+          "INSERT INTO turn_threads (thread_key, state, seen_at) VALUES ($1, $2, $3) ON CONFLICT (thread_key) DO NOTHING",
+          [key, EMPTY_THREAD, now],
+        );
+      const row = (
+        await q.query<{ state: unknown }>("SELECT state FROM turn_threads WHERE thread_key = $1 FOR UPDATE", [key])
+      ).rows[0];
       if (!row) return undefined;
       const pruned = expireTurns(parseState(row.state, key), now, this.limits);
       const { m, out } = fn(pruned.state);
@@ -68,7 +83,10 @@ export class PgTurnStore implements TurnStore {
 
   async set(thread: ThreadRef, userId: string, at: number, opts: { readonly explicit?: boolean } = {}): Promise<Turn> {
     const turn: TurnRecord = { id: newTurnId(), userId, at, explicit: opts.explicit === true };
-    await this.mutate(threadKey(thread), at, true, (s) => ({ m: { change: beginTurn(s, turn, at * 1000, this.limits), added: turn }, out: true }));
+    await this.mutate(threadKey(thread), at, true, (s) => ({
+      m: { change: beginTurn(s, turn, at * 1000, this.limits), added: turn },
+      out: true,
+    }));
     return { ...turn, thread };
   }
 
@@ -82,7 +100,9 @@ export class PgTurnStore implements TurnStore {
   }
 
   async end(id: string, now: number): Promise<boolean> {
-    const key = (await this.db.query<{ thread_key: string }>("SELECT thread_key FROM turn_ids WHERE turn_id = $1", [id])).rows[0]?.thread_key;
+    const key = (
+      await this.db.query<{ thread_key: string }>("SELECT thread_key FROM turn_ids WHERE turn_id = $1", [id])
+    ).rows[0]?.thread_key;
     if (key === undefined) return false;
     const done = await this.mutate(key, now, false, (s) => {
       const change = endTurn(s, id, now, this.limits);
@@ -92,7 +112,9 @@ export class PgTurnStore implements TurnStore {
   }
 
   async threadOf(id: string): Promise<ThreadRef | undefined> {
-    const key = (await this.db.query<{ thread_key: string }>("SELECT thread_key FROM turn_ids WHERE turn_id = $1", [id])).rows[0]?.thread_key;
+    const key = (
+      await this.db.query<{ thread_key: string }>("SELECT thread_key FROM turn_ids WHERE turn_id = $1", [id])
+    ).rows[0]?.thread_key;
     // The key is threadKey(): team/channel/ts, none of which holds a '/'.
     const [teamId, channelId, threadTs, ...rest] = key?.split("/") ?? [];
     return teamId && channelId && threadTs && rest.length === 0 ? { teamId, channelId, threadTs } : undefined;
@@ -100,7 +122,12 @@ export class PgTurnStore implements TurnStore {
 
   async resolve(thread: ThreadRef, turnId: string | undefined, now: number): Promise<TurnResolution> {
     const key = threadKey(thread);
-    const row = (await this.db.query<{ state: unknown; seen_at: number }>("SELECT state, seen_at FROM turn_threads WHERE thread_key = $1", [key])).rows[0];
+    const row = (
+      await this.db.query<{ state: unknown; seen_at: number }>(
+        "SELECT state, seen_at FROM turn_threads WHERE thread_key = $1",
+        [key],
+      )
+    ).rows[0];
     // A call keeps its thread served: the seen time is refreshed (rarely: a quarter of the max age)
     // so the reaper never forgets a thread a session is still calling in.
     if (!row || now - row.seen_at > Math.floor(this.limits.maxTurnMs / 4)) await this.markServed(thread, now);
@@ -117,12 +144,15 @@ export class PgTurnStore implements TurnStore {
   }
 
   async isServed(thread: ThreadRef): Promise<boolean> {
-    return (await this.db.query("SELECT 1 FROM turn_threads WHERE thread_key = $1", [threadKey(thread)])).rows.length > 0;
+    return (
+      (await this.db.query("SELECT 1 FROM turn_threads WHERE thread_key = $1", [threadKey(thread)])).rows.length > 0
+    );
   }
 
   private async read(thread: ThreadRef): Promise<ThreadTurns | undefined> {
     const key = threadKey(thread);
-    const row = (await this.db.query<{ state: unknown }>("SELECT state FROM turn_threads WHERE thread_key = $1", [key])).rows[0];
+    const row = (await this.db.query<{ state: unknown }>("SELECT state FROM turn_threads WHERE thread_key = $1", [key]))
+      .rows[0];
     return row ? parseState(row.state, key) : undefined;
   }
 
@@ -136,7 +166,8 @@ export class PgTurnStore implements TurnStore {
 
   /** Deletes threads not seen for the turn max age, then the least recently seen beyond `maxThreads` (their ids cascade). */
   async reap(now: number): Promise<number> {
-    const idle = (await this.db.query("DELETE FROM turn_threads WHERE seen_at < $1", [now - this.limits.maxTurnMs])).rowCount ?? 0;
+    const idle =
+      (await this.db.query("DELETE FROM turn_threads WHERE seen_at < $1", [now - this.limits.maxTurnMs])).rowCount ?? 0;
     const over = await this.db.query(
       "DELETE FROM turn_threads WHERE thread_key IN (SELECT thread_key FROM turn_threads ORDER BY seen_at DESC, thread_key OFFSET $1)",
       [this.limits.maxThreads],
@@ -151,7 +182,14 @@ export class PgTurnStore implements TurnStore {
 }
 
 /** Writes a thread's new state and its id index in one statement (data-modifying CTEs run together). */
-async function write(q: Sql, key: string, state: ThreadTurns, now: number, dropped: readonly string[], added: string | undefined): Promise<void> {
+async function write(
+  q: Sql,
+  key: string,
+  state: ThreadTurns,
+  now: number,
+  dropped: readonly string[],
+  added: string | undefined,
+): Promise<void> {
   await q.query(
     `WITH u AS (UPDATE turn_threads SET state = $2, seen_at = GREATEST(seen_at, $3) WHERE thread_key = $1),
           d AS (DELETE FROM turn_ids WHERE turn_id = ANY($4::text[]))

@@ -1,11 +1,18 @@
-import { ConnectionError } from "../../connections/errors.js";
-import { errorMessage } from "../../domain/errors.js";
 import type { ApprovalCard } from "../../approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../approvals/channel.js";
 import type { ConsentNotifier } from "../../broker/ports.js";
 import { approvalCard, approvalSettledCard, approvalThreadNote } from "../../cards/approval-cards.js";
-import { connectionReadyCard, consentCard, consentUsedCard, expiredCard, needsLoginCard, revokedCard } from "../../cards/notice-cards.js";
+import {
+  connectionReadyCard,
+  consentCard,
+  consentUsedCard,
+  expiredCard,
+  needsLoginCard,
+  revokedCard,
+} from "../../cards/notice-cards.js";
 import type { Service, ServiceRegistry } from "../../config/registry.js";
+import { ConnectionError } from "../../connections/errors.js";
+import { errorMessage } from "../../domain/errors.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { Logger } from "../../log/logger.js";
 import type { MembershipSource } from "../../membership/membership.js";
@@ -49,7 +56,10 @@ export class LocalApprovalChannel implements ApprovalChannel {
 
   private async note(a: Approval, outcome: ApprovalOutcome | "asked"): Promise<void> {
     try {
-      await this.ws.note({ teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs }, approvalThreadNote(a, outcome, this.timeoutMs));
+      await this.ws.note(
+        { teamId: a.teamId, channelId: a.channelId, threadTs: a.threadTs },
+        approvalThreadNote(a, outcome, this.timeoutMs),
+      );
     } catch (err) {
       // The owner has the card; a missing thread note is worth a log line, not a refusal.
       this.log.warn("could not post the note in the local thread", { approvalId: a.id, error: errorMessage(err) });
@@ -66,8 +76,12 @@ export class LocalConsent implements ConsentNotifier {
   async sendConsent(thread: ThreadRef, userId: string, serviceName: string): Promise<void> {
     const service = this.registry.get(serviceName);
     if (!service) throw new ConnectionError("unknown_service", `unknown service ${serviceName}`);
-    const card = consentCard(service, this.ws.loginAvailable ? { kind: "continue" } : { kind: "unavailable" }, { thread });
-    await this.ws.deliver(userId, card, { subject: { service: service.name, channelId: thread.channelId, threadTs: thread.threadTs } });
+    const card = consentCard(service, this.ws.loginAvailable ? { kind: "continue" } : { kind: "unavailable" }, {
+      thread,
+    });
+    await this.ws.deliver(userId, card, {
+      subject: { service: service.name, channelId: thread.channelId, threadTs: thread.threadTs },
+    });
   }
 }
 
@@ -83,12 +97,18 @@ export class LocalOwnerNotices implements OwnerNotices {
   }
   async connectionEnded(connection: Connection, end: ConnectionEnd): Promise<void> {
     if (!connection.ownerUserId) return;
-    await this.ws.deliver(connection.ownerUserId, end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by));
+    await this.ws.deliver(
+      connection.ownerUserId,
+      end.how === "expired" ? expiredCard(connection) : revokedCard(connection, end.by),
+    );
   }
 }
 
 /** The local adapter set over one LocalWorkspaceService. */
-export function localAdapters(ws: LocalWorkspaceService, deps: { registry: ServiceRegistry; log: Logger; store: Store; approvalTimeoutMs: number }): WorkspaceAdapters & { readonly local: LocalWorkspaceService } {
+export function localAdapters(
+  ws: LocalWorkspaceService,
+  deps: { registry: ServiceRegistry; log: Logger; store: Store; approvalTimeoutMs: number },
+): WorkspaceAdapters & { readonly local: LocalWorkspaceService } {
   const admins: AdminDirectoryPort = { isAdmin: (teamId, userId) => ws.isAdmin(teamId, userId) };
   return {
     kind: "local",

@@ -1,19 +1,29 @@
-import { errorMessage } from "../../domain/errors.js";
-import type { AdminEntry } from "../../config/env.js";
-import { listedAdmin } from "../../installations/admin-entries.js";
 import type { ApprovalService, ClickResult } from "../../approvals/approval-service.js";
-import { plainLine, type Card, type CardLine } from "../../domain/card.js";
 import { consentCard } from "../../cards/notice-cards.js";
 import type { Clock } from "../../clock/clock.js";
+import type { AdminEntry } from "../../config/env.js";
 import type { ServiceRegistry } from "../../config/registry.js";
+import { type Card, type CardLine, plainLine } from "../../domain/card.js";
+import { errorMessage } from "../../domain/errors.js";
 import { newId } from "../../domain/ids.js";
 import type { ThreadRef } from "../../domain/thread.js";
+import { listedAdmin } from "../../installations/admin-entries.js";
 import type { Logger } from "../../log/logger.js";
 import type { LoginService } from "../../login/login-service.js";
 import type { ConsentSubject, InboxRecord } from "../../store/records.js";
 import type { Store } from "../../store/store.js";
 import { LocalWorkspaceError } from "./errors.js";
-import { DEMO_TEAM, LOCAL_TEAM_ID, type InboxItem, type LocalWorkspace, type ThreadNote, type WorkspaceChannel, type WorkspaceEvent, type WorkspaceThread, type WorkspaceUser } from "./model.js";
+import {
+  DEMO_TEAM,
+  type InboxItem,
+  LOCAL_TEAM_ID,
+  type LocalWorkspace,
+  type ThreadNote,
+  type WorkspaceChannel,
+  type WorkspaceEvent,
+  type WorkspaceThread,
+  type WorkspaceUser,
+} from "./model.js";
 
 /** Caps of everything the local workspace keeps, so nothing grows without bound. */
 export interface LocalWorkspaceLimits {
@@ -27,7 +37,12 @@ export interface LocalWorkspaceLimits {
 }
 
 /** The defaults: generous for a laptop demo, small enough for memory and the database. */
-export const LOCAL_LIMITS: LocalWorkspaceLimits = { inboxPerUser: 200, threads: 1_000, notesPerThread: 200, listeners: 32 };
+export const LOCAL_LIMITS: LocalWorkspaceLimits = {
+  inboxPerUser: 200,
+  threads: 1_000,
+  notesPerThread: 200,
+  listeners: 32,
+};
 
 /** What the workspace needs from the login service: minting one-time links. */
 export type LinkMinter = Pick<LoginService, "mint">;
@@ -44,7 +59,16 @@ export class LocalWorkspaceService implements LocalWorkspace {
   private logins: LinkMinter | undefined;
   private lastTs = 0;
 
-  constructor(private readonly deps: { store: Store; clock: Clock; log: Logger; registry: ServiceRegistry; admins: readonly AdminEntry[]; limits?: Partial<LocalWorkspaceLimits> }) {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      log: Logger;
+      registry: ServiceRegistry;
+      admins: readonly AdminEntry[];
+      limits?: Partial<LocalWorkspaceLimits>;
+    },
+  ) {
     this.limits = { ...LOCAL_LIMITS, ...deps.limits };
   }
 
@@ -61,7 +85,10 @@ export class LocalWorkspaceService implements LocalWorkspace {
 
   /** Seeds the demo team on first start; true when it did (never again, so removed members stay removed). */
   seed(): Promise<boolean> {
-    return this.deps.store.workspace.seed({ teamId: this.teamId, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels }, this.deps.clock.now());
+    return this.deps.store.workspace.seed(
+      { teamId: this.teamId, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels },
+      this.deps.clock.now(),
+    );
   }
 
   users(): Promise<WorkspaceUser[]> {
@@ -81,7 +108,10 @@ export class LocalWorkspaceService implements LocalWorkspace {
 
   async setMember(channelId: string, userId: string, member: boolean): Promise<void> {
     if (!(await this.deps.store.workspace.setMember(this.teamId, channelId, userId, member, this.deps.clock.now()))) {
-      throw new LocalWorkspaceError("unknown_channel", `no channel ${channelId} with a user ${userId} in the local workspace`);
+      throw new LocalWorkspaceError(
+        "unknown_channel",
+        `no channel ${channelId} with a user ${userId} in the local workspace`,
+      );
     }
     this.deps.log.info("local workspace membership changed", { channelId, userId, member });
     this.emit({ type: "workspace" });
@@ -97,9 +127,13 @@ export class LocalWorkspaceService implements LocalWorkspace {
   async startThread(channelId: string, userId: string): Promise<ThreadRef> {
     const channel = (await this.channels()).find((c) => c.id === channelId);
     if (!channel) throw new LocalWorkspaceError("unknown_channel", `no channel ${channelId} in the local workspace`);
-    if (!channel.members.includes(userId)) throw new LocalWorkspaceError("not_member", `${userId} is not a member of #${channel.name}`);
+    if (!channel.members.includes(userId))
+      throw new LocalWorkspaceError("not_member", `${userId} is not a member of #${channel.name}`);
     const thread: ThreadRef = { teamId: this.teamId, channelId, threadTs: this.nextTs() };
-    await this.deps.store.workspace.addThread({ thread, startedBy: userId, at: this.deps.clock.now() }, this.limits.threads);
+    await this.deps.store.workspace.addThread(
+      { thread, startedBy: userId, at: this.deps.clock.now() },
+      this.limits.threads,
+    );
     this.emit({ type: "workspace" });
     return thread;
   }
@@ -111,7 +145,9 @@ export class LocalWorkspaceService implements LocalWorkspace {
    */
   async exampleThread(): Promise<{ thread: ThreadRef; user: WorkspaceUser; channel: WorkspaceChannel } | undefined> {
     const users = await this.users();
-    const preferred = [...users].sort((a, b) => Number(b.id === DEMO_TEAM.users[0].id) - Number(a.id === DEMO_TEAM.users[0].id));
+    const preferred = [...users].sort(
+      (a, b) => Number(b.id === DEMO_TEAM.users[0].id) - Number(a.id === DEMO_TEAM.users[0].id),
+    );
     for (const channel of await this.channels()) {
       const user = preferred.find((u) => channel.members.includes(u.id));
       if (!user) continue;
@@ -126,14 +162,22 @@ export class LocalWorkspaceService implements LocalWorkspace {
   }
 
   async notes(thread: ThreadRef): Promise<ThreadNote[]> {
-    return (await this.deps.store.workspace.notes(thread, this.limits.notesPerThread)).map((n) => ({ thread, text: n.text, at: n.at }));
+    return (await this.deps.store.workspace.notes(thread, this.limits.notesPerThread)).map((n) => ({
+      thread,
+      text: n.text,
+      at: n.at,
+    }));
   }
 
   async inbox(userId: string): Promise<InboxItem[]> {
     return (await this.deps.store.workspace.inbox(this.teamId, userId, this.limits.inboxPerUser)).map(toItem);
   }
 
-  async decide(approvalId: string, decision: "allowed_thread" | "allowed_once" | "denied", asUserId: string): Promise<ClickResult> {
+  async decide(
+    approvalId: string,
+    decision: "allowed_thread" | "allowed_once" | "denied",
+    asUserId: string,
+  ): Promise<ClickResult> {
     if (!this.approvals) throw new Error("local workspace used before the broker was bound");
     // The nonce is the card's own: whoever sees this inbox holds the card, as a Slack click would.
     // ApprovalService.decide applies only the owner's answer and audits every other click.
@@ -141,20 +185,44 @@ export class LocalWorkspaceService implements LocalWorkspace {
     return this.approvals.decide(approvalId, a?.nonce ?? "", asUserId, decision);
   }
 
-  async continueConsent(itemId: string, asUserId: string): Promise<{ url: string } | { refused: "not_yours" | "unknown_item" | "unavailable" }> {
+  async continueConsent(
+    itemId: string,
+    asUserId: string,
+  ): Promise<{ url: string } | { refused: "not_yours" | "unknown_item" | "unavailable" }> {
     const item = await this.deps.store.workspace.getInbox(itemId);
-    if (!item || item.teamId !== this.teamId || item.card.kind !== "consent" || !item.subject) return { refused: "unknown_item" };
+    if (!item || item.teamId !== this.teamId || item.card.kind !== "consent" || !item.subject)
+      return { refused: "unknown_item" };
     if (item.userId !== asUserId) {
-      await this.deps.store.audit.append([{ at: this.deps.clock.now(), event: "login_refused", teamId: this.teamId, callerUserId: asUserId, decision: "consent_not_yours", service: item.subject.service }]);
+      await this.deps.store.audit.append([
+        {
+          at: this.deps.clock.now(),
+          event: "login_refused",
+          teamId: this.teamId,
+          callerUserId: asUserId,
+          decision: "consent_not_yours",
+          service: item.subject.service,
+        },
+      ]);
       return { refused: "not_yours" };
     }
     const service = this.deps.registry.get(item.subject.service);
     if (!service || !this.logins) return { refused: "unavailable" };
     const { channelId, threadTs } = item.subject;
     try {
-      const link = await this.logins.mint({ teamId: this.teamId, userId: asUserId, service: service.name, channelId, threadTs, ...(threadTs ? {} : { scope: service.entry.scopes.includes("user") ? ("user" as const) : ("thread" as const) }) });
+      const link = await this.logins.mint({
+        teamId: this.teamId,
+        userId: asUserId,
+        service: service.name,
+        channelId,
+        threadTs,
+        ...(threadTs ? {} : { scope: service.entry.scopes.includes("user") ? ("user" as const) : ("thread" as const) }),
+      });
       // As in Slack, the card is replaced by one carrying the link (works once, for this user).
-      await this.update(item.id, consentCard(service, { kind: "link", url: link.url }, { inThread: Boolean(threadTs) }), "open");
+      await this.update(
+        item.id,
+        consentCard(service, { kind: "link", url: link.url }, { inThread: Boolean(threadTs) }),
+        "open",
+      );
       return { url: link.url };
     } catch (err) {
       this.deps.log.warn("could not mint a login link", { service: service.name, error: errorMessage(err) });
@@ -163,7 +231,8 @@ export class LocalWorkspaceService implements LocalWorkspace {
   }
 
   subscribe(listener: (e: WorkspaceEvent) => void): () => void {
-    if (this.listeners.size >= this.limits.listeners) throw new LocalWorkspaceError("too_many_listeners", `at most ${this.limits.listeners} watchers at once`);
+    if (this.listeners.size >= this.limits.listeners)
+      throw new LocalWorkspaceError("too_many_listeners", `at most ${this.limits.listeners} watchers at once`);
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -174,9 +243,23 @@ export class LocalWorkspaceService implements LocalWorkspace {
   }
 
   /** Puts a card in a user's inbox; throws when the user is not in the workspace (the caller fails closed). */
-  async deliver(userId: string, card: Card, extra: { approvalId?: string; subject?: ConsentSubject } = {}): Promise<InboxItem> {
-    if (!(await this.users()).some((u) => u.id === userId)) throw new LocalWorkspaceError("unknown_user", `no user ${userId} in the local workspace`);
-    const record: InboxRecord = { id: newId("card"), teamId: this.teamId, userId, at: this.deps.clock.now(), card, approvalId: extra.approvalId ?? null, subject: extra.subject ?? null, state: card.actions.length ? "open" : "settled" };
+  async deliver(
+    userId: string,
+    card: Card,
+    extra: { approvalId?: string; subject?: ConsentSubject } = {},
+  ): Promise<InboxItem> {
+    if (!(await this.users()).some((u) => u.id === userId))
+      throw new LocalWorkspaceError("unknown_user", `no user ${userId} in the local workspace`);
+    const record: InboxRecord = {
+      id: newId("card"),
+      teamId: this.teamId,
+      userId,
+      at: this.deps.clock.now(),
+      card,
+      approvalId: extra.approvalId ?? null,
+      subject: extra.subject ?? null,
+      state: card.actions.length ? "open" : "settled",
+    };
     await this.deps.store.workspace.putInbox(record, this.limits.inboxPerUser);
     const item = toItem(record);
     this.emit({ type: "inbox", userId, item });
@@ -192,7 +275,8 @@ export class LocalWorkspaceService implements LocalWorkspace {
   /** Settles the user's open consent cards of a service once a sign-in connected it (their links are used). */
   async settleConsent(userId: string, service: string, card: Card): Promise<void> {
     for (const r of await this.deps.store.workspace.inbox(this.teamId, userId, this.limits.inboxPerUser)) {
-      if (r.state === "open" && r.card.kind === "consent" && r.subject?.service === service) await this.update(r.id, card, "settled");
+      if (r.state === "open" && r.card.kind === "consent" && r.subject?.service === service)
+        await this.update(r.id, card, "settled");
     }
   }
 
@@ -206,7 +290,10 @@ export class LocalWorkspaceService implements LocalWorkspace {
     const names = new Map((await this.users()).map((u) => [u.id, u.name]));
     const text = plainLine(line, (id) => names.get(id) ?? id);
     const at = this.deps.clock.now();
-    await this.deps.store.workspace.addNote(thread, text, at, { maxPerThread: this.limits.notesPerThread, maxThreads: this.limits.threads });
+    await this.deps.store.workspace.addNote(thread, text, at, {
+      maxPerThread: this.limits.notesPerThread,
+      maxThreads: this.limits.threads,
+    });
     this.emit({ type: "thread", thread, text, at });
   }
 
@@ -223,5 +310,12 @@ export class LocalWorkspaceService implements LocalWorkspace {
 }
 
 function toItem(r: InboxRecord): InboxItem {
-  return { id: r.id, userId: r.userId, at: r.at, card: r.card, ...(r.approvalId ? { approvalId: r.approvalId } : {}), state: r.state };
+  return {
+    id: r.id,
+    userId: r.userId,
+    at: r.at,
+    card: r.card,
+    ...(r.approvalId ? { approvalId: r.approvalId } : {}),
+    state: r.state,
+  };
 }

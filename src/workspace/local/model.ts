@@ -72,9 +72,16 @@ export interface LocalWorkspace {
   /** The user's inbox, newest first (bounded per user). */
   inbox(userId: string): Promise<InboxItem[]>;
   /** Answers an approval card as `asUserId`, through ApprovalService.decide: audited like a Slack click. */
-  decide(approvalId: string, decision: "allowed_thread" | "allowed_once" | "denied", asUserId: string): Promise<ClickResult>;
+  decide(
+    approvalId: string,
+    decision: "allowed_thread" | "allowed_once" | "denied",
+    asUserId: string,
+  ): Promise<ClickResult>;
   /** A consent card's Continue: mints a one-time login link for the card's user only; the card then carries it. */
-  continueConsent(itemId: string, asUserId: string): Promise<{ url: string } | { refused: "not_yours" | "unknown_item" | "unavailable" }>;
+  continueConsent(
+    itemId: string,
+    asUserId: string,
+  ): Promise<{ url: string } | { refused: "not_yours" | "unknown_item" | "unavailable" }>;
   /** Watches every change; returns the unsubscribe function. At most a bounded number of listeners. */
   subscribe(listener: (e: WorkspaceEvent) => void): () => void;
 }

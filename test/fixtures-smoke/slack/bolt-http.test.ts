@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, HTTPReceiver, HTTPReceiverDeferredRequestError, LogLevel } from "@slack/bolt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "../../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../../fixtures/slack/fake-slack-api.js";
 import {
   appHomeOpenedEvent,
   blockActionPayload,
@@ -28,7 +28,12 @@ describe("real Bolt HTTPReceiver mounted on our own http server", () => {
     // The fake must be up before `new App`: with a token, Bolt calls auth.test from the constructor.
     fake = await startFakeSlack();
     const receiver = new HTTPReceiver({ signingSecret: SECRET, logLevel: LogLevel.ERROR });
-    app = new App({ token: fake.botToken, receiver, logLevel: LogLevel.ERROR, clientOptions: { slackApiUrl: fake.apiUrl } });
+    app = new App({
+      token: fake.botToken,
+      receiver,
+      logLevel: LogLevel.ERROR,
+      clientOptions: { slackApiUrl: fake.apiUrl },
+    });
 
     app.command("/connect", async ({ ack, command, respond }) => {
       await ack({ response_type: "ephemeral", text: `ok ${command.text}` });
@@ -39,7 +44,8 @@ describe("real Bolt HTTPReceiver mounted on our own http server", () => {
       await ack();
       seen.push({ kind: "action", body });
       const b = body as { channel?: { id: string }; message?: { ts: string } };
-      if (b.channel && b.message) await client.chat.update({ channel: b.channel.id, ts: b.message.ts, text: "approved", blocks: [] });
+      if (b.channel && b.message)
+        await client.chat.update({ channel: b.channel.id, ts: b.message.ts, text: "approved", blocks: [] });
     });
     app.message(async ({ message, say }) => {
       seen.push({ kind: "message", body: message });
@@ -75,7 +81,14 @@ describe("real Bolt HTTPReceiver mounted on our own http server", () => {
 
   it("slash command: handler runs, ack body is the HTTP response, respond() reaches the fake", async () => {
     const responseUrl = fake.responseUrl("cmd");
-    const fields = slashCommand({ teamId: fake.teamId, channelId: "C0GENERAL", userId: ALICE, command: "/connect", text: "gitlab", responseUrl });
+    const fields = slashCommand({
+      teamId: fake.teamId,
+      channelId: "C0GENERAL",
+      userId: ALICE,
+      command: "/connect",
+      text: "gitlab",
+      responseUrl,
+    });
     const res = await postSlashCommand(url, SECRET, fields);
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ response_type: "ephemeral", text: "ok gitlab" });
@@ -95,25 +108,41 @@ describe("real Bolt HTTPReceiver mounted on our own http server", () => {
     });
     const res = await postSlackInteraction(url, SECRET, payload);
     expect(res.status).toBe(200);
-    await fake.waitFor("chat.update", (c) => c.args["ts"] === posted.ts);
+    await fake.waitFor("chat.update", (c) => c.args.ts === posted.ts);
     expect(fake.messageAt("C0APPROVE", posted.ts as string)?.text).toBe("approved");
-    expect(seen.find((s) => s.kind === "action")?.body).toMatchObject({ actions: [{ action_id: "approve", value: "req-1" }] });
+    expect(seen.find((s) => s.kind === "action")?.body).toMatchObject({
+      actions: [{ action_id: "approve", value: "req-1" }],
+    });
   });
 
   it("Home-tab block action (view container) reaches the handler", async () => {
     const before = seen.length;
-    const res = await postSlackInteraction(url, SECRET, blockActionPayload({ userId: ALICE, teamId: fake.teamId, actionId: "approve", value: "home" }));
+    const res = await postSlackInteraction(
+      url,
+      SECRET,
+      blockActionPayload({ userId: ALICE, teamId: fake.teamId, actionId: "approve", value: "home" }),
+    );
     expect(res.status).toBe(200);
     await expect.poll(() => seen.length).toBeGreaterThan(before);
   });
 
   it("message event: handler runs; the bot's own message is ignored by Bolt", async () => {
     const ts = "1700000999.000100";
-    const res = await postSlackEvent(url, SECRET, messageEvent({ teamId: fake.teamId, channelId: "C0GENERAL", user: ALICE, text: "hello", ts }));
+    const res = await postSlackEvent(
+      url,
+      SECRET,
+      messageEvent({ teamId: fake.teamId, channelId: "C0GENERAL", user: ALICE, text: "hello", ts }),
+    );
     expect(res.status).toBe(200);
-    await fake.waitFor("chat.postMessage", (c) => c.args["thread_ts"] === ts);
+    await fake.waitFor("chat.postMessage", (c) => c.args.thread_ts === ts);
 
-    const own = messageEvent({ teamId: fake.teamId, channelId: "C0GENERAL", user: fake.botUserId, text: "mine", botId: fake.botId });
+    const own = messageEvent({
+      teamId: fake.teamId,
+      channelId: "C0GENERAL",
+      user: fake.botUserId,
+      text: "mine",
+      botId: fake.botId,
+    });
     expect((await postSlackEvent(url, SECRET, own)).status).toBe(200);
     await new Promise((r) => setTimeout(r, 100));
     expect(seen.filter((s) => s.kind === "message").map((s) => (s.body as { text: string }).text)).toEqual(["hello"]);
@@ -122,17 +151,31 @@ describe("real Bolt HTTPReceiver mounted on our own http server", () => {
   it("app_home_opened: handler publishes the Home view", async () => {
     const res = await postSlackEvent(url, SECRET, appHomeOpenedEvent({ teamId: fake.teamId, userId: ALICE }));
     expect(res.status).toBe(200);
-    await fake.waitFor("views.publish", (c) => c.args["user_id"] === ALICE);
+    await fake.waitFor("views.publish", (c) => c.args.user_id === ALICE);
     expect(fake.homeViews.get(ALICE)).toEqual({ type: "home", blocks: [{ type: "divider" }] });
   });
 
   it("rejects a bad signature and a timestamp older than 5 minutes with 401; handlers do not run", async () => {
     const before = seen.length;
-    const fields = slashCommand({ teamId: fake.teamId, channelId: "C0GENERAL", userId: ALICE, command: "/connect", text: "evil" });
+    const fields = slashCommand({
+      teamId: fake.teamId,
+      channelId: "C0GENERAL",
+      userId: ALICE,
+      command: "/connect",
+      text: "evil",
+    });
     expect((await postSlashCommand(url, SECRET, fields, { badSignature: true })).status).toBe(401);
     const stale = Math.floor(Date.now() / 1000) - 5 * 60 - 10;
     expect((await postSlashCommand(url, SECRET, fields, { timestamp: stale })).status).toBe(401);
-    expect((await postSlackEvent(url, "another-secret", messageEvent({ teamId: fake.teamId, channelId: "C0G", user: ALICE, text: "x" }))).status).toBe(401);
+    expect(
+      (
+        await postSlackEvent(
+          url,
+          "another-secret",
+          messageEvent({ teamId: fake.teamId, channelId: "C0G", user: ALICE, text: "x" }),
+        )
+      ).status,
+    ).toBe(401);
     expect(seen.length).toBe(before);
   });
 
@@ -154,7 +197,12 @@ describe("real Bolt App started with app.start on 127.0.0.1", () => {
 
   beforeAll(async () => {
     fake = await startFakeSlack();
-    app = new App({ token: fake.botToken, signingSecret: SECRET, logLevel: LogLevel.ERROR, clientOptions: { slackApiUrl: fake.apiUrl } });
+    app = new App({
+      token: fake.botToken,
+      signingSecret: SECRET,
+      logLevel: LogLevel.ERROR,
+      clientOptions: { slackApiUrl: fake.apiUrl },
+    });
     app.command("/connect", async ({ ack }) => {
       ran += 1;
       await ack();
@@ -171,7 +219,13 @@ describe("real Bolt App started with app.start on 127.0.0.1", () => {
   });
 
   it("runs the handler for a signed command and rejects an unsigned one", async () => {
-    const fields = slashCommand({ teamId: fake.teamId, channelId: "C0G", userId: ALICE, command: "/connect", text: "" });
+    const fields = slashCommand({
+      teamId: fake.teamId,
+      channelId: "C0G",
+      userId: ALICE,
+      command: "/connect",
+      text: "",
+    });
     const ok = await postSlashCommand(url, SECRET, fields);
     expect(ok).toMatchObject({ status: 200, body: "" });
     expect(ran).toBe(1);

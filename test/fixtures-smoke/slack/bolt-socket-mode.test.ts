@@ -1,7 +1,7 @@
 // Smoke test: a real Bolt App in Socket Mode connects to the fake's WebSocket and acks pushed envelopes.
 import { App, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "../../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../../fixtures/slack/fake-slack-api.js";
 import { blockActionPayload, messageEvent, slashCommand } from "../../fixtures/slack/signed-request.js";
 
 const ALICE = "U0ALICE01";
@@ -51,7 +51,13 @@ describe("real Bolt App with socketMode: true", () => {
   it("slash_commands envelope reaches the handler and the ack carries its payload", async () => {
     const id = fake.socketMode.send({
       type: "slash_commands",
-      payload: slashCommand({ teamId: fake.teamId, channelId: "C0GENERAL", userId: ALICE, command: "/connect", text: "gitlab" }),
+      payload: slashCommand({
+        teamId: fake.teamId,
+        channelId: "C0GENERAL",
+        userId: ALICE,
+        command: "/connect",
+        text: "gitlab",
+      }),
     });
     const ack = await fake.socketMode.waitForAck(id);
     expect(ack).toEqual({ envelope_id: id, payload: { response_type: "ephemeral", text: "ok gitlab" } });
@@ -68,7 +74,14 @@ describe("real Bolt App with socketMode: true", () => {
   });
 
   it("interactive envelope (block_actions) reaches the action handler", async () => {
-    const payload = blockActionPayload({ userId: ALICE, teamId: fake.teamId, actionId: "approve", value: "req-9", channelId: "C0A", messageTs: "1700000100.000001" });
+    const payload = blockActionPayload({
+      userId: ALICE,
+      teamId: fake.teamId,
+      actionId: "approve",
+      value: "req-9",
+      channelId: "C0A",
+      messageTs: "1700000100.000001",
+    });
     const id = fake.socketMode.send({ type: "interactive", payload });
     await fake.socketMode.waitForAck(id);
     expect(seen).toContain("action:req-9");
@@ -93,7 +106,12 @@ describe("Socket Mode reconnect (custom SocketModeReceiver for a short reconnect
       clientPingTimeout: 1500,
       installerOptions: { clientOptions: { slackApiUrl: fake.apiUrl } },
     });
-    app = new App({ token: fake.botToken, receiver, logLevel: LogLevel.ERROR, clientOptions: { slackApiUrl: fake.apiUrl } });
+    app = new App({
+      token: fake.botToken,
+      receiver,
+      logLevel: LogLevel.ERROR,
+      clientOptions: { slackApiUrl: fake.apiUrl },
+    });
     app.command("/connect", async ({ ack }) => {
       commands += 1;
       await ack();

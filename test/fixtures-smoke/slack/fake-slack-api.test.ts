@@ -1,7 +1,7 @@
 // Smoke test: the real @slack/web-api WebClient works against the fake Slack Web API.
 import { ErrorCode, LogLevel, WebClient } from "@slack/web-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "../../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../../fixtures/slack/fake-slack-api.js";
 
 const ADMIN = "U0ADMIN01";
 const OWNER = "U0OWNER01";
@@ -9,7 +9,12 @@ const ALICE = "U0ALICE01";
 
 // retries: 0 because WebClient otherwise retries HTTP errors and dropped sockets for about 30 minutes.
 function clientFor(fake: FakeSlack, token = fake.botToken, extra: { timeout?: number } = {}): WebClient {
-  return new WebClient(token, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 }, logLevel: LogLevel.ERROR, ...extra });
+  return new WebClient(token, {
+    slackApiUrl: fake.apiUrl,
+    retryConfig: { retries: 0 },
+    logLevel: LogLevel.ERROR,
+    ...extra,
+  });
 }
 
 async function slackError(p: Promise<unknown>): Promise<{ code: string; error?: string; statusCode?: number }> {
@@ -55,7 +60,11 @@ describe("fake Slack Web API with the real WebClient", () => {
     const blocks = [{ type: "section", text: { type: "mrkdwn", text: "*approve?*" } }];
     const a = await client.chat.postMessage({ channel: "C0APPROVE", text: "approve?", blocks });
     const b = await client.chat.postMessage({ channel: "C0APPROVE", text: "reply", thread_ts: a.ts as string });
-    expect(a).toMatchObject({ ok: true, channel: "C0APPROVE", message: { text: "approve?", bot_id: fake.botId, blocks } });
+    expect(a).toMatchObject({
+      ok: true,
+      channel: "C0APPROVE",
+      message: { text: "approve?", bot_id: fake.botId, blocks },
+    });
     expect(a.ts).toMatch(/^\d{10}\.\d{6}$/);
     expect(Number(b.ts)).toBeGreaterThan(Number(a.ts));
     expect(fake.callsOf("chat.postMessage").at(-2)?.args).toEqual({ channel: "C0APPROVE", text: "approve?", blocks });
@@ -73,10 +82,17 @@ describe("fake Slack Web API with the real WebClient", () => {
       error: "message_not_found",
     });
 
-    expect(await client.chat.delete({ channel: "C0APPROVE", ts: b.ts as string })).toMatchObject({ ok: true, ts: b.ts });
+    expect(await client.chat.delete({ channel: "C0APPROVE", ts: b.ts as string })).toMatchObject({
+      ok: true,
+      ts: b.ts,
+    });
     expect(fake.messageAt("C0APPROVE", b.ts as string)?.deleted).toBe(true);
-    expect(await slackError(client.chat.delete({ channel: "C0APPROVE", ts: b.ts as string }))).toMatchObject({ error: "message_not_found" });
-    expect(await slackError(client.chat.postMessage({ channel: "C0APPROVE", text: "" }))).toMatchObject({ error: "no_text" });
+    expect(await slackError(client.chat.delete({ channel: "C0APPROVE", ts: b.ts as string }))).toMatchObject({
+      error: "message_not_found",
+    });
+    expect(await slackError(client.chat.postMessage({ channel: "C0APPROVE", text: "" }))).toMatchObject({
+      error: "no_text",
+    });
   });
 
   it("chat.postEphemeral returns message_ts and respects channel membership", async () => {
@@ -96,7 +112,11 @@ describe("fake Slack Web API with the real WebClient", () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
-      const r = await client.conversations.members({ channel: "C0MEMBERS", limit: 1000, ...(cursor ? { cursor } : {}) });
+      const r = await client.conversations.members({
+        channel: "C0MEMBERS",
+        limit: 1000,
+        ...(cursor ? { cursor } : {}),
+      });
       seen.push(...(r.members ?? []));
       cursor = r.response_metadata?.next_cursor || undefined;
     } while (cursor);
@@ -110,16 +130,31 @@ describe("fake Slack Web API with the real WebClient", () => {
     }
     expect(viaPaginate).toEqual(five);
 
-    expect(await slackError(client.conversations.members({ channel: "C0NOPE" }))).toMatchObject({ error: "channel_not_found" });
+    expect(await slackError(client.conversations.members({ channel: "C0NOPE" }))).toMatchObject({
+      error: "channel_not_found",
+    });
     expect(await slackError(client.conversations.members({ channel: "C0MEMBERS", cursor: "garbage" }))).toMatchObject({
       error: "invalid_cursor",
     });
   });
 
   it("users.info reports admins and owners", async () => {
-    expect((await client.users.info({ user: ADMIN })).user).toMatchObject({ id: ADMIN, is_admin: true, is_owner: false });
-    expect((await client.users.info({ user: OWNER })).user).toMatchObject({ id: OWNER, is_admin: true, is_owner: true });
-    expect((await client.users.info({ user: ALICE })).user).toMatchObject({ id: ALICE, is_admin: false, is_owner: false, is_bot: false });
+    expect((await client.users.info({ user: ADMIN })).user).toMatchObject({
+      id: ADMIN,
+      is_admin: true,
+      is_owner: false,
+    });
+    expect((await client.users.info({ user: OWNER })).user).toMatchObject({
+      id: OWNER,
+      is_admin: true,
+      is_owner: true,
+    });
+    expect((await client.users.info({ user: ALICE })).user).toMatchObject({
+      id: ALICE,
+      is_admin: false,
+      is_owner: false,
+      is_bot: false,
+    });
     expect((await client.users.info({ user: fake.botUserId })).user).toMatchObject({ is_bot: true });
     expect(await slackError(client.users.info({ user: "nobody" }))).toMatchObject({ error: "user_not_found" });
   });
@@ -129,31 +164,69 @@ describe("fake Slack Web API with the real WebClient", () => {
     const r = await client.views.publish({ user_id: ALICE, view });
     expect(r.view).toMatchObject({ type: "home", blocks: view.blocks, team_id: fake.teamId });
     expect(fake.homeViews.get(ALICE)).toEqual(view);
-    expect(fake.callsOf("views.publish").at(-1)?.args["view"]).toEqual(view);
-    expect(await slackError(client.views.publish({ user_id: ALICE, view, hash: "stale" }))).toMatchObject({ error: "hash_conflict" });
+    expect(fake.callsOf("views.publish").at(-1)?.args.view).toEqual(view);
+    expect(await slackError(client.views.publish({ user_id: ALICE, view, hash: "stale" }))).toMatchObject({
+      error: "hash_conflict",
+    });
     await client.views.publish({ user_id: ALICE, view, hash: r.view?.hash as string });
     // Block Kit's limits, as Slack enforces them: at most 100 blocks, section text at most 3,000 characters.
-    expect(await slackError(client.views.publish({ user_id: ALICE, view: { type: "home", blocks: Array.from({ length: 101 }, () => ({ type: "divider" })) } }))).toMatchObject({ error: "invalid_arguments" });
-    expect(await slackError(client.views.publish({ user_id: ALICE, view: { type: "home", blocks: [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(3001) } }] } }))).toMatchObject({ error: "invalid_arguments" });
+    expect(
+      await slackError(
+        client.views.publish({
+          user_id: ALICE,
+          view: { type: "home", blocks: Array.from({ length: 101 }, () => ({ type: "divider" })) },
+        }),
+      ),
+    ).toMatchObject({ error: "invalid_arguments" });
+    expect(
+      await slackError(
+        client.views.publish({
+          user_id: ALICE,
+          view: { type: "home", blocks: [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(3001) } }] },
+        }),
+      ),
+    ).toMatchObject({ error: "invalid_arguments" });
     expect(fake.homeViews.get(ALICE)).toEqual(view);
   });
 
   it("views.open exchanges a fresh trigger once for a valid modal", async () => {
-    const trigger = (ageMs = 0) => `${Date.now() - ageMs}.4242.${"ab".repeat(16)}${Math.random().toString(16).slice(2, 10)}`;
-    const view = { type: "modal" as const, title: { type: "plain_text" as const, text: "Request arguments" }, blocks: [{ type: "rich_text", elements: [{ type: "rich_text_preformatted", elements: [{ type: "text", text: "<!channel>" }] }] }] };
+    const trigger = (ageMs = 0) =>
+      `${Date.now() - ageMs}.4242.${"ab".repeat(16)}${Math.random().toString(16).slice(2, 10)}`;
+    const view = {
+      type: "modal" as const,
+      title: { type: "plain_text" as const, text: "Request arguments" },
+      blocks: [
+        {
+          type: "rich_text",
+          elements: [{ type: "rich_text_preformatted", elements: [{ type: "text", text: "<!channel>" }] }],
+        },
+      ],
+    };
     const t = trigger();
     const r = await client.views.open({ trigger_id: t, view });
     expect(r.view).toMatchObject({ type: "modal", blocks: view.blocks, team_id: fake.teamId });
     expect(fake.openedViews.at(-1)).toMatchObject({ triggerId: t, view });
-    expect(await slackError(client.views.open({ trigger_id: t, view }))).toMatchObject({ error: "exchanged_trigger_id" });
-    expect(await slackError(client.views.open({ trigger_id: trigger(10_000), view }))).toMatchObject({ error: "expired_trigger_id" });
-    expect(await slackError(client.views.open({ trigger_id: "nope", view }))).toMatchObject({ error: "invalid_trigger_id" });
+    expect(await slackError(client.views.open({ trigger_id: t, view }))).toMatchObject({
+      error: "exchanged_trigger_id",
+    });
+    expect(await slackError(client.views.open({ trigger_id: trigger(10_000), view }))).toMatchObject({
+      error: "expired_trigger_id",
+    });
+    expect(await slackError(client.views.open({ trigger_id: "nope", view }))).toMatchObject({
+      error: "invalid_trigger_id",
+    });
     const badTitle = { ...view, title: { type: "plain_text" as const, text: "A title longer than twenty-four" } };
-    expect(await slackError(client.views.open({ trigger_id: trigger(), view: badTitle }))).toMatchObject({ error: "invalid_arguments" });
+    expect(await slackError(client.views.open({ trigger_id: trigger(), view: badTitle }))).toMatchObject({
+      error: "invalid_arguments",
+    });
     const tooMany = { ...view, blocks: Array.from({ length: 101 }, () => ({ type: "divider" })) };
-    expect(await slackError(client.views.open({ trigger_id: trigger(), view: tooMany }))).toMatchObject({ error: "invalid_arguments" });
+    expect(await slackError(client.views.open({ trigger_id: trigger(), view: tooMany }))).toMatchObject({
+      error: "invalid_arguments",
+    });
     const longText = { ...view, blocks: [{ type: "section", text: { type: "mrkdwn", text: "x".repeat(3001) } }] };
-    expect(await slackError(client.views.open({ trigger_id: trigger(), view: longText }))).toMatchObject({ error: "invalid_arguments" });
+    expect(await slackError(client.views.open({ trigger_id: trigger(), view: longText }))).toMatchObject({
+      error: "invalid_arguments",
+    });
   });
 
   it("apps.connections.open takes only the app token and returns a ws:// URL", async () => {
@@ -166,7 +239,9 @@ describe("fake Slack Web API with the real WebClient", () => {
 
   it("unknown tokens and methods", async () => {
     expect(await slackError(clientFor(fake, "xoxb-wrong").auth.test())).toMatchObject({ error: "invalid_auth" });
-    expect(await slackError(new WebClient(undefined, { slackApiUrl: fake.apiUrl, logLevel: LogLevel.ERROR }).auth.test())).toMatchObject({
+    expect(
+      await slackError(new WebClient(undefined, { slackApiUrl: fake.apiUrl, logLevel: LogLevel.ERROR }).auth.test()),
+    ).toMatchObject({
       error: "not_authed",
     });
     expect(await slackError(client.apiCall("nope.method"))).toMatchObject({ error: "unknown_method" });
@@ -180,31 +255,45 @@ describe("fake Slack Web API with the real WebClient", () => {
       body: JSON.stringify({ channel: "C0JSON", text: "json", blocks: [{ type: "divider" }] }),
     });
     expect(await res.json()).toMatchObject({ ok: true, channel: "C0JSON" });
-    expect(fake.callsOf("chat.postMessage").at(-1)?.args).toEqual({ channel: "C0JSON", text: "json", blocks: [{ type: "divider" }] });
+    expect(fake.callsOf("chat.postMessage").at(-1)?.args).toEqual({
+      channel: "C0JSON",
+      text: "json",
+      blocks: [{ type: "divider" }],
+    });
   });
 
   it("waitFor resolves with past and future calls, and times out with context", async () => {
     const past = await fake.waitFor("auth.test");
     expect(past.method).toBe("auth.test");
-    const later = fake.waitFor("chat.postMessage", (c) => c.args["text"] === "later");
+    const later = fake.waitFor("chat.postMessage", (c) => c.args.text === "later");
     setTimeout(() => void client.chat.postMessage({ channel: "C0W", text: "later" }), 20);
     expect((await later).args).toMatchObject({ channel: "C0W", text: "later" });
-    await expect(fake.waitFor("chat.postMessage", (c) => c.args["text"] === "never", 50)).rejects.toThrow(/no matching chat.postMessage/);
+    await expect(fake.waitFor("chat.postMessage", (c) => c.args.text === "never", 50)).rejects.toThrow(
+      /no matching chat.postMessage/,
+    );
   });
 
   it("setFailing: Slack error, HTTP 500, dropped socket, hang; clearFailing restores", async () => {
     fake.setFailing("users.info", "ratelimited");
-    expect(await slackError(client.users.info({ user: ADMIN }))).toMatchObject({ code: ErrorCode.PlatformError, error: "ratelimited" });
+    expect(await slackError(client.users.info({ user: ADMIN }))).toMatchObject({
+      code: ErrorCode.PlatformError,
+      error: "ratelimited",
+    });
 
     fake.setFailing("users.info");
-    expect(await slackError(client.users.info({ user: ADMIN }))).toMatchObject({ code: ErrorCode.HTTPError, statusCode: 500 });
+    expect(await slackError(client.users.info({ user: ADMIN }))).toMatchObject({
+      code: ErrorCode.HTTPError,
+      statusCode: 500,
+    });
 
     fake.setFailing("users.info", "drop");
     expect(await slackError(client.users.info({ user: ADMIN }))).toMatchObject({ code: ErrorCode.RequestError });
 
     fake.setFailing("*", "hang");
     const t0 = Date.now();
-    expect(await slackError(clientFor(fake, fake.botToken, { timeout: 200 }).auth.test())).toMatchObject({ code: ErrorCode.RequestError });
+    expect(await slackError(clientFor(fake, fake.botToken, { timeout: 200 }).auth.test())).toMatchObject({
+      code: ErrorCode.RequestError,
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(150);
 
     fake.clearFailing();
@@ -213,7 +302,11 @@ describe("fake Slack Web API with the real WebClient", () => {
 
   it("response_url posts are captured", async () => {
     const url = fake.responseUrl("cmd-1");
-    const res = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: "done" }) });
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ text: "done" }),
+    });
     expect(res.status).toBe(200);
     expect(fake.responses.at(-1)).toEqual({ id: "cmd-1", body: { text: "done" } });
   });

@@ -2,7 +2,7 @@
 // no single token) with their tenant, and a reply goes out with that tenant's token.
 import { App, LogLevel } from "@slack/bolt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "../../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../../fixtures/slack/fake-slack-api.js";
 import { sendTenantEvent, tenantMessageEvent, tokensRevokedEvent } from "../../fixtures/slack/signed-tenant-events.js";
 
 const TEAM_B = "T0BBBBBB";
@@ -16,7 +16,10 @@ describe("tenant events over Socket Mode with a multi-workspace Bolt App", () =>
 
   beforeAll(async () => {
     fake = await startFakeSlack({
-      teams: [{ id: TEAM_B, users: [BOB], channels: { C0BBBBBB: [BOB] } }, { id: "T0GRID001", enterpriseId: ORG }],
+      teams: [
+        { id: TEAM_B, users: [BOB], channels: { C0BBBBBB: [BOB] } },
+        { id: "T0GRID001", enterpriseId: ORG },
+      ],
       installs: [{ tenant: { teamId: TEAM_B } }, { tenant: { enterpriseId: ORG } }],
     });
     app = new App({
@@ -26,13 +29,23 @@ describe("tenant events over Socket Mode with a multi-workspace Bolt App", () =>
       clientOptions: { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } },
       installerOptions: { clientOptions: { slackApiUrl: fake.apiUrl } },
       authorize: async (q) => {
-        const inst = q.isEnterpriseInstall && q.enterpriseId ? fake.installation({ enterpriseId: q.enterpriseId }) : q.teamId ? fake.installation({ teamId: q.teamId }) : undefined;
+        const inst =
+          q.isEnterpriseInstall && q.enterpriseId
+            ? fake.installation({ enterpriseId: q.enterpriseId })
+            : q.teamId
+              ? fake.installation({ teamId: q.teamId })
+              : undefined;
         if (!inst?.installed) throw new Error("no installation");
         return { botToken: inst.botToken, botUserId: inst.botUserId, botId: inst.botId };
       },
     });
     const note = (kind: string, c: Record<string, unknown>): void => {
-      seen.push([kind, c["teamId"] as string | undefined, c["enterpriseId"] as string | undefined, c["isEnterpriseInstall"] === true]);
+      seen.push([
+        kind,
+        c.teamId as string | undefined,
+        c.enterpriseId as string | undefined,
+        c.isEnterpriseInstall === true,
+      ]);
     };
     app.message(async ({ say, context }) => {
       note("message", context);
@@ -48,10 +61,17 @@ describe("tenant events over Socket Mode with a multi-workspace Bolt App", () =>
   });
 
   it("a message from B is answered with B's token", async () => {
-    const id = sendTenantEvent(fake.socketMode, tenantMessageEvent(fake.tenantIds({ teamId: TEAM_B }), { channelId: "C0BBBBBB", user: BOB, text: "hi" }));
+    const id = sendTenantEvent(
+      fake.socketMode,
+      tenantMessageEvent(fake.tenantIds({ teamId: TEAM_B }), { channelId: "C0BBBBBB", user: BOB, text: "hi" }),
+    );
     await fake.socketMode.waitForAck(id);
-    const reply = await fake.waitFor("chat.postMessage", (c) => c.args["channel"] === "C0BBBBBB");
-    expect(reply).toMatchObject({ token: fake.installation({ teamId: TEAM_B })!.botToken, tenant: { teamId: TEAM_B }, response: { ok: true } });
+    const reply = await fake.waitFor("chat.postMessage", (c) => c.args.channel === "C0BBBBBB");
+    expect(reply).toMatchObject({
+      token: fake.installation({ teamId: TEAM_B })!.botToken,
+      tenant: { teamId: TEAM_B },
+      response: { ok: true },
+    });
   });
 
   it("tokens_revoked and an org-wide app_uninstalled reach their listeners with the tenant", async () => {

@@ -3,20 +3,20 @@
 // function instead of one token) with the tenant Bolt reads from them; replies go out with that tenant's token.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, HTTPReceiver, LogLevel, verifySlackRequest, type InstallationQuery, type Logger } from "@slack/bolt";
+import { App, HTTPReceiver, type InstallationQuery, type Logger, LogLevel, verifySlackRequest } from "@slack/bolt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "../../fixtures/slack/fake-slack-api.js";
+import { type FakeSlack, startFakeSlack } from "../../fixtures/slack/fake-slack-api.js";
 import { slackSignature } from "../../fixtures/slack/signed-request.js";
 import {
   appUninstalledEvent,
   postAppUninstalled,
+  postTenantCommand,
   postTenantEvent,
+  postTenantInteraction,
   postTokensRevoked,
   tenantBlockActionPayload,
   tenantMessageEvent,
   tenantSlashCommand,
-  postTenantCommand,
-  postTenantInteraction,
 } from "../../fixtures/slack/signed-tenant-events.js";
 
 const SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -27,7 +27,15 @@ const GRID_2 = "T0GRID002";
 const ZED = "W0ZED0001";
 
 // Bolt logs the refused authorize at ERROR whatever the level; the last test expects one.
-const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
+const quiet: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  setLevel() {},
+  getLevel: () => LogLevel.ERROR,
+  setName() {},
+};
 
 interface Seen {
   kind: string;
@@ -61,13 +69,24 @@ describe("signed tenant events with Bolt's verifier and a multi-workspace Bolt A
       // Enterprise first for an org-wide install, then the team's own: the lookup the product will do.
       authorize: async (q) => {
         queries.push(q);
-        const inst = q.isEnterpriseInstall && q.enterpriseId ? fake.installation({ enterpriseId: q.enterpriseId }) : q.teamId ? fake.installation({ teamId: q.teamId }) : undefined;
+        const inst =
+          q.isEnterpriseInstall && q.enterpriseId
+            ? fake.installation({ enterpriseId: q.enterpriseId })
+            : q.teamId
+              ? fake.installation({ teamId: q.teamId })
+              : undefined;
         if (!inst?.installed) throw new Error("no installation");
         return { botToken: inst.botToken, botUserId: inst.botUserId, botId: inst.botId };
       },
     });
     const note = (kind: string, context: Record<string, unknown>, body?: unknown): void => {
-      seen.push({ kind, teamId: context["teamId"] as string | undefined, enterpriseId: context["enterpriseId"] as string | undefined, isEnterpriseInstall: context["isEnterpriseInstall"] === true, body });
+      seen.push({
+        kind,
+        teamId: context.teamId as string | undefined,
+        enterpriseId: context.enterpriseId as string | undefined,
+        isEnterpriseInstall: context.isEnterpriseInstall === true,
+        body,
+      });
     };
     app.message(async ({ message, say, context }) => {
       note("message", context);
@@ -102,18 +121,31 @@ describe("signed tenant events with Bolt's verifier and a multi-workspace Bolt A
 
   it("a message from team B is authorized as B and answered with B's token; a Grid workspace's as the org install", async () => {
     const b = fake.tenantIds({ teamId: TEAM_B });
-    expect((await postTenantEvent(url, SECRET, tenantMessageEvent(b, { channelId: "C0BBBBBB", user: BOB, text: "hi" }))).status).toBe(200);
-    const reply = await fake.waitFor("chat.postMessage", (c) => c.args["channel"] === "C0BBBBBB");
-    expect(reply).toMatchObject({ token: fake.installation({ teamId: TEAM_B })!.botToken, tenant: { teamId: TEAM_B }, response: { ok: true } });
+    expect(
+      (await postTenantEvent(url, SECRET, tenantMessageEvent(b, { channelId: "C0BBBBBB", user: BOB, text: "hi" })))
+        .status,
+    ).toBe(200);
+    const reply = await fake.waitFor("chat.postMessage", (c) => c.args.channel === "C0BBBBBB");
+    expect(reply).toMatchObject({
+      token: fake.installation({ teamId: TEAM_B })!.botToken,
+      tenant: { teamId: TEAM_B },
+      response: { ok: true },
+    });
     expect(queries.at(-1)).toMatchObject({ teamId: TEAM_B, isEnterpriseInstall: false });
 
     const g = fake.tenantIds({ enterpriseId: ORG }, GRID_2);
-    expect((await postTenantEvent(url, SECRET, tenantMessageEvent(g, { channelId: "C0GRID002", user: ZED, text: "hi" }))).status).toBe(200);
-    const orgReply = await fake.waitFor("chat.postMessage", (c) => c.args["channel"] === "C0GRID002");
+    expect(
+      (await postTenantEvent(url, SECRET, tenantMessageEvent(g, { channelId: "C0GRID002", user: ZED, text: "hi" })))
+        .status,
+    ).toBe(200);
+    const orgReply = await fake.waitFor("chat.postMessage", (c) => c.args.channel === "C0GRID002");
     // Bolt adds the workspace as team_id, which is how the org-wide token knows where it acts.
     expect(orgReply).toMatchObject({ args: { team_id: GRID_2 }, tenant: { key: `E:${ORG}` }, response: { ok: true } });
     expect(queries.at(-1)).toMatchObject({ teamId: GRID_2, enterpriseId: ORG, isEnterpriseInstall: true });
-    expect(seen.filter((s) => s.kind === "message").map((s) => [s.teamId, s.enterpriseId])).toEqual([[TEAM_B, undefined], [GRID_2, ORG]]);
+    expect(seen.filter((s) => s.kind === "message").map((s) => [s.teamId, s.enterpriseId])).toEqual([
+      [TEAM_B, undefined],
+      [GRID_2, ORG],
+    ]);
   });
 
   it("block actions and slash commands carry the tenant Bolt authorizes", async () => {
@@ -121,10 +153,18 @@ describe("signed tenant events with Bolt's verifier and a multi-workspace Bolt A
     const action = tenantBlockActionPayload(g, { userId: ZED, actionId: "approve", value: "1" });
     expect((await postTenantInteraction(url, SECRET, action)).status).toBe(200);
     expect(queries.at(-1)).toMatchObject({ teamId: GRID_2, enterpriseId: ORG, isEnterpriseInstall: true, userId: ZED });
-    const cmd = tenantSlashCommand(fake.tenantIds({ teamId: TEAM_B }), { channelId: "C0BBBBBB", userId: BOB, command: "/connect", text: "" });
+    const cmd = tenantSlashCommand(fake.tenantIds({ teamId: TEAM_B }), {
+      channelId: "C0BBBBBB",
+      userId: BOB,
+      command: "/connect",
+      text: "",
+    });
     expect((await postTenantCommand(url, SECRET, cmd)).status).toBe(200);
     expect(queries.at(-1)).toMatchObject({ teamId: TEAM_B, isEnterpriseInstall: false, userId: BOB });
-    expect(seen.filter((s) => s.kind === "action" || s.kind === "command").map((s) => s.kind)).toEqual(["action", "command"]);
+    expect(seen.filter((s) => s.kind === "action" || s.kind === "command").map((s) => s.kind)).toEqual([
+      "action",
+      "command",
+    ]);
   });
 
   it("tokens_revoked and app_uninstalled reach their listeners with the tenant; a bad signature is refused", async () => {
@@ -136,7 +176,13 @@ describe("signed tenant events with Bolt's verifier and a multi-workspace Bolt A
     expect((await postAppUninstalled(url, SECRET, b)).status).toBe(200);
     const events = seen.filter((s) => s.kind === "tokens_revoked" || s.kind === "app_uninstalled");
     expect(events).toEqual([
-      { kind: "tokens_revoked", teamId: TEAM_B, enterpriseId: undefined, isEnterpriseInstall: false, body: { bot: [b.botUserId] } },
+      {
+        kind: "tokens_revoked",
+        teamId: TEAM_B,
+        enterpriseId: undefined,
+        isEnterpriseInstall: false,
+        body: { bot: [b.botUserId] },
+      },
       { kind: "app_uninstalled", teamId: ORG, enterpriseId: ORG, isEnterpriseInstall: true, body: undefined },
       { kind: "app_uninstalled", teamId: TEAM_B, enterpriseId: undefined, isEnterpriseInstall: false, body: undefined },
     ]);
@@ -144,7 +190,18 @@ describe("signed tenant events with Bolt's verifier and a multi-workspace Bolt A
     // (its default for a failed authorize) and calls nobody.
     fake.clearCalls();
     const g = fake.tenantIds({ teamId: GRID_2 });
-    expect((await postTenantEvent(url, SECRET, tenantMessageEvent({ ...g, enterpriseId: ORG, isEnterpriseInstall: true }, { channelId: "C0GRID002", user: ZED, text: "late" }))).status).toBe(401);
+    expect(
+      (
+        await postTenantEvent(
+          url,
+          SECRET,
+          tenantMessageEvent(
+            { ...g, enterpriseId: ORG, isEnterpriseInstall: true },
+            { channelId: "C0GRID002", user: ZED, text: "late" },
+          ),
+        )
+      ).status,
+    ).toBe(401);
     expect(fake.callsForTeam(GRID_2)).toEqual([]);
   });
 });

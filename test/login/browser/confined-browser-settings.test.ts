@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/clock/clock.js";
 import { ConfinedBrowser } from "../../../src/login/browser/confined-browser.js";
 import { cmdlineOf, envOf, isAlive } from "../../support/proc.js";
-import { html, startSite, type Site } from "./test-site.js";
+import { html, type Site, startSite } from "./test-site.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 let site: Site;
@@ -21,7 +21,10 @@ afterEach(async () => {
   await Promise.all(launched.splice(0).map((b) => b.close()));
 });
 
-async function launch(extra: { searchPath?: string; clock?: ManualClock }, warnings: string[] = []): Promise<ConfinedBrowser> {
+async function launch(
+  extra: { searchPath?: string; clock?: ManualClock },
+  warnings: string[] = [],
+): Promise<ConfinedBrowser> {
   const b = await ConfinedBrowser.launch({
     chromiumPath: CHROMIUM,
     allowedHosts: [`idp.localhost:${site.port}`],
@@ -48,10 +51,10 @@ function browserRoot(b: ConfinedBrowser): number {
 describe("ConfinedBrowser settings", () => {
   it("gives Chromium the PATH its options name, never the broker's own", async () => {
     const searchPath = `/usr/bin:/bin:/opt/slaude-test-${process.pid}`;
-    expect(process.env["PATH"]).not.toBe(searchPath);
+    expect(process.env.PATH).not.toBe(searchPath);
     const b = await launch({ searchPath });
     // The browser process's own environment (its children may clear theirs).
-    expect(envOf(browserRoot(b))["PATH"]).toBe(searchPath);
+    expect(envOf(browserRoot(b)).PATH).toBe(searchPath);
   });
 
   it("waits out the close grace period on its clock, then kills a browser that hangs on close", async () => {

@@ -8,13 +8,17 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSyn
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ConfinedBrowser, type ConfinedBrowserOptions, type ScreencastFrame } from "../../../src/login/browser/confined-browser.js";
+import { systemClock } from "../../../src/clock/clock.js";
+import {
+  ConfinedBrowser,
+  type ConfinedBrowserOptions,
+  type ScreencastFrame,
+} from "../../../src/login/browser/confined-browser.js";
 import { ConfinedBrowserError } from "../../../src/login/browser/errors.js";
 import { jpegSize } from "../../../src/login/browser/jpeg-size.js";
 import { SpareBrowsers } from "../../../src/login/browser/spare-browsers.js";
-import { systemClock } from "../../../src/clock/clock.js";
 import { cmdlineOf, environOf, envOf, isAlive, processesReferencing } from "../../support/proc.js";
-import { box, html, redirect, startSite, type Site } from "./test-site.js";
+import { box, html, redirect, type Site, startSite } from "./test-site.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const CANARY = `canary-${randomBytes(8).toString("hex")}`;
@@ -53,7 +57,9 @@ beforeAll(async () => {
         `<button style="${box(100, 100, 200, 80)}" onclick="window.open('/popup', 'login', 'width=500,height=400')">Sign in with SSO</button>` +
           `<button style="${box(100, 300, 200, 80)}" onclick="window.open('${otherUrl}/direct-popup', 'evil')">Elsewhere</button>`,
       ),
-      "/idle-opener": html(`<div style="${box(100, 100, 200, 80)};background:#eee" onclick="window.open('/self-closing', 'login', 'width=500,height=400')">Sign in</div>`),
+      "/idle-opener": html(
+        `<div style="${box(100, 100, 200, 80)};background:#eee" onclick="window.open('/self-closing', 'login', 'width=500,height=400')">Sign in</div>`,
+      ),
       "/self-closing": html(`<div style="${box(0, 0, 800, 600)};background:#24c" onclick="window.close()"></div>`),
       "/many-hops": html(`<script>for (let i = 0; i < ${HOPS}; i++) fetch("/hop-from?" + i).catch(() => {});</script>`),
       "/hop-from": (req, res) => redirect(`${otherPort}/hop?${req.path.split("?")[1] ?? ""}`)(req, res),
@@ -82,7 +88,9 @@ beforeAll(async () => {
       ),
       "/redirect-out": redirect(`${otherUrl}/redirected`),
       "/redirect-port-fetch": redirect(`${otherPort}/redirected-port-fetch`),
-      "/consent": html(`<button style="${box(100, 100, 200, 80)}" onclick="location.href = '${otherUrl}/callback?code=direct&state=s1'">Allow</button>`),
+      "/consent": html(
+        `<button style="${box(100, 100, 200, 80)}" onclick="location.href = '${otherUrl}/callback?code=direct&state=s1'">Allow</button>`,
+      ),
       "/authorize": redirect(`${otherUrl}/callback?code=redirected&state=s2`),
       "/cookies": html(`<img src="${otherUrl}/set-cookie" alt=""><script>document.cookie = "js=j1; path=/";</script>`, {
         "set-cookie": ["sid=s1; Path=/; HttpOnly; SameSite=Lax", "pref=p1; Path=/; Max-Age=3600"],
@@ -96,7 +104,10 @@ beforeAll(async () => {
           `<script>window.addEventListener("click", (e) => { if (e.target.id === "f") fetch("/fileclick?prevented=" + e.defaultPrevented); });</script>`,
       ),
       "/file": (_req, res) => {
-        res.writeHead(200, { "content-type": "application/octet-stream", "content-disposition": 'attachment; filename="canary.txt"' });
+        res.writeHead(200, {
+          "content-type": "application/octet-stream",
+          "content-disposition": 'attachment; filename="canary.txt"',
+        });
         res.end(CANARY);
       },
     };
@@ -160,7 +171,11 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `get` until it returns something truthy; fails the test naming `what` after `ms`. */
-async function until<T>(what: string | (() => string), get: () => T | undefined | null | false, ms = 10_000): Promise<T> {
+async function until<T>(
+  what: string | (() => string),
+  get: () => T | undefined | null | false,
+  ms = 10_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = get();
@@ -239,7 +254,7 @@ function profileDirOf(b: ConfinedBrowser): string {
 
 /** The HOME the browser was given (its own throw-away directory). */
 function homeDirOf(b: ConfinedBrowser): string {
-  const home = envOf(browserPidOf(b))["HOME"];
+  const home = envOf(browserPidOf(b)).HOME;
   if (!home) throw new Error("browser has no HOME");
   return home;
 }
@@ -258,7 +273,14 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     if (mode !== "spare") return;
     spareHomes = mkdtempSync(path.join(os.tmpdir(), "slaude-spare-test-"));
     // Only the login's own host resolves on the spare's command line; its context does the rest.
-    spares = new SpareBrowsers({ size: 1, chromiumPath: CHROMIUM, resolvableHosts: () => ["idp.localhost"], homesDir: spareHomes, clock: systemClock, log: { warn: () => {} } });
+    spares = new SpareBrowsers({
+      size: 1,
+      chromiumPath: CHROMIUM,
+      resolvableHosts: () => ["idp.localhost"],
+      homesDir: spareHomes,
+      clock: systemClock,
+      log: { warn: () => {} },
+    });
     spares.fill();
   });
   afterAll(async () => {
@@ -269,12 +291,12 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
 
   it("launches headless with no broker secret and no DevTools port, streams JPEG frames sized to the viewport, and leaves nothing behind after close()", async () => {
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
-    process.env["SLAUDE_TEST_SECRET"] = CANARY;
+    process.env.SLAUDE_TEST_SECRET = CANARY;
     let s: Session;
     try {
       s = await launch("/hello", { viewport: { width: 390, height: 844 } });
     } finally {
-      delete process.env["SLAUDE_TEST_SECRET"];
+      delete process.env.SLAUDE_TEST_SECRET;
     }
     await ready(s, "/hello");
     const f = s.frames.at(-1);
@@ -320,7 +342,9 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     const n = s.frames.length;
     await click(s.browser, 300, 225);
     await until("the click reaching the page", () => idpPaths(s).includes("/clicked"));
-    const changed = await until("a changed frame", () => s.frames.slice(n).find((f) => before && !f.data.equals(before.data)));
+    const changed = await until("a changed frame", () =>
+      s.frames.slice(n).find((f) => before && !f.data.equals(before.data)),
+    );
     expect(changed.width).toBe(400);
     expect(idpPaths(s).filter((p) => p.startsWith("/missed"))).toEqual([]);
   });
@@ -337,7 +361,9 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     await press(s.browser, "ß"); // outside Playwright's key layout: typed as text
     await press(s.browser, "Dead"); // a dead key types nothing
     await press(s.browser, "Enter");
-    const submit = await until("the form submission", () => idp.requests.slice(s.mark).find((r) => r.path === "/submit"));
+    const submit = await until("the form submission", () =>
+      idp.requests.slice(s.mark).find((r) => r.path === "/submit"),
+    );
     expect(submit.method).toBe("POST");
     expect(submit.body).toBe("u=alice&p=s3cret%C3%9F");
   });
@@ -394,7 +420,10 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     // CDP session sees them all.
     const s = await launch("/many-hops");
     const hops = Array.from({ length: HOPS }, (_, i) => `http://idp.localhost:${other.port}/hop?${i}`);
-    await until(() => `every hop reported (missing ${hops.filter((u) => !s.blocked.includes(u)).length} of ${HOPS})`, () => hops.every((u) => s.blocked.includes(u)));
+    await until(
+      () => `every hop reported (missing ${hops.filter((u) => !s.blocked.includes(u)).length} of ${HOPS})`,
+      () => hops.every((u) => s.blocked.includes(u)),
+    );
     expect(idpPaths(s).filter((p) => p.startsWith("/hop-from?"))).toHaveLength(HOPS);
     expect(other.requests).toEqual([]);
   });
@@ -430,9 +459,16 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
       // a fetch redirected to the allowed host name on another port: only the network-level allowlist holds it
       `http://idp.localhost:${other.port}/redirected-port-fetch`,
     ];
-    await until(() => `the page's own requests to be blocked (missing: ${subresources.filter((u) => !s.blocked.includes(u)).join(", ")}; blocked: ${s.blocked.join(", ")})`, () => subresources.every((u) => s.blocked.includes(u)));
+    await until(
+      () =>
+        `the page's own requests to be blocked (missing: ${subresources.filter((u) => !s.blocked.includes(u)).join(", ")}; blocked: ${s.blocked.join(", ")})`,
+      () => subresources.every((u) => s.blocked.includes(u)),
+    );
     // WebSockets and a worker's fetch are refused in the network stack (not reported): the page says how they ended.
-    const outcomes = () => idpPaths(s).filter((p) => p.startsWith("/outcome?")).sort();
+    const outcomes = () =>
+      idpPaths(s)
+        .filter((p) => p.startsWith("/outcome?"))
+        .sort();
     await until("the WebSocket and worker outcomes", () => outcomes().length === 3);
     expect(outcomes()).toEqual(["/outcome?worker=failed", "/outcome?ws-port=failed", "/outcome?ws=failed"]);
     await click(s.browser, 100, 240); // location.href = other server
@@ -524,10 +560,24 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
 
   it("fails to launch, leaving nothing behind, on a missing executable or a start URL outside the allowlist", async () => {
     const before = readdirSync(os.tmpdir()).filter((n) => n.startsWith("slaude-login-"));
-    const missing = ConfinedBrowser.launch({ chromiumPath: "/nonexistent/chromium", allowedHosts: ["idp.localhost"], startUrl: "http://idp.localhost/", onFrame: () => {} });
+    const missing = ConfinedBrowser.launch({
+      chromiumPath: "/nonexistent/chromium",
+      allowedHosts: ["idp.localhost"],
+      startUrl: "http://idp.localhost/",
+      onFrame: () => {},
+    });
     // Refused before Playwright runs: it would leak its temporary directories on this path.
-    await expect(missing).rejects.toMatchObject({ name: "ConfinedBrowserError", code: "launch_failed", cause: { code: "ENOENT" } });
-    const outside = ConfinedBrowser.launch({ chromiumPath: CHROMIUM, allowedHosts: ["idp.localhost"], startUrl: "http://evil.localhost/", onFrame: () => {} });
+    await expect(missing).rejects.toMatchObject({
+      name: "ConfinedBrowserError",
+      code: "launch_failed",
+      cause: { code: "ENOENT" },
+    });
+    const outside = ConfinedBrowser.launch({
+      chromiumPath: CHROMIUM,
+      allowedHosts: ["idp.localhost"],
+      startUrl: "http://evil.localhost/",
+      onFrame: () => {},
+    });
     await expect(outside).rejects.toBeInstanceOf(ConfinedBrowserError);
     await expect(outside).rejects.toMatchObject({ code: "invalid_options" });
     expect(readdirSync(os.tmpdir()).filter((n) => n.startsWith("slaude-login-"))).toEqual(before);

@@ -4,7 +4,13 @@ import { HostAllowlist } from "../../../src/login/browser/host-allowlist.js";
 import { jpegSize } from "../../../src/login/browser/jpeg-size.js";
 
 describe("HostAllowlist.allowsUrl", () => {
-  const allow = HostAllowlist.parse(["idp.example.com", "*.corp.example", "127.0.0.1:4567", "[::1]:8080", "tls.example.org:443"]);
+  const allow = HostAllowlist.parse([
+    "idp.example.com",
+    "*.corp.example",
+    "127.0.0.1:4567",
+    "[::1]:8080",
+    "tls.example.org:443",
+  ]);
   const table: [string, boolean][] = [
     ["https://idp.example.com/login", true],
     ["http://idp.example.com/login", true],
@@ -65,24 +71,42 @@ describe("HostAllowlist.allowsCookieDomain", () => {
 });
 
 describe("HostAllowlist.parse", () => {
-  it.each([[[]], [[""]], [["*"]], [["*.com"]], [["http://idp.example.com"]], [["idp.example.com/path"]], [["idp.example.com:0"]], [["idp.example.com:70000"]], [["idp..example.com"]], [["a*.example.com"]], [["*.[::1]"]], [["idp.example.com", "bad host"]]])(
-    "refuses %j",
-    (patterns) => {
-      expect(() => HostAllowlist.parse(patterns)).toThrow(ConfinedBrowserError);
-    },
-  );
+  it.each([
+    [[]],
+    [[""]],
+    [["*"]],
+    [["*.com"]],
+    [["http://idp.example.com"]],
+    [["idp.example.com/path"]],
+    [["idp.example.com:0"]],
+    [["idp.example.com:70000"]],
+    [["idp..example.com"]],
+    [["a*.example.com"]],
+    [["*.[::1]"]],
+    [["idp.example.com", "bad host"]],
+  ])("refuses %j", (patterns) => {
+    expect(() => HostAllowlist.parse(patterns)).toThrow(ConfinedBrowserError);
+  });
 
   it("renders Chromium's proxy-bypass list and host-resolver rules from the same patterns", () => {
     const allow = HostAllowlist.parse(["idp.example.com", "*.corp.example", "127.0.0.1:4567", "[::1]:8080"]);
-    expect(allow.proxyBypassList()).toBe("<-loopback>;idp.example.com:80;idp.example.com:443;*.corp.example:80;*.corp.example:443;127.0.0.1:4567;[::1]:8080");
-    expect(allow.hostResolverRules()).toBe("MAP * ~NOTFOUND, EXCLUDE idp.example.com, EXCLUDE *.corp.example, EXCLUDE 127.0.0.1, EXCLUDE [::1], EXCLUDE ::1");
+    expect(allow.proxyBypassList()).toBe(
+      "<-loopback>;idp.example.com:80;idp.example.com:443;*.corp.example:80;*.corp.example:443;127.0.0.1:4567;[::1]:8080",
+    );
+    expect(allow.hostResolverRules()).toBe(
+      "MAP * ~NOTFOUND, EXCLUDE idp.example.com, EXCLUDE *.corp.example, EXCLUDE 127.0.0.1, EXCLUDE [::1], EXCLUDE ::1",
+    );
   });
 });
 
 describe("jpegSize", () => {
   // SOI, an APP0 segment, then SOF0 with height 600 and width 800.
-  const app0 = [0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00];
-  const sof0 = [0xff, 0xc0, 0x00, 0x11, 0x08, 0x02, 0x58, 0x03, 0x20, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01];
+  const app0 = [
+    0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,
+  ];
+  const sof0 = [
+    0xff, 0xc0, 0x00, 0x11, 0x08, 0x02, 0x58, 0x03, 0x20, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01,
+  ];
   const jpeg = Buffer.from([0xff, 0xd8, ...app0, ...sof0, 0xff, 0xd9]);
 
   it("reads the size from the start-of-frame header", () => {

@@ -31,7 +31,12 @@ export async function startSite(pages: (port: number) => Record<string, Handler>
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const seen = { host: req.headers.host ?? "", method: req.method ?? "GET", path: req.url ?? "/", body: Buffer.concat(chunks).toString("utf8") };
+      const seen = {
+        host: req.headers.host ?? "",
+        method: req.method ?? "GET",
+        path: req.url ?? "/",
+        body: Buffer.concat(chunks).toString("utf8"),
+      };
       requests.push(seen);
       const handler = table[seen.path.split("?")[0] ?? "/"];
       if (handler) handler(seen, res);

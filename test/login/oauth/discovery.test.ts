@@ -8,7 +8,7 @@ import {
   resourceMetadataHint,
 } from "../../../src/login/oauth/discovery.js";
 import { CLIENT_NAME, registerClient } from "../../../src/login/oauth/registration.js";
-import { startFakeIdp, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
+import { type FakeIdp, startFakeIdp } from "../../fixtures/idp/fake-idp.js";
 import { oauthError } from "./support.js";
 
 let idp: FakeIdp | undefined;
@@ -17,13 +17,16 @@ afterEach(async () => {
   idp = undefined;
 });
 
-
 describe("discovery helpers", () => {
   it("reads resource_metadata from WWW-Authenticate, quoted or not", () => {
-    expect(resourceMetadataHint('Bearer realm="x", resource_metadata="https://a.example/.well-known/oauth-protected-resource"')).toBe(
-      "https://a.example/.well-known/oauth-protected-resource",
+    expect(
+      resourceMetadataHint(
+        'Bearer realm="x", resource_metadata="https://a.example/.well-known/oauth-protected-resource"',
+      ),
+    ).toBe("https://a.example/.well-known/oauth-protected-resource");
+    expect(resourceMetadataHint("Bearer resource_metadata=https://a.example/m, error=invalid_token")).toBe(
+      "https://a.example/m",
     );
-    expect(resourceMetadataHint("Bearer resource_metadata=https://a.example/m, error=invalid_token")).toBe("https://a.example/m");
     expect(resourceMetadataHint('Bearer realm="x"')).toBeUndefined();
     expect(resourceMetadataHint(null)).toBeUndefined();
   });
@@ -62,7 +65,11 @@ describe("discoverOAuth against the fake IdP", () => {
       resource: idp.mcpUrl,
       resourceMetadataUrl: idp.resourceMetadataUrl,
     });
-    expect(idp.requests.slice(0, 3)).toEqual(["POST /mcp", "GET /resource-metadata/mcp", "GET /.well-known/oauth-authorization-server"]);
+    expect(idp.requests.slice(0, 3)).toEqual([
+      "POST /mcp",
+      "GET /resource-metadata/mcp",
+      "GET /.well-known/oauth-authorization-server",
+    ]);
   });
 
   it("uses the RFC 9728 well-known URL when the 401 carries no hint", async () => {
@@ -124,16 +131,24 @@ describe("registerClient (RFC 7591)", () => {
   it("registers a public client for the code + refresh grants", async () => {
     idp = await startFakeIdp();
     const d = await discoverOAuth(idp.mcpUrl);
-    const client = await registerClient({ registrationEndpoint: d.registrationEndpoint!, redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"] });
+    const client = await registerClient({
+      registrationEndpoint: d.registrationEndpoint!,
+      redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"],
+    });
     expect(client.clientSecret).toBeUndefined();
     const stored = idp.registeredClients.get(client.clientId);
-    expect(stored).toMatchObject({ clientName: CLIENT_NAME, redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"] });
+    expect(stored).toMatchObject({
+      clientName: CLIENT_NAME,
+      redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"],
+    });
     expect(stored?.clientSecret).toBeUndefined();
   });
 
   it("turns a refusal into registration_failed with the vendor's error code only", async () => {
     idp = await startFakeIdp();
-    const err = await oauthError(registerClient({ registrationEndpoint: idp.registrationEndpoint, redirectUris: ["not a url"] }));
+    const err = await oauthError(
+      registerClient({ registrationEndpoint: idp.registrationEndpoint, redirectUris: ["not a url"] }),
+    );
     expect(err.code).toBe("registration_failed");
     expect(err.status).toBe(400);
     expect(err.vendorError).toBe("invalid_redirect_uri");
@@ -144,7 +159,10 @@ describe("registerClient (RFC 7591)", () => {
 describe("failures through the SDK carry no response text", () => {
   // The SDK's own errors can quote a body ("Raw body: ..."); ours name the step, a status and a vendor error token only.
   const CANARY = "canary-91d2-body-text";
-  const answer = (status: number, body: string, type = "application/json"): typeof fetch => async () => new Response(body, { status, headers: { "content-type": type } });
+  const answer =
+    (status: number, body: string, type = "application/json"): typeof fetch =>
+    async () =>
+      new Response(body, { status, headers: { "content-type": type } });
   const clean = (err: { message: string; vendorError?: string | undefined }) => {
     expect(err.message).not.toContain(CANARY);
     expect(err.vendorError ?? "").not.toContain(CANARY);
@@ -162,13 +180,20 @@ describe("failures through the SDK carry no response text", () => {
       expect(err.code).toBe(code);
       clean(err);
     }
-    const pr = await oauthError(fetchProtectedResource("https://mcp.example.com/mcp", { fetch: answer(200, JSON.stringify({ resource: CANARY })) }));
+    const pr = await oauthError(
+      fetchProtectedResource("https://mcp.example.com/mcp", {
+        fetch: answer(200, JSON.stringify({ resource: CANARY })),
+      }),
+    );
     expect(pr.code).toBe("discovery_failed");
     clean(pr);
   });
 
   it("maps a refused or garbled registration to registration_failed", async () => {
-    const req = { registrationEndpoint: "https://auth.example.com/register", redirectUris: ["https://broker.example.com/login/callback"] };
+    const req = {
+      registrationEndpoint: "https://auth.example.com/register",
+      redirectUris: ["https://broker.example.com/login/callback"],
+    };
     const cases: Array<[typeof fetch, number]> = [
       [answer(400, JSON.stringify({ error: "invalid_client_metadata", error_description: CANARY })), 400],
       [answer(201, JSON.stringify({ client_name: CANARY })), 201],

@@ -12,7 +12,7 @@ import { oauthFlows } from "../../../src/login/oauth/flow.js";
 import { OAuthRefresher } from "../../../src/login/oauth/refresh-manager.js";
 import { refresh } from "../../../src/login/oauth/token-client.js";
 import type { LoginSession } from "../../../src/store/records.js";
-import { startFakeIdp, type FakeIdp, type FakeIdpOptions } from "../../fixtures/idp/fake-idp.js";
+import { type FakeIdp, type FakeIdpOptions, startFakeIdp } from "../../fixtures/idp/fake-idp.js";
 import { harness, TempDirs } from "../../support/foundation.js";
 import { testCert, trustingFetch } from "../../support/tls.js";
 import { oauthError } from "./support.js";
@@ -33,9 +33,36 @@ const tlsIdp = (o: FakeIdpOptions = {}) => idp({ ...o, tls: testCert() });
 const tls = { fetch: trustingFetch(testCert().cert) };
 
 function service(url: string, capture: Record<string, unknown>): Service {
-  return parseRegistry({ services: { svc: { transport: { type: "http", url }, capture: { strategy: "oauth", discovery: true, ...capture }, scopes: ["user"] } } }, "t").get("svc")!;
+  return parseRegistry(
+    {
+      services: {
+        svc: {
+          transport: { type: "http", url },
+          capture: { strategy: "oauth", discovery: true, ...capture },
+          scopes: ["user"],
+        },
+      },
+    },
+    "t",
+  ).get("svc")!;
 }
-const SESSION: LoginSession = { id: "ls1", tokenHash: "h", teamId: "T1", userId: "U1", service: "svc", scope: "user", channelId: null, threadTs: null, status: "opened", createdAt: 0, expiresAt: 1, openedAt: 0, endedAt: null, connectionId: null, viewerHash: null };
+const SESSION: LoginSession = {
+  id: "ls1",
+  tokenHash: "h",
+  teamId: "T1",
+  userId: "U1",
+  service: "svc",
+  scope: "user",
+  channelId: null,
+  threadTs: null,
+  status: "opened",
+  createdAt: 0,
+  expiresAt: 1,
+  openedAt: 0,
+  endedAt: null,
+  connectionId: null,
+  viewerHash: null,
+};
 
 describe("discovered authorization-code endpoints", () => {
   it("an https server's metadata naming a loopback http endpoint is refused, and nothing reaches it", async () => {
@@ -47,7 +74,18 @@ describe("discovered authorization-code endpoints", () => {
       expect(err.message).toContain(field);
       expect(err.message).toContain("must use https");
       // The whole login refuses too, before registering anywhere.
-      expect((await oauthError(oauthFlows({ publicUrl: "https://broker.example.com", clock: new ManualClock(), secretOf: () => undefined, http: tls })(service(as.mcpUrl, {}), SESSION))).code).toBe("insecure_endpoint");
+      expect(
+        (
+          await oauthError(
+            oauthFlows({
+              publicUrl: "https://broker.example.com",
+              clock: new ManualClock(),
+              secretOf: () => undefined,
+              http: tls,
+            })(service(as.mcpUrl, {}), SESSION),
+          )
+        ).code,
+      ).toBe("insecure_endpoint");
       expect(as.registeredClients.size).toBe(0);
     }
     expect(internal.requests).toEqual([]);
@@ -78,7 +116,12 @@ describe("discovered authorization-code endpoints", () => {
     expect(allowed.tokenEndpoint).toBe(other.tokenEndpoint);
     expect(allowed.authorizationEndpoint).toBe(as.authorizationEndpoint);
     // The registry field is what the login reads.
-    const flow = await oauthFlows({ publicUrl: "https://broker.example.com", clock: new ManualClock(), secretOf: () => undefined, http: tls })(service(as.mcpUrl, { allowedOrigins: [new URL(other.url).origin] }), SESSION);
+    const flow = await oauthFlows({
+      publicUrl: "https://broker.example.com",
+      clock: new ManualClock(),
+      secretOf: () => undefined,
+      http: tls,
+    })(service(as.mcpUrl, { allowedOrigins: [new URL(other.url).origin] }), SESSION);
     expect(new URL(flow.authorizeUrl).origin).toBe(new URL(as.url).origin);
     expect(other.requests).toEqual([]);
   });
@@ -94,16 +137,27 @@ describe("discovered authorization-code endpoints", () => {
 
   it("same-origin https discovery keeps working", async () => {
     const as = await tlsIdp();
-    expect(await discoverOAuth(as.mcpUrl, tls)).toMatchObject({ issuer: as.issuer, tokenEndpoint: as.tokenEndpoint, registrationEndpoint: as.registrationEndpoint });
+    expect(await discoverOAuth(as.mcpUrl, tls)).toMatchObject({
+      issuer: as.issuer,
+      tokenEndpoint: as.tokenEndpoint,
+      registrationEndpoint: as.registrationEndpoint,
+    });
   });
 });
 
 describe("production refuses plain http, loopback included", () => {
   it("discovery, token requests and refreshes to a loopback http server are refused before any request", async () => {
-    const local = await idp({ clients: [{ clientId: "c", redirectUris: ["https://broker.example.com/login/callback"] }] });
+    const local = await idp({
+      clients: [{ clientId: "c", redirectUris: ["https://broker.example.com/login/callback"] }],
+    });
     expect((await oauthError(discoverOAuth(local.mcpUrl, { production: true }))).code).toBe("insecure_endpoint");
     const t = local.issueTokens("alice", "c");
-    const err = await oauthError(refresh({ tokenEndpoint: local.tokenEndpoint, clientId: "c", refreshToken: t.refreshToken }, { clock: new ManualClock(), production: true }));
+    const err = await oauthError(
+      refresh(
+        { tokenEndpoint: local.tokenEndpoint, clientId: "c", refreshToken: t.refreshToken },
+        { clock: new ManualClock(), production: true },
+      ),
+    );
     expect(err.code).toBe("insecure_endpoint");
     expect(err.message).toContain("NODE_ENV=production");
     expect(local.requests).toEqual([]);
@@ -119,9 +173,27 @@ describe("a stored token endpoint is held to the registry at every refresh", () 
     const foreign = await idp({ clients: [{ clientId: "c", redirectUris: ["x:"] }] });
     const allowed = allow ? { allowedOrigins: [new URL(foreign.url).origin] } : {};
     const h = harness(tmp);
-    const registry = parseRegistry({ services: { svc: { transport: { type: "http", url: mcp.mcpUrl }, capture: { strategy: "oauth", discovery: true, ...allowed }, scopes: ["user"] } } }, "t");
+    const registry = parseRegistry(
+      {
+        services: {
+          svc: {
+            transport: { type: "http", url: mcp.mcpUrl },
+            capture: { strategy: "oauth", discovery: true, ...allowed },
+            scopes: ["user"],
+          },
+        },
+      },
+      "t",
+    );
     const lifecycle = new ConnectionLifecycle({ store: h.store, vault: h.vault, registry, clock: h.clock, log: h.log });
-    const refresher = new OAuthRefresher({ store: h.store, vault: h.vault, registry, clock: h.clock, log: h.log, notifier: { needsLogin: async () => {} } });
+    const refresher = new OAuthRefresher({
+      store: h.store,
+      vault: h.vault,
+      registry,
+      clock: h.clock,
+      log: h.log,
+      notifier: { needsLogin: async () => {} },
+    });
     const t = foreign.issueTokens("alice", "c");
     // A credential stored with a token endpoint on another origin (say, before this rule existed).
     const c = await lifecycle.create({
@@ -129,7 +201,13 @@ describe("a stored token endpoint is held to the registry at every refresh", () 
       ownerUserId: "U1",
       service: "svc",
       scope: "user",
-      credential: { kind: "oauth", accessToken: t.accessToken, refreshToken: t.refreshToken, expiresAt: h.clock.now() + 1000, client: { tokenEndpoint: foreign.tokenEndpoint, clientId: "c" } },
+      credential: {
+        kind: "oauth",
+        accessToken: t.accessToken,
+        refreshToken: t.refreshToken,
+        expiresAt: h.clock.now() + 1000,
+        client: { tokenEndpoint: foreign.tokenEndpoint, clientId: "c" },
+      },
       createdBy: "U1",
     });
     h.clock.advance(2000);

@@ -1,10 +1,19 @@
 // The fake IdP's pages, driven the two ways login tests use them: plain HTTP, and a real Chromium
 // clicking the documented coordinates (as the live view relays a user's clicks).
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { centerOf, LOGIN_LAYOUT, SESSION_COOKIE, SSO_LAYOUT, startFakeIdp, TOKENS_LAYOUT, type Box, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
+import {
+  type Box,
+  centerOf,
+  type FakeIdp,
+  LOGIN_LAYOUT,
+  SESSION_COOKIE,
+  SSO_LAYOUT,
+  startFakeIdp,
+  TOKENS_LAYOUT,
+} from "../../fixtures/idp/fake-idp.js";
 
-const CHROMIUM = process.env["SLAUDE_CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+const CHROMIUM = process.env.SLAUDE_CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let idp: FakeIdp | undefined;
 afterEach(async () => {
@@ -15,18 +24,28 @@ afterEach(async () => {
 describe("fake IdP over HTTP", () => {
   it("signs in through the form, sets the session cookie and shows the API token", async () => {
     idp = await startFakeIdp({ users: { carol: { password: "pw", token: "api-carol" } } });
-    const bad = await fetch(`${idp.url}/login`, { method: "POST", body: new URLSearchParams({ username: "carol", password: "nope" }), redirect: "manual" });
+    const bad = await fetch(`${idp.url}/login`, {
+      method: "POST",
+      body: new URLSearchParams({ username: "carol", password: "nope" }),
+      redirect: "manual",
+    });
     expect(bad.status).toBe(401);
     expect(bad.headers.getSetCookie()).toEqual([]);
 
-    const ok = await fetch(`${idp.url}/login`, { method: "POST", body: new URLSearchParams({ username: "carol", password: "pw", next: "//evil.example/" }), redirect: "manual" });
+    const ok = await fetch(`${idp.url}/login`, {
+      method: "POST",
+      body: new URLSearchParams({ username: "carol", password: "pw", next: "//evil.example/" }),
+      redirect: "manual",
+    });
     expect(ok.status).toBe(302);
     expect(ok.headers.get("location")).toBe("/home");
     const cookie = ok.headers.getSetCookie()[0]!.split(";")[0]!;
     expect(cookie.startsWith(`${SESSION_COOKIE}=`)).toBe(true);
 
     expect(await (await fetch(`${idp.url}/home`, { headers: { cookie } })).text()).toContain("Signed in as carol");
-    expect(await (await fetch(idp.tokensUrl, { headers: { cookie } })).text()).toContain('<code id="api-token">api-carol</code>');
+    expect(await (await fetch(idp.tokensUrl, { headers: { cookie } })).text()).toContain(
+      '<code id="api-token">api-carol</code>',
+    );
     const anonymous = await fetch(idp.tokensUrl, { redirect: "manual" });
     expect(anonymous.headers.get("location")).toBe("/login?next=/tokens");
   });

@@ -8,7 +8,13 @@ import { s256Challenge } from "./support.js";
 
 /** The PKCE pair of one authorization request: the verifier kept, the challenge and method sent. */
 async function createPkce() {
-  const { url, verifier } = await beginAuthorization({ authorizationEndpoint: "https://auth.example.com/authorize", clientId: "c", redirectUri: "http://127.0.0.1:8080/cb", scopes: [], state: "s" });
+  const { url, verifier } = await beginAuthorization({
+    authorizationEndpoint: "https://auth.example.com/authorize",
+    clientId: "c",
+    redirectUri: "http://127.0.0.1:8080/cb",
+    scopes: [],
+    state: "s",
+  });
   const q = new URL(url).searchParams;
   return { verifier, challenge: q.get("code_challenge") ?? "", method: q.get("code_challenge_method") };
 }
@@ -27,13 +33,20 @@ describe("createPkce", () => {
 
   it("derives the challenge as BASE64URL(SHA256(verifier)) without padding", async () => {
     const p = await createPkce();
-    const expected = createHash("sha256").update(p.verifier).digest("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const expected = createHash("sha256")
+      .update(p.verifier)
+      .digest("base64")
+      .replace(/\+/g, "-")
+      .replace(/\//g, "_")
+      .replace(/=+$/, "");
     expect(p.challenge).toBe(expected);
     expect(p.challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
   it("matches the RFC 7636 appendix B example (the oracle the URL checks rely on)", () => {
-    expect(s256Challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+    expect(s256Challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).toBe(
+      "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    );
   });
 });
 

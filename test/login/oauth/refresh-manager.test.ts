@@ -1,18 +1,18 @@
-import { ManualClock } from "../../../src/clock/clock.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEventKind } from "../../../src/audit/event.js";
+import { ManualClock } from "../../../src/clock/clock.js";
 import { parseRegistry, type ServiceRegistry } from "../../../src/config/registry.js";
-import { bindingOf } from "../../../src/vault/binding.js";
 import { ConnectionLifecycle } from "../../../src/connections/lifecycle.js";
 import { OAuthClientResolver } from "../../../src/login/oauth/client-resolver.js";
 import { OAuthError } from "../../../src/login/oauth/errors.js";
-import { OAuthRefresher, type NeedsLoginNotifier } from "../../../src/login/oauth/refresh-manager.js";
+import { type NeedsLoginNotifier, OAuthRefresher } from "../../../src/login/oauth/refresh-manager.js";
 import { registerClient } from "../../../src/login/oauth/registration.js";
 import { refresh } from "../../../src/login/oauth/token-client.js";
 import type { Connection } from "../../../src/store/records.js";
+import { bindingOf } from "../../../src/vault/binding.js";
 import type { Credential } from "../../../src/vault/credential.js";
-import { startFakeIdp, type FakeIdp, type IssuedTokens } from "../../fixtures/idp/fake-idp.js";
-import { harness, TempDirs, type Harness } from "../../support/foundation.js";
+import { type FakeIdp, type IssuedTokens, startFakeIdp } from "../../fixtures/idp/fake-idp.js";
+import { type Harness, harness, TempDirs } from "../../support/foundation.js";
 
 const CLIENT_ID = "slaude-test";
 const REDIRECT = "http://127.0.0.1:8080/login/oauth/callback";
@@ -34,11 +34,21 @@ function idpRegistry(i: FakeIdp): ServiceRegistry {
       services: {
         remote: {
           transport,
-          capture: { strategy: "oauth", authorizationUrl: i.authorizationEndpoint, tokenUrl: i.tokenEndpoint, clientId: CLIENT_ID },
+          capture: {
+            strategy: "oauth",
+            authorizationUrl: i.authorizationEndpoint,
+            tokenUrl: i.tokenEndpoint,
+            clientId: CLIENT_ID,
+          },
           scopes: ["thread", "user"],
           ttl: "8h",
         },
-        discovered: { transport, capture: { strategy: "oauth", discovery: true, clientId: CLIENT_ID }, scopes: ["user"], ttl: "8h" },
+        discovered: {
+          transport,
+          capture: { strategy: "oauth", discovery: true, clientId: CLIENT_ID },
+          scopes: ["user"],
+          ttl: "8h",
+        },
         dynamic: { transport, capture: { strategy: "oauth", discovery: true }, scopes: ["user"], ttl: "8h" },
       },
     },
@@ -67,7 +77,16 @@ async function setup(refresherOpts: Partial<ConstructorParameters<typeof OAuthRe
   const registry = idpRegistry(idp);
   const lifecycle = new ConnectionLifecycle({ store: h.store, vault: h.vault, registry, clock: h.clock, log: h.log });
   const notifier = new RecordingNotifier();
-  const refresher = new OAuthRefresher({ store: h.store, vault: h.vault, registry, clock: h.clock, log: h.log, notifier, skewMs: SKEW_MS, ...refresherOpts });
+  const refresher = new OAuthRefresher({
+    store: h.store,
+    vault: h.vault,
+    registry,
+    clock: h.clock,
+    log: h.log,
+    notifier,
+    skewMs: SKEW_MS,
+    ...refresherOpts,
+  });
   return { h, idp, lifecycle, notifier, refresher };
 }
 
@@ -77,11 +96,16 @@ async function connect(s: Setup, tokens: IssuedTokens, expiresInMs: number, serv
     ownerUserId: "U1",
     service,
     scope: "user",
-    credential: { kind: "oauth", accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: s.h.clock.now() + expiresInMs, scope: "read write" },
+    credential: {
+      kind: "oauth",
+      accessToken: tokens.accessToken,
+      refreshToken: tokens.refreshToken,
+      expiresAt: s.h.clock.now() + expiresInMs,
+      scope: "read write",
+    },
     createdBy: "U1",
   });
 }
-
 
 async function storedCredential(s: Setup, id: string): Promise<Credential> {
   const row = await s.h.store.connections.get(id);
@@ -90,7 +114,12 @@ async function storedCredential(s: Setup, id: string): Promise<Credential> {
 
 async function auditOf(s: Setup, id: string, event: AuditEventKind) {
   const found = await s.h.store.audit.query({ connectionId: id, event });
-  return found.map((r) => ({ event: r.event, decision: r.decision ?? null, errorCode: r.errorCode ?? null, actor: r.actor ?? null }));
+  return found.map((r) => ({
+    event: r.event,
+    decision: r.decision ?? null,
+    errorCode: r.errorCode ?? null,
+    actor: r.actor ?? null,
+  }));
 }
 
 async function settle<T>(ps: Array<Promise<T>>) {
@@ -106,7 +135,11 @@ describe("OAuthRefresher.fresh", () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => s.refresher.fresh(c)));
 
     expect(s.idp.tokenRequests).toHaveLength(1);
-    expect(s.idp.tokenRequests[0]).toMatchObject({ grant_type: "refresh_token", refresh_token: old.refreshToken, client_id: CLIENT_ID });
+    expect(s.idp.tokenRequests[0]).toMatchObject({
+      grant_type: "refresh_token",
+      refresh_token: old.refreshToken,
+      client_id: CLIENT_ID,
+    });
     const first = results[0]!;
     expect(first.kind).toBe("oauth");
     if (first.kind !== "oauth") return;
@@ -120,10 +153,17 @@ describe("OAuthRefresher.fresh", () => {
     expect(row).toEqual(first);
     expect(first.refreshToken).toBeTruthy();
     expect(first.refreshToken).not.toBe(old.refreshToken);
-    await expect(refresh({ tokenEndpoint: s.idp.tokenEndpoint, clientId: CLIENT_ID, refreshToken: old.refreshToken }, { clock: s.h.clock })).rejects.toMatchObject({
+    await expect(
+      refresh(
+        { tokenEndpoint: s.idp.tokenEndpoint, clientId: CLIENT_ID, refreshToken: old.refreshToken },
+        { clock: s.h.clock },
+      ),
+    ).rejects.toMatchObject({
       code: "invalid_grant",
     });
-    expect(await auditOf(s, c.id, "connection_refreshed")).toEqual([{ event: "connection_refreshed", decision: "rotated", errorCode: null, actor: "oauth-refresher" }]);
+    expect(await auditOf(s, c.id, "connection_refreshed")).toEqual([
+      { event: "connection_refreshed", decision: "rotated", errorCode: null, actor: "oauth-refresher" },
+    ]);
 
     // A caller still holding the stale row object gets the stored tokens, with no second refresh.
     const again = await s.refresher.fresh(c);
@@ -211,7 +251,12 @@ describe("OAuthRefresher.fresh", () => {
     expect(s.notifier.calls[0]).toMatchObject({ id: c.id, status: "needs_login", ownerUserId: "U1" });
     expect((await s.h.store.connections.get(c.id))?.status).toBe("needs_login");
     expect(await auditOf(s, c.id, "connection_needs_login")).toEqual([
-      { event: "connection_needs_login", decision: "invalid_grant", errorCode: "invalid_grant", actor: "oauth-refresher" },
+      {
+        event: "connection_needs_login",
+        decision: "invalid_grant",
+        errorCode: "invalid_grant",
+        actor: "oauth-refresher",
+      },
     ]);
 
     // Later calls fail fast: no new token request, no second notification.
@@ -230,7 +275,12 @@ describe("OAuthRefresher.fresh", () => {
     await expect(s.refresher.fresh(c)).rejects.toMatchObject({ code: "needs_login" });
     const logs = s.h.log.lines.join("\n");
     expect(logs).toContain("oauth tokens refreshed");
-    for (const secret of [tokens.accessToken, tokens.refreshToken, fresh.kind === "oauth" ? fresh.accessToken : "", fresh.kind === "oauth" ? fresh.refreshToken! : ""]) {
+    for (const secret of [
+      tokens.accessToken,
+      tokens.refreshToken,
+      fresh.kind === "oauth" ? fresh.accessToken : "",
+      fresh.kind === "oauth" ? fresh.refreshToken! : "",
+    ]) {
       expect(secret).not.toBe("");
       expect(logs).not.toContain(secret);
     }
@@ -311,13 +361,21 @@ describe("OAuthRefresher client resolution", () => {
   });
 
   it("sends the client secret named by clientSecretEnv, and refuses when it is not set", async () => {
-    idp = await startFakeIdp({ clients: [{ clientId: "conf", clientSecret: "conf-secret", redirectUris: [REDIRECT] }] });
+    idp = await startFakeIdp({
+      clients: [{ clientId: "conf", clientSecret: "conf-secret", redirectUris: [REDIRECT] }],
+    });
     const registry = parseRegistry(
       {
         services: {
           conf: {
             transport: { type: "http", url: idp.mcpUrl },
-            capture: { strategy: "oauth", authorizationUrl: idp.authorizationEndpoint, tokenUrl: idp.tokenEndpoint, clientId: "conf", clientSecretEnv: "CONF_CLIENT_SECRET" },
+            capture: {
+              strategy: "oauth",
+              authorizationUrl: idp.authorizationEndpoint,
+              tokenUrl: idp.tokenEndpoint,
+              clientId: "conf",
+              clientSecretEnv: "CONF_CLIENT_SECRET",
+            },
             scopes: ["user"],
           },
         },
@@ -326,7 +384,9 @@ describe("OAuthRefresher client resolution", () => {
     );
     const service = registry.get("conf")!;
     await expect(new OAuthClientResolver().resolve(service)).rejects.toMatchObject({ code: "client_unknown" });
-    const resolver = new OAuthClientResolver({ secretOf: (name) => (name === "CONF_CLIENT_SECRET" ? "conf-secret" : undefined) });
+    const resolver = new OAuthClientResolver({
+      secretOf: (name) => (name === "CONF_CLIENT_SECRET" ? "conf-secret" : undefined),
+    });
     const client = await resolver.resolve(service);
     expect(client).toEqual({ tokenEndpoint: idp.tokenEndpoint, clientId: "conf", clientSecret: "conf-secret" });
     const t = idp.issueTokens("alice", "conf");

@@ -9,13 +9,13 @@ import { ConnectionLifecycle } from "../../../src/connections/lifecycle.js";
 import { memoryLogger } from "../../../src/log/logger.js";
 import { OAuthRefresher } from "../../../src/login/oauth/refresh-manager.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/pg-store.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { bindingOf } from "../../../src/vault/binding.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { Vault } from "../../../src/vault/vault.js";
-import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
-import { startFakeIdp, type FakeIdp } from "../../fixtures/idp/fake-idp.js";
+import { type FakeIdp, startFakeIdp } from "../../fixtures/idp/fake-idp.js";
 import { newKeyB64 } from "../../support/foundation.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { type PgCluster, startPostgres } from "../../support/postgres.js";
 
 const CLIENT_ID = "slaude-test";
 
@@ -42,7 +42,12 @@ function registryOf(i: FakeIdp): ServiceRegistry {
       services: {
         remote: {
           transport: { type: "http", url: i.mcpUrl },
-          capture: { strategy: "oauth", authorizationUrl: i.authorizationEndpoint, tokenUrl: i.tokenEndpoint, clientId: CLIENT_ID },
+          capture: {
+            strategy: "oauth",
+            authorizationUrl: i.authorizationEndpoint,
+            tokenUrl: i.tokenEndpoint,
+            clientId: CLIENT_ID,
+          },
           scopes: ["user"],
           ttl: "8h",
         },
@@ -55,17 +60,33 @@ function registryOf(i: FakeIdp): ServiceRegistry {
 /** Two replicas' refreshers on one database (same key, same registry), and a near-expiry connection. */
 async function twoReplicas(maxConnections?: number) {
   // The token endpoint answers slowly, so both replicas are inside a refresh at the same time.
-  idp = await startFakeIdp({ tokenDelayMs: 300, clients: [{ clientId: CLIENT_ID, redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"] }] });
+  idp = await startFakeIdp({
+    tokenDelayMs: 300,
+    clients: [{ clientId: CLIENT_ID, redirectUris: ["http://127.0.0.1:8080/login/oauth/callback"] }],
+  });
   const url = await cluster.createSchema(databaseUrl);
   const clock = new ManualClock();
   const vault = new Vault(KeyRing.fromBase64(newKeyB64()));
   const registry = registryOf(idp);
   const replicas = [];
   for (let i = 0; i < 2; i++) {
-    const { store } = await openPostgresStore({ url, ...(maxConnections ? { maxConnections } : {}) }, () => clock.now());
+    const { store } = await openPostgresStore({ url, ...(maxConnections ? { maxConnections } : {}) }, () =>
+      clock.now(),
+    );
     stores.push(store);
     const log = memoryLogger();
-    replicas.push({ store, refresher: new OAuthRefresher({ store, vault, registry, clock, log, notifier: { needsLogin: async () => {} }, lock: new PostgresTopology(store.db).locks }) });
+    replicas.push({
+      store,
+      refresher: new OAuthRefresher({
+        store,
+        vault,
+        registry,
+        clock,
+        log,
+        notifier: { needsLogin: async () => {} },
+        lock: new PostgresTopology(store.db).locks,
+      }),
+    });
   }
   const lifecycle = new ConnectionLifecycle({ store: replicas[0]!.store, vault, registry, clock, log: memoryLogger() });
   const connect = async (owner: string) => {
@@ -75,7 +96,13 @@ async function twoReplicas(maxConnections?: number) {
       ownerUserId: owner,
       service: "remote",
       scope: "user",
-      credential: { kind: "oauth", accessToken: old.accessToken, refreshToken: old.refreshToken, expiresAt: clock.now() + 30_000, scope: "read" },
+      credential: {
+        kind: "oauth",
+        accessToken: old.accessToken,
+        refreshToken: old.refreshToken,
+        expiresAt: clock.now() + 30_000,
+        scope: "read",
+      },
       createdBy: owner,
     });
     return { conn, old };
@@ -111,7 +138,10 @@ describe("OAuth refresh across replicas on PostgreSQL", () => {
 
   it("many connections refreshing at once on replicas with a 2-connection pool all succeed: the locks never starve the reads they guard", async () => {
     const { idp, replicas, conn, connect } = await twoReplicas(2);
-    const conns = [conn, ...(await Promise.all(["U2", "U3", "U4", "U5", "U6"].map(async (u) => (await connect(u)).conn)))];
+    const conns = [
+      conn,
+      ...(await Promise.all(["U2", "U3", "U4", "U5", "U6"].map(async (u) => (await connect(u)).conn))),
+    ];
     const all = await Promise.all(conns.flatMap((c) => replicas.map((r) => r.refresher.fresh(c))));
     expect(all).toHaveLength(12);
     // One token request per connection, whichever replica sent it.

@@ -36,9 +36,21 @@ describe.each(BACKENDS)("approvals repository on $name", (be) => {
     const h = await be.harness();
     const a = await pending(h);
     const at = h.clock.now();
-    expect(await h.store.approvals.decide(a.id, { status: "allowed_once", by: "U2", at }, [{ at, event: "approval_decided" }])).toBe(false);
-    expect(await h.store.approvals.decide(a.id, { status: "denied", by: "U1", at }, [{ at, event: "approval_decided", decision: "deny" }])).toBe(true);
-    expect(await h.store.approvals.decide(a.id, { status: "allowed_once", by: "U1", at }, [{ at, event: "approval_decided" }])).toBe(false);
+    expect(
+      await h.store.approvals.decide(a.id, { status: "allowed_once", by: "U2", at }, [
+        { at, event: "approval_decided" },
+      ]),
+    ).toBe(false);
+    expect(
+      await h.store.approvals.decide(a.id, { status: "denied", by: "U1", at }, [
+        { at, event: "approval_decided", decision: "deny" },
+      ]),
+    ).toBe(true);
+    expect(
+      await h.store.approvals.decide(a.id, { status: "allowed_once", by: "U1", at }, [
+        { at, event: "approval_decided" },
+      ]),
+    ).toBe(false);
     expect((await h.store.approvals.get(a.id))!).toMatchObject({ status: "denied", decidedBy: "U1", decidedAt: at });
     expect(await h.store.audit.count({ event: "approval_decided" })).toBe(1);
 
@@ -52,9 +64,25 @@ describe.each(BACKENDS)("approvals repository on $name", (be) => {
     const h = await be.harness();
     const a = await pending(h);
     const at = h.clock.now();
-    const grant = { id: "grant_1", connectionId: a.connectionId, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: at };
-    expect(await h.store.approvals.decide(a.id, { status: "allowed_thread", by: "U1", at, grant }, [{ at, event: "approval_decided" }])).toBe(true);
-    expect(await h.store.grants.findLive(a.connectionId, "U2", { teamId: "T1", channelId: "C1", threadTs: "1.1" })).toMatchObject({ id: "grant_1" });
+    const grant = {
+      id: "grant_1",
+      connectionId: a.connectionId,
+      teamId: "T1",
+      channelId: "C1",
+      threadTs: "1.1",
+      ownerUserId: "U1",
+      borrowerUserId: "U2",
+      service: "svc",
+      createdAt: at,
+    };
+    expect(
+      await h.store.approvals.decide(a.id, { status: "allowed_thread", by: "U1", at, grant }, [
+        { at, event: "approval_decided" },
+      ]),
+    ).toBe(true);
+    expect(
+      await h.store.grants.findLive(a.connectionId, "U2", { teamId: "T1", channelId: "C1", threadTs: "1.1" }),
+    ).toMatchObject({ id: "grant_1" });
 
     expect(await h.store.approvals.consume(a.id, "other-hash", at, [{ at, event: "call" }])).toBe(false);
     expect(await h.store.approvals.consume(a.id, "hash-1", at, [{ at, event: "call" }])).toBe(true);
@@ -66,8 +94,22 @@ describe.each(BACKENDS)("approvals repository on $name", (be) => {
     const h = await be.harness();
     const a = await pending(h);
     const at = h.clock.now();
-    const badGrant = { id: "grant_x", connectionId: "conn_missing", teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: at };
-    await expect(h.store.approvals.decide(a.id, { status: "allowed_thread", by: "U1", at, grant: badGrant }, [{ at, event: "approval_decided" }])).rejects.toThrow(be.errors.foreignKey);
+    const badGrant = {
+      id: "grant_x",
+      connectionId: "conn_missing",
+      teamId: "T1",
+      channelId: "C1",
+      threadTs: "1.1",
+      ownerUserId: "U1",
+      borrowerUserId: "U2",
+      service: "svc",
+      createdAt: at,
+    };
+    await expect(
+      h.store.approvals.decide(a.id, { status: "allowed_thread", by: "U1", at, grant: badGrant }, [
+        { at, event: "approval_decided" },
+      ]),
+    ).rejects.toThrow(be.errors.foreignKey);
     expect((await h.store.approvals.get(a.id))!.status).toBe("pending");
     expect(await h.store.audit.count({ event: "approval_decided" })).toBe(0);
   });
@@ -93,13 +135,31 @@ describe.each(BACKENDS)("tool metadata cache on $name", (be) => {
   it("stores, replaces and validates the cached tool list", async () => {
     const h = await be.harness();
     expect(await h.store.toolMetadata.get("T1", "svc")).toBeUndefined();
-    await h.store.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "h1", tools: [{ name: "a" }], fetchedAt: 1 });
-    await h.store.toolMetadata.put({ teamId: "T1", service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
-    expect(await h.store.toolMetadata.get("T1", "svc")).toEqual({ teamId: "T1", service: "svc", contentHash: "h2", tools: [{ name: "b" }], fetchedAt: 2 });
+    await h.store.toolMetadata.put({
+      teamId: "T1",
+      service: "svc",
+      contentHash: "h1",
+      tools: [{ name: "a" }],
+      fetchedAt: 1,
+    });
+    await h.store.toolMetadata.put({
+      teamId: "T1",
+      service: "svc",
+      contentHash: "h2",
+      tools: [{ name: "b" }],
+      fetchedAt: 2,
+    });
+    expect(await h.store.toolMetadata.get("T1", "svc")).toEqual({
+      teamId: "T1",
+      service: "svc",
+      contentHash: "h2",
+      tools: [{ name: "b" }],
+      fetchedAt: 2,
+    });
     // Keyed per team: another team's cache is a miss.
     expect(await h.store.toolMetadata.get("T2", "svc")).toBeUndefined();
     // JSON read back is validated: a non-array is treated as a cache miss.
-    await h.exec("UPDATE tool_metadata SET tools_json = '{\"not\":\"an array\"}'");
+    await h.exec('UPDATE tool_metadata SET tools_json = \'{"not":"an array"}\'');
     expect(await h.store.toolMetadata.get("T1", "svc")).toBeUndefined();
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
-import { bindingOf } from "../../../src/vault/binding.js";
 import { newId } from "../../../src/domain/ids.js";
 import type { NewConnection } from "../../../src/store/records.js";
+import { bindingOf } from "../../../src/vault/binding.js";
 import { threadInput } from "../../support/foundation.js";
 import { backends, type StoreHarness } from "./backends.js";
 
@@ -29,7 +29,17 @@ function newConnection(h: StoreHarness): NewConnection {
 }
 
 function grantFor(h: StoreHarness, connectionId: string, id = newId("grant")) {
-  return { id, connectionId, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: h.clock.now() };
+  return {
+    id,
+    connectionId,
+    teamId: "T1",
+    channelId: "C1",
+    threadTs: "1.1",
+    ownerUserId: "U1",
+    borrowerUserId: "U2",
+    service: "svc",
+    createdAt: h.clock.now(),
+  };
 }
 
 describe.each(BACKENDS)("audit table on $name", (be) => {
@@ -55,10 +65,28 @@ describe.each(BACKENDS)("audit table on $name", (be) => {
     const h = await be.harness();
     await h.store.audit.append([
       { at: 100, event: "connection_created", teamId: "T1", ownerUserId: "U1", service: "svc", connectionId: "c1" },
-      { at: 200, event: "call", teamId: "T1", callerUserId: "U2", ownerUserId: "U1", service: "svc", connectionId: "c1", tool: "read_thing" },
-      { at: 300, event: "approval_decided", teamId: "T2", approverUserId: "U3", service: "other", connectionId: "c2", decision: "deny" },
+      {
+        at: 200,
+        event: "call",
+        teamId: "T1",
+        callerUserId: "U2",
+        ownerUserId: "U1",
+        service: "svc",
+        connectionId: "c1",
+        tool: "read_thing",
+      },
+      {
+        at: 300,
+        event: "approval_decided",
+        teamId: "T2",
+        approverUserId: "U3",
+        service: "other",
+        connectionId: "c2",
+        decision: "deny",
+      },
     ]);
-    const events = async (q: Parameters<typeof h.store.audit.query>[0]) => (await h.store.audit.query(q)).map((r) => r.event);
+    const events = async (q: Parameters<typeof h.store.audit.query>[0]) =>
+      (await h.store.audit.query(q)).map((r) => r.event);
     expect(await events({})).toEqual(["connection_created", "call", "approval_decided"]);
     expect(await events({ since: 200 })).toEqual(["call", "approval_decided"]);
     expect(await events({ until: 300 })).toEqual(["connection_created", "call"]);
@@ -78,18 +106,29 @@ describe.each(BACKENDS)("every state change writes its audit row in the same tra
   it("connections.create: a failing audit write leaves no connection", async () => {
     const h = await be.harness();
     const c = newConnection(h);
-    await expect(h.store.connections.create(c, [{ at: 1, event: "connection_created", connectionId: c.id }, BROKEN_AUDIT])).rejects.toThrow(be.errors.notNull);
+    await expect(
+      h.store.connections.create(c, [{ at: 1, event: "connection_created", connectionId: c.id }, BROKEN_AUDIT]),
+    ).rejects.toThrow(be.errors.notNull);
     expect(await h.store.connections.get(c.id)).toBeUndefined();
     expect(await h.store.audit.count()).toBe(0);
   });
 
   it("connections.create: a failing insert leaves no audit row and does not end the live duplicate", async () => {
     const h = await be.harness();
-    const existing = await h.lifecycle.create({ teamId: "T1", ownerUserId: "U1", service: "svc", scope: "user", credential: { kind: "fields", fields: { token: "t" } }, createdBy: "U1" });
+    const existing = await h.lifecycle.create({
+      teamId: "T1",
+      ownerUserId: "U1",
+      service: "svc",
+      scope: "user",
+      credential: { kind: "fields", fields: { token: "t" } },
+      createdBy: "U1",
+    });
     const auditBefore = await h.store.audit.count();
     // Same dedupe key (so the existing row would be replaced), but the id collides: the INSERT fails.
     const dup = { ...newConnection(h), id: existing.id };
-    await expect(h.store.connections.create(dup, [{ at: 2, event: "connection_created", connectionId: dup.id }])).rejects.toThrow(be.errors.unique);
+    await expect(
+      h.store.connections.create(dup, [{ at: 2, event: "connection_created", connectionId: dup.id }]),
+    ).rejects.toThrow(be.errors.unique);
     expect(await h.store.audit.count()).toBe(auditBefore);
     expect(await h.store.connections.get(existing.id)).toMatchObject({ status: "active", sealed: expect.anything() });
   });
@@ -99,7 +138,9 @@ describe.each(BACKENDS)("every state change writes its audit row in the same tra
     const c = await h.lifecycle.create(threadInput("U1", "t"));
     const g = await h.store.grants.create(grantFor(h, c.id), []);
     const before = await h.store.audit.count();
-    await expect(h.store.connections.end(c.id, { status: "revoked", reason: "x", at: 5, actor: "U1", audit: [BROKEN_AUDIT] })).rejects.toThrow();
+    await expect(
+      h.store.connections.end(c.id, { status: "revoked", reason: "x", at: 5, actor: "U1", audit: [BROKEN_AUDIT] }),
+    ).rejects.toThrow();
     expect(await h.store.connections.get(c.id)).toMatchObject({ status: "active", endedAt: null });
     expect((await h.store.connections.get(c.id))!.sealed).not.toBeNull();
     expect((await h.store.grants.get(g.id))!.revokedAt).toBeNull();
@@ -108,9 +149,11 @@ describe.each(BACKENDS)("every state change writes its audit row in the same tra
 
   it("grants.create: a foreign-key violation leaves no audit row", async () => {
     const h = await be.harness();
-    await expect(h.store.grants.create(grantFor(h, "conn_does_not_exist"), [{ at: 1, event: "grant_created", connectionId: "conn_does_not_exist" }])).rejects.toThrow(
-      be.errors.foreignKey,
-    );
+    await expect(
+      h.store.grants.create(grantFor(h, "conn_does_not_exist"), [
+        { at: 1, event: "grant_created", connectionId: "conn_does_not_exist" },
+      ]),
+    ).rejects.toThrow(be.errors.foreignKey);
     expect(await h.store.audit.count()).toBe(0);
     expect(await h.store.grants.list({})).toEqual([]);
   });
@@ -132,7 +175,9 @@ describe.each(BACKENDS)("every state change writes its audit row in the same tra
     const h = await be.harness();
     await h.lifecycle.create(threadInput("U1", "t"));
     const before = await h.rows("SELECT secret_nonce, secret_ct FROM connections");
-    await expect(h.store.connections.reencryptAll((c) => h.vault.reseal(c.sealed, bindingOf(c)), BROKEN_AUDIT)).rejects.toThrow();
+    await expect(
+      h.store.connections.reencryptAll((c) => h.vault.reseal(c.sealed, bindingOf(c)), BROKEN_AUDIT),
+    ).rejects.toThrow();
     expect(await h.rows("SELECT secret_nonce, secret_ct FROM connections")).toEqual(before);
   });
 

@@ -12,7 +12,7 @@ import type { Store } from "../../../src/store/store.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { Vault } from "../../../src/vault/vault.js";
 import { newKeyB64, TempDirs, testRegistry } from "../../support/foundation.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { type PgCluster, startPostgres } from "../../support/postgres.js";
 
 /** Everything a contract test needs, over either adapter. */
 export interface StoreHarness {
@@ -102,7 +102,14 @@ export function backends(): Backend[] {
       });
     },
     blob: (hex) => `x'${hex}'`,
-    errors: { unique: /UNIQUE constraint failed/, foreignKey: /FOREIGN KEY/, check: /CHECK/, notNull: /NOT NULL/, closed: /not open/, appendOnly: /append-only/ },
+    errors: {
+      unique: /UNIQUE constraint failed/,
+      foreignKey: /FOREIGN KEY/,
+      check: /CHECK/,
+      notNull: /NOT NULL/,
+      closed: /not open/,
+      appendOnly: /append-only/,
+    },
   };
 
   const postgres: Backend = {

@@ -14,7 +14,11 @@ const THREAD = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
 const OTHER_THREAD = { ...THREAD, threadTs: "1700000000.000200" };
 
 async function seed(h: StoreHarness) {
-  const make = (owner: string | null, scope: "thread" | "user" | "shared", o: { thread?: typeof THREAD; team?: string; service?: string } = {}) => {
+  const make = (
+    owner: string | null,
+    scope: "thread" | "user" | "shared",
+    o: { thread?: typeof THREAD; team?: string; service?: string } = {},
+  ) => {
     const t = o.thread ?? THREAD;
     return h.lifecycle.create({
       teamId: o.team ?? "T1",
@@ -40,7 +44,15 @@ async function seed(h: StoreHarness) {
     otherService: (await make("UALICE", "thread", { service: "other" })).id,
   };
   await h.store.grants.create(
-    { id: "grant1", connectionId: ids.bobUser, ...THREAD, ownerUserId: "UBOB", borrowerUserId: "UALICE", service: "svc", createdAt: h.clock.now() },
+    {
+      id: "grant1",
+      connectionId: ids.bobUser,
+      ...THREAD,
+      ownerUserId: "UBOB",
+      borrowerUserId: "UALICE",
+      service: "svc",
+      createdAt: h.clock.now(),
+    },
     [],
   );
   // Thousands of other members' rows in the same team: none may be read for this caller.
@@ -52,7 +64,10 @@ async function seed(h: StoreHarness) {
       values.push(`conn_noise_${String(i).padStart(5, "0")}`, `UNOISE${i}`, h.clock.now() + 3_600_000);
       tuples.push("(?, 'T1', ?, 'svc', 'user', 'active', 'x', 0, 0, ?)");
     }
-    await h.exec(`INSERT INTO connections (id, team_id, owner_user_id, service, scope, status, created_by, created_at, updated_at, expires_at) VALUES ${tuples.join(", ")}`, ...values);
+    await h.exec(
+      `INSERT INTO connections (id, team_id, owner_user_id, service, scope, status, created_by, created_at, updated_at, expires_at) VALUES ${tuples.join(", ")}`,
+      ...values,
+    );
   }
   return ids;
 }
@@ -60,21 +75,34 @@ async function seed(h: StoreHarness) {
 /** The same query for every service (connections_list). */
 const anyService = ({ service: _service, ...q }: CandidateQuery): CandidateQuery => q;
 
-const query = (h: StoreHarness, o: Partial<CandidateQuery> = {}): CandidateQuery => ({ thread: THREAD, caller: "UALICE", participants: ["UALICE", "UBOB"], service: "svc", own: "here", now: h.clock.now(), limit: 1_000, ...o });
+const query = (h: StoreHarness, o: Partial<CandidateQuery> = {}): CandidateQuery => ({
+  thread: THREAD,
+  caller: "UALICE",
+  participants: ["UALICE", "UBOB"],
+  service: "svc",
+  own: "here",
+  now: h.clock.now(),
+  limit: 1_000,
+  ...o,
+});
 
 describe.each(BACKENDS)("candidates query on $name", (be) => {
   it("returns exactly the rows this caller can use here, with grant standing and no ciphertext", async () => {
     const h = await be.harness();
     const ids = await seed(h);
     const got = await h.store.connections.candidates(query(h));
-    expect(got.map((r) => r.connection.id).sort()).toEqual([ids.ownThread, ids.ownUser, ids.bobUser, ids.daveHere, ids.shared].sort());
+    expect(got.map((r) => r.connection.id).sort()).toEqual(
+      [ids.ownThread, ids.ownUser, ids.bobUser, ids.daveHere, ids.shared].sort(),
+    );
     expect(got.find((r) => r.connection.id === ids.bobUser)!.granted).toBe(true);
     expect(got.find((r) => r.connection.id === ids.daveHere)!.granted).toBe(false);
     for (const r of got) expect(r.connection).not.toHaveProperty("sealed");
 
     // connections_list's shape: every live own row, every service, no other thread's others.
     const listed = await h.store.connections.candidates(anyService(query(h, { own: "everywhere" })));
-    expect(listed.map((r) => r.connection.id).sort()).toEqual([ids.ownThread, ids.ownUser, ids.ownOtherThread, ids.bobUser, ids.daveHere, ids.shared, ids.otherService].sort());
+    expect(listed.map((r) => r.connection.id).sort()).toEqual(
+      [ids.ownThread, ids.ownUser, ids.ownOtherThread, ids.bobUser, ids.daveHere, ids.shared, ids.otherService].sort(),
+    );
     expect(listed.find((r) => r.connection.id === ids.ownThread)!.grantsGiven).toBe(0);
   });
 
@@ -92,7 +120,9 @@ describe.each(BACKENDS)("candidates query on $name", (be) => {
     const all = (await h.store.connections.candidates(query(h, { own: "everywhere" }))).map((r) => r.connection.id);
     const paged: string[] = [];
     for (let after: string | undefined; ; ) {
-      const page = await h.store.connections.candidates(query(h, { own: "everywhere", limit: 2, ...(after ? { after } : {}) }));
+      const page = await h.store.connections.candidates(
+        query(h, { own: "everywhere", limit: 2, ...(after ? { after } : {}) }),
+      );
       paged.push(...page.map((r) => r.connection.id));
       after = page.at(-1)?.connection.id;
       if (page.length < 2) break;
@@ -100,7 +130,6 @@ describe.each(BACKENDS)("candidates query on $name", (be) => {
     expect(paged).toEqual(all);
     expect([...all].sort()).toEqual(all);
   });
-
 });
 
 describe("candidates query plan on sqlite", () => {

@@ -12,7 +12,10 @@ export function canaryTokens(): Required<InstallationTokens> {
 let seq = 0;
 
 /** A team install (or, with `isEnterpriseInstall`, an org-wide one) sealed for its own id under `vault`'s primary key. */
-export function installation(vault: Vault, o: Partial<Omit<Installation, "sealed">> & { tokens?: InstallationTokens } = {}): Installation {
+export function installation(
+  vault: Vault,
+  o: Partial<Omit<Installation, "sealed">> & { tokens?: InstallationTokens } = {},
+): Installation {
   const { tokens = canaryTokens(), ...fields } = o;
   const base: Omit<Installation, "sealed"> = {
     id: `inst_${++seq}_${randomBytes(4).toString("hex")}`,
@@ -37,6 +40,17 @@ export function installation(vault: Vault, o: Partial<Omit<Installation, "sealed
 }
 
 /** An org-wide install of `enterpriseId` (no team). */
-export function orgInstallation(vault: Vault, enterpriseId: string, o: Partial<Omit<Installation, "sealed">> & { tokens?: InstallationTokens } = {}): Installation {
-  return installation(vault, { enterpriseId, enterpriseName: "Grid Org", teamId: null, teamName: null, isEnterpriseInstall: true, ...o });
+export function orgInstallation(
+  vault: Vault,
+  enterpriseId: string,
+  o: Partial<Omit<Installation, "sealed">> & { tokens?: InstallationTokens } = {},
+): Installation {
+  return installation(vault, {
+    enterpriseId,
+    enterpriseName: "Grid Org",
+    teamId: null,
+    teamName: null,
+    isEnterpriseInstall: true,
+    ...o,
+  });
 }

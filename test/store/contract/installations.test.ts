@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
-import type { InstallationMeta } from "../../../src/store/installation-records.js";
 import { StoreError } from "../../../src/store/errors.js";
-import { VaultError } from "../../../src/vault/errors.js";
+import type { InstallationMeta } from "../../../src/store/installation-records.js";
 import { bindingOf } from "../../../src/vault/binding.js";
+import { VaultError } from "../../../src/vault/errors.js";
 import type { Resealers } from "../../../src/vault/rotate.js";
 import { threadInput } from "../../support/foundation.js";
 import { backends, type StoreHarness } from "./backends.js";
@@ -18,21 +18,46 @@ const BACKENDS = backends();
 /** An audit event the table refuses (event is NOT NULL): it makes the audit write fail mid-transaction. */
 const BROKEN_AUDIT = { at: 1, event: null } as unknown as AuditEvent;
 
-type TokenCols = { id: string; status: string; key_id: string | null; token_nonce: Buffer | null; token_ct: Buffer | null; token_tag: Buffer | null; token_expires_at: number | null };
-const tokenCols = (h: StoreHarness, id: string) => h.rows<TokenCols>("SELECT id, status, key_id, token_nonce, token_ct, token_tag, token_expires_at FROM installations WHERE id = ?", id);
+type TokenCols = {
+  id: string;
+  status: string;
+  key_id: string | null;
+  token_nonce: Buffer | null;
+  token_ct: Buffer | null;
+  token_tag: Buffer | null;
+  token_expires_at: number | null;
+};
+const tokenCols = (h: StoreHarness, id: string) =>
+  h.rows<TokenCols>(
+    "SELECT id, status, key_id, token_nonce, token_ct, token_tag, token_expires_at FROM installations WHERE id = ?",
+    id,
+  );
 
 describe.each(BACKENDS)("installations repository on $name", (be) => {
   it("a reinstall of the same team replaces the row: new tokens and scopes, the old row and its ciphertext gone, install and reinstall told apart", async () => {
     const h = await be.harness();
     const seen: (InstallationMeta | undefined)[] = [];
-    const auditOf = (kind: "installation_installed" | "installation_updated") => (prev: InstallationMeta | undefined) => {
-      seen.push(prev);
-      return [{ at: 1, event: prev ? ("installation_updated" as const) : kind, teamId: "T1", decision: prev ? "scopes_changed" : null }];
-    };
+    const auditOf =
+      (kind: "installation_installed" | "installation_updated") => (prev: InstallationMeta | undefined) => {
+        seen.push(prev);
+        return [
+          {
+            at: 1,
+            event: prev ? ("installation_updated" as const) : kind,
+            teamId: "T1",
+            decision: prev ? "scopes_changed" : null,
+          },
+        ];
+      };
     const first = installation(h.vault, { scopes: ["chat:write"] });
     expect(await h.store.installations.upsert(first, auditOf("installation_installed"))).toEqual(first);
     const tokens = canaryTokens();
-    const second = installation(h.vault, { scopes: ["chat:write", "im:write"], tokens, installedAt: 2_000, updatedAt: 2_000 });
+    const second = installation(h.vault, {
+      scopes: ["chat:write", "im:write"],
+      tokens,
+      installedAt: 2_000,
+      updatedAt: 2_000,
+    });
     const stored = await h.store.installations.upsert(second, auditOf("installation_installed"));
     expect(stored).toEqual(second);
 
@@ -57,7 +82,8 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     const other = installation(h.vault, { teamId: "T2" });
     const org = orgInstallation(h.vault, "E1");
     for (const i of [team, other, org]) await h.store.installations.upsert(i, []);
-    const find = (enterpriseId: string | null, teamId: string | null) => h.store.installations.find({ enterpriseId, teamId }).then((i) => i?.id);
+    const find = (enterpriseId: string | null, teamId: string | null) =>
+      h.store.installations.find({ enterpriseId, teamId }).then((i) => i?.id);
     expect(await find("E1", "T1")).toBe(org.id);
     expect(await find("E1", "T9")).toBe(org.id);
     expect(await find("E1", null)).toBe(org.id);
@@ -70,7 +96,11 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     expect(await find("T1", null)).toBeUndefined();
     // A disabled org-wide install still wins (the caller refuses it): no silent fallback to another token.
     expect(await h.store.installations.setStatus(org.id, "disabled", "tokens_revoked", 5, [])).toBe(true);
-    expect(await h.store.installations.find({ enterpriseId: "E1", teamId: "T1" })).toMatchObject({ id: org.id, status: "disabled", statusReason: "tokens_revoked" });
+    expect(await h.store.installations.find({ enterpriseId: "E1", teamId: "T1" })).toMatchObject({
+      id: org.id,
+      status: "disabled",
+      statusReason: "tokens_revoked",
+    });
     expect(await h.store.installations.uninstall(org.id, 6, [])).toBe(true);
     expect(await find("E1", "T1")).toBe(team.id);
     expect(await find("E1", "T9")).toBeUndefined();
@@ -84,7 +114,13 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
       return h.exec(
         `INSERT INTO installations (id, enterprise_id, team_id, is_enterprise_install, app_id, bot_id, bot_user_id, scopes, status, status_reason,
          key_id, token_nonce, token_ct, token_tag, installed_at, updated_at) VALUES (?, ?, ?, ?, 'A1', 'B1', 'U1', '', ?, ?, ?, ${live ? be.blob(hex(12)) : "NULL"}, ${live ? be.blob(hex(8)) : "NULL"}, ${live ? be.blob(hex(16)) : "NULL"}, 1, 1)`,
-        id, enterprise, team, org, status, status === "disabled" ? "operator" : null, live ? "k_test" : null,
+        id,
+        enterprise,
+        team,
+        org,
+        status,
+        status === "disabled" ? "operator" : null,
+        live ? "k_test" : null,
       );
     };
     await insert("a", null, "T1", 0, "active");
@@ -101,7 +137,9 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     await expect(insert("i", "E1", null, 0, "active")).rejects.toThrow(be.errors.check);
     await expect(insert("j", null, "T5", 1, "active")).rejects.toThrow(be.errors.check);
     await expect(
-      h.exec("INSERT INTO installations (id, team_id, is_enterprise_install, app_id, bot_id, bot_user_id, scopes, status, installed_at, updated_at) VALUES ('k', 'T6', 0, 'A1', 'B1', 'U1', '', 'active', 1, 1)"),
+      h.exec(
+        "INSERT INTO installations (id, team_id, is_enterprise_install, app_id, bot_id, bot_user_id, scopes, status, installed_at, updated_at) VALUES ('k', 'T6', 0, 'A1', 'B1', 'U1', '', 'active', 1, 1)",
+      ),
     ).rejects.toThrow(be.errors.check);
   });
 
@@ -110,15 +148,25 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     const i = installation(h.vault);
     await h.store.installations.upsert(i, []);
     const ev = (event: AuditEvent["event"], at: number): AuditEvent[] => [{ at, event, teamId: "T1" }];
-    expect(await h.store.installations.setStatus(i.id, "disabled", "tokens_revoked", 10, ev("installation_disabled", 10))).toBe(true);
+    expect(
+      await h.store.installations.setStatus(i.id, "disabled", "tokens_revoked", 10, ev("installation_disabled", 10)),
+    ).toBe(true);
     // Two replicas handling the same tokens_revoked: the second changes nothing and audits nothing.
-    expect(await h.store.installations.setStatus(i.id, "disabled", "tokens_revoked", 11, ev("installation_disabled", 11))).toBe(false);
-    expect(await h.store.installations.setStatus(i.id, "disabled", "operator", 12, ev("installation_disabled", 12))).toBe(true);
+    expect(
+      await h.store.installations.setStatus(i.id, "disabled", "tokens_revoked", 11, ev("installation_disabled", 11)),
+    ).toBe(false);
+    expect(
+      await h.store.installations.setStatus(i.id, "disabled", "operator", 12, ev("installation_disabled", 12)),
+    ).toBe(true);
     const refreshed = h.vault.sealInstallation(canaryTokens(), i);
-    expect(await h.store.installations.updateTokens(i.id, refreshed, 99_000, 13, ev("installation_token_refreshed", 13))).toBe(false);
+    expect(
+      await h.store.installations.updateTokens(i.id, refreshed, 99_000, 13, ev("installation_token_refreshed", 13)),
+    ).toBe(false);
     expect(await h.store.installations.setStatus(i.id, "active", null, 14, ev("installation_enabled", 14))).toBe(true);
     expect(await h.store.installations.setStatus(i.id, "active", null, 15, ev("installation_enabled", 15))).toBe(false);
-    expect(await h.store.installations.updateTokens(i.id, refreshed, 99_000, 16, ev("installation_token_refreshed", 16))).toBe(true);
+    expect(
+      await h.store.installations.updateTokens(i.id, refreshed, 99_000, 16, ev("installation_token_refreshed", 16)),
+    ).toBe(true);
     const after = (await h.store.installations.get(i.id))!;
     expect(after).toMatchObject({ status: "active", statusReason: null, tokenExpiresAt: 99_000, updatedAt: 16 });
     expect(h.vault.openInstallation(after.sealed, after)).toEqual(h.vault.openInstallation(refreshed, i));
@@ -129,9 +177,16 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
       ["installation_token_refreshed", 16],
     ]);
     expect(await h.store.installations.setStatus("inst_missing", "disabled", "operator", 17, [])).toBe(false);
-    await expect(h.store.installations.setStatus(i.id, "active", "operator", 18, [])).rejects.toMatchObject({ name: "StoreError", code: "invalid_record" });
-    await expect(h.store.installations.setStatus(i.id, "disabled", null, 18, [])).rejects.toMatchObject({ code: "invalid_record" });
-    await expect(h.store.installations.setStatus(i.id, "disabled", "free text with the token xoxb-1", 18, [])).rejects.toMatchObject({ code: "invalid_record" });
+    await expect(h.store.installations.setStatus(i.id, "active", "operator", 18, [])).rejects.toMatchObject({
+      name: "StoreError",
+      code: "invalid_record",
+    });
+    await expect(h.store.installations.setStatus(i.id, "disabled", null, 18, [])).rejects.toMatchObject({
+      code: "invalid_record",
+    });
+    await expect(
+      h.store.installations.setStatus(i.id, "disabled", "free text with the token xoxb-1", 18, []),
+    ).rejects.toMatchObject({ code: "invalid_record" });
   });
 
   it("uninstall wipes the ciphertext, keeps a tombstone out of every listing, and applies once", async () => {
@@ -140,22 +195,42 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     const keep = installation(h.vault, { teamId: "T2" });
     await h.store.installations.upsert(i, []);
     await h.store.installations.upsert(keep, []);
-    expect(await h.store.installations.uninstall(i.id, 20, [{ at: 20, event: "installation_uninstalled", teamId: "T1" }])).toBe(true);
-    expect(await h.store.installations.uninstall(i.id, 21, [{ at: 21, event: "installation_uninstalled", teamId: "T1" }])).toBe(false);
-    expect(await tokenCols(h, i.id)).toEqual([{ id: i.id, status: "uninstalled", key_id: null, token_nonce: null, token_ct: null, token_tag: null, token_expires_at: null }]);
+    expect(
+      await h.store.installations.uninstall(i.id, 20, [{ at: 20, event: "installation_uninstalled", teamId: "T1" }]),
+    ).toBe(true);
+    expect(
+      await h.store.installations.uninstall(i.id, 21, [{ at: 21, event: "installation_uninstalled", teamId: "T1" }]),
+    ).toBe(false);
+    expect(await tokenCols(h, i.id)).toEqual([
+      {
+        id: i.id,
+        status: "uninstalled",
+        key_id: null,
+        token_nonce: null,
+        token_ct: null,
+        token_tag: null,
+        token_expires_at: null,
+      },
+    ]);
     const tomb = (await h.store.installations.get(i.id))!;
     expect(tomb).toMatchObject({ status: "uninstalled", sealed: null, updatedAt: 20 });
-    expect(() => h.vault.openInstallation(tomb.sealed, tomb)).toThrow(expect.objectContaining({ name: "VaultError", code: "wiped" }));
+    expect(() => h.vault.openInstallation(tomb.sealed, tomb)).toThrow(
+      expect.objectContaining({ name: "VaultError", code: "wiped" }),
+    );
     expect(await h.store.installations.find({ enterpriseId: null, teamId: "T1" })).toBeUndefined();
     expect((await h.store.installations.list(10)).map((m) => m.id)).toEqual([keep.id]);
     expect(await h.store.installations.countLive()).toBe(1);
     expect(await h.store.installations.setStatus(i.id, "disabled", "operator", 22, [])).toBe(false);
-    expect(await h.store.installations.updateTokens(i.id, h.vault.sealInstallation(canaryTokens(), i), null, 22, [])).toBe(false);
+    expect(
+      await h.store.installations.updateTokens(i.id, h.vault.sealInstallation(canaryTokens(), i), null, 22, []),
+    ).toBe(false);
     expect(await h.store.audit.count({ event: "installation_uninstalled" })).toBe(1);
     // Installing again drops the tombstone with it.
     const again = installation(h.vault);
     await h.store.installations.upsert(again, []);
-    expect((await h.rows<{ id: string }>("SELECT id FROM installations ORDER BY id")).map((r) => r.id).sort()).toEqual([again.id, keep.id].sort());
+    expect((await h.rows<{ id: string }>("SELECT id FROM installations ORDER BY id")).map((r) => r.id).sort()).toEqual(
+      [again.id, keep.id].sort(),
+    );
   });
 
   it("list shows live installations newest first, at most `limit`, without their sealed tokens", async () => {
@@ -169,7 +244,13 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     await h.store.installations.setStatus(ids[4]!, "disabled", "operator", 200, []);
     const listed = await h.store.installations.list(3);
     expect(listed.map((m) => m.id)).toEqual([ids[4], ids[3], ids[2]]);
-    expect(listed[0]).toMatchObject({ status: "disabled", statusReason: "operator", teamName: "Team One", scopes: ["chat:write", "users:read"], isEnterpriseInstall: false });
+    expect(listed[0]).toMatchObject({
+      status: "disabled",
+      statusReason: "operator",
+      teamName: "Team One",
+      scopes: ["chat:write", "users:read"],
+      isEnterpriseInstall: false,
+    });
     for (const m of listed) expect(m).not.toHaveProperty("sealed");
     expect(await h.store.installations.list(0)).toEqual([]);
   });
@@ -188,7 +269,9 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
       { ...ok, status: "disabled" as const, statusReason: null },
     ];
     for (const bad of refused) await expect(h.store.installations.upsert(bad, [])).rejects.toBeInstanceOf(StoreError);
-    await expect(h.store.installations.upsert(ok, [{ at: 1, event: "installation_installed" }, BROKEN_AUDIT])).rejects.toThrow(be.errors.notNull);
+    await expect(
+      h.store.installations.upsert(ok, [{ at: 1, event: "installation_installed" }, BROKEN_AUDIT]),
+    ).rejects.toThrow(be.errors.notNull);
     expect(await h.store.installations.get(ok.id)).toBeUndefined();
     expect(await h.store.audit.count()).toBe(0);
     // A reinstall whose audit fails keeps the previous installation as it was.
@@ -214,7 +297,11 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     await h.exec(
       `UPDATE installations SET key_id = (SELECT key_id FROM installations WHERE id = ?), token_nonce = (SELECT token_nonce FROM installations WHERE id = ?),
        token_ct = (SELECT token_ct FROM installations WHERE id = ?), token_tag = (SELECT token_tag FROM installations WHERE id = ?) WHERE id = ?`,
-      a.id, a.id, a.id, a.id, b.id,
+      a.id,
+      a.id,
+      a.id,
+      a.id,
+      b.id,
     );
     expect(await open(b.id)).toThrow(expect.objectContaining({ name: "VaultError", code: "undecryptable" }));
     // Each bound column of A, edited in place (the CHECKs still hold), makes A's tokens undecryptable.
@@ -225,11 +312,23 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
       "UPDATE installations SET app_id = 'A0OTHER' WHERE id = ?",
     ];
     for (const sql of edits) {
-      const { team_id, is_enterprise_install, enterprise_id, app_id } = (await h.rows<Record<string, unknown>>("SELECT team_id, is_enterprise_install, enterprise_id, app_id FROM installations WHERE id = ?", a.id))[0]!;
+      const { team_id, is_enterprise_install, enterprise_id, app_id } = (
+        await h.rows<Record<string, unknown>>(
+          "SELECT team_id, is_enterprise_install, enterprise_id, app_id FROM installations WHERE id = ?",
+          a.id,
+        )
+      )[0]!;
       expect(await open(a.id)).not.toThrow();
       await h.exec(sql, a.id);
       expect(await open(a.id), sql).toThrow(VaultError);
-      await h.exec("UPDATE installations SET team_id = ?, is_enterprise_install = ?, enterprise_id = ?, app_id = ? WHERE id = ?", team_id, is_enterprise_install, enterprise_id, app_id, a.id);
+      await h.exec(
+        "UPDATE installations SET team_id = ?, is_enterprise_install = ?, enterprise_id = ?, app_id = ? WHERE id = ?",
+        team_id,
+        is_enterprise_install,
+        enterprise_id,
+        app_id,
+        a.id,
+      );
     }
     expect(await open(a.id)).not.toThrow();
   });
@@ -237,9 +336,18 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
   it("two stores installing the same team at once leave exactly one live row, each install replacing the one before", async () => {
     const h = await be.harness();
     const other = await h.reopen();
-    const drafts = Array.from({ length: 6 }, (_, k) => installation(h.vault, { installedAt: 1_000 + k, updatedAt: 1_000 + k }));
+    const drafts = Array.from({ length: 6 }, (_, k) =>
+      installation(h.vault, { installedAt: 1_000 + k, updatedAt: 1_000 + k }),
+    );
     const previous: (string | undefined)[] = [];
-    await Promise.all(drafts.map((d, k) => (k % 2 ? other : h.store).installations.upsert(d, (prev) => { previous.push(prev?.id); return []; })));
+    await Promise.all(
+      drafts.map((d, k) =>
+        (k % 2 ? other : h.store).installations.upsert(d, (prev) => {
+          previous.push(prev?.id);
+          return [];
+        }),
+      ),
+    );
     const live = await h.rows<{ id: string }>("SELECT id FROM installations WHERE status <> 'uninstalled'");
     expect(live).toHaveLength(1);
     // Each install replaced the one before it: a chain, no install lost to a unique-index failure.
@@ -271,7 +379,10 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     await expect(h.store.reencryptAll(failing, audit)).rejects.toMatchObject({ code: "undecryptable" });
     expect(await nonces()).toEqual(before);
     expect(await h.store.audit.count({ event: "keys_rotated" })).toBe(0);
-    const counts = await h.store.reencryptAll({ connection: failing.connection, installation: (row) => h.vault.resealInstallation(row.sealed, row) }, audit);
+    const counts = await h.store.reencryptAll(
+      { connection: failing.connection, installation: (row) => h.vault.resealInstallation(row.sealed, row) },
+      audit,
+    );
     expect(counts).toEqual({ connections: 1, installations: 1 });
     const after = await nonces();
     expect(after.c).not.toBe(before.c);
@@ -287,8 +398,12 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     const a = installation(h.vault, { teamId: "T1" });
     const b = installation(h.vault, { teamId: "T2" });
     for (const i of [a, b]) await h.store.installations.upsert(i, []);
-    const disable = (s: typeof h.store) => s.installations.setStatus(a.id, "disabled", "tokens_revoked", 5, [{ at: 5, event: "installation_disabled", teamId: "T1" }]);
-    const uninstall = (s: typeof h.store) => s.installations.uninstall(b.id, 6, [{ at: 6, event: "installation_uninstalled", teamId: "T2" }]);
+    const disable = (s: typeof h.store) =>
+      s.installations.setStatus(a.id, "disabled", "tokens_revoked", 5, [
+        { at: 5, event: "installation_disabled", teamId: "T1" },
+      ]);
+    const uninstall = (s: typeof h.store) =>
+      s.installations.uninstall(b.id, 6, [{ at: 6, event: "installation_uninstalled", teamId: "T2" }]);
     const results = await Promise.all([disable(h.store), disable(other), uninstall(h.store), uninstall(other)]);
     expect([results[0], results[1]].sort()).toEqual([false, true]);
     expect([results[2], results[3]].sort()).toEqual([false, true]);
@@ -307,7 +422,10 @@ describe.each(BACKENDS)("installations repository on $name", (be) => {
     const again2 = await h.store.installations.upsert(installation(h.vault, { teamId: "T2" }), []);
     expect(again1).toMatchObject({ status: "active", statusReason: null });
     expect(again2).toMatchObject({ status: "disabled", statusReason: "operator" });
-    expect(await h.store.installations.find({ enterpriseId: null, teamId: "T2" })).toMatchObject({ id: again2.id, status: "disabled" });
+    expect(await h.store.installations.find({ enterpriseId: null, teamId: "T2" })).toMatchObject({
+      id: again2.id,
+      status: "disabled",
+    });
     // Its new tokens are stored all the same, for when the operator enables it.
     expect(h.vault.openInstallation(again2.sealed, again2).botToken).toMatch(/^xoxb-/);
   });

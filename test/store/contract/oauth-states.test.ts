@@ -43,7 +43,8 @@ describe.each(BACKENDS)("OAuth state repository on $name", (be) => {
     // One already expired by the time the others arrive: it goes before any live one.
     await h.store.oauthStates.put(oauthStateHash(states[0]!), "s0", 1_500, 1_000);
     const evicted: number[] = [];
-    for (let k = 1; k < 6; k++) evicted.push(await h.store.oauthStates.put(oauthStateHash(states[k]!), `s${k}`, 100_000, 2_000 + k, 3));
+    for (let k = 1; k < 6; k++)
+      evicted.push(await h.store.oauthStates.put(oauthStateHash(states[k]!), `s${k}`, 100_000, 2_000 + k, 3));
     expect(evicted).toEqual([0, 0, 0, 1, 1]);
     expect((await h.rows<{ n: number }>("SELECT count(*) AS n FROM oauth_states"))[0]!.n).toBe(3);
     const taken = [];
@@ -55,8 +56,13 @@ describe.each(BACKENDS)("OAuth state repository on $name", (be) => {
   it("refuses a raw state, an oversized payload, a state that expires before it is stored, a bad cap", async () => {
     const h = await be.harness();
     const hash = oauthStateHash(state());
-    await expect(h.store.oauthStates.put(state(), "p", 10, 1)).rejects.toMatchObject({ name: "StoreError", code: "invalid_record" });
-    await expect(h.store.oauthStates.put(hash, "x".repeat(8 * 1024 + 1), 10, 1)).rejects.toMatchObject({ code: "invalid_record" });
+    await expect(h.store.oauthStates.put(state(), "p", 10, 1)).rejects.toMatchObject({
+      name: "StoreError",
+      code: "invalid_record",
+    });
+    await expect(h.store.oauthStates.put(hash, "x".repeat(8 * 1024 + 1), 10, 1)).rejects.toMatchObject({
+      code: "invalid_record",
+    });
     await expect(h.store.oauthStates.put(hash, "p", 1, 1)).rejects.toMatchObject({ code: "invalid_record" });
     await expect(h.store.oauthStates.put(hash, "p", 10, 1, 0)).rejects.toMatchObject({ code: "invalid_record" });
     expect(await h.rows("SELECT state_hash FROM oauth_states")).toEqual([]);
@@ -67,17 +73,24 @@ describe.each(BACKENDS)("OAuth state repository on $name", (be) => {
     const other = await h.reopen();
     const hashes = Array.from({ length: 20 }, () => oauthStateHash(state()));
     for (const [k, s] of hashes.entries()) await h.store.oauthStates.put(s, `p${k}`, 100_000, 1_000);
-    const results = await Promise.all(hashes.flatMap((s) => [h.store.oauthStates.take(s, 2_000), other.oauthStates.take(s, 2_000)]));
+    const results = await Promise.all(
+      hashes.flatMap((s) => [h.store.oauthStates.take(s, 2_000), other.oauthStates.take(s, 2_000)]),
+    );
     for (let k = 0; k < hashes.length; k++) {
       const pair = [results[2 * k], results[2 * k + 1]];
-      expect(pair.filter((p) => p !== undefined), `state ${k}`).toEqual([`p${k}`]);
+      expect(
+        pair.filter((p) => p !== undefined),
+        `state ${k}`,
+      ).toEqual([`p${k}`]);
     }
   });
 
   it("two stores storing states at once still keep at most maxLive", async () => {
     const h = await be.harness();
     const other = await h.reopen();
-    const puts = Array.from({ length: 16 }, (_, k) => (k % 2 ? other : h.store).oauthStates.put(oauthStateHash(state()), `p${k}`, 100_000, 1_000 + k, 5));
+    const puts = Array.from({ length: 16 }, (_, k) =>
+      (k % 2 ? other : h.store).oauthStates.put(oauthStateHash(state()), `p${k}`, 100_000, 1_000 + k, 5),
+    );
     const evicted = await Promise.all(puts);
     expect(evicted.reduce((a, b) => a + b, 0)).toBe(11);
     expect((await h.rows<{ n: number }>("SELECT count(*) AS n FROM oauth_states"))[0]!.n).toBe(5);

@@ -9,15 +9,29 @@ import { backends } from "./backends.js";
 const BACKENDS = backends();
 
 const result = (id: string, teamId: string, sizeBytes: number, createdAt: number): StoredResult => ({
-  id, teamId, channelId: "C1", threadTs: "1.1", ownerUserId: "U1", callId: `call_${id}`, service: "svc", tool: "read_thing", sizeBytes, createdAt, expiresAt: createdAt + 1000,
+  id,
+  teamId,
+  channelId: "C1",
+  threadTs: "1.1",
+  ownerUserId: "U1",
+  callId: `call_${id}`,
+  service: "svc",
+  tool: "read_thing",
+  sizeBytes,
+  createdAt,
+  expiresAt: createdAt + 1000,
   sealed: { keyId: "k1", nonce: randomBytes(12), ciphertext: randomBytes(sizeBytes % 64), tag: randomBytes(16) },
 });
 
 describe.each(BACKENDS)("results repository on $name", (be) => {
   it("keeps a team under its cap by evicting its oldest first, audited with the put; other teams untouched; over the cap is refused", async () => {
     const h = await be.harness();
-    const evictedAudit = (ev: readonly { id: string }[]) => ev.map((e) => ({ at: 0, event: "admin_action" as const, actor: `evicted:${e.id}` }));
-    expect(await h.store.results.put(result("r1", "T1", 40, 1), 100, evictedAudit)).toEqual({ stored: true, evicted: [] });
+    const evictedAudit = (ev: readonly { id: string }[]) =>
+      ev.map((e) => ({ at: 0, event: "admin_action" as const, actor: `evicted:${e.id}` }));
+    expect(await h.store.results.put(result("r1", "T1", 40, 1), 100, evictedAudit)).toEqual({
+      stored: true,
+      evicted: [],
+    });
     await h.store.results.put(result("r2", "T1", 40, 2), 100, evictedAudit);
     await h.store.results.put(result("o1", "T2", 90, 2), 100, evictedAudit);
     const third = await h.store.results.put(result("r3", "T1", 40, 3), 100, evictedAudit);

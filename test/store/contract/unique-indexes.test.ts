@@ -23,15 +23,49 @@ async function insert(h: StoreHarness, r: Row): Promise<string> {
   await h.exec(
     `INSERT INTO connections (id, team_id, owner_user_id, service, scope, channel_id, thread_ts, status, key_id, secret_nonce, secret_ct, secret_tag,
      created_by, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'test', 0, 0, 1)`,
-    id, r.team_id, r.owner_user_id, r.service, r.scope, r.channel_id, r.thread_ts, r.status,
-    live ? "k_test" : null, live ? randomBytes(12) : null, live ? randomBytes(8) : null, live ? randomBytes(16) : null,
+    id,
+    r.team_id,
+    r.owner_user_id,
+    r.service,
+    r.scope,
+    r.channel_id,
+    r.thread_ts,
+    r.status,
+    live ? "k_test" : null,
+    live ? randomBytes(12) : null,
+    live ? randomBytes(8) : null,
+    live ? randomBytes(16) : null,
   );
   return id;
 }
 
-const thread: Row = { team_id: "T1", owner_user_id: "U1", service: "svc", scope: "thread", channel_id: "C1", thread_ts: "1.1", status: "active" };
-const user: Row = { team_id: "T1", owner_user_id: "U1", service: "svc", scope: "user", channel_id: null, thread_ts: null, status: "active" };
-const shared: Row = { team_id: "T1", owner_user_id: null, service: "svc", scope: "shared", channel_id: null, thread_ts: null, status: "active" };
+const thread: Row = {
+  team_id: "T1",
+  owner_user_id: "U1",
+  service: "svc",
+  scope: "thread",
+  channel_id: "C1",
+  thread_ts: "1.1",
+  status: "active",
+};
+const user: Row = {
+  team_id: "T1",
+  owner_user_id: "U1",
+  service: "svc",
+  scope: "user",
+  channel_id: null,
+  thread_ts: null,
+  status: "active",
+};
+const shared: Row = {
+  team_id: "T1",
+  owner_user_id: null,
+  service: "svc",
+  scope: "shared",
+  channel_id: null,
+  thread_ts: null,
+  status: "active",
+};
 
 describe.each(BACKENDS)("partial unique indexes on live connections, $name", (be) => {
   it("reject two live thread rows with the same team, owner, service, channel and thread", async () => {
@@ -74,7 +108,10 @@ describe.each(BACKENDS)("partial unique indexes on live connections, $name", (be
       await insert(h, { ...base, status: "revoked" });
       const live = await insert(h, base);
       // Ending the live row frees the key for its replacement.
-      await h.exec("UPDATE connections SET status = 'revoked', key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = ?", live);
+      await h.exec(
+        "UPDATE connections SET status = 'revoked', key_id = NULL, secret_nonce = NULL, secret_ct = NULL, secret_tag = NULL WHERE id = ?",
+        live,
+      );
       await insert(h, base);
       await expect(insert(h, base)).rejects.toThrow(be.errors.unique);
     }
@@ -98,31 +135,64 @@ describe.each(BACKENDS)("partial unique indexes on live connections, $name", (be
 });
 
 describe.each(BACKENDS)("connections.create replaces a live duplicate, $name", (be) => {
-  it.each(["thread", "user", "shared"] as const)("scope %s: the old row is revoked as 'replaced', wiped, and its grants revoked", async (scope) => {
-    const h = await be.harness();
-    const input =
-      scope === "thread"
-        ? threadInput("U1", "first")
-        : { teamId: "T1", ownerUserId: scope === "shared" ? null : "U1", service: "svc", scope, credential: { kind: "fields" as const, fields: { token: "first" } }, createdBy: "U1" };
-    const first = await h.lifecycle.create(input);
-    const g = await h.store.grants.create(
-      { id: "grant_1", connectionId: first.id, teamId: "T1", channelId: "C1", threadTs: "1.1", ownerUserId: "U1", borrowerUserId: "U2", service: "svc", createdAt: h.clock.now() },
-      [],
-    );
-    const ended: string[] = [];
-    h.lifecycle.onEnded((c) => void ended.push(c.id));
-    h.clock.advance(5_000);
-    const second = await h.lifecycle.create({ ...input, credential: { kind: "fields", fields: { token: "second" } } });
+  it.each(["thread", "user", "shared"] as const)(
+    "scope %s: the old row is revoked as 'replaced', wiped, and its grants revoked",
+    async (scope) => {
+      const h = await be.harness();
+      const input =
+        scope === "thread"
+          ? threadInput("U1", "first")
+          : {
+              teamId: "T1",
+              ownerUserId: scope === "shared" ? null : "U1",
+              service: "svc",
+              scope,
+              credential: { kind: "fields" as const, fields: { token: "first" } },
+              createdBy: "U1",
+            };
+      const first = await h.lifecycle.create(input);
+      const g = await h.store.grants.create(
+        {
+          id: "grant_1",
+          connectionId: first.id,
+          teamId: "T1",
+          channelId: "C1",
+          threadTs: "1.1",
+          ownerUserId: "U1",
+          borrowerUserId: "U2",
+          service: "svc",
+          createdAt: h.clock.now(),
+        },
+        [],
+      );
+      const ended: string[] = [];
+      h.lifecycle.onEnded((c) => void ended.push(c.id));
+      h.clock.advance(5_000);
+      const second = await h.lifecycle.create({
+        ...input,
+        credential: { kind: "fields", fields: { token: "second" } },
+      });
 
-    const old = (await h.store.connections.get(first.id))!;
-    expect(old).toMatchObject({ status: "revoked", endedReason: "replaced", endedAt: h.clock.now(), sealed: null });
-    const raw = (await h.rows("SELECT key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?", first.id))[0];
-    expect(raw).toEqual({ key_id: null, secret_nonce: null, secret_ct: null, secret_tag: null });
-    expect((await h.store.grants.get(g.id))!.revokedAt).toBe(h.clock.now());
-    expect(ended).toEqual([first.id]);
+      const old = (await h.store.connections.get(first.id))!;
+      expect(old).toMatchObject({ status: "revoked", endedReason: "replaced", endedAt: h.clock.now(), sealed: null });
+      const raw = (
+        await h.rows("SELECT key_id, secret_nonce, secret_ct, secret_tag FROM connections WHERE id = ?", first.id)
+      )[0];
+      expect(raw).toEqual({ key_id: null, secret_nonce: null, secret_ct: null, secret_tag: null });
+      expect((await h.store.grants.get(g.id))!.revokedAt).toBe(h.clock.now());
+      expect(ended).toEqual([first.id]);
 
-    const live = await h.store.connections.list({ teamId: "T1", service: "svc", statuses: ["active", "needs_login"] });
-    expect(live.map((c) => c.id)).toEqual([second.id]);
-    expect((await h.store.audit.query({ connectionId: first.id })).map((a) => a.event)).toEqual(["connection_created", "connection_replaced", "grant_revoked"]);
-  });
+      const live = await h.store.connections.list({
+        teamId: "T1",
+        service: "svc",
+        statuses: ["active", "needs_login"],
+      });
+      expect(live.map((c) => c.id)).toEqual([second.id]);
+      expect((await h.store.audit.query({ connectionId: first.id })).map((a) => a.event)).toEqual([
+        "connection_created",
+        "connection_replaced",
+        "grant_revoked",
+      ]);
+    },
+  );
 });

@@ -12,19 +12,37 @@ const T = LOCAL_TEAM_ID;
 
 /** A fresh store with the demo team seeded. */
 async function seeded(h: StoreHarness): Promise<Store> {
-  expect(await h.store.workspace.seed({ teamId: T, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels }, 1)).toBe(true);
+  expect(await h.store.workspace.seed({ teamId: T, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels }, 1)).toBe(
+    true,
+  );
   return h.store;
 }
 
-const card = (n: number, actions = true): Card => ({ kind: "approval", title: [{ kind: "text", text: `card ${n}` }], lines: [], actions: actions ? [{ id: "denied", label: "Deny", style: "danger" }] : [] });
-const item = (n: number, state: "open" | "settled"): InboxRecord => ({ id: `card_${n}`, teamId: T, userId: "UALICE", at: n, card: card(n, state === "open"), approvalId: `appr_${n}`, subject: null, state });
+const card = (n: number, actions = true): Card => ({
+  kind: "approval",
+  title: [{ kind: "text", text: `card ${n}` }],
+  lines: [],
+  actions: actions ? [{ id: "denied", label: "Deny", style: "danger" }] : [],
+});
+const item = (n: number, state: "open" | "settled"): InboxRecord => ({
+  id: `card_${n}`,
+  teamId: T,
+  userId: "UALICE",
+  at: n,
+  card: card(n, state === "open"),
+  approvalId: `appr_${n}`,
+  subject: null,
+  state,
+});
 
 describe.each(BACKENDS)("workspace repo on $name", (be) => {
   it("seeding twice is a no-op: the second seed reports false and keeps the first's state", async () => {
     const h = await be.harness();
     const store = await seeded(h);
     await store.workspace.setMember(T, "C_GENERAL", "UBOB", false, 2);
-    expect(await store.workspace.seed({ teamId: T, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels }, 3)).toBe(false);
+    expect(await store.workspace.seed({ teamId: T, users: DEMO_TEAM.users, channels: DEMO_TEAM.channels }, 3)).toBe(
+      false,
+    );
     expect(await store.workspace.isMember(T, "C_GENERAL", "UBOB")).toBe(false);
     expect(await store.workspace.setMember(T, "C_NOPE", "UBOB", true, 4)).toBe(false);
     expect(await store.workspace.setMember(T, "C_GENERAL", "UNOBODY", true, 4)).toBe(false);
@@ -47,11 +65,23 @@ describe.each(BACKENDS)("workspace repo on $name", (be) => {
   it("threads are capped per team and their notes go with them; notes are capped per thread", async () => {
     const h = await be.harness();
     const store = await seeded(h);
-    const thread = (n: number) => ({ teamId: T, channelId: "C_GENERAL", threadTs: `1700000000.${String(n).padStart(6, "0")}` });
+    const thread = (n: number) => ({
+      teamId: T,
+      channelId: "C_GENERAL",
+      threadTs: `1700000000.${String(n).padStart(6, "0")}`,
+    });
     for (let n = 1; n <= 5; n++) await store.workspace.addThread({ thread: thread(n), startedBy: "UALICE", at: n }, 3);
-    expect((await store.workspace.threads(T, "C_GENERAL", 100)).map((t) => t.thread.threadTs)).toEqual([thread(5), thread(4), thread(3)].map((t) => t.threadTs));
-    for (let i = 0; i < 10; i++) await store.workspace.addNote(thread(5), `note ${i}`, 10 + i, { maxPerThread: 4, maxThreads: 3 });
-    expect((await store.workspace.notes(thread(5), 100)).map((n) => n.text)).toEqual(["note 6", "note 7", "note 8", "note 9"]);
+    expect((await store.workspace.threads(T, "C_GENERAL", 100)).map((t) => t.thread.threadTs)).toEqual(
+      [thread(5), thread(4), thread(3)].map((t) => t.threadTs),
+    );
+    for (let i = 0; i < 10; i++)
+      await store.workspace.addNote(thread(5), `note ${i}`, 10 + i, { maxPerThread: 4, maxThreads: 3 });
+    expect((await store.workspace.notes(thread(5), 100)).map((n) => n.text)).toEqual([
+      "note 6",
+      "note 7",
+      "note 8",
+      "note 9",
+    ]);
     // A note in an unknown thread records the thread, within the cap: the oldest (with its notes) goes.
     await store.workspace.addNote(thread(9), "hello", 30, { maxPerThread: 4, maxThreads: 3 });
     await store.workspace.addNote(thread(10), "hello", 31, { maxPerThread: 4, maxThreads: 3 });
@@ -60,7 +90,10 @@ describe.each(BACKENDS)("workspace repo on $name", (be) => {
     expect(await store.workspace.notes(thread(5), 100)).toEqual([]);
     expect(await h.rows("SELECT count(*) AS n FROM workspace_notes")).toEqual([{ n: 3 }]);
     // Notes for a channel that does not exist are dropped, not stored.
-    await store.workspace.addNote({ teamId: T, channelId: "C_NOPE", threadTs: "1.1" }, "x", 40, { maxPerThread: 4, maxThreads: 3 });
+    await store.workspace.addNote({ teamId: T, channelId: "C_NOPE", threadTs: "1.1" }, "x", 40, {
+      maxPerThread: 4,
+      maxThreads: 3,
+    });
     expect(await h.rows("SELECT count(*) AS n FROM workspace_threads WHERE channel_id = 'C_NOPE'")).toEqual([{ n: 0 }]);
   });
 
@@ -70,7 +103,8 @@ describe.each(BACKENDS)("workspace repo on $name", (be) => {
     await store.workspace.putInbox(item(1, "open"), 10);
     await store.workspace.putInbox(item(2, "open"), 10);
     await store.workspace.putInbox(item(3, "open"), 10);
-    const tamper = (json: string, id: string) => h.exec("UPDATE workspace_inbox SET card_json = ? WHERE id = ?", json, id);
+    const tamper = (json: string, id: string) =>
+      h.exec("UPDATE workspace_inbox SET card_json = ? WHERE id = ?", json, id);
     await tamper(JSON.stringify({ ...card(1), onclick: "steal()" }), "card_1");
     await tamper(JSON.stringify({ ...card(2), kind: "html" }), "card_2");
     expect((await store.workspace.inbox(T, "UALICE", 100)).map((i) => i.id)).toEqual(["card_3"]);

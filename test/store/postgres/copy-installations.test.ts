@@ -3,8 +3,8 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { copySqliteToPostgres } from "../../../src/store/postgres/copy-from-sqlite.js";
 import { oauthStateHash } from "../../../src/store/installation-rows.js";
+import { copySqliteToPostgres } from "../../../src/store/postgres/copy-from-sqlite.js";
 import { openSqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { Vault } from "../../../src/vault/vault.js";
@@ -36,10 +36,14 @@ describe("copySqliteToPostgres with installations", () => {
         { name: "installations", source: 3, target: 3 },
         { name: "oauth_states", source: 1, target: 1 },
       ]);
-      for (const i of [team, org, gone]) expect(await target.installations.get(i.id)).toEqual(await src.installations.get(i.id));
+      for (const i of [team, org, gone])
+        expect(await target.installations.get(i.id)).toEqual(await src.installations.get(i.id));
       const copied = (await target.installations.find({ enterpriseId: null, teamId: "T1" }))!;
       expect(vault.openInstallation(copied.sealed, copied)).toEqual(tokens);
-      expect(await target.installations.find({ enterpriseId: "E1", teamId: "T1" })).toMatchObject({ id: org.id, status: "disabled" });
+      expect(await target.installations.find({ enterpriseId: "E1", teamId: "T1" })).toMatchObject({
+        id: org.id,
+        status: "disabled",
+      });
       expect(await target.oauthStates.take(state, 2_000)).toBe('{"scopes":[]}');
     } finally {
       await src.close();

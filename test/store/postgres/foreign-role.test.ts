@@ -12,16 +12,16 @@ import { ManualClock, systemClock } from "../../../src/clock/clock.js";
 import { ConnectionLifecycle } from "../../../src/connections/lifecycle.js";
 import { Leadership } from "../../../src/jobs/leadership.js";
 import { memoryLogger } from "../../../src/log/logger.js";
+import { StoreError } from "../../../src/store/errors.js";
 import { LockKeys } from "../../../src/store/postgres/lock-keys.js";
 import { MIGRATION_LOCK } from "../../../src/store/postgres/migrator.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/pg-store.js";
+import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/topology/postgres/signals-repo.js";
-import { StoreError } from "../../../src/store/errors.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { Vault } from "../../../src/vault/vault.js";
-import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { newKeyB64, testRegistry, threadInput } from "../../support/foundation.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { type PgCluster, startPostgres } from "../../support/postgres.js";
 
 let cluster: PgCluster;
 let intruderRole: { name: string; password: string };
@@ -31,7 +31,9 @@ beforeAll(async () => {
   cluster = await startPostgres();
   intruderRole = { name: `intruder_${randomBytes(3).toString("hex")}`, password: randomBytes(8).toString("hex") };
   // An ordinary role of someone else on the same server: no grant from the broker's role at all.
-  await cluster.superQuery(`CREATE ROLE ${intruderRole.name} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${intruderRole.password}'`);
+  await cluster.superQuery(
+    `CREATE ROLE ${intruderRole.name} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${intruderRole.password}'`,
+  );
 });
 afterEach(async () => {
   for (const c of clients.splice(0)) await c.end().catch(() => {});
@@ -56,7 +58,11 @@ async function intruder(url: string): Promise<pg.Client> {
 const ring = KeyRing.fromBase64(newKeyB64());
 
 async function replicaStore(url: string, opts: { lockWaitMs?: number; keys?: KeyRing } = {}): Promise<PostgresStore> {
-  const { store } = await openPostgresStore({ url, lockKeys: LockKeys.fromRing(opts.keys ?? ring), ...(opts.lockWaitMs ? { lockWaitMs: opts.lockWaitMs } : {}) });
+  const { store } = await openPostgresStore({
+    url,
+    lockKeys: LockKeys.fromRing(opts.keys ?? ring),
+    ...(opts.lockWaitMs ? { lockWaitMs: opts.lockWaitMs } : {}),
+  });
   open.push(store);
   return store;
 }
@@ -81,23 +87,39 @@ describe("another role on the server: advisory locks", () => {
     const other = await replicaStore(url);
     // The worst case: the other role watched pg_locks and took the real key while no replica held it.
     const evil = await intruder(url);
-    for (const k of store.db.lockKeys.keys("slaude-connect:public:job:ttl reaper")) await evil.query("SELECT pg_advisory_lock($1::bigint)", [k]);
+    for (const k of store.db.lockKeys.keys("slaude-connect:public:job:ttl reaper"))
+      await evil.query("SELECT pg_advisory_lock($1::bigint)", [k]);
 
     const clock = new ManualClock();
-    const lifecycle = new ConnectionLifecycle({ store, vault: new Vault(ring), registry: testRegistry(), clock, log: memoryLogger() });
+    const lifecycle = new ConnectionLifecycle({
+      store,
+      vault: new Vault(ring),
+      registry: testRegistry(),
+      clock,
+      log: memoryLogger(),
+    });
     const c = await lifecycle.create({ ...threadInput("U1", "tok-canary"), ttlMs: 3_000 });
     const thread = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
-    expect((await store.connections.ownConnection({ thread, caller: "U1", service: "svc", now: clock.now() }))?.id).toBe(c.id);
+    expect(
+      (await store.connections.ownConnection({ thread, caller: "U1", service: "svc", now: clock.now() }))?.id,
+    ).toBe(c.id);
     clock.advance(3_000);
     // Not reaped yet (its row is still `active`), and already never served: every read compares expires_at with now.
     expect((await store.connections.get(c.id))?.status).toBe("active");
-    expect(await store.connections.ownConnection({ thread, caller: "U1", service: "svc", now: clock.now() })).toBeUndefined();
+    expect(
+      await store.connections.ownConnection({ thread, caller: "U1", service: "svc", now: clock.now() }),
+    ).toBeUndefined();
 
     // A lock held by a role that is not ours does not count: every replica runs the job.
     const log = memoryLogger();
-    const leaders = [new Leadership({ locks: new PostgresTopology(store.db).locks, log }), new Leadership({ locks: new PostgresTopology(other.db).locks, log: memoryLogger() })];
+    const leaders = [
+      new Leadership({ locks: new PostgresTopology(store.db).locks, log }),
+      new Leadership({ locks: new PostgresTopology(other.db).locks, log: memoryLogger() }),
+    ];
     expect(await Promise.all(leaders.map((l) => l.lead("ttl reaper")))).toEqual([true, true]);
-    expect(log.lines.filter((l) => l.includes("held by another database role") && l.includes(intruderRole.name))).toHaveLength(1);
+    expect(
+      log.lines.filter((l) => l.includes("held by another database role") && l.includes(intruderRole.name)),
+    ).toHaveLength(1);
     expect(await lifecycle.reapExpired()).toBe(1);
     const reaped = await store.connections.get(c.id);
     expect(reaped?.status).toBe("expired");
@@ -105,7 +127,9 @@ describe("another role on the server: advisory locks", () => {
 
     // Once it lets go, one replica leads again and the other does not.
     await evil.end();
-    await vi.waitFor(async () => expect(await new PostgresTopology(store.db).locks.foreignHolder("job:ttl reaper")).toBeUndefined());
+    await vi.waitFor(async () =>
+      expect(await new PostgresTopology(store.db).locks.foreignHolder("job:ttl reaper")).toBeUndefined(),
+    );
     const after = [await leaders[0]!.lead("ttl reaper"), await leaders[1]!.lead("ttl reaper")];
     expect(after).toEqual([true, false]);
     for (const l of leaders) await l.close();
@@ -118,7 +142,18 @@ describe("another role on the server: advisory locks", () => {
     await readableKey(evil, "slaude-connect:public:mcp-session-open");
     const init = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "host", version: "1" } };
     // Old code: the open waits for the other role's lock until lock_timeout, then fails as busy; every open does.
-    const opened = await new PostgresTopology(store.db).mcpSessions.open({ id: "s1", teamId: "T1", threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: init, createdAt: 1_000, tokenDigest: "k1:" + "d".repeat(64) }, { max: 10, idleBefore: 0 });
+    const opened = await new PostgresTopology(store.db).mcpSessions.open(
+      {
+        id: "s1",
+        teamId: "T1",
+        threadHeader: "T1/C1/1700000000.000100",
+        protocolVersion: "2025-06-18",
+        initialize: init,
+        createdAt: 1_000,
+        tokenDigest: `k1:${"d".repeat(64)}`,
+      },
+      { max: 10, idleBefore: 0 },
+    );
     expect(opened.opened).toBe(true);
   });
 
@@ -134,7 +169,8 @@ describe("another role on the server: advisory locks", () => {
   it("a session holding the migrations' exact lock fails start-up after the bounded wait, naming the other role", async () => {
     const url = await cluster.createDatabase();
     const evil = await intruder(url);
-    for (const k of LockKeys.fromRing(ring).keys(MIGRATION_LOCK)) await evil.query("SELECT pg_advisory_lock($1::bigint)", [k]);
+    for (const k of LockKeys.fromRing(ring).keys(MIGRATION_LOCK))
+      await evil.query("SELECT pg_advisory_lock($1::bigint)", [k]);
     const err = await openPostgresStore({ url, lockKeys: LockKeys.fromRing(ring), migrationLockWaitMs: 300 }).then(
       (r) => {
         open.push(r.store);
@@ -210,7 +246,10 @@ describe("another role on the server: signals", () => {
     }
 
     // Forged in the old wire format, an altered sealed signal, and a replay of a real one.
-    await evil.query("SELECT pg_notify($1, $2)", [SIGNAL_CHANNEL, JSON.stringify({ topic: "call_cancelled", payload: { sessionId, requestId: 8 } })]);
+    await evil.query("SELECT pg_notify($1, $2)", [
+      SIGNAL_CHANNEL,
+      JSON.stringify({ topic: "call_cancelled", payload: { sessionId, requestId: 8 } }),
+    ]);
     const sealed = JSON.parse(heard[0]!) as { b: { c: string }[] };
     const flipped = Buffer.from(sealed.b[0]!.c, "base64");
     flipped[0]! ^= 1;
@@ -246,7 +285,9 @@ describe("another role on the server: signals", () => {
       await b.start();
       await a.publish("connection_ended", { connectionId: `from_a_${i}` });
       await b.publish("connection_ended", { connectionId: `from_b_${i}` });
-      await vi.waitFor(() => expect([...got].sort()).toEqual([`a:from_a_${i}`, `a:from_b_${i}`, `b:from_a_${i}`, `b:from_b_${i}`]));
+      await vi.waitFor(() =>
+        expect([...got].sort()).toEqual([`a:from_a_${i}`, `a:from_b_${i}`, `b:from_a_${i}`, `b:from_b_${i}`]),
+      );
       await a.close();
       await b.close();
     }

@@ -6,7 +6,7 @@ import { migratePg, readPgMigrations } from "../../../src/store/postgres/migrato
 import { PgDb } from "../../../src/store/postgres/pg-db.js";
 import { connectPostgresStore, openPostgresStore } from "../../../src/store/postgres/pg-store.js";
 import { TempDirs } from "../../support/foundation.js";
-import { postgresBinDir, startPostgres, type PgCluster } from "../../support/postgres.js";
+import { type PgCluster, postgresBinDir, startPostgres } from "../../support/postgres.js";
 
 // What only the PostgreSQL adapter has: migrations under an advisory lock (replicas starting
 // together), an ordinary role, TLS from the URL, advisory locks and LISTEN/NOTIFY for replicas.
@@ -41,7 +41,9 @@ function migrationsDir(files: Record<string, string>): string {
 }
 
 async function versions(db: PgDb): Promise<number[]> {
-  return (await db.query<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version")).rows.map((r) => r.version);
+  return (await db.query<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version")).rows.map(
+    (r) => r.version,
+  );
 }
 
 async function storeError(p: Promise<unknown>): Promise<StoreError> {
@@ -76,7 +78,13 @@ describe("PostgreSQL migrations", () => {
     const one = { "0001_first.sql": "CREATE TABLE t1 (a INTEGER);" };
     await migratePg(db, readPgMigrations(migrationsDir(one)));
     expect((await storeError(migratePg(db, []))).code).toBe("newer_schema");
-    expect((await storeError(migratePg(db, readPgMigrations(migrationsDir({ "0001_first.sql": "CREATE TABLE t1 (a TEXT);" }))))).code).toBe("migration_modified");
+    expect(
+      (
+        await storeError(
+          migratePg(db, readPgMigrations(migrationsDir({ "0001_first.sql": "CREATE TABLE t1 (a TEXT);" }))),
+        )
+      ).code,
+    ).toBe("migration_modified");
     const broken = { ...one, "0002_broken.sql": "CREATE TABLE t2 (a INTEGER); INSERT INTO nowhere VALUES (1);" };
     expect((await storeError(migratePg(db, readPgMigrations(migrationsDir(broken))))).code).toBe("migration_failed");
     expect(await versions(db)).toEqual([1]);
@@ -87,9 +95,11 @@ describe("PostgreSQL migrations", () => {
     const { store, migrations } = await openPostgresStore({ url: await cluster.createSchema(databaseUrl) });
     try {
       expect(migrations.applied).toEqual(readPgMigrations().map((m) => m.version));
-      const role = (await store.db.query<{ super: boolean; owner: string }>(
-        "SELECT rolsuper AS super, pg_get_userbyid(d.datdba) AS owner FROM pg_roles r, pg_database d WHERE r.rolname = current_user AND d.datname = current_database()",
-      )).rows[0];
+      const role = (
+        await store.db.query<{ super: boolean; owner: string }>(
+          "SELECT rolsuper AS super, pg_get_userbyid(d.datdba) AS owner FROM pg_roles r, pg_database d WHERE r.rolname = current_user AND d.datname = current_database()",
+        )
+      ).rows[0];
       expect(role).toEqual({ super: false, owner: cluster.role });
       expect((await store.db.query("SELECT extname FROM pg_extension WHERE extname <> 'plpgsql'")).rows).toEqual([]);
       expect(await store.ping()).toBe(true);
@@ -158,12 +168,21 @@ describe("PostgreSQL connection", () => {
     for (const n of names) expect(await a.tryHoldLock(n, () => lost.push(n))).toBeDefined();
     expect(await a.tryHoldLock("job:ttl")).toBeUndefined(); // held here: not re-entrant
     const holders = async () =>
-      (await cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map((r) => Number(r.pid));
+      (await cluster.superQuery("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows.map(
+        (r) => Number(r.pid),
+      );
     const aPids = await holders();
     expect(aPids).toHaveLength(1);
     // A replica that leads nothing asks every lock each tick: that costs statements, not connections.
     await b.tryHoldLock("job:warmup").then((l) => l?.release());
-    const backends = async () => Number((await cluster.superQuery("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'slaude-connect'")).rows[0]!.n);
+    const backends = async () =>
+      Number(
+        (
+          await cluster.superQuery(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'slaude-connect'",
+          )
+        ).rows[0]!.n,
+      );
     const before = await backends();
     for (let i = 0; i < 20; i++) for (const n of names) expect(await b.tryHoldLock(n)).toBeUndefined();
     expect(await backends()).toBe(before);
@@ -186,11 +205,13 @@ describe("PostgreSQL connection", () => {
     const got: string[] = [];
     const sub = await b.listen("slaude_test", (p) => got.push(p));
     try {
-      await a.tx(async (q) => {
-        await a.notify("slaude_test", "first", q);
-        await a.notify("slaude_test", "rolled back", q);
-        throw new Error("abort");
-      }).catch(() => {});
+      await a
+        .tx(async (q) => {
+          await a.notify("slaude_test", "first", q);
+          await a.notify("slaude_test", "rolled back", q);
+          throw new Error("abort");
+        })
+        .catch(() => {});
       await a.notify("slaude_test", "committed");
       await expect.poll(() => got, { timeout: 10_000 }).toEqual(["committed"]);
     } finally {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { StoreError } from "../../../src/store/errors.js";
 import { mapPgError } from "../../../src/store/postgres/pg-common.js";
 import { PgDb } from "../../../src/store/postgres/pg-db.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { type PgCluster, startPostgres } from "../../support/postgres.js";
 
 // Issue 21, item 9: a PostgreSQL restart must not end the process whose transaction it cuts, and
 // what the store says while the server is away is one code, `unavailable`, not a raw socket error.
@@ -23,13 +23,18 @@ afterAll(async () => {
 });
 
 async function inFlight(marker: string): Promise<number> {
-  const r = await cluster.superQuery(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%AS ${marker}%' AND state = 'active' AND pid <> pg_backend_pid()`);
+  const r = await cluster.superQuery(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%AS ${marker}%' AND state = 'active' AND pid <> pg_backend_pid()`,
+  );
   return (r.rows[0] as { n: number }).n;
 }
 
 describe("a PostgreSQL restart under an open transaction", () => {
   it("the process holding a transaction and a session lock lives: both fail as unavailable, and the pool reconnects", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", VICTIM, databaseUrl], { stdio: ["ignore", "pipe", "pipe"], shell: false });
+    const child = spawn(process.execPath, ["--import", "tsx", VICTIM, databaseUrl], {
+      stdio: ["ignore", "pipe", "pipe"],
+      shell: false,
+    });
     let out = "";
     let err = "";
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -37,7 +42,10 @@ describe("a PostgreSQL restart under an open transaction", () => {
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     try {
       // The event that proves both statements run on checked-out clients: the server shows them active.
-      await vi.waitFor(async () => expect((await inFlight("victim_tx")) + (await inFlight("victim_lock"))).toBe(2), { timeout: 60_000, interval: 50 });
+      await vi.waitFor(async () => expect((await inFlight("victim_tx")) + (await inFlight("victim_lock"))).toBe(2), {
+        timeout: 60_000,
+        interval: 50,
+      });
       await cluster.restart();
       const code = await exited;
       expect(err).not.toContain("Unhandled 'error' event");
@@ -55,8 +63,18 @@ describe("a PostgreSQL restart under an open transaction", () => {
       expect((await db.query<{ ok: number }>("SELECT 1 AS ok")).rows[0]?.ok).toBe(1);
       const failures: unknown[] = [];
       await cluster.restart(async () => {
-        const statements = [() => db.query("SELECT 1"), () => db.tx((q) => q.query("SELECT 1")), () => db.withSessionLock("down", (q) => q.query("SELECT 1"))];
-        for (const run of statements) failures.push(await run().then(() => "answered", (e: unknown) => e));
+        const statements = [
+          () => db.query("SELECT 1"),
+          () => db.tx((q) => q.query("SELECT 1")),
+          () => db.withSessionLock("down", (q) => q.query("SELECT 1")),
+        ];
+        for (const run of statements)
+          failures.push(
+            await run().then(
+              () => "answered",
+              (e: unknown) => e,
+            ),
+          );
       });
       for (const f of failures) {
         expect(f).toBeInstanceOf(StoreError);
@@ -64,7 +82,10 @@ describe("a PostgreSQL restart under an open transaction", () => {
         // The code, never the address (or anything else of the URL).
         expect((f as StoreError).message).not.toContain(String(cluster.port));
       }
-      await vi.waitFor(async () => expect((await db.query<{ ok: number }>("SELECT 1 AS ok")).rows[0]?.ok).toBe(1), { timeout: 30_000, interval: 100 });
+      await vi.waitFor(async () => expect((await db.query<{ ok: number }>("SELECT 1 AS ok")).rows[0]?.ok).toBe(1), {
+        timeout: 30_000,
+        interval: 100,
+      });
       expect(await db.tx(async (q) => (await q.query<{ n: number }>("SELECT 2 AS n")).rows[0]?.n)).toBe(2);
     } finally {
       await db.close();
@@ -73,7 +94,8 @@ describe("a PostgreSQL restart under an open transaction", () => {
 });
 
 describe("mapPgError", () => {
-  const err = (code: string | undefined, message: string): Error => Object.assign(new Error(message), code === undefined ? {} : { code });
+  const err = (code: string | undefined, message: string): Error =>
+    Object.assign(new Error(message), code === undefined ? {} : { code });
   it.each([
     ["ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:5432", "unavailable"],
     ["ECONNRESET", "read ECONNRESET", "unavailable"],
@@ -87,7 +109,7 @@ describe("mapPgError", () => {
     [undefined, "Client has encountered a connection error and is not queryable", "unavailable"],
     ["55P03", "canceling statement due to lock timeout", "busy"],
     ["23505", "duplicate key value violates unique constraint", "unchanged"],
-    ["42P01", "relation \"nowhere\" does not exist", "unchanged"],
+    ["42P01", 'relation "nowhere" does not exist', "unchanged"],
     [undefined, "something else", "unchanged"],
   ])("%s %s → %s", (code, message, want) => {
     const e = err(code, message);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
 import { dbCounts } from "../../../src/store/sqlite/db.js";
-import { harness, rows, TempDirs, type Harness } from "../../support/foundation.js";
+import { type Harness, harness, rows, TempDirs } from "../../support/foundation.js";
 
 // Group commit of audit rows (issue 13 item 3): a lone append commits in its own transaction at
 // once; appends made in the same turn of the event loop (concurrent calls) share one transaction;
@@ -10,9 +10,16 @@ import { harness, rows, TempDirs, type Harness } from "../../support/foundation.
 const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
 
-const row = (callId: string): AuditEvent => ({ at: 1, event: "call_started", callId, service: "svc", tool: "read_thing" });
+const row = (callId: string): AuditEvent => ({
+  at: 1,
+  event: "call_started",
+  callId,
+  service: "svc",
+  tool: "read_thing",
+});
 const txs = (h: Harness) => dbCounts(h.store.db).transactions;
-const committed = (h: Harness, callId: string) => rows(h.store, "SELECT call_id FROM audit WHERE call_id = ?", callId).length;
+const committed = (h: Harness, callId: string) =>
+  rows(h.store, "SELECT call_id FROM audit WHERE call_id = ?", callId).length;
 
 describe("audit group commit", () => {
   it("commits a lone append in one transaction, before its promise resolves, without waiting for a timer", async () => {
@@ -32,13 +39,22 @@ describe("audit group commit", () => {
     expect(txs(h) - before).toBe(1);
     // Every caller saw its own row committed when its promise resolved; rows keep the order of the appends.
     expect(seen).toEqual(ids.map(() => 1));
-    expect(rows<{ call_id: string }>(h.store, "SELECT call_id FROM audit WHERE call_id LIKE 'call\\_%' ESCAPE '\\' ORDER BY seq").map((r) => r.call_id)).toEqual(ids);
+    expect(
+      rows<{ call_id: string }>(
+        h.store,
+        "SELECT call_id FROM audit WHERE call_id LIKE 'call\\_%' ESCAPE '\\' ORDER BY seq",
+      ).map((r) => r.call_id),
+    ).toEqual(ids);
   });
 
   it("fails only the append whose row is refused; the others of its batch are committed", async () => {
     const h = harness(tmp);
     const broken = { at: 1, event: null } as unknown as AuditEvent;
-    const results = await Promise.allSettled([h.store.audit.append([row("call_a")]), h.store.audit.append([broken]), h.store.audit.append([row("call_b")])]);
+    const results = await Promise.allSettled([
+      h.store.audit.append([row("call_a")]),
+      h.store.audit.append([broken]),
+      h.store.audit.append([row("call_b")]),
+    ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(committed(h, "call_a") + committed(h, "call_b")).toBe(2);
   });

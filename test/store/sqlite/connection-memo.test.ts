@@ -3,7 +3,7 @@ import { CONNECTION_MEMO_MAX } from "../../../src/store/sqlite/connection-memo.j
 import { dbCounts } from "../../../src/store/sqlite/db.js";
 import { openSqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 import type { OwnConnectionQuery } from "../../../src/store/store.js";
-import { harness, SVC_TTL_MS, TempDirs, threadInput, type Harness } from "../../support/foundation.js";
+import { type Harness, harness, SVC_TTL_MS, TempDirs, threadInput } from "../../support/foundation.js";
 
 // SQLite off the warm path (issue 13 item 3): the own-connection lookup and the chosen row are
 // remembered, and forgotten on every change of a connection row, by this process or another
@@ -13,9 +13,20 @@ const tmp = new TempDirs();
 afterEach(() => tmp.cleanup());
 
 const THREAD = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
-const q = (h: Harness, o: Partial<OwnConnectionQuery> = {}): OwnConnectionQuery => ({ thread: THREAD, caller: "UALICE", service: "svc", now: h.clock.now(), ...o });
+const q = (h: Harness, o: Partial<OwnConnectionQuery> = {}): OwnConnectionQuery => ({
+  thread: THREAD,
+  caller: "UALICE",
+  service: "svc",
+  now: h.clock.now(),
+  ...o,
+});
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
-const userInput = (owner: string, token: string) => ({ ...threadInput(owner, token), scope: "user" as const, channelId: null, threadTs: null });
+const userInput = (owner: string, token: string) => ({
+  ...threadInput(owner, token),
+  scope: "user" as const,
+  channelId: null,
+  threadTs: null,
+});
 
 /** Statements `fn` runs on the store's handle. */
 async function statementsOf(h: Harness, fn: () => Promise<unknown>): Promise<number> {
@@ -49,7 +60,9 @@ describe("own-connection memo", () => {
     const thread = await h.lifecycle.create(threadInput("UALICE", "tok-t"));
     expect((await h.store.connections.ownConnection(q(h)))?.id).toBe(thread.id);
     // Another thread of the same channel: only the user-scoped row is usable there.
-    expect((await h.store.connections.ownConnection(q(h, { thread: { ...THREAD, threadTs: "1700000000.000999" } })))?.id).toBe(user.id);
+    expect(
+      (await h.store.connections.ownConnection(q(h, { thread: { ...THREAD, threadTs: "1700000000.000999" } })))?.id,
+    ).toBe(user.id);
   });
 
   it("forgets a revoked, expired, needs-login or rotated row on the next call", async () => {
@@ -57,7 +70,12 @@ describe("own-connection memo", () => {
     const a = await h.lifecycle.create(userInput("UALICE", "tok-a"));
     const sealed = (await h.store.connections.get(a.id))!.sealed!;
     // Rotation: a new ciphertext is read, not the remembered one.
-    await h.store.connections.updateSecret(a.id, { ...sealed, ciphertext: Buffer.from(sealed.ciphertext).reverse() }, h.clock.now(), []);
+    await h.store.connections.updateSecret(
+      a.id,
+      { ...sealed, ciphertext: Buffer.from(sealed.ciphertext).reverse() },
+      h.clock.now(),
+      [],
+    );
     expect((await h.store.connections.ownConnection(q(h)))!.sealed!.ciphertext.equals(sealed.ciphertext)).toBe(false);
     await h.store.connections.markNeedsLogin(a.id, h.clock.now(), []);
     expect(await h.store.connections.ownConnection(q(h))).toBeUndefined();
@@ -65,7 +83,13 @@ describe("own-connection memo", () => {
 
     const b = await h.lifecycle.create(userInput("UALICE", "tok-b"));
     expect((await h.store.connections.ownConnection(q(h)))?.id).toBe(b.id);
-    await h.store.connections.end(b.id, { status: "revoked", reason: "user", at: h.clock.now(), audit: [], actor: "UALICE" });
+    await h.store.connections.end(b.id, {
+      status: "revoked",
+      reason: "user",
+      at: h.clock.now(),
+      audit: [],
+      actor: "UALICE",
+    });
     expect(await h.store.connections.ownConnection(q(h))).toBeUndefined();
     expect((await h.store.connections.get(b.id))?.status).toBe("revoked");
 
@@ -85,7 +109,13 @@ describe("own-connection memo", () => {
     expect((await h.store.connections.get(a.id))?.status).toBe("active");
     const other = openSqliteStore(h.dbPath, () => h.clock.now()).store;
     try {
-      await other.connections.end(a.id, { status: "revoked", reason: "admin", at: h.clock.now(), audit: [], actor: "cli:admin" });
+      await other.connections.end(a.id, {
+        status: "revoked",
+        reason: "admin",
+        at: h.clock.now(),
+        audit: [],
+        actor: "cli:admin",
+      });
     } finally {
       await other.close();
     }
@@ -97,7 +127,8 @@ describe("own-connection memo", () => {
   it("stays bounded however many callers look up", async () => {
     const h = harness(tmp);
     await h.lifecycle.create(userInput("UALICE", "tok-a"));
-    for (let i = 0; i < CONNECTION_MEMO_MAX + 500; i++) await h.store.connections.ownConnection(q(h, { caller: `U${i}` }));
+    for (let i = 0; i < CONNECTION_MEMO_MAX + 500; i++)
+      await h.store.connections.ownConnection(q(h, { caller: `U${i}` }));
     expect(h.store.connections.memo.size.owns).toBeLessThanOrEqual(CONNECTION_MEMO_MAX);
   });
 });

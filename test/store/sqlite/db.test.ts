@@ -60,7 +60,9 @@ describe("openDatabase / openSqliteStore", () => {
   it("closes the database when migrations fail on open", () => {
     const file = path.join(tmp.make(), "future.db");
     const { store } = openSqliteStore(file);
-    store.db.prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, 'future', 'x', 0)").run();
+    store.db
+      .prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, 'future', 'x', 0)")
+      .run();
     store.db.close();
     expect(() => openSqliteStore(file)).toThrow(expect.objectContaining({ name: "StoreError", code: "newer_schema" }));
   });
@@ -73,7 +75,9 @@ describe("writes while another process holds the write lock", () => {
     const lock = await holdWriteLock(file);
     try {
       let written = false;
-      const append = store.audit.append([{ at: 1, event: "admin_action", actor: "cli:test" }]).then(() => (written = true));
+      const append = store.audit
+        .append([{ at: 1, event: "admin_action", actor: "cli:test" }])
+        .then(() => (written = true));
       // A 10 ms timer fires on time although the write is waiting for the lock: the loop is free.
       const t0 = performance.now();
       await new Promise((r) => setTimeout(r, 10));
@@ -88,7 +92,9 @@ describe("writes while another process holds the write lock", () => {
       const again = await holdWriteLock(file);
       const short = new SqliteStore(store.db, { maxWaitMs: 200 });
       try {
-        await expect(short.grants.revoke("grant_x", "U1", 1, [{ at: 1, event: "grant_revoked" }])).rejects.toMatchObject({ name: "StoreError", code: "busy" });
+        await expect(
+          short.grants.revoke("grant_x", "U1", 1, [{ at: 1, event: "grant_revoked" }]),
+        ).rejects.toMatchObject({ name: "StoreError", code: "busy" });
       } finally {
         await again.release();
       }

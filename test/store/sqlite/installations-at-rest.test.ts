@@ -14,7 +14,9 @@ afterEach(() => tmp.cleanup());
 
 /** Every byte SQLite wrote for the database: the main file, the WAL and the shared-memory index. */
 function rawBytes(dbPath: string): Buffer {
-  return Buffer.concat([dbPath, `${dbPath}-wal`, `${dbPath}-shm`].filter((f) => existsSync(f)).map((f) => readFileSync(f)));
+  return Buffer.concat(
+    [dbPath, `${dbPath}-wal`, `${dbPath}-shm`].filter((f) => existsSync(f)).map((f) => readFileSync(f)),
+  );
 }
 
 describe("installations at rest (SQLite)", () => {
@@ -26,12 +28,20 @@ describe("installations at rest (SQLite)", () => {
     await h.store.installations.upsert(a, [{ at: 1, event: "installation_installed", teamId: "T1", actor: "U0ADMIN" }]);
     const second = canaryTokens();
     const b = installation(h.vault, { teamName: marker, tokens: second, scopes: ["chat:write", "im:write"] });
-    await h.store.installations.upsert(b, (prev) => [{ at: 2, event: prev ? "installation_updated" : "installation_installed", teamId: "T1" }]);
+    await h.store.installations.upsert(b, (prev) => [
+      { at: 2, event: prev ? "installation_updated" : "installation_installed", teamId: "T1" },
+    ]);
     const refreshed = canaryTokens();
-    expect(await h.store.installations.updateTokens(b.id, h.vault.sealInstallation(refreshed, b), 43_200_000, 3, [{ at: 3, event: "installation_token_refreshed", teamId: "T1" }])).toBe(true);
+    expect(
+      await h.store.installations.updateTokens(b.id, h.vault.sealInstallation(refreshed, b), 43_200_000, 3, [
+        { at: 3, event: "installation_token_refreshed", teamId: "T1" },
+      ]),
+    ).toBe(true);
     const org = installation(h.vault, { teamId: null, enterpriseId: "E1", isEnterpriseInstall: true });
     await h.store.installations.upsert(org, []);
-    expect(await h.store.installations.uninstall(org.id, 4, [{ at: 4, event: "installation_uninstalled", teamId: "E1" }])).toBe(true);
+    expect(
+      await h.store.installations.uninstall(org.id, 4, [{ at: 4, event: "installation_uninstalled", teamId: "E1" }]),
+    ).toBe(true);
     const state = randomBytes(24).toString("base64url");
     await h.store.oauthStates.put(oauthStateHash(state), "{}", 10_000, 5);
 
@@ -43,7 +53,15 @@ describe("installations at rest (SQLite)", () => {
     const checkpointed = rawBytes(h.dbPath);
     expect(checkpointed.includes(Buffer.from(marker))).toBe(true);
     for (const bytes of [inWal, checkpointed]) {
-      for (const needle of ["xoxb-", "xoxe-", "xoxe.", state, ...Object.values(first), ...Object.values(second), ...Object.values(refreshed)]) {
+      for (const needle of [
+        "xoxb-",
+        "xoxe-",
+        "xoxe.",
+        state,
+        ...Object.values(first),
+        ...Object.values(second),
+        ...Object.values(refreshed),
+      ]) {
         expect(bytes.includes(Buffer.from(needle)), needle).toBe(false);
       }
     }

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreError } from "../../../src/store/errors.js";
-import { openDatabase, type Db } from "../../../src/store/sqlite/db.js";
+import { type Db, openDatabase } from "../../../src/store/sqlite/db.js";
 import { migrate, readMigrations } from "../../../src/store/sqlite/migrator.js";
 import { TempDirs } from "../../support/foundation.js";
 
@@ -27,11 +27,19 @@ function migrationsDir(files: Record<string, string>): string {
 }
 
 function tables(db: Db): string[] {
-  return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  return (
+    db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .all() as { name: string }[]
+  ).map((r) => r.name);
 }
 
 function records(db: Db): { version: number; name: string; applied_at: number }[] {
-  return db.prepare("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").all() as { version: number; name: string; applied_at: number }[];
+  return db.prepare("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").all() as {
+    version: number;
+    name: string;
+    applied_at: number;
+  }[];
 }
 
 function storeError(fn: () => unknown): StoreError {
@@ -47,8 +55,10 @@ function storeError(fn: () => unknown): StoreError {
 // Each migration depends on the previous one, so applying them out of order would fail.
 const THREE = {
   "0002_second.sql": "ALTER TABLE t1 ADD COLUMN b TEXT; INSERT INTO log (step) VALUES (2);",
-  "0003_third.sql": "CREATE TABLE t3 (x INTEGER REFERENCES t1 (a)); UPDATE t1 SET b = 'three'; INSERT INTO log (step) VALUES (3);",
-  "0001_first.sql": "CREATE TABLE t1 (a INTEGER PRIMARY KEY); CREATE TABLE log (seq INTEGER PRIMARY KEY, step INTEGER); INSERT INTO log (step) VALUES (1);",
+  "0003_third.sql":
+    "CREATE TABLE t3 (x INTEGER REFERENCES t1 (a)); UPDATE t1 SET b = 'three'; INSERT INTO log (step) VALUES (3);",
+  "0001_first.sql":
+    "CREATE TABLE t1 (a INTEGER PRIMARY KEY); CREATE TABLE log (seq INTEGER PRIMARY KEY, step INTEGER); INSERT INTO log (step) VALUES (1);",
   "README.md": "not a migration",
   "0004-bad-name.sql": "this is not picked up",
 };
@@ -82,7 +92,9 @@ describe("migrate", () => {
     let t = 1000;
     const report = migrate(db, readMigrations(migrationsDir(THREE)), () => t++);
     expect(report).toEqual({ applied: [1, 2, 3], current: 3 });
-    expect((db.prepare("SELECT step FROM log ORDER BY seq").all() as { step: number }[]).map((r) => r.step)).toEqual([1, 2, 3]);
+    expect((db.prepare("SELECT step FROM log ORDER BY seq").all() as { step: number }[]).map((r) => r.step)).toEqual([
+      1, 2, 3,
+    ]);
     expect(records(db)).toEqual([
       { version: 1, name: "first", applied_at: 1000 },
       { version: 2, name: "second", applied_at: 1001 },
@@ -106,7 +118,10 @@ describe("migrate", () => {
     const { "0003_third.sql": third, ...firstTwo } = THREE;
     migrate(db, readMigrations(migrationsDir(firstTwo)));
     expect(records(db).map((r) => r.version)).toEqual([1, 2]);
-    expect(migrate(db, readMigrations(migrationsDir({ ...firstTwo, "0003_third.sql": third })))).toEqual({ applied: [3], current: 3 });
+    expect(migrate(db, readMigrations(migrationsDir({ ...firstTwo, "0003_third.sql": third })))).toEqual({
+      applied: [3],
+      current: 3,
+    });
   });
 
   it("leaves nothing half-applied when a migration fails", () => {
@@ -114,7 +129,8 @@ describe("migrate", () => {
     const dir = migrationsDir({
       "0001_first.sql": THREE["0001_first.sql"],
       // Creates a table, then fails: the table must not survive.
-      "0002_broken.sql": "CREATE TABLE t2 (a INTEGER); INSERT INTO t2 VALUES (1); INSERT INTO no_such_table VALUES (1);",
+      "0002_broken.sql":
+        "CREATE TABLE t2 (a INTEGER); INSERT INTO t2 VALUES (1); INSERT INTO no_such_table VALUES (1);",
       "0003_third.sql": "CREATE TABLE t3 (a INTEGER);",
     });
     const err = storeError(() => migrate(db, readMigrations(dir)));
@@ -130,7 +146,9 @@ describe("migrate", () => {
     const db = freshDb();
     const ms = readMigrations(migrationsDir(THREE));
     migrate(db, ms);
-    db.prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (7, 'from_the_future', 'x', 0)").run();
+    db.prepare(
+      "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (7, 'from_the_future', 'x', 0)",
+    ).run();
     const err = storeError(() => migrate(db, ms));
     expect(err.code).toBe("newer_schema");
     expect(err.message).toContain("7");
@@ -143,7 +161,7 @@ describe("migrate", () => {
     const db = freshDb();
     const dir = migrationsDir(THREE);
     migrate(db, readMigrations(dir));
-    writeFileSync(path.join(dir, "0002_second.sql"), THREE["0002_second.sql"] + "\n-- edited later\n");
+    writeFileSync(path.join(dir, "0002_second.sql"), `${THREE["0002_second.sql"]}\n-- edited later\n`);
     const err = storeError(() => migrate(db, readMigrations(dir)));
     expect(err.code).toBe("migration_modified");
     expect(err.message).toContain("0002_second.sql");
@@ -154,7 +172,17 @@ describe("migrate", () => {
     const db = freshDb();
     const report = migrate(db);
     expect(report.applied[0]).toBe(1);
-    expect(tables(db)).toEqual(expect.arrayContaining(["connections", "grants", "approvals", "audit", "login_sessions", "tool_metadata", "schema_migrations"]));
+    expect(tables(db)).toEqual(
+      expect.arrayContaining([
+        "connections",
+        "grants",
+        "approvals",
+        "audit",
+        "login_sessions",
+        "tool_metadata",
+        "schema_migrations",
+      ]),
+    );
     expect(migrate(db).applied).toEqual([]);
   });
 });

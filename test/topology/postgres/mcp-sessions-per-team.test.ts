@@ -8,12 +8,23 @@ import { postgresStores } from "../../support/postgres-stores.js";
 
 const pg = postgresStores();
 const INIT = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "host", version: "1" } };
-const rec = (id: string, teamId: string, at: number) => ({ id, teamId, threadHeader: `${teamId}/C1/1700000000.000100`, protocolVersion: "2025-06-18", initialize: INIT, createdAt: at, tokenDigest: "k1:" + "d".repeat(64) });
+const rec = (id: string, teamId: string, at: number) => ({
+  id,
+  teamId,
+  threadHeader: `${teamId}/C1/1700000000.000100`,
+  protocolVersion: "2025-06-18",
+  initialize: INIT,
+  createdAt: at,
+  tokenDigest: `k1:${"d".repeat(64)}`,
+});
 
 describe("mcp session records per team (PostgreSQL, two replicas)", () => {
   it("a team at its cap is refused on another replica while busy; another team opens; once idle, only its own session ends", async () => {
     const url = await pg.schema();
-    const [a, b] = [new PostgresTopology((await pg.store(url)).db).mcpSessions, new PostgresTopology((await pg.store(url)).db).mcpSessions];
+    const [a, b] = [
+      new PostgresTopology((await pg.store(url)).db).mcpSessions,
+      new PostgresTopology((await pg.store(url)).db).mcpSessions,
+    ];
     const room = (idleBefore: number) => ({ max: 1_000, idleBefore, maxPerTeam: 2 });
     expect(await a.open(rec("ta1", "TA", 1_000), room(0))).toEqual({ opened: true, ended: 0 });
     expect(await b.open(rec("tb1", "TB", 1_000), room(0))).toEqual({ opened: true, ended: 0 });

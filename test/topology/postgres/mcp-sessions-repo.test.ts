@@ -31,13 +31,25 @@ const postgres: Adapter = {
   },
 };
 
-const INIT = { protocolVersion: "2025-06-18", capabilities: { roots: { listChanged: true } }, clientInfo: { name: "host", version: "1.2", title: "A host" } };
+const INIT = {
+  protocolVersion: "2025-06-18",
+  capabilities: { roots: { listChanged: true } },
+  clientInfo: { name: "host", version: "1.2", title: "A host" },
+};
 
 /** Room enough: no cap in the way. */
 const ROOM = { max: 1_000, idleBefore: 0 };
 
 function opened(id: string, at: number) {
-  return { id, teamId: "T1", tokenDigest: `k_0123456789abcdef:${"ab".repeat(32)}`, threadHeader: "T1/C1/1700000000.000100", protocolVersion: "2025-06-18", initialize: INIT, createdAt: at };
+  return {
+    id,
+    teamId: "T1",
+    tokenDigest: `k_0123456789abcdef:${"ab".repeat(32)}`,
+    threadHeader: "T1/C1/1700000000.000100",
+    protocolVersion: "2025-06-18",
+    initialize: INIT,
+    createdAt: at,
+  };
 }
 
 describe.each([memory, postgres])("session records ($name)", (adapter) => {
@@ -114,7 +126,12 @@ describe("session records (postgres only)", () => {
   it("at the deployment's cap a new session ends the least recently seen idle ones; with none idle it is not recorded", async () => {
     const { writer, reader } = await postgres.make();
     const room = { max: 3, idleBefore: 2_500 };
-    for (const [id, at] of [["s1", 1_000], ["s2", 2_000], ["s3", 3_000]] as const) expect(await writer.open(opened(id, at), room)).toEqual({ opened: true, ended: 0 });
+    for (const [id, at] of [
+      ["s1", 1_000],
+      ["s2", 2_000],
+      ["s3", 3_000],
+    ] as const)
+      expect(await writer.open(opened(id, at), room)).toEqual({ opened: true, ended: 0 });
     await writer.touch("s1", 5_000);
     // s2 is the least recently seen of the idle ones (s1 was used since).
     expect(await reader.open(opened("s4", 6_000), room)).toEqual({ opened: true, ended: 1 });
@@ -129,16 +146,37 @@ describe("session records (postgres only)", () => {
   it("replicas opening at once at the cap never exceed it (opens are serialised)", async () => {
     const { writer, reader } = await postgres.make();
     const room = { max: 5, idleBefore: 0 };
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? writer : reader).open(opened(`c${i}`, 1_000 + i), room)));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 ? writer : reader).open(opened(`c${i}`, 1_000 + i), room)),
+    );
     expect(results.filter((r) => r.opened)).toHaveLength(5);
     const db = pg.opened.at(-1)!.db;
-    expect(Number((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]!.n)).toBe(5);
+    expect(
+      Number(
+        (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM mcp_sessions WHERE ended_at IS NULL")).rows[0]!
+          .n,
+      ),
+    ).toBe(5);
   });
 
   it("the store keeps no secret: the columns are the session's identity, thread, initialize and a keyed digest of its host token only", async () => {
     await postgres.make();
     const db = pg.opened.at(-1)!.db;
-    const cols = (await db.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_name = 'mcp_sessions' AND table_schema = current_schema() ORDER BY ordinal_position")).rows.map((r) => r.column_name);
-    expect(cols).toEqual(["id", "team_id", "thread_header", "protocol_version", "initialize", "created_at", "last_seen_at", "ended_at", "token_digest"]);
+    const cols = (
+      await db.query<{ column_name: string }>(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'mcp_sessions' AND table_schema = current_schema() ORDER BY ordinal_position",
+      )
+    ).rows.map((r) => r.column_name);
+    expect(cols).toEqual([
+      "id",
+      "team_id",
+      "thread_header",
+      "protocol_version",
+      "initialize",
+      "created_at",
+      "last_seen_at",
+      "ended_at",
+      "token_digest",
+    ]);
   });
 });

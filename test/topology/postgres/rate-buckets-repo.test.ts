@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/clock/clock.js";
-import { CallRateGate, MemoryRateBuckets, type CallRateLimits, type RateBuckets } from "../../../src/limits/call-rate.js";
-import { takeToken, type BucketState } from "../../../src/limits/token-bucket.js";
+import {
+  CallRateGate,
+  type CallRateLimits,
+  MemoryRateBuckets,
+  type RateBuckets,
+} from "../../../src/limits/call-rate.js";
+import { type BucketState, takeToken } from "../../../src/limits/token-bucket.js";
 import { PostgresTopology } from "../../../src/topology/postgres/postgres-topology.js";
 import { postgresStores } from "../../support/postgres-stores.js";
 

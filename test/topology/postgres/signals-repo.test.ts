@@ -9,7 +9,7 @@ import { openPostgresStore, type PostgresStore } from "../../../src/store/postgr
 import { PgClusterSignals, SIGNAL_CHANNEL } from "../../../src/topology/postgres/signals-repo.js";
 import { KeyRing } from "../../../src/vault/keyring.js";
 import { newKeyB64 } from "../../support/foundation.js";
-import { startPostgres, type PgCluster } from "../../support/postgres.js";
+import { type PgCluster, startPostgres } from "../../support/postgres.js";
 
 let cluster: PgCluster;
 let open: { close(): Promise<void> }[] = [];
@@ -40,7 +40,9 @@ function adapter(store: PostgresStore, log = memoryLogger()): PgClusterSignals {
 }
 
 const listeners = (db: string) =>
-  cluster.superQuery(`SELECT pid FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`).then((r) => r.rows.length);
+  cluster
+    .superQuery(`SELECT pid FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`)
+    .then((r) => r.rows.length);
 
 describe("PgClusterSignals", () => {
   it("delivers a signal to every replica listening on the database, the sender included", async () => {
@@ -69,7 +71,7 @@ describe("PgClusterSignals", () => {
       "kill everything",
       JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_a", all: true } }),
       JSON.stringify({ topic: "shutdown", payload: {} }),
-      JSON.stringify({ topic: "connection_ended", payload: { connectionId: "secret-canary-ZZZ " + "x".repeat(2000) } }),
+      JSON.stringify({ topic: "connection_ended", payload: { connectionId: `secret-canary-ZZZ ${"x".repeat(2000)}` } }),
       // Well-formed, but not sealed under the key ring: what any other role could send.
       JSON.stringify({ topic: "connection_ended", payload: { connectionId: "conn_forged" } }),
     ];
@@ -91,7 +93,9 @@ describe("PgClusterSignals", () => {
     s.onGap(() => void gaps++);
     await s.start();
     expect(await listeners(db)).toBe(1);
-    await cluster.superQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`);
+    await cluster.superQuery(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}' AND query LIKE 'LISTEN %'`,
+    );
     await vi.waitFor(() => expect(gaps).toBe(1), { timeout: 10_000, interval: 20 });
     expect(s.listening).toBe(true);
     expect(await listeners(db)).toBe(1);
