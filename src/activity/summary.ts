@@ -80,7 +80,10 @@ export function summarise(samples: readonly CallSample[], w: ActivityWindow, tru
     counts[i]![outcome]++;
     totals[outcome]++;
     oldest = Math.min(oldest, s.at);
-    if (isTimed(s)) durations[i]!.push(s.durationMs), all.push(s.durationMs);
+    if (isTimed(s)) {
+      durations[i]!.push(s.durationMs);
+      all.push(s.durationMs);
+    }
   }
   const minutes = counts.map(
     (c, i): ActivityMinute => ({ start: w.since + i * MINUTE_MS, counts: c, ...latencyOf(durations[i]!) }),

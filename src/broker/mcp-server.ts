@@ -277,14 +277,12 @@ function instructionsFor(registry: ServiceRegistry): string {
 
 /** mcp_describe with no service: every service of the registry. */
 function listServices(registry: ServiceRegistry): CallToolResult {
-  const services = registry
-    .list()
-    .map((s) => ({
-      name: s.name,
-      displayName: s.displayName,
-      description: s.entry.description ?? "",
-      loginStrategy: s.entry.capture.strategy,
-    }));
+  const services = registry.list().map((s) => ({
+    name: s.name,
+    displayName: s.displayName,
+    description: s.entry.description ?? "",
+    loginStrategy: s.entry.capture.strategy,
+  }));
   const text = services.length
     ? [
         "Services (give one as `service` to see its tools):",

@@ -8,7 +8,7 @@ import type { CardLine, CardSpan } from "../domain/card.js";
 /** Most characters read; the rest is cut (a result text is bounded long before this). */
 const MAX_CHARS = 200_000;
 
-const unescape = (s: string): string => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+const unescapeSlack = (s: string): string => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 
 /** A Slack special mention (`here`, `channel`, `everyone`, `subteam^ID|@team`) as plain words. */
 function special(body: string): string {
@@ -31,7 +31,7 @@ function token(body: string): CardSpan {
   }
   if (body.startsWith("!")) return { kind: "text", text: special(body.slice(1)) };
   const bar = body.indexOf("|");
-  return { kind: "text", text: unescape(bar >= 0 ? body.slice(bar + 1) : body) };
+  return { kind: "text", text: unescapeSlack(bar >= 0 ? body.slice(bar + 1) : body) };
 }
 
 /** Slack text as a card line: mentions as user and channel spans, links as their labels, escapes undone. */
@@ -41,10 +41,10 @@ export function slackTextLine(text: string): CardLine {
   const re = /<([^<>\s][^<>]*)>/g;
   let last = 0;
   for (const m of s.matchAll(re)) {
-    if (m.index > last) spans.push({ kind: "text", text: unescape(s.slice(last, m.index)) });
+    if (m.index > last) spans.push({ kind: "text", text: unescapeSlack(s.slice(last, m.index)) });
     spans.push(token(m[1]!));
     last = m.index + m[0].length;
   }
-  if (last < s.length) spans.push({ kind: "text", text: unescape(s.slice(last)) });
+  if (last < s.length) spans.push({ kind: "text", text: unescapeSlack(s.slice(last)) });
   return spans;
 }

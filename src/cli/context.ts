@@ -38,7 +38,8 @@ export class CliContext {
   }
 
   get config(): Config {
-    return (this.cfg ??= loadConfig(this.io.env));
+    this.cfg ??= loadConfig(this.io.env);
+    return this.cfg;
   }
 
   /** The configured store (SQLite file, or PostgreSQL when SLAUDE_DATABASE_URL is set). */
@@ -48,30 +49,35 @@ export class CliContext {
 
   /** The store and its topology, opened once on first use. */
   private get deployment(): Deployment {
-    return (this.deploymentInst ??= connectDeployment(
+    this.deploymentInst ??= connectDeployment(
       this.config,
       () => this.clock.now(),
       () => this.keys.ring,
-    ));
+    );
+    return this.deploymentInst;
   }
 
   get registry(): RegistrySource {
-    return (this.registrySrc ??= resolveRegistry(this.config));
+    this.registrySrc ??= resolveRegistry(this.config);
+    return this.registrySrc;
   }
 
   /** The key ring and where its primary key came from (the environment or a development key file). */
   get keys(): KeySource {
-    return (this.keySrc ??= resolveKeyRing(this.config));
+    this.keySrc ??= resolveKeyRing(this.config);
+    return this.keySrc;
   }
 
   get vault(): Vault {
-    return (this.vaultInst ??= new Vault(this.keys.ring));
+    this.vaultInst ??= new Vault(this.keys.ring);
+    return this.vaultInst;
   }
 
   /** Announces what the CLI committed to running replicas (PostgreSQL NOTIFY); publish-only, it never listens. */
   get signals(): ClusterSignals {
     const deps = { log: this.log, clock: this.clock, keys: () => this.keys.ring };
-    return (this.signalsInst ??= clusterSignalsFor(this.deployment.topology, deps));
+    this.signalsInst ??= clusterSignalsFor(this.deployment.topology, deps);
+    return this.signalsInst;
   }
 
   lifecycle(): ConnectionLifecycle {

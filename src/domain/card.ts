@@ -110,25 +110,26 @@ export function plainLine(
   names: (id: string) => string = (id) => id,
   surface: Surface = "slack",
 ): string {
-  return line
-    .map((s) => {
-      switch (s.kind) {
-        case "text":
-        case "strong":
-        case "code":
-        case "thread":
-          return s.text;
-        case "user":
-          return `@${names(s.userId)}`;
-        case "channel":
-          return `#${names(s.channelId)}`;
-        case "date":
-          return new Date(s.at).toISOString();
-        case "howto":
-          return howtoText(s.howto, s.service, surface);
-      }
-    })
-    .join("");
+  return line.map((s) => plainSpan(s, names, surface)).join("");
+}
+
+/** One span as plain text; the switch is exhaustive, so a new span kind fails the typecheck here. */
+function plainSpan(s: CardSpan, names: (id: string) => string, surface: Surface): string {
+  switch (s.kind) {
+    case "text":
+    case "strong":
+    case "code":
+    case "thread":
+      return s.text;
+    case "user":
+      return `@${names(s.userId)}`;
+    case "channel":
+      return `#${names(s.channelId)}`;
+    case "date":
+      return new Date(s.at).toISOString();
+    case "howto":
+      return howtoText(s.howto, s.service, surface);
+  }
 }
 
 /** What a card says, flattened: every renderer must show each of these (the two-renderer test compares them). */

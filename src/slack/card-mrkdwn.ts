@@ -1,4 +1,4 @@
-import { type Card, type CardLine, howtoText } from "../domain/card.js";
+import { type Card, type CardLine, type CardSpan, howtoText } from "../domain/card.js";
 import type { Block } from "./slack-api.js";
 
 // Slack's renderer of card text: each span becomes mrkdwn, every piece of text escaped (inert), so
@@ -17,28 +17,29 @@ export function when(ms: number): string {
 
 /** A card line as Slack mrkdwn. */
 export function mrkdwnLine(line: CardLine): string {
-  return line
-    .map((s) => {
-      switch (s.kind) {
-        case "text":
-          return esc(s.text);
-        case "strong":
-          return `*${esc(s.text)}*`;
-        case "code":
-          return `\`${esc(s.text)}\``;
-        case "user":
-          return `<@${s.userId}>`;
-        case "channel":
-          return `<#${s.channelId}>`;
-        case "thread":
-          return `<https://slack.com/app_redirect?team=${s.thread.teamId}&channel=${s.thread.channelId}&message_ts=${s.thread.threadTs}|${esc(s.text)}>`;
-        case "date":
-          return when(s.at);
-        case "howto":
-          return esc(howtoText(s.howto, s.service, "slack"));
-      }
-    })
-    .join("");
+  return line.map(mrkdwnSpan).join("");
+}
+
+/** One span as Slack mrkdwn; the switch is exhaustive, so a new span kind fails the typecheck here. */
+function mrkdwnSpan(s: CardSpan): string {
+  switch (s.kind) {
+    case "text":
+      return esc(s.text);
+    case "strong":
+      return `*${esc(s.text)}*`;
+    case "code":
+      return `\`${esc(s.text)}\``;
+    case "user":
+      return `<@${s.userId}>`;
+    case "channel":
+      return `<#${s.channelId}>`;
+    case "thread":
+      return `<https://slack.com/app_redirect?team=${s.thread.teamId}&channel=${s.thread.channelId}&message_ts=${s.thread.threadTs}|${esc(s.text)}>`;
+    case "date":
+      return when(s.at);
+    case "howto":
+      return esc(howtoText(s.howto, s.service, "slack"));
+  }
 }
 
 /** A Slack section block of mrkdwn text. */

@@ -150,13 +150,16 @@ function latencyChart(s) {
         );
       run = [];
     };
-    s.minutes.forEach((m, i) => {
-      if (m[key] === null) return flush();
+    for (const [i, m] of s.minutes.entries()) {
+      if (m[key] === null) {
+        flush();
+        continue;
+      }
       run.push(`${cx(i)},${cy(m[key])}`);
       const dot = svg("circle", { cx: cx(i), cy: cy(m[key]), r: 2.5, fill: colour, "data-series": key });
       dot.append(svg("title", {}, `${hhmm(m.start)}: ${key === "p50Ms" ? "p50" : "p95"} ${m[key]} ms`));
       root.append(dot);
-    });
+    }
     flush();
   }
   return root;
@@ -259,11 +262,15 @@ async function load() {
 
 /** At most one reload a second however many calls arrive. */
 function soon() {
-  pending ??= setTimeout(() => ((pending = undefined), load()), 1000);
+  if (pending) return;
+  pending = setTimeout(() => {
+    pending = undefined;
+    void load();
+  }, 1000);
 }
 
 function shown() {
-  load();
+  void load();
   es ??= new EventSource("/console/api/events");
   es.addEventListener("audit", (e) => {
     const rows = JSON.parse(e.data).rows ?? [];

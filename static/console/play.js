@@ -150,7 +150,8 @@ export async function refreshServices() {
       el("li", { class: "hint", text: "Start or choose a thread: what a call gets depends on the thread." }),
     );
   }
-  const asked = (standingAsked = `${state.actor} ${state.channelId} ${state.threadTs}`);
+  standingAsked = `${state.actor} ${state.channelId} ${state.threadTs}`;
+  const asked = standingAsked;
   const { services } = await getJson("/console/api/standing", {
     user: state.actor,
     channel: state.channelId,

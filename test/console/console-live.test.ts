@@ -82,6 +82,7 @@ async function inViewport(p: Page, l: Locator): Promise<void> {
 }
 
 async function noSlackMarkup(p: Page): Promise<void> {
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the text a person sees; textContent would include hidden text
   expect(await p.locator("body").innerText()).not.toMatch(SLACK_MARKUP);
 }
 
@@ -150,6 +151,7 @@ async function story(viewport: { width: number; height: number }): Promise<void>
     .filter({ has: alice.page.getByRole("button", { name: "Continue" }) })
     .first();
   await visible(consent);
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the text a person sees; textContent would include hidden text
   expect(await consent.innerText()).not.toContain("/connections");
   const [login] = await Promise.all([
     alice.context.waitForEvent("page", { timeout: WAIT }),
@@ -164,6 +166,7 @@ async function story(viewport: { width: number; height: number }): Promise<void>
   await visible(alice.page.getByRole("heading", { name: "Demo notes connected" }).first());
   await expect.poll(() => alice.page.locator('#inbox article[data-state="open"]').count(), { timeout: WAIT }).toBe(0);
   await expect.poll(() => badge(alice.page), { timeout: WAIT }).toBe("");
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the text a person sees; textContent would include hidden text
   expect(await alice.page.locator("#inbox").innerText()).not.toMatch(/\/connect\b|\/connections\b/);
   await tab(alice.page, /^Play a thread/);
   const own = await demoStanding(alice.page, "own");
@@ -266,6 +269,7 @@ async function story(viewport: { width: number; height: number }): Promise<void>
   await tab(carol.page, /^Audit/);
   const audit = carol.page.getByRole("table", { name: /Audit log/ });
   await visible(audit.getByRole("cell", { name: "connection_revoked", exact: true }).first());
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the text a person sees; textContent would include hidden text
   expect(await audit.innerText()).not.toMatch(/needs_connect,? needs_connect/);
   await bob.page.reload();
   await visible(bob.page.getByRole("status").filter({ hasText: /^Live$/ }));

@@ -44,14 +44,22 @@ export const POSTGRES: SqlDialect = {
   forUpdateSkipLocked: " FOR UPDATE SKIP LOCKED",
 };
 
+/** The marks around a value's index while a statement is built: control characters no SQL text holds. */
+const OPEN = String.fromCharCode(1);
+const CLOSE = String.fromCharCode(2);
+const MARK = new RegExp(`${OPEN}(\\d+)${CLOSE}`, "g");
+
 /**
  * Builds one statement: `p(v)` adds a value and returns a mark for it; the marks become `?` and
  * the values are put in the order their marks appear, however the text was assembled.
  */
 export function stmt(build: (p: (value: unknown) => string) => string): Stmt {
   const given: unknown[] = [];
-  const marked = build((value) => `\u0001${given.push(value) - 1}\u0002`);
+  const marked = build((value) => `${OPEN}${given.push(value) - 1}${CLOSE}`);
   const values: unknown[] = [];
-  const text = marked.replace(/\u0001(\d+)\u0002/g, (_, i: string) => (values.push(given[Number(i)]), "?"));
+  const text = marked.replace(MARK, (_, i: string) => {
+    values.push(given[Number(i)]);
+    return "?";
+  });
   return { text, values };
 }

@@ -38,7 +38,11 @@ export class SqliteConnectionRepo implements ConnectionRepo {
 
   /** A write transaction on connection rows: the memo is cleared inside it, so no stale row survives it. */
   private write<T>(p: Program<T>): Promise<T> {
-    return writeTx(this.db, () => (this.memo.clear(), this.runner.run(p)), this.wait);
+    const run = (): T => {
+      this.memo.clear();
+      return this.runner.run(p);
+    };
+    return writeTx(this.db, run, this.wait);
   }
 
   async create(

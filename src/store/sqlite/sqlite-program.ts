@@ -24,7 +24,8 @@ export class SqliteRunner {
     let st = this.prepared.get(text);
     if (!st) {
       if (this.prepared.size >= MAX_PREPARED) this.prepared.clear();
-      this.prepared.set(text, (st = this.db.prepare(SQLITE.placeholders(text))));
+      st = this.db.prepare(SQLITE.placeholders(text));
+      this.prepared.set(text, st);
     }
     return st;
   }
@@ -40,7 +41,8 @@ export class SqliteRunner {
       case "changes":
         return this.prepare(s.stmt.text).run(...s.stmt.values).changes;
       case "audit":
-        return (this.writeAudit ??= makeAuditWriter(this.db))(s.events);
+        this.writeAudit ??= makeAuditWriter(this.db);
+        return this.writeAudit(s.events);
       case "lock":
         return undefined;
     }
