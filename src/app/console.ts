@@ -58,63 +58,53 @@ function selfUrl(bindHost: string, port: number): string {
   return `http://${bindHost.includes(":") ? `[${bindHost}]` : bindHost}:${port}`;
 }
 
-/** Registers `/console` on the listening server and starts its audit tail and event streams. */
-export async function startConsole(w: ConsoleWiring): Promise<RunningConsole> {
+/** The same Host/Origin rule as /mcp, also accepting the loopback origins of the bound port
+ * (the link printed at start-up names 127.0.0.1 whatever SLAUDE_PUBLIC_URL says). */
+function consoleOrigin(w: ConsoleWiring): OriginGuard {
   const { port } = w;
-  const base = selfUrl(w.config.bindHost, port);
-  const files = loadStaticFiles();
-  const events = new SseHub(w.clock);
-  const token = ConsoleAuth.newToken();
-  // The same Host/Origin rule as /mcp, also accepting the loopback origins of the bound port
-  // (the link printed at start-up names 127.0.0.1 whatever SLAUDE_PUBLIC_URL says).
   const loopback = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
-  const origin = new OriginGuard({
+  return new OriginGuard({
     publicUrl: w.config.publicUrl,
     port,
     allowedHosts: w.config.allowedHosts,
     allowedOrigins: [...w.config.allowedOrigins, ...loopback],
   });
-  const auth = new ConsoleAuth(token, port, w.config.publicUrl.startsWith("https:"));
+}
+
+/** The console's APIs, one per panel, over the workspace, the store and the console's own host agent. */
+function consoleApis(w: ConsoleWiring, host: HostAgent, events: SseHub) {
+  const review = new PinReview({ pins: w.pins, admins: w.admins, store: w.store, clock: w.clock });
+  const { workspace, store, clock } = w;
+  return {
+    play: new PlayApi({ workspace, host, events }),
+    connections: new ConnectionsApi({ workspace, admins: w.admins, store, lifecycle: w.lifecycle, clock }),
+    pins: new PinsApi({ workspace, review }),
+    standing: new StandingApi({ workspace, broker: w.broker }),
+    activity: new ActivityApi({ audit: store.audit, teamId: workspace.teamId, clock }),
+  };
+}
+
+/** Registers `/console` on the listening server and starts its audit tail and event streams. */
+export async function startConsole(w: ConsoleWiring): Promise<RunningConsole> {
+  const base = selfUrl(w.config.bindHost, w.port);
+  const files = loadStaticFiles();
+  const events = new SseHub(w.clock);
+  const token = ConsoleAuth.newToken();
+  const auth = new ConsoleAuth(token, w.port, w.config.publicUrl.startsWith("https:"));
   const host = new HostAgent({
     baseUrl: base,
     hostToken: w.hostToken,
     callTimeoutMs: w.config.approvalTimeoutMs + w.config.pool.callTimeoutMs + 30_000,
     log: w.log,
   });
-  const play = new PlayApi({ workspace: w.workspace, host, events });
-  const connections = new ConnectionsApi({
-    workspace: w.workspace,
-    admins: w.admins,
-    store: w.store,
-    lifecycle: w.lifecycle,
-    clock: w.clock,
-  });
-  const pins = new PinsApi({
-    workspace: w.workspace,
-    review: new PinReview({ pins: w.pins, admins: w.admins, store: w.store, clock: w.clock }),
-  });
-  const activity = new ActivityApi({ audit: w.store.audit, teamId: w.workspace.teamId, clock: w.clock });
   const tail = new AuditTail(w.store.audit, w.workspace.teamId, events, w.clock, w.log);
   await tail.start();
   const unsubscribe = w.workspace.subscribe((e) => events.broadcast({ type: e.type, data: e }));
-  w.http.route({
-    method: "*",
-    path: "/console",
-    prefix: true,
-    handler: consoleHandler({
-      auth,
-      origin,
-      files,
-      play,
-      connections,
-      pins,
-      standing: new StandingApi({ workspace: w.workspace, broker: w.broker }),
-      events,
-      activity,
-      teamId: w.workspace.teamId,
-      approvalTimeoutMs: w.config.approvalTimeoutMs,
-    }),
-  });
+  const teamId = w.workspace.teamId;
+  const { approvalTimeoutMs } = w.config;
+  const apis = consoleApis(w, host, events);
+  const handler = consoleHandler({ auth, origin: consoleOrigin(w), files, ...apis, events, teamId, approvalTimeoutMs });
+  w.http.route({ method: "*", path: "/console", prefix: true, handler });
   return {
     url: `${base}/console/?token=${token}`,
     async close() {
