@@ -1,5 +1,6 @@
 import type http from "node:http";
 import type { Logger } from "../log/logger.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import {
   factsNeeded,
   type HostBinding,
@@ -30,7 +31,8 @@ export class TenantGuard {
 
   /**
    * The verdict for a host token with `binding` acting in a thread of `teamId`; a directory failure
-   * refuses. A refused request is logged, unless `quiet` (an org's event stream sorting events).
+   * refuses, and the database away throws its `StoreError` (unless `quiet`) for the server to answer
+   * as an outage. A refused request is logged, unless `quiet` (an org's event stream sorting events).
    */
   async check(binding: HostBinding, teamId: string, quiet = false): Promise<GuardVerdict> {
     const need = factsNeeded(binding);
@@ -43,6 +45,9 @@ export class TenantGuard {
         ...(need.installations ? { liveInstallations: await this.directory.liveInstallations() } : {}),
       });
     } catch (err) {
+      // The database itself away is the store's outage, answered as every request's is (503
+      // store_unavailable); an org stream sorting its events (`quiet`) only hides the event.
+      if (isStoreUnavailable(err) && !quiet) throw err;
       this.log.error("host request refused: the tenant directory did not answer", { teamId, err: String(err) });
       return { ok: false, reason: "directory_unavailable" };
     }

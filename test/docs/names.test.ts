@@ -28,8 +28,11 @@ function cliCommands(): Map<string, Set<string>> {
     main.indexOf("switch (command) {"),
     main.indexOf("default:", main.indexOf("switch (command) {")),
   );
+  // Every `…Command` an import names, whatever order the formatter sorted its names in.
   const files = new Map(
-    [...main.matchAll(/import \{ (\w+Command)\b[^}]*\} from "\.\/commands\/([\w-]+)\.js"/g)].map((m) => [m[1]!, m[2]!]),
+    [...main.matchAll(/import \{([^}]*)\} from "\.\/commands\/([\w-]+)\.js"/g)].flatMap((m) =>
+      [...m[1]!.matchAll(/\b(\w+Command)\b/g)].map((c) => [c[1]!, m[2]!] as const),
+    ),
   );
   const commands = new Map<string, Set<string>>();
   for (const m of body.matchAll(
