@@ -1,72 +1,19 @@
 import { LRUCache } from "lru-cache";
 import type { AuditEvent } from "../audit/event.js";
-import type { Clock } from "../clock/clock.js";
 import { newId } from "../domain/ids.js";
-import type { Logger } from "../log/logger.js";
-import type { RefreshLock } from "../login/oauth/refresh-lock.js";
 import type {
   Installation,
   InstallationBinding,
   InstallationMeta,
-  InstallationRepo,
-  InstallationTokens,
   TenantQuery,
 } from "../store/installation-records.js";
-import type { SealedSecret } from "../vault/aead.js";
 import { InstallationError } from "./errors.js";
+import type { InstallationsDeps, InstallInput, TenantToken } from "./installation-ports.js";
 import { TokenRefresh } from "./token-refresh.js";
 
 // The tenants of a deployment: which installation serves a team or an org, its tokens opened from
 // the vault, refreshed before expiry exactly once across replicas. Unknown, disabled and
 // uninstalled tenants are refused (fail closed); nothing here ever logs or returns a token in text.
-
-/** Seals and opens an installation's tokens (the vault's installation purpose). */
-export interface InstallationSealer {
-  seal(tokens: InstallationTokens, binding: InstallationBinding): SealedSecret;
-  /** Throws VaultError on a moved row, edited ids, an unknown key or a wiped row. */
-  open(sealed: SealedSecret | null, binding: InstallationBinding): InstallationTokens;
-}
-
-/** The vault's installation purpose as the sealer port. */
-export function vaultSealer(vault: {
-  sealInstallation: InstallationSealer["seal"];
-  openInstallation: InstallationSealer["open"];
-}): InstallationSealer {
-  return { seal: (t, b) => vault.sealInstallation(t, b), open: (s, b) => vault.openInstallation(s, b) };
-}
-
-/** Slack's token rotation (oauth.v2.access with grant_type=refresh_token): a new pair for a single-use refresh token. */
-export interface TokenRotation {
-  refresh(refreshToken: string): Promise<{ botToken: string; refreshToken: string; expiresInSeconds: number }>;
-}
-
-/** The teams an org-wide install serves (auth.teams.list with its token); throws when Slack cannot say. */
-export interface OrgTeams {
-  teamsOf(botToken: string): Promise<readonly string[]>;
-}
-
-/** A completed install (from Slack's OAuth flow, or the single configured bot token), tokens in plaintext. */
-export interface InstallInput {
-  readonly enterpriseId: string | null;
-  readonly enterpriseName: string | null;
-  /** Null for an org-wide install. */
-  readonly teamId: string | null;
-  readonly teamName: string | null;
-  readonly isEnterpriseInstall: boolean;
-  readonly appId: string;
-  readonly botId: string;
-  readonly botUserId: string;
-  readonly scopes: readonly string[];
-  readonly tokens: InstallationTokens;
-  readonly tokenExpiresAt: number | null;
-  readonly installedBy: string | null;
-}
-
-/** A bot token ready to use, with the installation it belongs to. */
-export interface TenantToken {
-  readonly installation: Installation;
-  readonly botToken: string;
-}
 
 /** How far ahead of expiry a rotating token is refreshed (Slack's tokens live 12 hours). */
 export const REFRESH_MARGIN_MS = 2 * 60 * 60_000;
@@ -77,22 +24,6 @@ const MAX_ORG_TEAMS = 100_000;
 const TOKEN_HOLD_MS = 5 * 60_000;
 /** How often the workspaces of the org-wide installs are listed again for a team no one is known to serve. */
 const ORG_SCAN_EVERY_MS = 60_000;
-
-/** What the service needs. */
-export interface InstallationsDeps {
-  readonly repo: InstallationRepo;
-  readonly sealer: InstallationSealer;
-  readonly clock: Clock;
-  readonly log: Logger;
-  readonly audit: { append(events: readonly AuditEvent[]): Promise<void> };
-  /** Absent: installations without rotation only (a refresh due fails closed). */
-  readonly rotation?: TokenRotation;
-  readonly orgTeams?: OrgTeams;
-  /** Shared by replicas on PostgreSQL, so each refresh token is presented to Slack once. */
-  readonly lock: RefreshLock;
-  /** Told of each refresh's outcome (the metric). */
-  readonly onRefresh?: (outcome: "ok" | "failed") => void;
-}
 
 /** Resolves tenants and hands out their current bot tokens. */
 export class Installations {

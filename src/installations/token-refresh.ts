@@ -2,7 +2,7 @@ import { LRUCache } from "lru-cache";
 import type { AuditEvent } from "../audit/event.js";
 import type { Installation } from "../store/installation-records.js";
 import { InstallationError } from "./errors.js";
-import type { InstallationsDeps, TokenRotation } from "./installations.js";
+import type { InstallationsDeps, TokenRotation } from "./installation-ports.js";
 
 // Slack's token rotation for one installation at a time: a rotating bot token lives 12 hours and
 // its refresh token works once, so a refresh runs once in this process (the in-flight map) and once

@@ -1,7 +1,7 @@
 import { WebClient, type WebClientOptions } from "@slack/web-api";
 import { z } from "zod";
 import type { SlackDistribution } from "../config/env.js";
-import type { InstallInput, OrgTeams, TokenRotation } from "../installations/installations.js";
+import type { InstallInput, OrgTeams, TokenRotation } from "../installations/installation-ports.js";
 import { SlackApiError } from "./errors.js";
 
 // Slack's side of the installation ports: token rotation (oauth.v2.access with a refresh token),

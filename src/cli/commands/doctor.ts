@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { devHostTokenPath } from "../../config/dev-host-token.js";
@@ -7,15 +7,12 @@ import { type Config, loadConfig } from "../../config/env.js";
 import { resolveRegistry } from "../../config/registry-source.js";
 import { rootVerdict } from "../../config/root-rule.js";
 import { errorMessage } from "../../domain/errors.js";
-import { openDatabase } from "../../store/sqlite/db.js";
-import { readMigrations } from "../../store/sqlite/migrator.js";
 import { singleInstallation } from "../../tenancy/tenant-directory.js";
-import { devKeyPath } from "../../vault/key-source.js";
-import { decodeMasterKey } from "../../vault/keyring.js";
 import { chooseWorkspace } from "../../workspace/choice.js";
 import type { CliContext } from "../context.js";
 import { checkPostgres } from "./doctor-postgres.js";
 import { checkKeyIds, checkSlackScopes, checkVendorCommands } from "./doctor-runtime.js";
+import { checkDatabase, checkKey } from "./doctor-storage.js";
 import {
   checkHostTokenTenancy,
   type InstallationCounts,
@@ -30,98 +27,6 @@ export interface Finding {
   readonly level: "ok" | "warn" | "error";
   readonly message: string;
   readonly fix?: string;
-}
-
-function checkKey(config: Config): Finding[] {
-  const out: Finding[] = [];
-  if (config.encryptionKey) {
-    try {
-      decodeMasterKey(config.encryptionKey);
-      out.push({ check: "encryption key", level: "ok", message: "SLAUDE_ENCRYPTION_KEY is a valid 32-byte key" });
-    } catch (e) {
-      out.push({
-        check: "encryption key",
-        level: "error",
-        message: errorMessage(e),
-        fix: "generate one with `slaude-connect keys generate`",
-      });
-    }
-    config.previousEncryptionKeys.forEach((k, i) => {
-      try {
-        decodeMasterKey(k, `SLAUDE_ENCRYPTION_KEY_PREVIOUS[${i}]`);
-      } catch (e) {
-        out.push({ check: "previous keys", level: "error", message: errorMessage(e) });
-      }
-    });
-  } else if (config.production) {
-    out.push({
-      check: "encryption key",
-      level: "error",
-      message: "SLAUDE_ENCRYPTION_KEY is not set and NODE_ENV=production",
-      fix: "set it to `slaude-connect keys generate` output",
-    });
-  } else {
-    const file = devKeyPath(config.dataDir);
-    out.push({
-      check: "encryption key",
-      level: "warn",
-      message: existsSync(file)
-        ? `development key file in use (${file})`
-        : "no key: a development key will be generated on first start",
-      fix: "set SLAUDE_ENCRYPTION_KEY and NODE_ENV=production for real credentials",
-    });
-  }
-  return out;
-}
-
-function checkDatabase(config: Config): Finding {
-  if (!existsSync(config.dbPath)) {
-    return {
-      check: "database",
-      level: "warn",
-      message: `${config.dbPath} does not exist yet`,
-      fix: "run `slaude-connect migrate` or start the server",
-    };
-  }
-  try {
-    const db = openDatabase(config.dbPath, { readonly: true });
-    try {
-      const known = readMigrations().at(-1)?.version ?? 0;
-      const hasTable = db
-        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-        .get();
-      const current = hasTable
-        ? ((db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0)
-        : 0;
-      const check = (db.pragma("quick_check", { simple: true }) as string) ?? "unknown";
-      if (check !== "ok")
-        return {
-          check: "database",
-          level: "error",
-          message: `integrity check failed: ${check}`,
-          fix: "restore from a backup",
-        };
-      if (current > known)
-        return {
-          check: "database",
-          level: "error",
-          message: `schema ${current} is newer than this version knows (${known})`,
-          fix: "upgrade slaude-connect",
-        };
-      if (current < known)
-        return {
-          check: "database",
-          level: "warn",
-          message: `schema ${current}, ${known - current} migration(s) pending`,
-          fix: "run `slaude-connect migrate`",
-        };
-      return { check: "database", level: "ok", message: `${config.dbPath} (schema ${current}, integrity ok)` };
-    } finally {
-      db.close();
-    }
-  } catch (e) {
-    return { check: "database", level: "error", message: errorMessage(e) };
-  }
 }
 
 /** The catalog shipped in this package (src/cli/commands and dist/cli/commands alike are three levels below its root). */

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { WebClient } from "@slack/web-api";
-import { Installations, vaultSealer } from "../../installations/installations.js";
+import { vaultSealer } from "../../installations/installation-ports.js";
+import { Installations } from "../../installations/installations.js";
 import { TenantLifecycle } from "../../installations/tenant-lifecycle.js";
 import { slackErrorCode } from "../../installations/token-refresh.js";
 import { processRefreshLock } from "../../login/oauth/refresh-lock.js";

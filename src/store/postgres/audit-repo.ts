@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
-import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../rows.js";
+import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
 

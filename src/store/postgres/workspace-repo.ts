@@ -2,7 +2,7 @@ import type { Card } from "../../domain/card.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { InboxRecord, WorkspaceChannelRecord, WorkspaceUserRecord } from "../records.js";
 import { type InboxRow, toInbox } from "../sqlite/workspace-repo.js";
-import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../store.js";
+import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../workspace-repo.js";
 import { xactLock } from "./lock-keys.js";
 import type { PgDb, Sql } from "./pg-db.js";
 

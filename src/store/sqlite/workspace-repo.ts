@@ -3,7 +3,7 @@ import type { Card } from "../../domain/card.js";
 import { parseCard } from "../../domain/card-schema.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import type { ConsentSubject, InboxRecord, WorkspaceChannelRecord, WorkspaceUserRecord } from "../records.js";
-import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../store.js";
+import type { WorkspaceRepo, WorkspaceSeed, WorkspaceThreadRecord } from "../workspace-repo.js";
 import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 
 export interface InboxRow {

@@ -1,5 +1,4 @@
 import type { ApprovalService, ClickResult } from "../../approvals/approval-service.js";
-import { consentCard } from "../../cards/notice-cards.js";
 import type { Clock } from "../../clock/clock.js";
 import type { AdminEntry } from "../../config/env.js";
 import type { ServiceRegistry } from "../../config/registry.js";
@@ -9,9 +8,9 @@ import { newId } from "../../domain/ids.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import { listedAdmin } from "../../installations/admin-entries.js";
 import type { Logger } from "../../log/logger.js";
-import type { LoginService } from "../../login/login-service.js";
 import type { ConsentSubject, InboxRecord } from "../../store/records.js";
 import type { Store } from "../../store/store.js";
+import { type ConsentContinuation, continueConsent, type LinkMinter } from "./consent-continue.js";
 import { LocalWorkspaceError } from "./errors.js";
 import {
   DEMO_TEAM,
@@ -44,8 +43,7 @@ export const LOCAL_LIMITS: LocalWorkspaceLimits = {
   listeners: 32,
 };
 
-/** What the workspace needs from the login service: minting one-time links. */
-export type LinkMinter = Pick<LoginService, "mint">;
+export type { LinkMinter } from "./consent-continue.js";
 
 /**
  * The local workspace: people, channels, threads and inboxes in the store, changes pushed to
@@ -185,49 +183,18 @@ export class LocalWorkspaceService implements LocalWorkspace {
     return this.approvals.decide(approvalId, a?.nonce ?? "", asUserId, decision);
   }
 
-  async continueConsent(
-    itemId: string,
-    asUserId: string,
-  ): Promise<{ url: string } | { refused: "not_yours" | "unknown_item" | "unavailable" }> {
-    const item = await this.deps.store.workspace.getInbox(itemId);
-    if (!item || item.teamId !== this.teamId || item.card.kind !== "consent" || !item.subject)
-      return { refused: "unknown_item" };
-    if (item.userId !== asUserId) {
-      await this.deps.store.audit.append([
-        {
-          at: this.deps.clock.now(),
-          event: "login_refused",
-          teamId: this.teamId,
-          callerUserId: asUserId,
-          decision: "consent_not_yours",
-          service: item.subject.service,
-        },
-      ]);
-      return { refused: "not_yours" };
-    }
-    const service = this.deps.registry.get(item.subject.service);
-    if (!service || !this.logins) return { refused: "unavailable" };
-    const { channelId, threadTs } = item.subject;
-    try {
-      const link = await this.logins.mint({
+  /** Continue on a consent card: a one-time login link for its user (./consent-continue.ts). */
+  continueConsent(itemId: string, asUserId: string): Promise<ConsentContinuation> {
+    return continueConsent(
+      {
+        ...this.deps,
         teamId: this.teamId,
-        userId: asUserId,
-        service: service.name,
-        channelId,
-        threadTs,
-        ...(threadTs ? {} : { scope: service.entry.scopes.includes("user") ? ("user" as const) : ("thread" as const) }),
-      });
-      // As in Slack, the card is replaced by one carrying the link (works once, for this user).
-      await this.update(
-        item.id,
-        consentCard(service, { kind: "link", url: link.url }, { inThread: Boolean(threadTs) }),
-        "open",
-      );
-      return { url: link.url };
-    } catch (err) {
-      this.deps.log.warn("could not mint a login link", { service: service.name, error: errorMessage(err) });
-      return { refused: "unavailable" };
-    }
+        logins: this.logins,
+        replaceCard: (id, card) => this.update(id, card, "open"),
+      },
+      itemId,
+      asUserId,
+    );
   }
 
   subscribe(listener: (e: WorkspaceEvent) => void): () => void {
