@@ -1,5 +1,5 @@
 import type { CallToolResult as VendorResult } from "@modelcontextprotocol/client";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { type FailureCode, failureMessage, type MessageFacts, retryAfterSeconds } from "./outcome.js";
 import type { FullResultLink } from "./result-keep.js";
 
