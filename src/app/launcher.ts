@@ -5,8 +5,9 @@ import type { Config } from "../config/env.js";
 import type { CallEventSink } from "../events/event-bus.js";
 import type { Logger } from "../log/logger.js";
 import { ChildLedger } from "../pool/child-ledger.js";
+import { UidAllocator } from "../pool/child-sandbox.js";
 import { InspectionRun, inspectionRunDir } from "../pool/inspect-run.js";
-import { ProductionLauncher, UidAllocator } from "../pool/launcher.js";
+import { ProductionLauncher } from "../pool/launcher.js";
 
 // The one builder of the launcher of real children: allowlisted env, private HOME/TMPDIR, process
 // groups, child uids when root. The broker's pool and `registry inspect` both get theirs here.

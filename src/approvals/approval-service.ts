@@ -1,13 +1,17 @@
-import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import { errorMessage } from "../domain/errors.js";
-import { newId } from "../domain/ids.js";
-import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Approval } from "../store/records.js";
 import type { Store } from "../store/store.js";
+import {
+  type ApprovalSubject,
+  pendingApproval,
+  refusedClickReason,
+  refuseUnoffered,
+  threadGrant,
+} from "./approval-records.js";
 import { approvalAudit } from "./audit-row.js";
 import type { ApprovalCard } from "./card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "./channel.js";
@@ -24,17 +28,6 @@ export type ClickResult = "applied" | "not_owner" | "expired" | "already_decided
 export type CardView =
   | { kind: "ok"; approval: Approval; card: ApprovalCard }
   | { kind: "not_owner" | "unknown" | "not_pending" };
-
-/** The call an approval is about. */
-export interface ApprovalSubject {
-  readonly thread: ThreadRef;
-  readonly connectionId: string;
-  readonly ownerUserId: string;
-  readonly borrowerUserId: string;
-  readonly service: string;
-  readonly tool: string;
-  readonly argsHash: string;
-}
 
 /**
  * Asks owners, waits (bounded) for their decision, and applies clicks: each approval is decided
@@ -80,26 +73,7 @@ export class ApprovalService {
   ): Promise<WaitOutcome> {
     if (!this.deps.channel.available || this.closed) return { kind: "unavailable" };
     const now = this.deps.clock.now();
-    const approval: Approval = {
-      id: newId("appr"),
-      nonce: randomBytes(16).toString("base64url"),
-      connectionId: subject.connectionId,
-      teamId: subject.thread.teamId,
-      channelId: subject.thread.channelId,
-      threadTs: subject.thread.threadTs,
-      ownerUserId: subject.ownerUserId,
-      borrowerUserId: subject.borrowerUserId,
-      service: subject.service,
-      tool: subject.tool,
-      argsHash: subject.argsHash,
-      status: "pending",
-      createdAt: now,
-      expiresAt: now + this.deps.timeoutMs,
-      decidedAt: null,
-      decidedBy: null,
-      cardChannel: null,
-      cardTs: null,
-    };
+    const approval = pendingApproval(subject, now, this.deps.timeoutMs);
     await this.deps.store.approvals.create(approval, [approvalAudit(approval, "approval_requested", null, now)]);
     const decided = new Promise<Approval | "timeout" | "cancelled" | "interrupted">((resolve) => {
       // Armed on the injected clock for the approval's own expiry: tests advance time to expire it.
@@ -200,21 +174,7 @@ export class ApprovalService {
       await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "not_offered", now, clicker)]);
       return "not_offered";
     }
-    const { connectionId, teamId, channelId, threadTs, ownerUserId, borrowerUserId, service } = a;
-    const grant =
-      decision === "allowed_thread"
-        ? {
-            id: newId("grant"),
-            connectionId,
-            teamId,
-            channelId,
-            threadTs,
-            ownerUserId,
-            borrowerUserId,
-            service,
-            createdAt: now,
-          }
-        : undefined;
+    const grant = decision === "allowed_thread" ? threadGrant(a, now) : undefined;
     const audit = [approvalAudit(a, "approval_decided", decision, now, clicker)];
     if (grant) audit.push({ ...approvalAudit(a, "grant_created", "allowed_thread", now, clicker) });
     this.decidingHere.set(approvalId, (this.decidingHere.get(approvalId) ?? 0) + 1);
@@ -232,14 +192,7 @@ export class ApprovalService {
     if (!applied) {
       // Read again: a click racing this one (another replica, a double click) may have decided it meanwhile.
       const b = (await this.deps.store.approvals.get(approvalId)) ?? a;
-      const why: ClickResult =
-        clicker !== a.ownerUserId
-          ? "not_owner"
-          : b.status === "expired" || b.expiresAt <= now
-            ? "expired"
-            : b.status !== "pending"
-              ? "already_decided"
-              : "expired";
+      const why = refusedClickReason(a, b, clicker, now);
       await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", why, now, clicker)]);
       // The winning click may have landed on another replica while this one ran: its signal was skipped here.
       await this.collectDecisions(approvalId);
@@ -270,7 +223,7 @@ export class ApprovalService {
       const card = this.cards.get(id);
       if (a.status !== "denied" && card && !card.decisions.includes(a.status)) {
         this.waiting.delete(id); // taken before the await: the poll and a signal may collect at once
-        await this.refuseUnoffered(a);
+        await refuseUnoffered(this.deps.store, a, this.deps.clock.now());
         waiter({ ...a, status: "denied" });
         await this.safeSettled({ ...a, status: "denied" }, "denied");
       } else {
@@ -287,36 +240,6 @@ export class ApprovalService {
     const n = (this.decidingHere.get(id) ?? 1) - 1;
     if (n > 0) this.decidingHere.set(id, n);
     else this.decidingHere.delete(id);
-  }
-
-  /** Undoes what an unoffered decision made elsewhere granted, and audits the refusal. */
-  private async refuseUnoffered(a: Approval): Promise<void> {
-    const now = this.deps.clock.now();
-    const by = a.decidedBy ?? a.ownerUserId;
-    await this.deps.store.audit.append([approvalAudit(a, "approval_rejected_click", "not_offered", now, by)]);
-    if (a.status !== "allowed_thread") return;
-    const grant = await this.deps.store.grants.findLive(a.connectionId, a.borrowerUserId, {
-      teamId: a.teamId,
-      channelId: a.channelId,
-      threadTs: a.threadTs,
-    });
-    if (grant) {
-      await this.deps.store.grants.revoke(grant.id, "broker", now, [
-        {
-          at: now,
-          event: "grant_revoked",
-          teamId: a.teamId,
-          channelId: a.channelId,
-          threadTs: a.threadTs,
-          ownerUserId: a.ownerUserId,
-          callerUserId: a.borrowerUserId,
-          connectionId: a.connectionId,
-          service: a.service,
-          decision: "not_offered",
-          actor: "broker",
-        },
-      ]);
-    }
   }
 
   /** The card of a pending approval, for its owner only (the View all arguments modal). */

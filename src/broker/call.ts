@@ -4,25 +4,24 @@ import type { AuditEvent } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
 import { withLogContext } from "../log/context.js";
-import { OAuthError } from "../login/oauth/errors.js";
 import type { PlannedPin } from "../pinning/policy.js";
 import { type CallDecision, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
-import type { Connection } from "../store/records.js";
-import { VaultError } from "../vault/errors.js";
 import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
-import { candidateQuery, gatherCallFacts, isMember, MAX_CALL_CANDIDATES } from "./call-facts.js";
+import { gatherCallFacts } from "./call-facts.js";
 import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CompletionBacklog } from "./completion-backlog.js";
-import { type CredentialSession, CredentialSessions } from "./credential-session.js";
+import { CredentialSessions } from "./credential-session.js";
+import { credentialStage } from "./credential-stage.js";
 import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
 import type { FailureCode, MessageFacts } from "./outcome.js";
 import { cleanResult } from "./result-hygiene.js";
 import { keepFullResult } from "./result-keep.js";
 import { type NamedFailure, runOnVendor, vendorFailure } from "./vendor-run.js";
+import { warmMetadata } from "./warm-metadata.js";
 
 // One mcp_call, read top to bottom: plan → facts (pins included) → policy → approval → credential
 // session → pool lease (pin check on the leased vendor) → result hygiene → audit. Each stage runs once and lives in its own module; this file only
@@ -235,7 +234,7 @@ export class CallService {
       return failed(f.code, f.facts);
     };
     if (conn?.status !== "active" || conn.expiresAt <= this.d.clock.now()) return fail({ code: "connection_unusable" });
-    const session = await this.credentialStage(conn, plan.service);
+    const session = await credentialStage(this.d, this.sessions, conn, plan.service);
     if ("code" in session) return fail(session);
     // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
     const started = await audit.started();
@@ -288,65 +287,9 @@ export class CallService {
     }
   }
 
-  /** The credential stage: open once (memoised), refresh when due, or name why it cannot be used. */
-  private async credentialStage(conn: Connection, service: Service): Promise<CredentialSession | NamedFailure> {
-    try {
-      return (await this.sessions.fresh(this.sessions.open(conn, service), service)) ?? { code: "connection_unusable" };
-    } catch (err) {
-      if (err instanceof OAuthError) {
-        // A refresh that failed: a rejected refresh token means a new login; anything else is transient.
-        if (err.code === "needs_login" || err.code === "connection_inactive") return { code: "connection_unusable" };
-        this.d.log.warn("oauth refresh failed", { connectionId: conn.id, code: err.code });
-        return { code: "vendor_unreachable" };
-      }
-      // The refresh's own reads and writes found the database away: nothing ran.
-      if (isStoreUnavailable(err)) return { code: "store_unavailable" };
-      if (!(err instanceof VaultError)) {
-        // Not the refresher's own failure (a bug, the store): never read a stray `code` as an OAuth verdict.
-        this.d.log.error("credential refresh failed unexpectedly", {
-          connectionId: conn.id,
-          error: err instanceof Error ? err.name : "unknown",
-        });
-        return { code: "internal_error" };
-      }
-      this.d.log.error("credential refused by the vault", { connectionId: conn.id, code: err.code });
-      await this.d.pool.drop(conn.id, "kill", "credential_unusable");
-      return { code: "credential_unusable" };
-    }
-  }
-
-  /**
-   * Starts the vendor of the caller's own connection to `service` (else the service's shared one,
-   * never another member's) so its tool list reaches the metadata cache; false when there is none,
-   * the caller is not a member, or the vendor does not start. Runs no tool.
-   */
-  async warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
-    if (!(await isMember(this.d, ctx.thread, caller))) return false;
-    const { connections } = this.d.store;
-    const mine = { thread: ctx.thread, caller, service: service.name, now: this.d.clock.now() };
-    const own = await connections.ownConnection(mine);
-    const row = own ?? (await this.sharedRow(ctx, caller, service));
-    if (!row) return false;
-    try {
-      // The pool refreshes the metadata before it hands a new vendor over: once leased, it is cached.
-      await this.d.pool.withLease(this.sessions.lease(this.sessions.open(row, service), service), async () => {});
-      return true;
-    } catch (err) {
-      this.d.log.warn("tool list could not be fetched for mcp_describe", {
-        service: service.name,
-        connectionId: row.id,
-        error: err instanceof Error ? err.name : "unknown",
-      });
-      return false;
-    }
-  }
-
-  /** The service's shared row usable in the caller's thread, sealed secret included, if there is one. */
-  private async sharedRow(ctx: CallerContext, caller: string, service: Service): Promise<Connection | undefined> {
-    const opts = { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES } as const;
-    const q = await candidateQuery(this.d, ctx.thread, caller, opts);
-    const shared = (await this.d.store.connections.candidates(q)).find((r) => r.connection.scope === "shared");
-    return shared ? this.d.store.connections.get(shared.connection.id) : undefined;
+  /** Starts the vendor of the caller's own (else the shared) connection so its tool list is cached; runs no tool. */
+  warmMetadata(ctx: CallerContext, caller: string, service: Service): Promise<boolean> {
+    return warmMetadata(this.d, this.sessions, ctx, caller, service);
   }
 
   /** Drops the decrypted credential of an ended connection from memory. */

@@ -1,6 +1,7 @@
 // The login service: the one object the HTTP endpoint, Slack and the app talk to. It wires the
-// links (links.ts), the running flows (flow-registry.ts), the capture strategies (strategies/)
-// and how flows end (flow-outcome.ts), and routes each viewer's messages to them.
+// links (links.ts), the running flows (flow-registry.ts), the capture strategies (strategies/),
+// each flow's browser (flow-browser.ts) and how flows end (flow-outcome.ts), and routes each
+// viewer's messages to them.
 
 import type { Clock } from "../clock/clock.js";
 import type { ServiceRegistry } from "../config/registry.js";
@@ -11,6 +12,7 @@ import type { Logger } from "../log/logger.js";
 import type { LoginSession } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import type { KeyRing } from "../vault/keyring.js";
+import { type FlowBrowserDeps, forwardToBrowser, launchFlowBrowser, startFlowBrowser } from "./flow-browser.js";
 import { FlowOutcomes } from "./flow-outcome.js";
 import { type ClaimRefusal, type Flow, FlowRegistry, needsBrowser, type Viewer } from "./flow-registry.js";
 import { isTokenShaped, LoginLinks, type MintRequest, type OpenRefusal, secretHash } from "./links.js";
@@ -78,6 +80,7 @@ export class LoginService {
   private readonly flows: FlowRegistry;
   private readonly links: LoginLinks;
   private readonly outcomes: FlowOutcomes;
+  private readonly browserDeps: FlowBrowserDeps;
   private readonly strategies: Record<CaptureStrategyName, CaptureStrategy>;
   private readonly launches = new Set<Promise<void>>();
 
@@ -118,8 +121,9 @@ export class LoginService {
       flows: this.flows,
       ...(deps.notifier ? { notifier: deps.notifier } : {}),
     });
+    this.browserDeps = { browsers: deps.browsers, log: deps.log, outcomes: this.outcomes };
     const control: FlowControl = {
-      startBrowser: (f, url, viewport, intercept) => this.startBrowser(f, url, viewport, intercept),
+      startBrowser: (f, url, viewport, intercept) => startFlowBrowser(this.browserDeps, f, url, viewport, intercept),
       complete: (f, credential) => this.outcomes.complete(f, credential),
       fail: (f, message, decision) => this.outcomes.end(f, "failed", message, decision),
       background: (what, p) => this.background(what, p),
@@ -220,7 +224,7 @@ export class LoginService {
       return;
     }
     if (!f.launch) {
-      const launch = this.launch(f, strategy, viewport);
+      const launch = launchFlowBrowser(this.browserDeps, f, strategy, viewport);
       f.launch = launch;
       this.launches.add(launch);
       void launch.finally(() => this.launches.delete(launch));
@@ -230,75 +234,16 @@ export class LoginService {
     await f.launch;
   }
 
-  /** The flow's one browser start; every failure is handled here (the flow fails, or a paste flow goes on without it). */
-  private async launch(f: Flow, strategy: CaptureStrategy, viewport: Viewport): Promise<void> {
-    try {
-      if (strategy.browserSignsIn) f.send?.({ type: "status", state: "loading", message: "Opening the sign-in page…" });
-      await strategy.start(f, viewport);
-      if (strategy.browserSignsIn && !f.ended)
-        f.send?.({ type: "status", state: "waiting", message: "Waiting for you to sign in." });
-    } catch (err) {
-      this.deps.log.warn("login browser failed to start", { sessionId: f.session.id, error: errorMessage(err) });
-      // The paste form works without its token page; a sign-in without its browser cannot.
-      if (strategy.browserSignsIn)
-        await this.outcomes.end(f, "failed", "The sign-in page could not be opened. Try again later.");
-      else
-        f.send?.({
-          type: "status",
-          state: "waiting",
-          message: "The token page could not be shown here; open it in your own browser, then paste your token below.",
-        });
-    }
-  }
-
-  private async startBrowser(
-    f: Flow,
-    startUrl: string,
-    viewport: Viewport,
-    intercept?: { prefix: string; onHit(url: string): void },
-  ): Promise<void> {
-    const allowed = f.service.entry.loginDomains.length ? f.service.entry.loginDomains : [new URL(startUrl).host];
-    const browser = await this.deps.browsers({
-      startUrl,
-      allowedHosts: allowed,
-      viewport,
-      onFrame: (fr) =>
-        f.send?.({
-          type: "frame",
-          data: fr.data.toString("base64"),
-          width: fr.width,
-          height: fr.height,
-          popup: fr.popup,
-        }),
-      onBlockedNavigation: (url) =>
-        this.deps.log.info("login navigation blocked", { sessionId: f.session.id, host: safeHost(url) }),
-      ...(intercept ? { intercept } : {}),
-    });
-    // The flow ended while Chromium started: this browser dies here, with it.
-    if (f.ended) await this.outcomes.closeBrowser(browser);
-    else f.browser = browser;
-  }
-
   /** Handles one validated message from the flow's viewer; messages from any other socket are dropped. */
   async input(viewer: Viewer, m: ClientMessage): Promise<void> {
     const f = this.flows.flowOf(viewer);
     if (!f) return;
-    const b = f.browser;
     switch (m.type) {
       case "mouse":
-        return b?.mouse({
-          type: m.kind,
-          x: m.x,
-          y: m.y,
-          ...(m.button ? { button: m.button } : {}),
-          ...(m.clickCount ? { clickCount: m.clickCount } : {}),
-        });
       case "wheel":
-        return b?.wheel({ x: m.x, y: m.y, deltaX: m.deltaX, deltaY: m.deltaY });
       case "key":
-        return b?.key({ type: m.kind, key: m.key });
       case "text":
-        return b?.text(m.text);
+        return forwardToBrowser(f.browser, m);
       case "paste":
         return this.strategyOf(f).paste(f, m.fields);
       case "done":
@@ -338,11 +283,3 @@ export class LoginService {
 }
 
 type CaptureStrategyName = Flow["service"]["entry"]["capture"]["strategy"];
-
-function safeHost(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return "(invalid)";
-  }
-}

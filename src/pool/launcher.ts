@@ -1,16 +1,14 @@
-import { chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import path from "node:path";
 import { Client, SdkError } from "@modelcontextprotocol/client";
 import { type Clock, systemClock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import { VERSION } from "../domain/version.js";
 import type { CallEventSink } from "../events/event-bus.js";
-import { remoteRecovered, remoteUnavailable, vendorTag } from "../events/vendor-events.js";
-import type { Logger } from "../log/logger.js";
-import { killProcesses, processStartTicks } from "../proc/proc.js";
+import { remoteRecovered, vendorTag } from "../events/vendor-events.js";
+import { processStartTicks } from "../proc/proc.js";
 import type { Connection } from "../store/records.js";
 import { AvailabilityBook, type BackoffState, type Unavailability } from "./availability.js";
 import type { ChildLedger } from "./child-ledger.js";
+import { openSandbox, type SandboxSettings } from "./child-sandbox.js";
 import type { RenderedCredential } from "./credential-template.js";
 import {
   EraBook,
@@ -23,7 +21,8 @@ import {
 } from "./era.js";
 import { PoolError } from "./errors.js";
 import { GroupStdioTransport } from "./group-stdio-transport.js";
-import { connectRemote, failureClass, httpStatusOf, type RemoteSession } from "./remote.js";
+import { connectRemote, httpStatusOf, type RemoteSession } from "./remote.js";
+import { refuseRemoteConnect } from "./remote-refusal.js";
 
 export type { BackoffState, Unavailability } from "./availability.js";
 
@@ -59,38 +58,15 @@ export interface BackoffSource {
 }
 
 /** Settings of the production launcher. */
-export interface LauncherOptions {
-  /** Base environment every child gets (PATH, locale): nothing else of the broker's. */
-  readonly baseEnv: Readonly<Record<string, string>>;
-  /** Where private per-connection HOME/TMPDIR directories are made. */
-  readonly runDir: string;
+export interface LauncherOptions extends SandboxSettings {
   readonly ledger: ChildLedger;
-  /** When set and the broker runs as root, children run under uids allocated from here. */
-  readonly uids?: UidAllocator | undefined;
   readonly stopGraceMs?: number;
   readonly initializeTimeoutMs?: number;
   readonly clock: Clock;
   /** Bounds the stop sequence of real processes (default: wall time, whatever `clock` is). */
   readonly processClock?: Clock;
-  readonly log: Logger;
   /** Where remote.unavailable / remote.recovered go (default nowhere). */
   readonly events?: CallEventSink;
-}
-
-/** Hands out distinct unprivileged uids to live children, so they cannot read each other's /proc/<pid>/environ. */
-export class UidAllocator {
-  private readonly free: number[];
-  constructor(base: number, count: number) {
-    this.free = Array.from({ length: count }, (_, i) => base + i);
-  }
-  take(): number {
-    const uid = this.free.shift();
-    if (uid === undefined) throw new PoolError("pool_busy", "no free child uid");
-    return uid;
-  }
-  give(uid: number): void {
-    this.free.push(uid);
-  }
 }
 
 /** Starts stdio children and connects to remote vendors. */
@@ -149,41 +125,9 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     const t = service.entry.transport;
     if (t.type !== "stdio") throw new Error("not a stdio service");
 
-    mkdirSync(this.opts.runDir, { recursive: true, mode: 0o711 });
-    const root = mkdtempSync(path.join(this.opts.runDir, `${connection.id}-`));
-    const home = path.join(root, "home");
-    const tmp = path.join(root, "tmp");
-    mkdirSync(home, { mode: 0o700 });
-    mkdirSync(tmp, { mode: 0o700 });
-    const uid = this.opts.uids?.take();
-    if (uid !== undefined) for (const d of [root, home, tmp]) chownSync(d, uid, uid);
+    const { home, uid, env, cleanup } = openSandbox(this.opts, connection.id, t.env, credentialEnv);
     // The leader's start time: every process of this connection started after it.
     let leaderStart: number | undefined;
-    const cleanup = () => {
-      // Every process of this connection, however detached: its private HOME (inherited through
-      // setsid and double forks) and, when it has one, its own uid (which it cannot leave). Done
-      // before the uid is handed to another connection.
-      const killed = killProcesses({
-        envEntries: [`HOME=${home}`],
-        ...(uid !== undefined ? { uid } : {}),
-        ...(leaderStart !== undefined ? { sinceTicks: leaderStart } : {}),
-      });
-      if (killed)
-        this.opts.log.warn("killed processes a vendor left behind", { connectionId: connection.id, count: killed });
-      rmSync(root, { recursive: true, force: true });
-      if (uid !== undefined) this.opts.uids?.give(uid);
-    };
-
-    // Allowlisted base + the registry's static env + this connection's credential. Nothing else.
-    const env: Record<string, string> = {
-      ...this.opts.baseEnv,
-      HOME: home,
-      TMPDIR: tmp,
-      USER: "slaude-vendor",
-      LOGNAME: "slaude-vendor",
-      ...t.env,
-      ...credentialEnv,
-    };
     const transport = new GroupStdioTransport({
       command: t.command,
       args: t.args,
@@ -206,7 +150,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
     const cleanOnce = () => {
       if (cleaned) return;
       cleaned = true;
-      cleanup();
+      cleanup(leaderStart);
       // Forgotten only after the sweep: a crash in between leaves the record for the next start.
       if (transport.pid) this.opts.ledger.forget(transport.pid);
     };
@@ -287,52 +231,7 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
       // A version mismatch answers with a 400 (-32022): permanent, so no backoff; the operator sets `protocol`.
       const mismatch = this.incompatible(connection, service, cause);
       if (mismatch) throw mismatch;
-      const status = httpStatusOf(cause);
-      const lastError = failureClass(cause);
-      if (status === 401 || status === 403) {
-        // The vendor refused this credential: waiting will not fix it, a new login will.
-        if (this.book.of(connection.id)?.reason !== "credential_rejected")
-          this.opts.events?.emit(
-            remoteUnavailable(
-              vendorTag(connection, service),
-              "credential_rejected",
-              lastError,
-              null,
-              this.opts.clock.now(),
-            ),
-          );
-        this.book.credentialRejected(connection.id, lastError);
-        this.opts.log.warn("remote vendor rejected the credential", {
-          service: service.name,
-          connectionId: connection.id,
-          error: lastError,
-        });
-        throw new PoolError(
-          "credential_rejected",
-          `${service.displayName} rejected the stored credential (${lastError})`,
-          { cause, detail: lastError },
-        );
-      }
-      const next = this.book.connectFailed(connection.id, lastError);
-      if (next.failures === 1)
-        this.opts.events?.emit(
-          remoteUnavailable(vendorTag(connection, service), "backoff", lastError, next.retryAt, this.opts.clock.now()),
-        );
-      this.opts.log.warn("remote vendor connect failed", {
-        service: service.name,
-        connectionId: connection.id,
-        failures: next.failures,
-        error: lastError,
-      });
-      throw new PoolError(
-        "vendor_unreachable",
-        `${service.displayName} is unreachable (${lastError}); retrying after ${new Date(next.retryAt).toISOString()}`,
-        {
-          cause,
-          retryAt: next.retryAt,
-          detail: lastError,
-        },
-      );
+      throw refuseRemoteConnect({ ...this.opts, book: this.book }, connection, service, cause);
     }
     if (this.started(connection, service, session.client))
       this.opts.events?.emit(remoteRecovered(vendorTag(connection, service), this.opts.clock.now()));

@@ -2,7 +2,6 @@ import type { Client } from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
 import { type CallEventSink, noCallEvents } from "../events/event-bus.js";
 import type { ChildStopReason } from "../events/lifecycle-event.js";
-import { childStarted, childStopped, vendorTag } from "../events/vendor-events.js";
 import type { Logger } from "../log/logger.js";
 import { type Metrics, noMetrics } from "../metrics/metrics.js";
 import { PoolError } from "./errors.js";
@@ -10,12 +9,11 @@ import type { VendorHandle, VendorLauncher } from "./launcher.js";
 import { type Entry, PoolEntries } from "./pool-entries.js";
 import type { PoolLease, PoolOptions, PoolStats, VendorStartedListener } from "./pool-types.js";
 import { SlotQueue } from "./slot-queue.js";
-import { LATE, stopVendor, within } from "./stop.js";
+import { type EntryStopDeps, stopEntry } from "./stop.js";
+import { type EntryStartDeps, startEntry } from "./vendor-start.js";
 
 export type { PoolLease, PoolOptions, PoolStats, VendorStartedListener } from "./pool-types.js";
-
-/** The longest a stop (graceful or kill) of one vendor may take before the pool stops waiting for it. */
-export const STOP_DEADLINE_MS = 15_000;
+export { STOP_DEADLINE_MS } from "./stop.js";
 
 /**
  * Vendors keyed by connection id: spawned lazily, leased per call (never reaped mid-call), stopped
@@ -30,20 +28,31 @@ export class VendorPool {
   private readonly queue: SlotQueue;
   private closed = false;
   private readonly startedListeners: VendorStartedListener[] = [];
+  /** What stopping an entry touches: the table, the stop events, the queue's wake-up. */
+  private readonly stopping: EntryStopDeps;
+  /** What starting a vendor touches besides: the launcher, the started listeners, the spawn count. */
+  private readonly starting: EntryStartDeps;
 
   constructor(
-    private readonly launcher: VendorLauncher,
+    launcher: VendorLauncher,
     private readonly opts: PoolOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics: Pick<Metrics, "poolWaited" | "limitRefused"> = noMetrics,
-    private readonly events: CallEventSink = noCallEvents,
+    events: CallEventSink = noCallEvents,
   ) {
     this.queue = new SlotQueue(
       clock,
       (id) => this.isLive(id),
       (team) => this.teamBlocked(team),
     );
+    this.stopping = { clock, log, entries: this.entries, events, wake: () => this.wake() };
+    this.starting = {
+      ...this.stopping,
+      launcher,
+      startedListeners: this.startedListeners,
+      onSpawned: () => this.spawned++,
+    };
   }
 
   /** One team's cap on vendors. */
@@ -172,7 +181,8 @@ export class VendorPool {
         }
         const teamFull = this.entries.teamLoad(team) >= this.perTeam;
         if (myTurn || !this.queue.busy) {
-          if (!teamFull && this.entries.size + this.entries.stopping < this.opts.maxChildren) return this.spawn(lease);
+          if (!teamFull && this.entries.size + this.entries.stopping < this.opts.maxChildren)
+            return startEntry(this.starting, lease);
           // A team at its own cap makes room among its own idle vendors only, never another team's.
           const victim = this.lruIdle(teamFull ? team : undefined);
           if (victim) {
@@ -216,103 +226,13 @@ export class VendorPool {
     return entry;
   }
 
-  private spawn(lease: PoolLease): Entry {
-    const { connection, service } = lease;
-    let entry!: Entry;
-    const ready = (async () => {
-      const handle = await this.launcher.launch(connection, service, lease.secrets());
-      entry.handle = handle;
-      this.spawned++;
-      this.events.emit(childStarted(entry.tag, this.clock.now()));
-      handle.onClosed(() => {
-        if (entry.dead) return;
-        entry.dead = true;
-        this.entries.delete(entry);
-        this.log.warn("vendor went away", { connectionId: entry.connectionId, service: service.name });
-        this.events.emit(childStopped(entry.tag, "crashed", this.clock.now()));
-        this.wake();
-      });
-      try {
-        await Promise.all(this.startedListeners.map((l) => l(handle.client, lease)));
-      } catch (err) {
-        if (!(err instanceof PoolError)) throw err;
-        // Over the broker's limits (endless tools/list paging): this vendor gets no calls.
-        if (!entry.dead) this.events.emit(childStopped(entry.tag, "limit", this.clock.now()));
-        entry.dead = true;
-        this.log.warn("vendor misbehaved; stopped", {
-          connectionId: entry.connectionId,
-          service: service.name,
-          code: err.code,
-        });
-        await this.stopHandle(entry.connectionId, handle, "kill");
-        throw err;
-      }
-      return handle;
-    })();
-    entry = {
-      connectionId: connection.id,
-      teamId: connection.teamId,
-      tag: vendorTag(connection, service),
-      secretVersion: lease.version,
-      ready,
-      handle: undefined,
-      leases: 1,
-      lastUsed: this.clock.now(),
-      dead: false,
-    };
-    this.entries.set(entry);
-    ready.then(
-      () => this.wake(),
-      () => {
-        entry.dead = true;
-        this.entries.delete(entry);
-        this.wake();
-      },
-    );
-    return entry;
-  }
-
   /** The least recently used idle vendor (of `teamId` only, when given) that no waiting call is queued for. */
   private lruIdle(teamId?: string): Entry | undefined {
     return this.entries.lruIdle((id) => this.queue.hasWaiterFor(id), teamId);
   }
 
-  private async remove(entry: Entry, how: "close" | "kill", reason: ChildStopReason): Promise<void> {
-    this.entries.delete(entry);
-    // A vendor that already went away (crashed, or stopped for its limits) was reported then.
-    const report = entry.dead ? () => {} : () => this.events.emit(childStopped(entry.tag, reason, this.clock.now()));
-    entry.dead = true;
-    this.entries.stopStarted(entry);
-    try {
-      const handle =
-        entry.handle ??
-        (await within(
-          this.clock,
-          entry.ready.catch(() => undefined),
-          STOP_DEADLINE_MS,
-        ));
-      if (handle === LATE) {
-        // Still starting after the deadline: kill it whenever it arrives, without holding the slot.
-        this.log.warn("vendor still starting at its stop deadline", { connectionId: entry.connectionId });
-        void entry.ready.then(
-          (h) => {
-            report();
-            return this.stopHandle(entry.connectionId, h, "kill");
-          },
-          () => {},
-        );
-      } else if (handle) {
-        report();
-        await this.stopHandle(entry.connectionId, handle, how);
-      }
-    } finally {
-      this.entries.stopped(entry);
-      this.wake();
-    }
-  }
-
-  private stopHandle(connectionId: string, handle: VendorHandle, how: "close" | "kill"): Promise<void> {
-    return stopVendor({ clock: this.clock, log: this.log, deadlineMs: STOP_DEADLINE_MS }, connectionId, handle, how);
+  private remove(entry: Entry, how: "close" | "kill", reason: ChildStopReason): Promise<void> {
+    return stopEntry(this.stopping, entry, how, reason);
   }
 
   /** Something changed (a lease ended, a vendor started or went): queued calls look again, in order. */

@@ -6,11 +6,11 @@ import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { LimitRefusals } from "../limits/limit-kind.js";
 import type { Logger } from "../log/logger.js";
 import { singleInstallation } from "../tenancy/tenant-directory.js";
-import { TURN_ID_PATTERN } from "../turns/turn-state.js";
-import { BodyTooLargeError, type OriginGuard, readBody } from "./host-auth.js";
+import type { OriginGuard } from "./host-auth.js";
 import type { HostCaller, HostTeamAuth } from "./host-teams.js";
 import { type RouteHandler, sendJson } from "./http-server.js";
 import { isLegacyMessage, ModernLeg } from "./mcp-modern.js";
+import { cancelledIds, notFound, readMcpBody, TOKEN_MISMATCH, tooMany, turnHeaderWellFormed } from "./mcp-refusals.js";
 import { McpSessionHost } from "./mcp-session-host.js";
 import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, type SessionLimits, sweepEveryMs } from "./mcp-sessions.js";
 import {
@@ -22,9 +22,6 @@ import {
 import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { sendWebResponse, toWebRequest } from "./web-bridge.js";
-
-/** The largest JSON-RPC message /mcp accepts. */
-const MAX_MCP_BODY = 4 << 20;
 
 // Re-exported where the host endpoints have always imported them from.
 export { idPart, parseThreadHeader } from "./thread-header.js";
@@ -50,46 +47,6 @@ export function guardHostRequest(
     return undefined;
   }
   return who.caller;
-}
-
-/**
- * Refuses (400) an `X-Slaude-Turn` that is not shaped like a turn id; whether the turn is live in
- * the session's thread is decided at each tool call (TurnState.resolve).
- */
-function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
-  const v = req.headers["x-slaude-turn"];
-  if (v === undefined || (typeof v === "string" && TURN_ID_PATTERN.test(v))) return true;
-  sendJson(res, 400, {
-    jsonrpc: "2.0",
-    error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" },
-    id: null,
-  });
-  return false;
-}
-
-const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
-const TOKEN_MISMATCH =
-  "This session was opened with another host token: send every request of a session with the token that opened it.";
-const tooMany = (max: number) => ({
-  jsonrpc: "2.0",
-  error: {
-    code: -32000,
-    message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later`,
-  },
-  id: null,
-});
-
-/** The request ids of the `notifications/cancelled` messages in a POST body (one message or a batch). */
-function cancelledIds(body: unknown): (string | number)[] {
-  const ids: (string | number)[] = [];
-  for (const m of Array.isArray(body) ? body : [body]) {
-    const id =
-      (m as { method?: unknown; params?: { requestId?: unknown } } | null)?.method === "notifications/cancelled"
-        ? (m as { params?: { requestId?: unknown } }).params?.requestId
-        : undefined;
-    if (typeof id === "string" || typeof id === "number") ids.push(id);
-  }
-  return ids;
 }
 
 /** What the MCP endpoint is built from; the optional parts default to one process and one installation. */
@@ -217,24 +174,9 @@ export class McpEndpoint {
     const headerThread = req.headers["x-slaude-thread"];
     let body: unknown;
     if (req.method === "POST") {
-      try {
-        body = JSON.parse(await readBody(req, MAX_MCP_BODY));
-      } catch (err) {
-        if (err instanceof BodyTooLargeError) {
-          // The rest of the body is not read: close the connection once the answer is out.
-          return sendJson(
-            res,
-            413,
-            {
-              jsonrpc: "2.0",
-              error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` },
-              id: null,
-            },
-            { connection: "close" },
-          );
-        }
-        return sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
-      }
+      const read = await readMcpBody(req, res);
+      if (!read) return;
+      body = read.body;
     }
     // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
     if (!(await isLegacyMessage(req, body))) return this.modern.serve(req, res, caller, body);

@@ -1,7 +1,8 @@
 // ApprovalService over a real SQLite store and a ManualClock: the approval timeout is armed on the
 // injected clock, so expiry happens when the test moves time past it, never in real time.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ApprovalService, type ApprovalSubject, type WaitOutcome } from "../../src/approvals/approval-service.js";
+import type { ApprovalSubject } from "../../src/approvals/approval-records.js";
+import { ApprovalService, type WaitOutcome } from "../../src/approvals/approval-service.js";
 import { type ApprovalCard, cardFacts } from "../../src/approvals/card.js";
 import type { ApprovalChannel, ApprovalOutcome } from "../../src/approvals/channel.js";
 import { Redactor } from "../../src/hygiene/redact.js";

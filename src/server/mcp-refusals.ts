@@ -1,0 +1,84 @@
+// What /mcp checks of a request before any session and the JSON-RPC refusals it answers with:
+// the body's size and JSON, the shape of X-Slaude-Turn, a session that is unknown or busy, and the
+// cancellations a POST carries (announced to other replicas).
+
+import type http from "node:http";
+import { TURN_ID_PATTERN } from "../turns/turn-state.js";
+import { BodyTooLargeError, readBody } from "./host-auth.js";
+import { sendJson } from "./http-server.js";
+
+/** The largest JSON-RPC message /mcp accepts. */
+const MAX_MCP_BODY = 4 << 20;
+
+/**
+ * The JSON of a POST to /mcp; a body too large (413, the connection then closed) or not JSON (400)
+ * is answered here, and undefined returned.
+ */
+export async function readMcpBody(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<{ readonly body: unknown } | undefined> {
+  try {
+    return { body: JSON.parse(await readBody(req, MAX_MCP_BODY)) };
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) {
+      // The rest of the body is not read: close the connection once the answer is out.
+      sendJson(
+        res,
+        413,
+        {
+          jsonrpc: "2.0",
+          error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` },
+          id: null,
+        },
+        { connection: "close" },
+      );
+      return undefined;
+    }
+    sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
+    return undefined;
+  }
+}
+
+/**
+ * Refuses (400) an `X-Slaude-Turn` that is not shaped like a turn id; whether the turn is live in
+ * the session's thread is decided at each tool call (TurnState.resolve).
+ */
+export function turnHeaderWellFormed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const v = req.headers["x-slaude-turn"];
+  if (v === undefined || (typeof v === "string" && TURN_ID_PATTERN.test(v))) return true;
+  sendJson(res, 400, {
+    jsonrpc: "2.0",
+    error: { code: -32602, message: "X-Slaude-Turn must be a turn id returned by POST /v1/turns" },
+    id: null,
+  });
+  return false;
+}
+
+/** A session id no replica knows (404). */
+export const notFound = { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null };
+/** A session's request sent with another host token than the one that opened it (403). */
+export const TOKEN_MISMATCH =
+  "This session was opened with another host token: send every request of a session with the token that opened it.";
+/** Every session is busy at the cap `max` (503). */
+export const tooMany = (max: number) => ({
+  jsonrpc: "2.0",
+  error: {
+    code: -32000,
+    message: `Too many open MCP sessions (the limit is ${max} and all are busy); close one or retry later`,
+  },
+  id: null,
+});
+
+/** The request ids of the `notifications/cancelled` messages in a POST body (one message or a batch). */
+export function cancelledIds(body: unknown): (string | number)[] {
+  const ids: (string | number)[] = [];
+  for (const m of Array.isArray(body) ? body : [body]) {
+    const id =
+      (m as { method?: unknown; params?: { requestId?: unknown } } | null)?.method === "notifications/cancelled"
+        ? (m as { params?: { requestId?: unknown } }).params?.requestId
+        : undefined;
+    if (typeof id === "string" || typeof id === "number") ids.push(id);
+  }
+  return ids;
+}
