@@ -9,15 +9,15 @@ import { DOCS, FILE_VARIANTS, ROOT, read, schemaVariables } from "./sources.js";
 // environment variable the code has appears where the docs list them, and no doc names one the code
 // lacks. Each list is derived from the code's own source of truth (the CLI's audit kinds, which
 // `satisfies` the AuditEventKind union; src/events/broker-event.ts's EVENT_TYPES; the CLI's command
-// switch and each command's own dispatch; envSchema in src/config/env.ts), never from a copy here.
+// switch and each command's own dispatch; envSchema in src/config/env-schema.ts), never from a copy here.
 // Each failure names the missing or unknown name and the doc.
 
 const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
 
-/** The keys of `envSchema` in src/config/env.ts, and the `_FILE` variants of the secret ones. */
+/** The keys of `envSchema` in src/config/env-schema.ts, and the `_FILE` variants of the secret ones. */
 function envVariables(): Set<string> {
   const names = schemaVariables();
-  expect(names.size, "envSchema not found in src/config/env.ts").toBeGreaterThan(30);
+  expect(names.size, "envSchema not found in src/config/env-schema.ts").toBeGreaterThan(30);
   return new Set([...names, ...FILE_VARIANTS]);
 }
 

@@ -17,10 +17,10 @@ export const DOCS = [
     .map((f) => `docs/${f}`),
 ];
 
-/** Every variable the env schema reads: the keys of `envSchema` in src/config/env.ts (empty when it is not found). */
+/** Every variable the env schema reads: the keys of `envSchema` in src/config/env-schema.ts (empty when it is not found). */
 export function schemaVariables(): Set<string> {
-  const src = read("src/config/env.ts");
-  const start = src.indexOf("const envSchema = z.object({");
+  const src = read("src/config/env-schema.ts");
+  const start = src.indexOf("export const envSchema = z.object({");
   if (start < 0) return new Set();
   return new Set(
     [...src.slice(start, src.indexOf("\n});", start)).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!),
