@@ -5,6 +5,7 @@
 //   mcp-proxy   SDK client → HTTP → mcp-proxy's CLI process → stdio child
 //   broker      SDK client → HTTP → `slaude-connect serve` (compiled, Slack for membership, a
 //               connection added through the CLI, the turn posted to /v1/turns) → pool → stdio child
+//   broker, 2026-07-28  the same broker, thread and turn from an SDK v2 client pinned to the stateless era
 // Paths are rotated round by round and every ratio is computed per round, then reported as the
 // median with its min–max. Each target of issue 13 gets a PASS/FAIL line. Absolute numbers are
 // noisy on a shared machine; the ratios are what to compare across commits (--json).
@@ -19,7 +20,7 @@ import { ms, showSpread, showTarget, type TargetResult, target, timeCalls } from
 import { approvalRoundTrip } from "./sections/approval.js";
 import { cold } from "./sections/cold.js";
 import { hygiene } from "./sections/hygiene.js";
-import { bare, brokerCaller, direct, latency, mcpProxy } from "./sections/latency.js";
+import { bare, brokerCaller, brokerModernCaller, direct, latency, mcpProxy } from "./sections/latency.js";
 import { overload } from "./sections/overload.js";
 import { replicaBench } from "./sections/replicas.js";
 import { scale } from "./sections/scale.js";
@@ -136,6 +137,8 @@ try {
   );
   const me = await brokerCaller(b, alice.thread, alice.user);
   closers.push(() => me.client.close());
+  const modern = await brokerModernCaller(b, alice.thread, alice.user);
+  closers.push(() => modern.client.close());
 
   // 50 live children on each side before anything is timed (the memory figure's setting too).
   const bareTp = await bareCallers(ba.url, tpUsers.length);
@@ -165,6 +168,7 @@ try {
         call: () => mp.client.callTool({ name: "echo", arguments: { text: "ping" } }),
       },
       { key: "broker", name: "client → slaude-connect serve → child", call: me.call },
+      { key: "brokerModern", name: "2026-07-28 client → slaude-connect serve → child", call: modern.call },
     ],
     P.rounds,
     P.n,
@@ -175,10 +179,11 @@ try {
   say();
   say(`warm call latency, HTTP in, ${lat.rounds} rotated rounds of ${P.n} calls (ms; per-round p50 median (min–max))`);
   for (const [k, v] of Object.entries(lat.perPath))
-    say(`  ${k.padEnd(10)} p50 ${showSpread(v.p50, "", 3)}   p99 ${showSpread(v.p99, "", 3)}`);
+    say(`  ${k.padEnd(12)} p50 ${showSpread(v.p50, "", 3)}   p99 ${showSpread(v.p99, "", 3)}`);
   say(`  broker ÷ bare pass-through   ${showSpread(lat.ratios.brokerOverBare)}`);
   say(`  broker ÷ mcp-proxy           ${showSpread(lat.ratios.brokerOverMcpProxy)}`);
   say(`  bare ÷ direct                ${showSpread(lat.ratios.bareOverDirect)}`);
+  say(`  broker, 2026-07-28 ÷ 2025-11-25 ${showSpread(lat.ratios.modernOverBroker)} (same broker and turn; reported)`);
   targets.push(
     target(
       "warm mcp_call p50 ÷ bare pass-through",

@@ -1,6 +1,7 @@
 // Warm call latency, every path HTTP in (except the direct floor) and in its own process, one
 // client, the paths rotated round by round; ratios computed per round.
 import path from "node:path";
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
@@ -14,7 +15,7 @@ const ECHO = { text: "ping" };
 
 /** One measured path: a name and one call. */
 export interface PathUnderTest {
-  readonly key: "direct" | "bare" | "mcpProxy" | "broker";
+  readonly key: "direct" | "bare" | "mcpProxy" | "broker" | "brokerModern";
   readonly name: string;
   call(): Promise<unknown>;
 }
@@ -114,6 +115,39 @@ export async function brokerCaller(
   return { client, call };
 }
 
+/**
+ * The same broker, thread and turn in the 2026-07-28 era: an SDK v2 client pinned to the revision,
+ * no initialize and no session, `X-Slaude-Thread` on every request, the turn the thread's live one.
+ */
+export async function brokerModernCaller(
+  b: BrokerProc,
+  thread: ThreadRef,
+  user: string,
+): Promise<{ client: ClientV2; call(): Promise<unknown> }> {
+  const transport = new TransportV2(new URL(`${b.url}/mcp`), {
+    requestInit: {
+      headers: {
+        Authorization: `Bearer ${b.hostToken}`,
+        "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+      },
+    },
+  });
+  const client = new ClientV2(
+    { name: "bench-modern", version: "1" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  await client.connect(transport);
+  const call = async () => {
+    const r = await client.callTool({
+      name: "mcp_call",
+      arguments: { service: "echo", tool: "echo", args: ECHO, on_behalf_of: user },
+    });
+    if (r.isError) throw new Error(`broker 2026-07-28 call failed: ${JSON.stringify(r.content)}`);
+    return r;
+  };
+  return { client, call };
+}
+
 export interface LatencyResult {
   readonly rounds: number;
   readonly perPath: Record<PathUnderTest["key"], { p50: Spread; p99: Spread; pooledP50: number; pooledP99: number }>;
@@ -122,6 +156,8 @@ export interface LatencyResult {
     brokerOverMcpProxy: Spread;
     bareOverDirect: Spread;
     brokerOverDirect: Spread;
+    /** The 2026-07-28 era over the 2025 era: the same broker, thread and turn. */
+    modernOverBroker: Spread;
   };
   readonly calls: number;
 }
@@ -169,6 +205,7 @@ export async function latency(
       brokerOverMcpProxy: ratio("broker", "mcpProxy"),
       bareOverDirect: ratio("bare", "direct"),
       brokerOverDirect: ratio("broker", "direct"),
+      modernOverBroker: ratio("brokerModern", "broker"),
     },
     calls,
   };
