@@ -1,143 +1,49 @@
 import type { AuditEvent } from "../../audit/event.js";
-import type { Approval, Grant } from "../records.js";
-import { type ApprovalRow, approvalExpiredAudit, toApproval } from "../rows.js";
+import type { Approval } from "../records.js";
+import * as ops from "../sql/approvals.js";
+import { SQLITE } from "../sql/dialect.js";
+import type { Program } from "../sql/program.js";
 import type { ApprovalRepo } from "../store.js";
-import { makeAuditWriter } from "./audit-repo.js";
 import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
-import { insertGrantInTx } from "./grants-repo.js";
+import { SqliteRunner } from "./sqlite-program.js";
 
-/** SQLite approvals repository: every transition is a conditional UPDATE that applies at most once. */
+/** SQLite approvals repository: the shared statements of src/store/sql/approvals.ts. */
 export class SqliteApprovalRepo implements ApprovalRepo {
-  private readonly audit: (events: readonly AuditEvent[]) => void;
+  private readonly runner: SqliteRunner;
   constructor(
     private readonly db: Db,
     private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {
-    this.audit = makeAuditWriter(db);
+    this.runner = new SqliteRunner(db);
+  }
+  private write<T>(p: Program<T>): Promise<T> {
+    return writeTx(this.db, () => this.runner.run(p), this.wait);
   }
   async create(a: Approval, audit: readonly AuditEvent[]): Promise<void> {
-    await writeTx(
-      this.db,
-      () => {
-        this.db
-          .prepare(`INSERT INTO approvals (id, nonce, connection_id, team_id, channel_id, thread_ts, owner_user_id, borrower_user_id,
-        service, tool, args_hash, status, created_at, expires_at) VALUES (@id, @nonce, @connectionId, @teamId, @channelId, @threadTs,
-        @ownerUserId, @borrowerUserId, @service, @tool, @argsHash, 'pending', @createdAt, @expiresAt)`)
-          .run({ ...a });
-        this.audit(audit);
-      },
-      this.wait,
-    );
+    await this.write(ops.createApproval(a, audit));
   }
   async get(id: string): Promise<Approval | undefined> {
-    const r = this.db.prepare("SELECT * FROM approvals WHERE id = ?").get(id) as ApprovalRow | undefined;
-    return r ? toApproval(r) : undefined;
+    return this.runner.run(ops.approvalBy("id", id));
   }
   async getByNonce(nonce: string): Promise<Approval | undefined> {
-    const r = this.db.prepare("SELECT * FROM approvals WHERE nonce = ?").get(nonce) as ApprovalRow | undefined;
-    return r ? toApproval(r) : undefined;
+    return this.runner.run(ops.approvalBy("nonce", nonce));
   }
-  async decide(
-    id: string,
-    d: {
-      status: "allowed_thread" | "allowed_once" | "denied";
-      by: string;
-      at: number;
-      grant?: Omit<Grant, "revokedAt" | "revokedBy">;
-    },
-    audit: readonly AuditEvent[],
-  ): Promise<boolean> {
-    return writeTx(
-      this.db,
-      () => {
-        const res = this.db
-          .prepare(
-            "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ? AND status = 'pending' AND expires_at > ? AND owner_user_id = ?",
-          )
-          .run(d.status, d.at, d.by, id, d.at, d.by);
-        if (res.changes !== 1) return false;
-        if (d.status === "allowed_thread" && d.grant) insertGrantInTx(this.db, d.grant);
-        this.audit(audit);
-        return true;
-      },
-      this.wait,
-    );
+  async decide(id: string, d: ops.Decision, audit: readonly AuditEvent[]): Promise<boolean> {
+    return this.write(ops.decideApproval(id, d, audit));
   }
   async consume(id: string, argsHash: string, _at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return writeTx(
-      this.db,
-      () => {
-        const res = this.db
-          .prepare(
-            "UPDATE approvals SET status = 'consumed' WHERE id = ? AND args_hash = ? AND status IN ('allowed_once', 'allowed_thread')",
-          )
-          .run(id, argsHash);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      },
-      this.wait,
-    );
+    return this.write(ops.consumeApproval(id, argsHash, audit));
   }
   async expire(id: string, at: number, audit: readonly AuditEvent[]): Promise<boolean> {
-    return writeTx(
-      this.db,
-      () => {
-        const res = this.db
-          .prepare("UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'")
-          .run(at, id);
-        if (res.changes === 1) this.audit(audit);
-        return res.changes === 1;
-      },
-      this.wait,
-    );
+    return this.write(ops.expireApproval(id, at, audit));
   }
   async expirePending(now: number, all = false): Promise<Approval[]> {
-    return writeTx(
-      this.db,
-      () => {
-        const rows = this.db
-          .prepare(`SELECT * FROM approvals WHERE status = 'pending' ${all ? "" : "AND expires_at <= ?"}`)
-          .all(...(all ? [] : [now])) as ApprovalRow[];
-        const upd = this.db.prepare(
-          "UPDATE approvals SET status = 'expired', decided_at = ? WHERE id = ? AND status = 'pending'",
-        );
-        for (const r of rows) {
-          upd.run(now, r.id);
-          this.audit([approvalExpiredAudit(r, now, all ? "startup" : "reaper")]);
-        }
-        return rows.map((r) => toApproval({ ...r, status: "expired", decided_at: now }));
-      },
-      this.wait,
-    );
+    return this.write(ops.expirePendingApprovals(now, all));
   }
-  async list(filter: {
-    teamId?: string;
-    ownerUserId?: string;
-    pendingAt?: number;
-    limit: number;
-  }): Promise<Approval[]> {
-    const where: string[] = [];
-    const params: (string | number)[] = [];
-    if (filter.teamId !== undefined) {
-      where.push("team_id = ?");
-      params.push(filter.teamId);
-    }
-    if (filter.ownerUserId !== undefined) {
-      where.push("owner_user_id = ?");
-      params.push(filter.ownerUserId);
-    }
-    if (filter.pendingAt !== undefined) {
-      where.push("status = 'pending' AND expires_at > ?");
-      params.push(filter.pendingAt);
-    }
-    const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, filter.limit) as ApprovalRow[]).map(toApproval);
+  async list(filter: ops.ApprovalFilter): Promise<Approval[]> {
+    return this.runner.run(ops.listApprovals(filter, SQLITE));
   }
   async setCard(id: string, channel: string, ts: string): Promise<void> {
-    await writeTx(
-      this.db,
-      () => this.db.prepare("UPDATE approvals SET card_channel = ?, card_ts = ? WHERE id = ?").run(channel, ts, id),
-      this.wait,
-    );
+    await this.write(ops.setApprovalCard(id, channel, ts));
   }
 }
