@@ -1,13 +1,25 @@
 import type { OAuthStateRepo } from "../installation-records.js";
 import { checkOAuthState, DEFAULT_MAX_LIVE_OAUTH_STATES } from "../installation-rows.js";
+import { SQLITE } from "../sql/dialect.js";
+import * as ops from "../sql/oauth-states.js";
+import type { Program } from "../sql/program.js";
 import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
+import { SqliteRunner } from "./sqlite-program.js";
 
-/** SQLite OAuth install states: hashes only, taken once by one DELETE … RETURNING, capped oldest-first. */
+/** SQLite OAuth install states: the shared statements of src/store/sql/oauth-states.ts. */
 export class SqliteOAuthStateRepo implements OAuthStateRepo {
+  private readonly runner: SqliteRunner;
+
   constructor(
     private readonly db: Db,
     private readonly wait: LockWait = DEFAULT_LOCK_WAIT,
-  ) {}
+  ) {
+    this.runner = new SqliteRunner(db);
+  }
+
+  private write<T>(p: Program<T>): Promise<T> {
+    return writeTx(this.db, () => this.runner.run(p), this.wait);
+  }
 
   async put(
     stateHash: string,
@@ -17,41 +29,14 @@ export class SqliteOAuthStateRepo implements OAuthStateRepo {
     maxLive: number = DEFAULT_MAX_LIVE_OAUTH_STATES,
   ): Promise<number> {
     checkOAuthState(stateHash, payload, expiresAt, at, maxLive);
-    const dropExpired = this.db.prepare("DELETE FROM oauth_states WHERE expires_at <= ?");
-    const live = this.db.prepare("SELECT count(*) AS n FROM oauth_states");
-    // The oldest first; the hash breaks ties (states of one millisecond), as PostgreSQL orders them.
-    const evict = this.db.prepare(
-      "DELETE FROM oauth_states WHERE state_hash IN (SELECT state_hash FROM oauth_states ORDER BY created_at, state_hash LIMIT ?)",
-    );
-    const insert = this.db.prepare(
-      "INSERT INTO oauth_states (state_hash, payload, created_at, expires_at) VALUES (?, ?, ?, ?)",
-    );
-    return writeTx(
-      this.db,
-      () => {
-        dropExpired.run(at);
-        const over = (live.get() as { n: number }).n - (maxLive - 1);
-        const evicted = over > 0 ? evict.run(over).changes : 0;
-        insert.run(stateHash, payload, at, expiresAt);
-        return evicted;
-      },
-      this.wait,
-    );
+    return this.write(ops.putOAuthState(stateHash, payload, expiresAt, at, maxLive, SQLITE));
   }
 
   async take(stateHash: string, at: number): Promise<string | undefined> {
-    const del = this.db.prepare("DELETE FROM oauth_states WHERE state_hash = ? RETURNING payload, expires_at");
-    const r = await writeTx(
-      this.db,
-      () => del.get(stateHash) as { payload: string; expires_at: number } | undefined,
-      this.wait,
-    );
-    // An expired state is deleted all the same: it can never be taken later.
-    return r && r.expires_at > at ? r.payload : undefined;
+    return this.write(ops.takeOAuthState(stateHash, at));
   }
 
   async expireDue(now: number): Promise<number> {
-    const del = this.db.prepare("DELETE FROM oauth_states WHERE expires_at <= ?");
-    return writeTx(this.db, () => del.run(now).changes, this.wait);
+    return this.write(ops.expireOAuthStates(now));
   }
 }
