@@ -1,7 +1,15 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { SealedSecret } from "../../vault/aead.js";
-import type { Installation, InstallationMeta, InstallationStatus, TenantQuery } from "../installation-records.js";
+import type {
+  Installation,
+  InstallationMeta,
+  InstallationRepo,
+  InstallationStatus,
+  TenantQuery,
+} from "../installation-records.js";
 import {
+  checkInstallation,
+  checkStatusReason,
   INSTALLATION_COLUMNS,
   INSTALLATION_META_COLUMNS,
   type InstallationRow,
@@ -14,6 +22,7 @@ import {
   toInstallationMeta,
 } from "../installation-rows.js";
 import { type SqlDialect, stmt } from "./dialect.js";
+import type { SqlDriver } from "./driver.js";
 import { audit, changes, lock, type Program, rows } from "./program.js";
 
 // The installations repository, once for both adapters (src/store/sql/program.ts): one live row
@@ -178,4 +187,51 @@ export function* reencryptAllInstallations(reseal: Reseal, event: AuditEvent, d:
   const n = yield* reencryptInstallations(reseal, d);
   yield* audit([event]);
   return n;
+}
+
+/** The installations repository on either adapter's driver; the writes are checked before they run. */
+export class SqlInstallationRepo implements InstallationRepo {
+  constructor(protected readonly driver: SqlDriver) {}
+
+  async upsert(i: Installation, events: UpsertAudit): Promise<Installation> {
+    checkInstallation(i);
+    return this.driver.write(upsertInstallation(i, events));
+  }
+  get(id: string): Promise<Installation | undefined> {
+    return this.driver.read(installationById(id));
+  }
+  find(q: TenantQuery): Promise<Installation | undefined> {
+    return this.driver.read(findInstallation(q));
+  }
+  list(limit: number): Promise<InstallationMeta[]> {
+    return this.driver.read(listInstallations(limit, this.driver.dialect));
+  }
+  countLive(): Promise<number> {
+    return this.driver.read(countLiveInstallations());
+  }
+  async setStatus(
+    id: string,
+    status: Exclude<InstallationStatus, "uninstalled">,
+    reason: string | null,
+    at: number,
+    events: readonly AuditEvent[],
+  ): Promise<boolean> {
+    checkStatusReason(status, reason);
+    return this.driver.write(setInstallationStatus(id, status, reason, at, events));
+  }
+  updateTokens(
+    id: string,
+    sealed: SealedSecret,
+    tokenExpiresAt: number | null,
+    at: number,
+    events: readonly AuditEvent[],
+  ): Promise<boolean> {
+    return this.driver.write(updateInstallationTokens(id, sealed, tokenExpiresAt, at, events));
+  }
+  uninstall(id: string, at: number, events: readonly AuditEvent[]): Promise<boolean> {
+    return this.driver.write(uninstallInstallation(id, at, events));
+  }
+  reencryptAll(reseal: Reseal, event: AuditEvent): Promise<number> {
+    return this.driver.write(reencryptAllInstallations(reseal, event, this.driver.dialect));
+  }
 }
