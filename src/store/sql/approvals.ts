@@ -1,7 +1,9 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { Approval, Grant } from "../records.js";
 import { type ApprovalRow, approvalExpiredAudit, toApproval } from "../rows.js";
+import type { ApprovalRepo } from "../store.js";
 import { type SqlDialect, stmt } from "./dialect.js";
+import type { SqlDriver } from "./driver.js";
 import { insertGrant } from "./grants.js";
 import { audit, changes, type Program, rows } from "./program.js";
 
@@ -117,4 +119,36 @@ export function* setApprovalCard(id: string, channel: string, ts: string): Progr
   yield* changes(
     stmt((p) => `UPDATE approvals SET card_channel = ${p(channel)}, card_ts = ${p(ts)} WHERE id = ${p(id)}`),
   );
+}
+
+/** The approvals repository on either adapter's driver. */
+export class SqlApprovalRepo implements ApprovalRepo {
+  constructor(protected readonly driver: SqlDriver) {}
+  async create(a: Approval, events: readonly AuditEvent[]): Promise<void> {
+    await this.driver.write(createApproval(a, events));
+  }
+  get(id: string): Promise<Approval | undefined> {
+    return this.driver.read(approvalBy("id", id));
+  }
+  getByNonce(nonce: string): Promise<Approval | undefined> {
+    return this.driver.read(approvalBy("nonce", nonce));
+  }
+  decide(id: string, d: Decision, events: readonly AuditEvent[]): Promise<boolean> {
+    return this.driver.write(decideApproval(id, d, events));
+  }
+  consume(id: string, argsHash: string, _at: number, events: readonly AuditEvent[]): Promise<boolean> {
+    return this.driver.write(consumeApproval(id, argsHash, events));
+  }
+  expire(id: string, at: number, events: readonly AuditEvent[]): Promise<boolean> {
+    return this.driver.write(expireApproval(id, at, events));
+  }
+  expirePending(now: number, all = false): Promise<Approval[]> {
+    return this.driver.write(expirePendingApprovals(now, all));
+  }
+  list(filter: ApprovalFilter): Promise<Approval[]> {
+    return this.driver.read(listApprovals(filter, this.driver.dialect));
+  }
+  async setCard(id: string, channel: string, ts: string): Promise<void> {
+    await this.driver.write(setApprovalCard(id, channel, ts));
+  }
 }

@@ -1,7 +1,9 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { LoginSession } from "../records.js";
 import { type LoginRow, toSession } from "../rows.js";
+import type { LoginSessionRepo } from "../store.js";
 import { stmt } from "./dialect.js";
+import type { SqlDriver } from "./driver.js";
 import { audit, changes, type Program, rows } from "./program.js";
 
 // The login sessions, once for both adapters (src/store/sql/program.ts): opening and ending are
@@ -92,4 +94,39 @@ export function* expireLoginSessions(now: number): Program<LoginSession[]> {
     })),
   );
   return moved.map(toSession);
+}
+
+/** The login sessions repository on either adapter's driver. */
+export class SqlLoginSessionRepo implements LoginSessionRepo {
+  constructor(protected readonly driver: SqlDriver) {}
+  async create(s: NewLoginSession, events: readonly AuditEvent[]): Promise<void> {
+    await this.driver.write(createLoginSession(s, events));
+  }
+  get(id: string): Promise<LoginSession | undefined> {
+    return this.driver.read(loginSessionBy("id", id));
+  }
+  getByTokenHash(tokenHash: string): Promise<LoginSession | undefined> {
+    return this.driver.read(loginSessionBy("token_hash", tokenHash));
+  }
+  open(
+    tokenHash: string,
+    viewerHash: string,
+    at: number,
+    flowExpiresAt: number,
+    events: readonly AuditEvent[],
+  ): Promise<LoginSession | undefined> {
+    return this.driver.write(openLoginSession(tokenHash, viewerHash, at, flowExpiresAt, events));
+  }
+  end(
+    id: string,
+    status: LoginEnd,
+    at: number,
+    connectionId: string | null,
+    events: readonly AuditEvent[],
+  ): Promise<boolean> {
+    return this.driver.write(endLoginSession(id, status, at, connectionId, events));
+  }
+  expireDue(now: number): Promise<LoginSession[]> {
+    return this.driver.write(expireLoginSessions(now));
+  }
 }

@@ -1,4 +1,7 @@
+import type { OAuthStateRepo } from "../installation-records.js";
+import { checkOAuthState, DEFAULT_MAX_LIVE_OAUTH_STATES } from "../installation-rows.js";
 import { type SqlDialect, stmt } from "./dialect.js";
+import type { SqlDriver } from "./driver.js";
 import { changes, lock, type Program, rows } from "./program.js";
 
 // The OAuth install states, once for both adapters (src/store/sql/program.ts): hashes only, taken
@@ -51,4 +54,25 @@ export function* takeOAuthState(stateHash: string, at: number): Program<string |
 /** Deletes the states expired by `now`; returns how many. */
 export function* expireOAuthStates(now: number): Program<number> {
   return yield* changes(stmt((p) => `DELETE FROM oauth_states WHERE expires_at <= ${p(now)}`));
+}
+
+/** The OAuth install states on either adapter's driver; a put is checked before it runs. */
+export class SqlOAuthStateRepo implements OAuthStateRepo {
+  constructor(protected readonly driver: SqlDriver) {}
+  async put(
+    stateHash: string,
+    payload: string,
+    expiresAt: number,
+    at: number,
+    maxLive: number = DEFAULT_MAX_LIVE_OAUTH_STATES,
+  ): Promise<number> {
+    checkOAuthState(stateHash, payload, expiresAt, at, maxLive);
+    return this.driver.write(putOAuthState(stateHash, payload, expiresAt, at, maxLive, this.driver.dialect));
+  }
+  take(stateHash: string, at: number): Promise<string | undefined> {
+    return this.driver.write(takeOAuthState(stateHash, at));
+  }
+  expireDue(now: number): Promise<number> {
+    return this.driver.write(expireOAuthStates(now));
+  }
 }
