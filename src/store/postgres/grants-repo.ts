@@ -3,13 +3,8 @@ import type { ThreadRef } from "../../domain/thread.js";
 import type { Grant } from "../records.js";
 import * as ops from "../sql/grants.js";
 import type { GrantRepo } from "../store.js";
-import type { PgDb, Sql } from "./pg-db.js";
+import type { PgDb } from "./pg-db.js";
 import { runPg } from "./pg-program.js";
-
-/** Inserts a grant unless a live one exists (then returns that one), inside the caller's transaction. */
-export function insertGrantInTx(q: Sql, g: Omit<Grant, "revokedAt" | "revokedBy">): Promise<Grant> {
-  return runPg(q, null, ops.insertGrant(g));
-}
 
 /** PostgreSQL grants repository: the shared statements of src/store/sql/grants.ts. */
 export class PgGrantRepo implements GrantRepo {

@@ -1,5 +1,5 @@
 import type { ToolPin } from "../records.js";
-import { toPin } from "../sqlite/tool-pins-repo.js";
+import { toPin } from "../sql/pin-rows.js";
 import type { PinWrite, ToolPinRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import { xactLock } from "./lock-keys.js";

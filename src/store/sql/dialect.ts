@@ -20,6 +20,10 @@ export interface SqlDialect {
   readonly forUpdate: string;
   /** As `forUpdate`, for a job that two replicas may run at once: each takes rows the other did not. */
   readonly forUpdateSkipLocked: string;
+  /** The column that orders a table's rows as they were inserted: SQLite's rowid, PostgreSQL's `seq`. */
+  readonly insertOrder: string;
+  /** The LIMIT of an OFFSET without one: SQLite needs a LIMIT, and takes -1 for none. */
+  readonly noLimit: string;
 }
 
 export const SQLITE: SqlDialect = {
@@ -29,6 +33,8 @@ export const SQLITE: SqlDialect = {
   bytewise: (column) => column,
   forUpdate: "",
   forUpdateSkipLocked: "",
+  insertOrder: "rowid",
+  noLimit: "LIMIT -1",
 };
 
 export const POSTGRES: SqlDialect = {
@@ -42,6 +48,8 @@ export const POSTGRES: SqlDialect = {
   bytewise: (column) => `${column} COLLATE "C"`,
   forUpdate: " FOR UPDATE",
   forUpdateSkipLocked: " FOR UPDATE SKIP LOCKED",
+  insertOrder: "seq",
+  noLimit: "LIMIT ALL",
 };
 
 /** The marks around a value's index while a statement is built: control characters no SQL text holds. */

@@ -6,11 +6,6 @@ import type { GrantRepo } from "../store.js";
 import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
 import { SqliteRunner } from "./sqlite-program.js";
 
-/** Inserts a grant unless a live one exists; runs inside the caller's transaction. */
-export function insertGrantInTx(db: Db, g: Omit<Grant, "revokedAt" | "revokedBy">): Grant {
-  return new SqliteRunner(db).run(ops.insertGrant(g));
-}
-
 /** SQLite grants repository: the shared statements of src/store/sql/grants.ts. */
 export class SqliteGrantRepo implements GrantRepo {
   private readonly runner: SqliteRunner;

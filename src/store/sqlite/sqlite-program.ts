@@ -1,9 +1,10 @@
 import type { Statement } from "better-sqlite3";
 import type { AuditEvent } from "../../audit/event.js";
 import { SQLITE } from "../sql/dialect.js";
+import type { SqlDriver } from "../sql/driver.js";
 import { type Program, runSync, type Step } from "../sql/program.js";
 import { makeAuditWriter } from "./audit-repo.js";
-import type { Db } from "./db.js";
+import { type Db, type LockWait, writeTx } from "./db.js";
 
 /** Most statement texts one runner keeps prepared: the shared statements have a few shapes each. */
 const MAX_PREPARED = 256;
@@ -47,4 +48,14 @@ export class SqliteRunner {
         return undefined;
     }
   }
+}
+
+/** The driver of the repositories written once in src/store/sql/ (driver.ts), on one SQLite handle. */
+export function sqliteDriver(db: Db, wait: LockWait): SqlDriver {
+  const runner = new SqliteRunner(db);
+  return {
+    dialect: SQLITE,
+    read: async (p) => runner.run(p),
+    write: (p) => writeTx(db, () => runner.run(p), wait),
+  };
 }
