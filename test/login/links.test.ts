@@ -236,6 +236,7 @@ describe("paste strategy", () => {
     v.send({ type: "cancel" });
     await until(() => v.messages.some((m) => m.type === "status" && m.state === "cancelled"));
     v.send({ type: "paste", fields: { token: "tok_abcdefgh1" } });
+    // An ended flow drops input without a reply or a log line: no event marks it handled, so a wait.
     await new Promise((r) => setTimeout(r, 200));
     expect(await app.store.connections.list({})).toHaveLength(0);
     expect((await app.store.loginSessions.get(sessionId))?.status).toBe("cancelled");

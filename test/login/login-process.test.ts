@@ -25,6 +25,7 @@ import {
   waitDead,
   waitFor,
 } from "../support/proc.js";
+import { until } from "../support/until.js";
 
 const ALICE = "UALICE01";
 // Real Chromium on a loaded shared machine: generous bounds, no timed assertions.
@@ -150,16 +151,16 @@ function socket(s: Server, link: { sessionId: string; cookie: string }) {
   return { ws, messages, opened, closed, send: (m: unknown) => ws.send(JSON.stringify(m)) };
 }
 
-async function until(cond: () => boolean, ms: number, what: string, s?: Server): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (s && (s.proc.exitCode !== null || s.proc.signalCode !== null))
+/** The shared `until` on `cond`, failing at once with the server's stderr when `s` dies before it holds. */
+function untilServer(cond: () => boolean, ms: number, what: string, s: Server): Promise<true> {
+  const get = () => {
+    if (s.proc.exitCode !== null || s.proc.signalCode !== null)
       throw new Error(
         `the server died (exit ${s.proc.exitCode ?? s.proc.signalCode}) waiting for ${what}:\n${s.stderr.slice(-2_000)}`,
       );
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${s ? `\n${s.stderr}` : ""}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+    return cond();
+  };
+  return until(get, ms, () => `${what}\n${s.stderr}`);
 }
 
 /**
@@ -215,7 +216,7 @@ describe("a login browser that fails to start (item 8)", () => {
     const v = socket(s, await openLink(s, env));
     await v.opened;
     v.send({ type: "viewport", width: 800, height: 600 });
-    await until(
+    await untilServer(
       () => v.messages.some((m) => m.type === "status" && String(m.message).includes("could not be shown")),
       30_000,
       "the failure told to the viewer",
@@ -224,7 +225,7 @@ describe("a login browser that fails to start (item 8)", () => {
     expect(s.proc.exitCode).toBeNull();
     expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
     v.send({ type: "paste", fields: { token: `tok-${randomBytes(6).toString("hex")}` } });
-    await until(
+    await untilServer(
       () => v.messages.some((m) => m.type === "status" && m.state === "captured"),
       30_000,
       "paste captured",
@@ -265,7 +266,7 @@ describe("login browsers and the broker's life (item 7)", () => {
     const v = socket(first, await openLink(first, env));
     await v.opened;
     v.send({ type: "viewport", width: 800, height: 600 });
-    await until(() => v.messages.some((m) => m.state === "waiting"), 60_000, "the login browser up", first);
+    await untilServer(() => v.messages.some((m) => m.state === "waiting"), 60_000, "the login browser up", first);
     // A healthy Chromium exits when its pipe to the broker closes; a hung one does not. Stop every
     // process of the browser (it then reads nothing) so it outlives the broker's SIGKILL, as hung ones do.
     const left = await stopLoginBrowser(first.proc.pid!);
@@ -292,7 +293,12 @@ async function gracefulStop(second: Server, env: Record<string, string>): Promis
     const w = socket(second, await openLink(second, env));
     await w.opened;
     w.send({ type: "viewport", width: 800, height: 600 });
-    await until(() => w.messages.some((m) => m.state === "waiting"), 60_000, "the second login browser up", second);
+    await untilServer(
+      () => w.messages.some((m) => m.state === "waiting"),
+      60_000,
+      "the second login browser up",
+      second,
+    );
     const running = loginBrowserProcesses(second.proc.pid!);
     expect(running.length).toBeGreaterThan(0);
     second.proc.kill("SIGTERM");

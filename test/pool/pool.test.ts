@@ -28,6 +28,7 @@ import {
   waitDead,
   waitFor,
 } from "../support/proc.js";
+import { until } from "../support/until.js";
 
 // The vendor pool with real child processes: lazy spawn, reuse, per-thread isolation, idle reaping,
 // the LRU cap, crash/hang handling, process-group kills, the crash ledger, private HOME/TMPDIR,
@@ -392,8 +393,8 @@ describe.concurrent("shutdown and crash recovery", () => {
     for (const v of [survivor, orphaned]) v.abandon();
     // One vendor's leader exits on its own but leaves its grandchild behind in its group.
     process.kill(orphaned.pid, "SIGKILL");
+    // Its death (observed above) is the one event that could take the others with it: no wait beyond it.
     expect(await waitDead([orphaned.pid])).toEqual([]);
-    await new Promise((r) => setTimeout(r, 100));
     expect(isAlive(survivor.pid)).toBe(true);
     expect(isAlive(survivor.grandchild)).toBe(true);
     expect(isAlive(orphaned.grandchild)).toBe(true);
@@ -494,12 +495,11 @@ describe.concurrent("child environment, cancellation and progress", () => {
     const cancelled = () => (existsSync(events) ? readFileSync(events, "utf8") : "");
     expect(await waitFor(() => /^cancelled /m.test(cancelled()), 5_000)).toBe(true);
     // The broker records the call as cancelled.
-    expect(
-      await waitForAsync(
-        async () => (await h.store.audit.query({ event: "call" })).some((e) => e.errorCode === "cancelled"),
-        5_000,
-      ),
-    ).toBe(true);
+    await until(
+      async () => (await h.store.audit.query({ event: "call" })).some((e) => e.errorCode === "cancelled"),
+      5_000,
+      "the call audited as cancelled",
+    );
     expect(isAlive(pid)).toBe(true);
     const again = await mcpCall(s.client, { tool: "echo", args: { text: "still here" }, on_behalf_of: ALICE });
     expect(again.text).toContain("still here");
@@ -522,15 +522,6 @@ describe.concurrent("child environment, cancellation and progress", () => {
     expect(seen.map((p) => p.message)).toEqual(["step 1/3", "step 2/3", "step 3/3"]);
   });
 });
-
-async function waitForAsync(cond: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await cond()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Starts the fixture vendor detached (own group) with a grandchild; `abandon` drops our ends of its pipes. */
 async function startDetachedVendor(dir: string): Promise<{ pid: number; grandchild: number; abandon(): void }> {

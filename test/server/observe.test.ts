@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { type AppOptions, type RunningApp, startApp } from "../../src/app/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
@@ -12,6 +12,7 @@ import { memoryLogger } from "../../src/log/logger.js";
 import { StaticMembership } from "../../src/membership/membership.js";
 import { type FakeSlack, startFakeSlack } from "../fixtures/slack/fake-slack-api.js";
 import { ALICE, BOB, fixtureRegistryDoc, mcpCall, THREAD } from "../integration/broker-harness.js";
+import { until } from "../support/until.js";
 
 // Issue 12 item 5, observed from outside: the real app (SQLite, vault, pool, the fixture vendor as
 // real children) behind its HTTP server, real SDK clients over Streamable HTTP on /mcp, and a
@@ -102,17 +103,6 @@ function scrape(app: RunningApp, token: string | null = METRICS_TOKEN) {
 function sample(text: string, series: string): number | undefined {
   const line = text.split("\n").find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
-
-async function until<T>(probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  return vi.waitFor(
-    async () => {
-      const v = await probe();
-      if (v === undefined) throw new Error("condition not met yet");
-      return v;
-    },
-    { timeout: ms, interval: 25 },
-  );
 }
 
 describe("GET /metrics", () => {

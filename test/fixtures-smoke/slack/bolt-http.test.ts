@@ -144,8 +144,15 @@ describe("real Bolt HTTPReceiver mounted on our own http server", () => {
       botId: fake.botId,
     });
     expect((await postSlackEvent(url, SECRET, own)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(seen.filter((s) => s.kind === "message").map((s) => (s.body as { text: string }).text)).toEqual(["hello"]);
+    // A user's message sent after the bot's own: once its reply is out, the bot's message is settled.
+    const after = "1700000999.000200";
+    const next = messageEvent({ teamId: fake.teamId, channelId: "C0GENERAL", user: ALICE, text: "after", ts: after });
+    expect((await postSlackEvent(url, SECRET, next)).status).toBe(200);
+    await fake.waitFor("chat.postMessage", (c) => c.args.thread_ts === after);
+    expect(seen.filter((s) => s.kind === "message").map((s) => (s.body as { text: string }).text)).toEqual([
+      "hello",
+      "after",
+    ]);
   });
 
   it("app_home_opened: handler publishes the Home view", async () => {

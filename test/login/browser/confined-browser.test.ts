@@ -18,6 +18,7 @@ import { ConfinedBrowserError } from "../../../src/login/browser/errors.js";
 import { jpegSize } from "../../../src/login/browser/jpeg-size.js";
 import { SpareBrowsers } from "../../../src/login/browser/spare-browsers.js";
 import { cmdlineOf, environOf, envOf, isAlive, processesReferencing } from "../../support/proc.js";
+import { until } from "../../support/until.js";
 import { box, html, redirect, type Site, startSite } from "./test-site.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -170,21 +171,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Polls `get` until it returns something truthy; fails the test naming `what` after `ms`. */
-async function until<T>(
-  what: string | (() => string),
-  get: () => T | undefined | null | false,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = get();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
-    await sleep(20);
-  }
-}
-
 /** Paths the idp server saw since the session started. */
 function idpPaths(s: Session): string[] {
   return idp.requests.slice(s.mark).map((r) => r.path);
@@ -195,10 +181,10 @@ function idpPaths(s: Session): string[] {
  * static page may have sent its last frame before /ready arrived, so a new one is only awaited briefly.
  */
 async function ready(s: Session, pagePath: string, nth = 1): Promise<void> {
-  await until(`${pagePath} loaded`, () => idpPaths(s).filter((p) => p === `/ready?${pagePath}`).length >= nth);
+  await until(() => idpPaths(s).filter((p) => p === `/ready?${pagePath}`).length >= nth, 10_000, `${pagePath} loaded`);
   const n = s.frames.length;
   // The first frame of a page can come well after its /ready on a loaded machine: wait for it, not a fixed time.
-  if (n === 0) await until("a first frame", () => s.frames.length > 0);
+  if (n === 0) await until(() => s.frames.length > 0, 10_000, "a first frame");
   const deadline = Date.now() + 500;
   while (s.frames.length === n && Date.now() < deadline) await sleep(20);
   expect(s.frames.length).toBeGreaterThan(0);
@@ -341,9 +327,11 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     expect(before).toMatchObject({ width: 400, height: 300, pageWidth: 800, pageHeight: 600 });
     const n = s.frames.length;
     await click(s.browser, 300, 225);
-    await until("the click reaching the page", () => idpPaths(s).includes("/clicked"));
-    const changed = await until("a changed frame", () =>
-      s.frames.slice(n).find((f) => before && !f.data.equals(before.data)),
+    await until(() => idpPaths(s).includes("/clicked"), 10_000, "the click reaching the page");
+    const changed = await until(
+      () => s.frames.slice(n).find((f) => before && !f.data.equals(before.data)),
+      10_000,
+      "a changed frame",
     );
     expect(changed.width).toBe(400);
     expect(idpPaths(s).filter((p) => p.startsWith("/missed"))).toEqual([]);
@@ -361,8 +349,10 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     await press(s.browser, "ß"); // outside Playwright's key layout: typed as text
     await press(s.browser, "Dead"); // a dead key types nothing
     await press(s.browser, "Enter");
-    const submit = await until("the form submission", () =>
-      idp.requests.slice(s.mark).find((r) => r.path === "/submit"),
+    const submit = await until(
+      () => idp.requests.slice(s.mark).find((r) => r.path === "/submit"),
+      10_000,
+      "the form submission",
     );
     expect(submit.method).toBe("POST");
     expect(submit.body).toBe("u=alice&p=s3cret%C3%9F");
@@ -372,20 +362,20 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     const s = await launch("/opener");
     await ready(s, "/opener");
     await click(s.browser, 200, 140);
-    await until("the popup to load", () => idpPaths(s).includes("/ready?/popup"));
-    await until("a popup frame", () => s.frames.some((f) => f.popup));
+    await until(() => idpPaths(s).includes("/ready?/popup"), 10_000, "the popup to load");
+    await until(() => s.frames.some((f) => f.popup), 10_000, "a popup frame");
     expect(s.popups).toEqual([true]);
     // (150, 90) is the popup's "Allow" button; the main page has nothing there.
     await click(s.browser, 150, 90);
-    await until("the popup's click", () => idpPaths(s).includes("/popup-clicked"));
-    await until("the popup closing", () => s.popups.length === 2);
+    await until(() => idpPaths(s).includes("/popup-clicked"), 10_000, "the popup's click");
+    await until(() => s.popups.length === 2, 10_000, "the popup closing");
     expect(s.popups).toEqual([true, false]);
     // The main page's frame may arrive before the close is seen here: wait for what the viewer
     // shows last, not for a frame after some mark.
-    await until("the main page back on screen after the popup closed", () => s.frames.at(-1)?.popup === false);
+    await until(() => s.frames.at(-1)?.popup === false, 10_000, "the main page back on screen after the popup closed");
     // Input goes to the main page again.
     await click(s.browser, 200, 140);
-    await until("a second popup", () => s.popups.length === 3);
+    await until(() => s.popups.length === 3, 10_000, "a second popup");
   });
 
   it("shows a current main-page frame when a popup closes itself over an idle page", async () => {
@@ -395,15 +385,19 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     const s = await launch("/idle-opener");
     await ready(s, "/idle-opener");
     await click(s.browser, 150, 120);
-    await until("a popup frame", () => s.frames.some((f) => f.popup));
+    await until(() => s.frames.some((f) => f.popup), 10_000, "a popup frame");
     await click(s.browser, 400, 300);
-    await until("the popup to close itself", () => s.popups.length === 2);
+    await until(() => s.popups.length === 2, 10_000, "the popup to close itself");
     const lastPopup = s.frames.filter((f) => f.popup).at(-1);
     expect(lastPopup).toBeDefined();
-    const shown = await until("the main page back on screen", () => {
-      const f = s.frames.at(-1);
-      return f && !f.popup ? f : undefined;
-    });
+    const shown = await until(
+      () => {
+        const f = s.frames.at(-1);
+        return f && !f.popup ? f : undefined;
+      },
+      10_000,
+      "the main page back on screen",
+    );
     // The frame's geometry is the page's own at that moment (input is scaled by it). Right after a
     // popup closes, Chromium has once reported the main page 87 px shorter (600 less its window
     // chrome) for a frame; the width and the frame/page agreement are what input relies on.
@@ -421,8 +415,9 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     const s = await launch("/many-hops");
     const hops = Array.from({ length: HOPS }, (_, i) => `http://idp.localhost:${other.port}/hop?${i}`);
     await until(
-      () => `every hop reported (missing ${hops.filter((u) => !s.blocked.includes(u)).length} of ${HOPS})`,
       () => hops.every((u) => s.blocked.includes(u)),
+      10_000,
+      () => `every hop reported (missing ${hops.filter((u) => !s.blocked.includes(u)).length} of ${HOPS})`,
     );
     expect(idpPaths(s).filter((p) => p.startsWith("/hop-from?"))).toHaveLength(HOPS);
     expect(other.requests).toEqual([]);
@@ -432,18 +427,18 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     const s = await launch("/opener");
     await ready(s, "/opener");
     await click(s.browser, 200, 140);
-    await until("the popup to load", () => idpPaths(s).includes("/ready?/popup"));
-    await until("a popup frame", () => s.frames.some((f) => f.popup));
+    await until(() => idpPaths(s).includes("/ready?/popup"), 10_000, "the popup to load");
+    await until(() => s.frames.some((f) => f.popup), 10_000, "a popup frame");
     await click(s.browser, 150, 240); // "Leave": location.href = other server
-    await until("the blocked report", () => s.blocked.includes(OTHER("/from-popup")));
+    await until(() => s.blocked.includes(OTHER("/from-popup")), 10_000, "the blocked report");
     // The blocked page offers a way back (its button has the focus): Enter returns to /popup.
     await goBack(s, "/popup", 2);
     await click(s.browser, 150, 90); // "Allow": closes the popup
-    await until("the popup closing", () => s.popups.at(-1) === false);
+    await until(() => s.popups.at(-1) === false, 10_000, "the popup closing");
     await sleep(100);
     await click(s.browser, 200, 340); // window.open straight to the other server
-    await until("the second popup", () => s.popups.at(-1) === true);
-    await until("the blocked report", () => s.blocked.includes(OTHER("/direct-popup")));
+    await until(() => s.popups.at(-1) === true, 10_000, "the second popup");
+    await until(() => s.blocked.includes(OTHER("/direct-popup")), 10_000, "the blocked report");
     expect(other.requests).toEqual([]);
   });
 
@@ -460,22 +455,24 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
       `http://idp.localhost:${other.port}/redirected-port-fetch`,
     ];
     await until(
+      () => subresources.every((u) => s.blocked.includes(u)),
+      10_000,
       () =>
         `the page's own requests to be blocked (missing: ${subresources.filter((u) => !s.blocked.includes(u)).join(", ")}; blocked: ${s.blocked.join(", ")})`,
-      () => subresources.every((u) => s.blocked.includes(u)),
     );
     // WebSockets and a worker's fetch are refused in the network stack (not reported): the page says how they ended.
     const outcomes = () =>
       idpPaths(s)
         .filter((p) => p.startsWith("/outcome?"))
         .sort();
-    await until("the WebSocket and worker outcomes", () => outcomes().length === 3);
+    await until(() => outcomes().length === 3, 10_000, "the WebSocket and worker outcomes");
     expect(outcomes()).toEqual(["/outcome?worker=failed", "/outcome?ws-port=failed", "/outcome?ws=failed"]);
     await click(s.browser, 100, 240); // location.href = other server
-    await until("the blocked navigation report", () => s.blocked.includes(OTHER("/nav")));
+    await until(() => s.blocked.includes(OTHER("/nav")), 10_000, "the blocked navigation report");
     await goBack(s, "/leaky", 2);
     await click(s.browser, 100, 440); // allowed URL that 302s to the other server
-    await until("the redirect hop report", () => s.blocked.includes(OTHER("/redirected")));
+    await until(() => s.blocked.includes(OTHER("/redirected")), 10_000, "the redirect hop report");
+    // Chromium is an external process: only a wait shows it sends nothing more after the reports.
     await sleep(300);
     expect(other.requests).toEqual([]);
     expect(idp.requests.slice(s.mark).filter((r) => !r.host.startsWith("idp.localhost"))).toEqual([]);
@@ -485,17 +482,19 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     const s = await launch("/consent");
     await ready(s, "/consent");
     await click(s.browser, 200, 140);
-    await until("the intercept report", () => s.hits.length > 0);
+    await until(() => s.hits.length > 0, 10_000, "the intercept report");
     expect(s.hits).toEqual([OTHER("/callback?code=direct&state=s1")]);
     expect(s.blocked).toEqual([]);
+    // Chromium is an external process: only a wait shows it sends nothing more after the report.
     await sleep(200);
     expect(other.requests).toEqual([]);
   });
 
   it("catches the OAuth redirect hop to the intercept prefix, even straight from the start URL", async () => {
     const s = await launch("/authorize");
-    await until("the intercept report", () => s.hits.length > 0);
+    await until(() => s.hits.length > 0, 10_000, "the intercept report");
     expect(s.hits).toEqual([OTHER("/callback?code=redirected&state=s2")]);
+    // Chromium is an external process: only a wait shows it sends nothing more after the report.
     await sleep(200);
     expect(other.requests).toEqual([]);
   });
@@ -520,15 +519,15 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
     await ready(s, "/hostile");
     const dirs = [profileDirOf(s.browser), homeDirOf(s.browser)];
     await click(s.browser, 100, 25); // the download link
-    await until("the download request", () => idpPaths(s).includes("/file"));
+    await until(() => idpPaths(s).includes("/file"), 10_000, "the download request");
     await click(s.browser, 100, 125); // the file input
-    await until("the file input click report", () => idpPaths(s).some((p) => p.startsWith("/fileclick")));
+    await until(() => idpPaths(s).some((p) => p.startsWith("/fileclick")), 10_000, "the file input click report");
     expect(idpPaths(s)).toContain("/fileclick?prevented=true");
     await click(s.browser, 100, 225); // showPicker()
-    await until("the picker report", () => idpPaths(s).some((p) => p.startsWith("/picker")));
+    await until(() => idpPaths(s).some((p) => p.startsWith("/picker")), 10_000, "the picker report");
     expect(idpPaths(s)).toContain("/picker?NotAllowedError");
     await click(s.browser, 100, 325); // alert, confirm, prompt
-    await until("the dialogs report", () => idpPaths(s).some((p) => p.startsWith("/dialogs")));
+    await until(() => idpPaths(s).some((p) => p.startsWith("/dialogs")), 10_000, "the dialogs report");
     expect(idpPaths(s)).toContain("/dialogs?c=true&p=null");
     // Had the download been accepted, Playwright would have saved it under playwright-artifacts-*.
     const roots = [
