@@ -1,3 +1,4 @@
+import { errorMessage } from "../domain/errors.js";
 import { buildBrokerStage } from "./build-broker.js";
 import { buildCore } from "./build-core.js";
 import { buildHttp } from "./build-http.js";
@@ -55,7 +56,7 @@ export async function startApp(opts: AppOptions): Promise<RunningApp> {
     };
   } catch (err) {
     const failed = (e: unknown): void => {
-      log.warn("a part started before the failure did not stop cleanly", { error: (e as Error).message });
+      log.warn("a part started before the failure did not stop cleanly", { error: errorMessage(e) });
     };
     await stops.unwind(failed);
     throw err;

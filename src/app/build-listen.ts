@@ -1,4 +1,5 @@
 import type { Config } from "../config/env.js";
+import { errorMessage } from "../domain/errors.js";
 import { VERSION } from "../domain/version.js";
 import { startupBanner } from "./banner.js";
 import { type RunningConsole, startConsole } from "./console.js";
@@ -31,7 +32,7 @@ function addresses(config: Config, port: number): { url: string; reachable: stri
 async function bannerOf(p: Pick<Parts, "core" | "workspace" | "http">, reachable: string, run?: RunningConsole) {
   const { log, registry } = p.core;
   const failed = (err: unknown): void => {
-    log.warn("no example thread for the start-up block", { error: (err as Error).message });
+    log.warn("no example thread for the start-up block", { error: errorMessage(err) });
   };
   const example = await p.workspace.workspace.local?.exampleThread().catch(failed);
   const service = registry.get("demo")?.name ?? registry.list()[0]?.name;

@@ -4,6 +4,7 @@ import type { Config } from "../config/env.js";
 import { ConfigError } from "../config/errors.js";
 import type { ServiceRegistry } from "../config/registry.js";
 import type { ConnectionLifecycle } from "../connections/lifecycle.js";
+import { errorMessage } from "../domain/errors.js";
 import { vaultSealer } from "../installations/installation-ports.js";
 import { Installations } from "../installations/installations.js";
 import { slackErrorCode } from "../installations/token-refresh.js";
@@ -138,7 +139,7 @@ function localWorkspace(choice: Chosen, deps: WorkspaceDeps): BuiltWorkspace {
       await adapters.notices.connectionEnded(c, end).catch((err: unknown) => {
         log.warn("could not tell the owner their connection ended", {
           connectionId: c.id,
-          error: (err as Error).message,
+          error: errorMessage(err),
         });
       });
     });

@@ -2,6 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { ApprovalService } from "../approvals/approval-service.js";
+import { errorMessage } from "../domain/errors.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { CallEventBus } from "../events/event-bus.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
@@ -169,7 +170,7 @@ export class Broker {
         try {
           await consent.sendConsent(ctx.thread, caller, service);
         } catch (err) {
-          this.deps.log.warn("consent card could not be delivered", { service, error: (err as Error).message });
+          this.deps.log.warn("consent card could not be delivered", { service, error: errorMessage(err) });
           // Its own code: no approval was involved, and the fix (retry, or /connect) differs.
           return refusal("consent_unavailable", { service });
         }

@@ -1,5 +1,6 @@
 import { type CallToolResult, McpServer, type ServerContext } from "@modelcontextprotocol/server";
 import type { ServiceRegistry } from "../config/registry.js";
+import { errorMessage } from "../domain/errors.js";
 import { VERSION } from "../domain/version.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import { answer, callAnswer, refusal } from "./answer.js";
@@ -78,7 +79,7 @@ export function createBrokerServer(
         deps.log.warn("broker tool refused: the database is unavailable", { error: err.message });
         return refusal("store_unavailable");
       }
-      deps.log.error("broker tool failed", { error: (err as Error).message });
+      deps.log.error("broker tool failed", { error: errorMessage(err) });
       return refusal("internal_error");
     }
   };

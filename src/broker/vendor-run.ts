@@ -1,4 +1,5 @@
 import type { CallToolResult, Client } from "@modelcontextprotocol/client";
+import { errorMessage } from "../domain/errors.js";
 import { progressMessage } from "../events/call-event.js";
 import { PinRefusedError } from "../pinning/errors.js";
 import { PoolError } from "../pool/errors.js";
@@ -140,7 +141,7 @@ export async function vendorFailure(
         d.log.warn("vendor start failed", {
           connectionId,
           code: err.code,
-          cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300),
+          cause: redactor.text(err.cause === undefined ? "" : errorMessage(err.cause)).slice(0, 300),
         });
         return { code: "vendor_start_failed", facts: { detail: err.detail ?? err.code } };
       case "credential_incomplete":
@@ -151,7 +152,7 @@ export async function vendorFailure(
         d.log.warn("vendor start failed", {
           connectionId,
           code: err.code,
-          cause: redactor.text(String((err.cause as Error | undefined)?.message ?? "")).slice(0, 300),
+          cause: redactor.text(err.cause === undefined ? "" : errorMessage(err.cause)).slice(0, 300),
         });
         return { code: "vendor_crashed" };
     }
@@ -173,6 +174,6 @@ export async function vendorFailure(
         err = err.end.error;
     }
   }
-  d.log.error("vendor call failed", { connectionId, error: redactor.text((err as Error).message ?? String(err)) });
+  d.log.error("vendor call failed", { connectionId, error: redactor.text(errorMessage(err)) });
   return { code: "vendor_crashed" };
 }

@@ -1,4 +1,5 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { errorMessage } from "../domain/errors.js";
 import type { ThreadRef } from "../domain/thread.js";
 import { VERSION } from "../domain/version.js";
 import type { Logger } from "../log/logger.js";
@@ -99,7 +100,7 @@ export class HostAgent {
         await this.post(token, "/v1/turns/end", { turn_id: turn.id }).catch(() => undefined);
       }
     } catch (err) {
-      this.opts.log.warn("console host agent call failed", { tool, error: (err as Error).message });
+      this.opts.log.warn("console host agent call failed", { tool, error: errorMessage(err) });
       return {
         kind: "host_error",
         code: "transport",
