@@ -25,10 +25,6 @@ export interface SignalDeps {
 
 /** The replica-only parts over the shared database (undefined with one process). */
 export interface ReplicaParts {
-  /** The same locks as `leaderLocks` and `refreshLock`, on PostgreSQL session advisory locks. */
-  readonly locks: LeaderLocks & RefreshLock;
-  /** The same holders as the topology's `loginHolders`. */
-  readonly loginHolders: LoginHolders;
   /** The call-rate buckets every replica shares (one process keeps them in memory). */
   readonly rateBuckets: RateBuckets;
   /** The shared database, for the event relay between replicas (src/events/relay.ts). */

@@ -90,7 +90,7 @@ describe("the topology openStore returns", () => {
     expect(a.topology.kind).toBe("replicas");
     expect(a.topology.expireAbandonedAtStart).toBe(false);
     expect(a.topology.loginHolders.shared).toBe(true);
-    expect(a.topology.replicas?.locks).toBe(a.topology.leaderLocks);
+    expect(a.topology.leaderLocks).toBe(a.topology.refreshLock);
 
     // A turn reported to one replica is in force on the other.
     const turn = await a.topology.turns({}).set(thread, "U1", clock.now());
