@@ -179,7 +179,7 @@ export class McpEndpoint {
       body = read.body;
     }
     // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
-    if (!(await isLegacyMessage(req, body))) return this.modern.serve(req, res, caller, body);
+    if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body);
     if (typeof sessionId === "string") {
       const found = await this.host.lookup(sessionId, headerThread, caller);
       switch (found.kind) {

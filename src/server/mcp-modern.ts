@@ -1,5 +1,5 @@
 import type http from "node:http";
-import { createMcpHandler, isLegacyRequest, type McpHttpHandler } from "@modelcontextprotocol/server";
+import { classifyInboundRequest, createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
 import type { Logger } from "../log/logger.js";
 import type { HostCaller } from "./host-teams.js";
@@ -17,10 +17,32 @@ import { sendWebResponse, toWebRequest } from "./web-bridge.js";
 /** The protocol revisions of the stateless era this broker speaks. */
 export const MODERN_REVISIONS = ["2026-07-28"] as const;
 
-/** Whether a parsed POST body (or a body-less GET/DELETE) belongs to the 2025 era, as the SDK routes it. */
-export function isLegacyMessage(req: http.IncomingMessage, body: unknown): Promise<boolean> {
-  if (req.method !== "POST") return Promise.resolve(true);
-  return isLegacyRequest(toWebRequest(req), body);
+/** One header's value as the web Headers API reads it (repeated headers joined by ", "). */
+function header(req: http.IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+/**
+ * Whether a parsed POST body (or a body-less GET/DELETE) belongs to the 2025 era, as the SDK routes
+ * it: the SDK's own classifier (the one behind isLegacyRequest and createMcpHandler), fed the node
+ * request's headers directly instead of a web Request built for it (a third of this check's cost).
+ */
+export function isLegacyMessage(req: http.IncomingMessage, body: unknown): boolean {
+  if (req.method !== "POST" || body === undefined) return true;
+  const [protocolVersionHeader, mcpMethodHeader, mcpNameHeader] = [
+    header(req, "mcp-protocol-version"),
+    header(req, "mcp-method"),
+    header(req, "mcp-name"),
+  ];
+  const routed = classifyInboundRequest({
+    httpMethod: "POST",
+    ...(protocolVersionHeader !== undefined && { protocolVersionHeader }),
+    ...(mcpMethodHeader !== undefined && { mcpMethodHeader }),
+    ...(mcpNameHeader !== undefined && { mcpNameHeader }),
+    body,
+  });
+  return routed.kind === "legacy";
 }
 
 const THREAD_REQUIRED = "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required on every 2026-07-28 request";
