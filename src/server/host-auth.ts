@@ -68,14 +68,40 @@ export class BodyTooLargeError extends Error {
   }
 }
 
-/** Reads a request body as UTF-8; throws BodyTooLargeError past `max` bytes. */
-export async function readBody(req: http.IncomingMessage, max = 1 << 20): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > max) throw new BodyTooLargeError(max);
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+/**
+ * Reads a request body as UTF-8; rejects with BodyTooLargeError past `max` bytes (the rest is not
+ * read), and with an error when the client goes away before the body ends. Plain listeners, not the
+ * stream's async iterator: on the warm path that iterator cost more than the parse of the body.
+ */
+export function readBody(req: http.IncomingMessage, max = 1 << 20): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+    };
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > max) {
+        stop();
+        req.pause();
+        reject(new BodyTooLargeError(max));
+        return;
+      }
+      chunks.push(c);
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    const onClose = (): void => {
+      stop();
+      reject(new Error("the request closed before its body ended"));
+    };
+    req.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
+  });
 }
