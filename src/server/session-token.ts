@@ -6,9 +6,23 @@ import type { KeyRing } from "../vault/keyring.js";
 // gives nothing to replay, and every replica (one master key) computes the same value. The key id
 // keeps sessions opened before a key rotation verifiable while the old key is still configured.
 
+/** Most token MACs kept (host tokens × configured keys is far below it). */
+export const MAX_CACHED_MACS = 256;
+
 /** Computes and checks the token digests stored with MCP sessions. */
 export class SessionTokenDigests {
+  /**
+   * MACs already computed, by key id and token: a session's every request checks its token, and the
+   * tokens are the configured host tokens (a handful), so each is derived once per key. Bounded all the same.
+   */
+  private readonly macs = new Map<string, Buffer>();
+
   constructor(private readonly ring: KeyRing) {}
+
+  /** How many token MACs are kept now (at most MAX_CACHED_MACS). */
+  get cachedMacs(): number {
+    return this.macs.size;
+  }
 
   /** The digest a session opened with `token` records (under the primary key). */
   digest(token: string): string {
@@ -25,7 +39,18 @@ export class SessionTokenDigests {
     const keyId = at > 0 ? stored.slice(0, at) : "";
     const mac = Buffer.from(stored.slice(at + 1), "hex");
     if (!this.ring.has(keyId) || mac.length !== 32) return "unverifiable";
-    return timingSafeEqual(mac, Buffer.from(this.mac(token, keyId), "hex")) ? "match" : "mismatch";
+    return timingSafeEqual(mac, this.macOf(token, keyId)) ? "match" : "mismatch";
+  }
+
+  private macOf(token: string, keyId: string): Buffer {
+    const k = `${keyId}\n${token}`;
+    let m = this.macs.get(k);
+    if (!m) {
+      if (this.macs.size >= MAX_CACHED_MACS) this.macs.clear();
+      m = Buffer.from(this.mac(token, keyId), "hex");
+      this.macs.set(k, m);
+    }
+    return m;
   }
 
   private mac(token: string, keyId: string): string {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { SessionTokenDigests } from "../../src/server/session-token.js";
+import { MAX_CACHED_MACS, SessionTokenDigests } from "../../src/server/session-token.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 
 // The digest an MCP session keeps of the host token that opened it: keyed (no key, no check), never
@@ -44,5 +44,16 @@ describe("SessionTokenDigests", () => {
     expect(rotated.check(before, TOKEN)).toBe("match");
     expect(rotated.check(before, "another-token")).toBe("mismatch");
     expect(new SessionTokenDigests(new KeyRing(randomBytes(32))).check(before, TOKEN)).toBe("unverifiable");
+  });
+
+  it("keeps at most MAX_CACHED_MACS token MACs and answers the same past the bound", () => {
+    const s = new SessionTokenDigests(new KeyRing(randomBytes(32)));
+    const d = s.digest(TOKEN);
+    for (let i = 0; i < MAX_CACHED_MACS * 2 + 3; i++) {
+      expect(s.check(d, `${TOKEN}-${i}`)).toBe("mismatch");
+      expect(s.cachedMacs).toBeLessThanOrEqual(MAX_CACHED_MACS);
+    }
+    expect(s.check(d, TOKEN)).toBe("match");
+    expect(s.check(d, TOKEN)).toBe("match");
   });
 });
