@@ -22,8 +22,17 @@ export function toWebRequest(req: http.IncomingMessage, signal?: AbortSignal): R
 }
 
 /**
+ * How long the first chunk of a streamed body may take before the headers go out alone. A warm call's
+ * answer arrives well within it, so its headers, event and end leave in one write; a stream that stays
+ * quiet (a call waiting for an approval) still gets its headers this soon, which is all a client waits for.
+ */
+export const FIRST_CHUNK_WAIT_MS = 20;
+
+/**
  * Writes `r` to `res`, streaming its body (an SSE stream stays open as long as the transport keeps
  * it). When the client goes away first, the body is cancelled so the transport drops the stream.
+ * Output is corked until the event loop's next turn: what the transport emits together (an answer
+ * and the stream's end) reaches the socket in one write instead of one per piece.
  */
 export async function sendWebResponse(res: http.ServerResponse, r: Response): Promise<void> {
   const headers: Record<string, string | string[]> = {};
@@ -35,21 +44,38 @@ export async function sendWebResponse(res: http.ServerResponse, r: Response): Pr
     res.end();
     return;
   }
-  // Headers go out now: a client waits for them before it reads an SSE stream that may stay quiet.
-  res.flushHeaders();
   const reader = r.body.getReader();
   const gone = (): void => void reader.cancel().catch(() => {});
   res.once("close", gone);
+  // Headers go out with the first chunk, or alone once it is late: a client reads nothing of an SSE stream before them.
+  let headersSent = false;
+  const early = setTimeout(() => {
+    if (!headersSent && !res.destroyed) res.flushHeaders();
+    headersSent = true;
+  }, FIRST_CHUNK_WAIT_MS);
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    res.uncork();
+  };
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      headersSent = true;
+      clearTimeout(early);
+      if (!corked) {
+        corked = true;
+        res.cork();
+        setImmediate(uncork);
+      }
       if (!res.write(value)) await drained(res);
       if (res.destroyed) break;
     }
   } catch {
     // The stream was cancelled (client gone) or errored: nothing more can be sent.
   } finally {
+    clearTimeout(early);
     res.off("close", gone);
     if (res.destroyed) gone();
     else res.end();
