@@ -1,9 +1,10 @@
 // Processes for the bench: every server measured runs in its own process group, killed on exit.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { readStat } from "../../src/proc/proc.js";
 
 /** A server process the bench started. */
 export interface Proc {
@@ -94,4 +95,11 @@ export async function httpClient(url: string, headers: Record<string, string> = 
 export function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+const TICK_MS = 1000 / (Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100);
+
+/** CPU time (user + system) one process has used so far, ms (its children excluded); NaN once gone. */
+export function cpuMs(pid: number): number {
+  return (readStat(pid)?.cpuTicks ?? Number.NaN) * TICK_MS;
 }

@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { ThreadRef } from "../../src/domain/thread.js";
 import { type BrokerProc, ECHO_VENDOR, ROOT } from "../lib/broker-proc.js";
-import { freePort, httpClient, type Proc, startProc, waitForHttp } from "../lib/procs.js";
+import { cpuMs, freePort, httpClient, type Proc, startProc, waitForHttp } from "../lib/procs.js";
 import { pct, type Spread, spread, timeCalls } from "../lib/stats.js";
 
 const MCP_PROXY_BIN = path.join(ROOT, "node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs");
@@ -17,6 +17,8 @@ const ECHO = { text: "ping" };
 export interface PathUnderTest {
   readonly key: "direct" | "bare" | "mcpProxy" | "broker" | "brokerModern";
   readonly name: string;
+  /** The server process whose CPU time a call of this path costs (none for the direct floor). */
+  readonly pid?: number;
   call(): Promise<unknown>;
 }
 
@@ -150,7 +152,10 @@ export async function brokerModernCaller(
 
 export interface LatencyResult {
   readonly rounds: number;
-  readonly perPath: Record<PathUnderTest["key"], { p50: Spread; p99: Spread; pooledP50: number; pooledP99: number }>;
+  readonly perPath: Record<
+    PathUnderTest["key"],
+    { p50: Spread; p99: Spread; pooledP50: number; pooledP99: number; cpuMsPerCall?: Spread }
+  >;
   readonly ratios: {
     brokerOverBare: Spread;
     brokerOverMcpProxy: Spread;
@@ -158,6 +163,10 @@ export interface LatencyResult {
     brokerOverDirect: Spread;
     /** The 2026-07-28 era over the 2025 era: the same broker, thread and turn. */
     modernOverBroker: Spread;
+    /** Server CPU time per warm call, the broker's process over the bare pass-through's. */
+    brokerCpuOverBare: Spread;
+    /** The same for the 2026-07-28 era. */
+    modernCpuOverBare: Spread;
   };
   readonly calls: number;
 }
@@ -173,11 +182,14 @@ export async function latency(
   const p50s = new Map<string, number[]>(paths.map((p) => [p.key, []]));
   const p99s = new Map<string, number[]>(paths.map((p) => [p.key, []]));
   const all = new Map<string, number[]>(paths.map((p) => [p.key, []]));
+  const cpus = new Map<string, number[]>(paths.map((p) => [p.key, []]));
   let calls = paths.length * warmup;
   for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < paths.length; i++) {
       const p = paths[(r + i) % paths.length]!;
+      const cpu0 = p.pid === undefined ? Number.NaN : cpuMs(p.pid);
       const samples = await timeCalls(() => p.call(), n);
+      if (p.pid !== undefined) cpus.get(p.key)!.push((cpuMs(p.pid) - cpu0) / n);
       calls += n;
       p50s.get(p.key)!.push(pct(samples, 50));
       p99s.get(p.key)!.push(pct(samples, 99));
@@ -186,6 +198,8 @@ export async function latency(
   }
   const per = (k: string, j: number) => p50s.get(k)![j]!;
   const ratio = (a: string, b: string) => spread(Array.from({ length: rounds }, (_, j) => per(a, j) / per(b, j)));
+  const cpuRatio = (a: string, b: string) =>
+    spread(Array.from({ length: rounds }, (_, j) => cpus.get(a)![j]! / cpus.get(b)![j]!));
   const perPath = Object.fromEntries(
     paths.map((p) => [
       p.key,
@@ -194,6 +208,7 @@ export async function latency(
         p99: spread(p99s.get(p.key)!),
         pooledP50: pct(all.get(p.key)!, 50),
         pooledP99: pct(all.get(p.key)!, 99),
+        ...(p.pid === undefined ? {} : { cpuMsPerCall: spread(cpus.get(p.key)!) }),
       },
     ]),
   ) as LatencyResult["perPath"];
@@ -206,6 +221,8 @@ export async function latency(
       bareOverDirect: ratio("bare", "direct"),
       brokerOverDirect: ratio("broker", "direct"),
       modernOverBroker: ratio("brokerModern", "broker"),
+      brokerCpuOverBare: cpuRatio("broker", "bare"),
+      modernCpuOverBare: cpuRatio("brokerModern", "bare"),
     },
     calls,
   };
