@@ -1,16 +1,18 @@
 // CPU profile of the broker's warm mcp_call: starts `serve` with --cpu-prof, makes N warm calls
 // from one SDK client, stops the broker gracefully and prints where its CPU went (self time by
 // function and by file). Noise shifts totals, not the split, so this runs on a busy machine too.
-//   npm run bench:profile -- [calls=3000] [outDir]
+//   npm run bench:profile -- [calls=3000] [outDir] [--modern]   (--modern: a 2026-07-28 client, no session)
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, launchBroker } from "./lib/broker-proc.js";
-import { brokerCaller } from "./sections/latency.js";
+import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 
-const calls = Number(process.argv[2] ?? 3000);
-const profDir = process.argv[3] ?? mkdtempSync(path.join(os.tmpdir(), "slaude-prof-"));
+const modernEra = process.argv.includes("--modern");
+const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const calls = Number(positional[0] ?? 3000);
+const profDir = positional[1] ?? mkdtempSync(path.join(os.tmpdir(), "slaude-prof-"));
 const tmp = mkdtempSync(path.join(os.tmpdir(), "slaude-prof-run-"));
 const fake = await startFakeSlack({ admins: [] });
 const team = fake.teamId;
@@ -24,7 +26,9 @@ const broker = await launchBroker(
   },
   (env) => cliAdd(env, { team, scope: "user", owner: alice.user, token: "alice-token" }),
 );
-const me = await brokerCaller(broker, alice.thread, alice.user);
+// The 2026-07-28 caller reuses the thread's live turn: report it first (brokerCaller does so itself).
+if (modernEra) await broker.turn(alice.thread, alice.user);
+const me = await (modernEra ? brokerModernCaller : brokerCaller)(broker, alice.thread, alice.user);
 for (let i = 0; i < 200; i++) await me.call();
 const t0 = performance.now();
 for (let i = 0; i < calls; i++) await me.call();
@@ -32,7 +36,7 @@ const ms = performance.now() - t0;
 await me.client.close();
 await broker.stop();
 await fake.close();
-process.stdout.write(`${calls} warm calls, ${(ms / calls).toFixed(3)} ms/call wall\n`);
+process.stdout.write(`${calls} warm calls (${modernEra ? "2026-07-28" : "2025-11-25"} era), ${(ms / calls).toFixed(3)} ms/call wall\n`);
 
 interface Node {
   id: number;

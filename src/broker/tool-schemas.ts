@@ -3,6 +3,33 @@
 // tool returns (an answer, a refusal, needs_connect), so hosts can validate without guessing.
 import { z } from "zod";
 
+/**
+ * Makes each schema's JSON Schema a computed-once value. The SDK converts a tool's schemas when a
+ * server lists or checks it, and the 2026-07-28 era builds a server for every request: without
+ * this, every stateless call paid a full zod → JSON Schema conversion of its tool's input and output.
+ */
+function jsonSchemaOnce<T extends Record<string, z.ZodType>>(schemas: T): T {
+  for (const schema of Object.values(schemas)) {
+    const std = schema["~standard"];
+    const convert = std.jsonSchema;
+    const made = new Map<string, Record<string, unknown>>();
+    const once =
+      (io: "input" | "output") =>
+      (opts: { readonly target: string }): Record<string, unknown> => {
+        const key = `${io} ${opts.target}`;
+        let json = made.get(key);
+        if (!json) {
+          json = convert[io](opts);
+          made.set(key, json);
+        }
+        // A copy of the top level: what the SDK adds to it (a root `type`) never reaches the cached value.
+        return { ...json };
+      };
+    schema["~standard"] = { ...std, jsonSchema: { input: once("input"), output: once("output") } };
+  }
+  return schemas;
+}
+
 const name = z.string().min(1).max(128);
 const userId = z.string().regex(/^[UW][A-Z0-9]{2,30}$/, "a Slack user id such as U012ABCDEF");
 const serviceName = name.describe('A service name, as listed by mcp_describe with no arguments (e.g. "gitlab")');
@@ -12,7 +39,7 @@ const serviceName = name.describe('A service name, as listed by mcp_describe wit
  * rebuilds a plain (non-strict) object from a shape, which drops `additionalProperties: false`
  * and silently strips unknown arguments instead of refusing them.
  */
-export const toolInputs = {
+export const toolInputs = jsonSchemaOnce({
   mcp_call: z
     .object({
       service: serviceName,
@@ -54,7 +81,7 @@ export const toolInputs = {
     .strict()
     // Either one is required; JSON Schema says so for the model, the handler enforces it.
     .meta({ anyOf: [{ required: ["service"] }, { required: ["connection_id"] }] }),
-} as const;
+} as const);
 
 /** Every status a broker tool's structuredContent can carry. */
 const status = z
@@ -143,7 +170,7 @@ const listedConnection = z
   .loose();
 
 /** Output schemas: each covers the answer and the refusals of its tool. */
-export const toolOutputs = {
+export const toolOutputs = jsonSchemaOnce({
   mcp_call: z
     .object({
       ...refusal,
@@ -191,4 +218,4 @@ export const toolOutputs = {
   connections_revoke: z
     .object({ ...refusal, revoked: z.array(z.object({ id: z.string(), service: z.string() })).optional() })
     .loose(),
-} as const;
+} as const);
