@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, launchBroker } from "./lib/broker-proc.js";
+import { STAGES, stageBudget } from "./lib/profile-stages.js";
 import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 
 const modernEra = process.argv.includes("--modern");
@@ -76,6 +77,11 @@ const show = (m: Map<string, number>, n: number) =>
     .slice(0, n)
     .map(([k, v]) => `  ${((v / busy) * 100).toFixed(1).padStart(5)}%  ${(v / 1000 / calls).toFixed(3)} ms/call  ${k}`)
     .join("\n");
+const stages = stageBudget(prof);
+const budget = STAGES.map(
+  (st) =>
+    `  ${((stages.get(st)! / busy) * 100).toFixed(1).padStart(5)}%  ${(stages.get(st)! / 1000 / calls).toFixed(3)} ms/call  ${st}`,
+).join("\n");
 process.stdout.write(
-  `busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`,
+  `busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby stage (the per-call budget):\n${budget}\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`,
 );

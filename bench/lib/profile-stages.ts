@@ -1,0 +1,90 @@
+// The per-call budget of a CPU profile: every sample's self time charged to one stage of a warm
+// call, by the code that ran it. Native frames (no URL: a syscall, a SQLite step) are charged to the
+// nearest caller with a URL; zod is charged to whoever asked it to validate (the SDK or us).
+
+interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: { readonly functionName: string; readonly url: string };
+  readonly children?: readonly number[];
+}
+
+/** The stages, in the order the budget prints them. */
+export const STAGES = [
+  "socket and pipe writes (syscalls)",
+  "HTTP parsing, web Request/Response",
+  "MCP SDK, server side (2025 transport, tool dispatch)",
+  "MCP SDK, client side (vendor call, result validation)",
+  "zod called by our code",
+  "SQLite (statements, commits)",
+  "broker: policy, pool, credential, hygiene, audit rows",
+  "HTTP front: host token, routing, sessions",
+  "async context and timers (AsyncLocalStorage hooks)",
+  "crypto (token digests, argument hashes)",
+  "garbage collection",
+  "start-up (module loading, compiling)",
+  "other runtime",
+] as const;
+export type Stage = (typeof STAGES)[number];
+
+const SDK_CLIENT = /@modelcontextprotocol\/client|@modelcontextprotocol\/sdk\/dist\/esm\/client/;
+
+function stageOfUrl(url: string, fn: string, zodCaller: string | undefined): Stage | undefined {
+  if (fn === "(garbage collector)") return "garbage collection";
+  if (!url) return undefined;
+  if (url.includes("/zod/")) {
+    if (zodCaller === undefined) return undefined;
+    return zodCaller.includes("@modelcontextprotocol")
+      ? SDK_CLIENT.test(zodCaller)
+        ? "MCP SDK, client side (vendor call, result validation)"
+        : "MCP SDK, server side (2025 transport, tool dispatch)"
+      : "zod called by our code";
+  }
+  if (SDK_CLIENT.test(url)) return "MCP SDK, client side (vendor call, result validation)";
+  if (url.includes("@modelcontextprotocol")) return "MCP SDK, server side (2025 transport, tool dispatch)";
+  if (url.includes("better-sqlite3") || url.includes("/dist/store/")) return "SQLite (statements, commits)";
+  if (url.includes("/dist/server/")) return "HTTP front: host token, routing, sessions";
+  if (url.includes("/dist/")) return "broker: policy, pool, credential, hygiene, audit rows";
+  if (/stream_base_commons|node:net$/.test(url)) return "socket and pipe writes (syscalls)";
+  if (/node:_http|undici|webstreams|node:internal\/url|node:internal\/streams/.test(url))
+    return "HTTP parsing, web Request/Response";
+  if (/async_hooks|node:internal\/timers|node:timers|task_queues/.test(url))
+    return "async context and timers (AsyncLocalStorage hooks)";
+  if (url.includes("node:internal/crypto")) return "crypto (token digests, argument hashes)";
+  if (/node:internal\/modules|node:internal\/bootstrap|node:internal\/main/.test(url))
+    return "start-up (module loading, compiling)";
+  return "other runtime";
+}
+
+/** Self time (µs) per stage, idle excluded. */
+export function stageBudget(prof: {
+  readonly nodes: readonly ProfileNode[];
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}): Map<Stage, number> {
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const self = new Map<number, number>();
+  for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  const out = new Map<Stage, number>(STAGES.map((s) => [s, 0]));
+  for (const [id, us] of self) {
+    const fn = byId.get(id)!.callFrame.functionName;
+    if (fn === "(idle)") continue;
+    if (fn === "(program)") {
+      out.set("other runtime", out.get("other runtime")! + us);
+      continue;
+    }
+    // The first frame with a URL decides; for zod, the first non-zod frame above it says who asked.
+    let stage: Stage | undefined;
+    let inZod = false;
+    for (let p: number | undefined = id; p !== undefined && !stage; p = parent.get(p)) {
+      const f = byId.get(p)!.callFrame;
+      if (f.url.includes("/zod/")) inZod = true;
+      else if (inZod && f.url) stage = stageOfUrl("/zod/", f.functionName, f.url);
+      else if (!inZod) stage = stageOfUrl(f.url, f.functionName, undefined);
+    }
+    const s = stage ?? "other runtime";
+    out.set(s, out.get(s)! + us);
+  }
+  return out;
+}
