@@ -51,13 +51,14 @@ const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [
 
 /** Gathers the policy's input for `plan`: its identity facts, its connection facts, then its pin. */
 export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<CallFacts> {
-  const connections = await gatherConnectionFacts(d, plan);
+  // Independent reads, asked together: on PostgreSQL the pin's round trip overlaps the connection's.
+  const [connections, pin] = await Promise.all([gatherConnectionFacts(d, plan), pinFacts(d, plan)]);
   return {
     caller: plan.caller,
     onBehalfOf: plan.onBehalfOf,
     serviceKnown: plan.service !== undefined,
     toolClass: plan.toolClass,
-    pin: await pinFacts(d, plan),
+    pin,
     ...connections,
   };
 }
