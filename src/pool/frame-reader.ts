@@ -1,5 +1,5 @@
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/client";
-import { deserializeMessage } from "@modelcontextprotocol/client";
+import { JSONRPCMessageSchema, JSONRPCResultResponseSchema } from "@modelcontextprotocol/core";
 
 // Newline-delimited JSON-RPC framing of a vendor's stdout with a per-line cap. A line over the cap
 // is never held: only its first bytes (for an excerpt) and last bytes (where serializers put the
@@ -88,10 +88,23 @@ export class FrameReader {
     const bytes = this.size;
     this.chunks = [];
     this.size = 0;
-    const message = deserializeMessage(line);
+    const message = parseMessage(line);
     if ("result" in message) markResult(message.result, new FrameMark(bytes, false));
     return { kind: "message", message };
   }
+}
+
+/**
+ * A line as the SDK's `deserializeMessage` reads it (the JSON-RPC message union), but a response
+ * goes straight to the one branch that can accept it: the union would first fail the request and
+ * notification branches (building their issues) on every result. Same messages accepted, same output.
+ */
+function parseMessage(line: string): JSONRPCMessage {
+  const value: unknown = JSON.parse(line);
+  // Every branch is strict: with `result` and neither `method` nor `error`, only the result branch can match.
+  if (isRecord(value) && "result" in value && !("method" in value) && !("error" in value))
+    return JSONRPCResultResponseSchema.parse(value) as JSONRPCMessage;
+  return JSONRPCMessageSchema.parse(value) as JSONRPCMessage;
 }
 
 /**

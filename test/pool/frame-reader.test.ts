@@ -1,4 +1,4 @@
-import type { CallToolResult } from "@modelcontextprotocol/client";
+import { type CallToolResult, deserializeMessage } from "@modelcontextprotocol/client";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import {
@@ -108,6 +108,48 @@ describe("FrameReader", () => {
   it("a result whose _meta is not an object is refused as before, never repaired by the mark", () => {
     const line = JSON.stringify({ jsonrpc: "2.0", id: 2, result: { content: [], _meta: 5 } });
     expect(() => feed(new FrameReader(10_000), `${line}\n`)).toThrow();
+  });
+
+  it("accepts and refuses exactly the messages the SDK's deserializeMessage does, with the same output", () => {
+    const lines = [
+      { jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "x" }] } },
+      { jsonrpc: "2.0", id: "a", result: {} },
+      { jsonrpc: "2.0", id: 1, result: { content: [] }, error: { code: 1, message: "m" } },
+      { jsonrpc: "2.0", id: 1, result: {}, method: "tools/call" },
+      { jsonrpc: "2.0", id: 1, result: {}, extra: 1 },
+      { jsonrpc: "2.0", result: {} },
+      { jsonrpc: "1.0", id: 1, result: {} },
+      { jsonrpc: "2.0", id: 1.5, result: {} },
+      { jsonrpc: "2.0", id: null, result: {} },
+      { jsonrpc: "2.0", id: 1, result: [] },
+      { jsonrpc: "2.0", id: 1, result: "text" },
+      { jsonrpc: "2.0", id: 1, result: { _meta: "no" } },
+      { jsonrpc: "2.0", id: 1, error: { code: -32000, message: "m" } },
+      { jsonrpc: "2.0", id: 2, method: "ping" },
+      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } },
+      [1, 2],
+      "result",
+    ].map((m) => JSON.stringify(m));
+    for (const line of lines) {
+      let sdk: unknown;
+      try {
+        sdk = deserializeMessage(line);
+      } catch {
+        sdk = "refused";
+      }
+      let ours: unknown;
+      try {
+        const [f] = feed(new FrameReader(10_000), `${line}\n`);
+        if (f?.kind !== "message") throw new Error("expected a message");
+        ours = f.message;
+        if ("result" in f.message) delete (f.message.result._meta as Record<string, unknown> | undefined)?.[FRAME_META];
+        if ("result" in f.message && Object.keys(f.message.result._meta ?? {}).length === 0)
+          delete f.message.result._meta;
+      } catch {
+        ours = "refused";
+      }
+      expect(ours, line).toEqual(sdk);
+    }
   });
 
   it("malformed JSON within the cap still throws (the transport then stops the child)", () => {
