@@ -257,7 +257,8 @@ export class CallService {
       const clean = cleanResult(raw, vendorRun.lease.redactor, this.d.limits);
       const { result, truncated, bytes } = clean;
       // Success is recorded only for a result the client can parse: anything else is the vendor's failure.
-      if (!CallToolResultSchema.safeParse(result).success)
+      // The SDK client validated what the vendor sent; only what redaction or the cut changed is checked again.
+      if (!clean.asReceived && !CallToolResultSchema.safeParse(result).success)
         return fail({ code: "vendor_error", facts: { detail: "its result could not be delivered intact" } });
       const recorded = await audit.completed(
         { resultBytes: bytes, ...(result.isError ? { errorCode: "vendor_tool_error" } : {}) },

@@ -3,33 +3,48 @@ import { countLines, jsonBytes } from "../hygiene/measure.js";
 import type { Redactor } from "../hygiene/redact.js";
 import { redactToolResult } from "../hygiene/redact-result.js";
 import { type ResultLimits, truncateText, truncationNotice } from "../hygiene/truncate.js";
-import { frameTruncatedBytes } from "../pool/frame-reader.js";
+import { frameOf } from "../pool/frame-reader.js";
 
 /** A vendor result made safe to hand back: redacted, capped, and the size the vendor sent. */
 export interface CleanResult {
   readonly result: CallToolResult;
   readonly truncated: boolean;
   readonly bytes: number;
+  /**
+   * Nothing was redacted or cut: `result` holds the very content the client's schema already
+   * validated (a subset of its fields), so it need not be validated again.
+   */
+  readonly asReceived: boolean;
   /** When truncated: the whole redacted text the cut was taken from (what the result store keeps), joined on demand. */
   readonly full?: () => string;
 }
 
 /**
- * Redacts every credential form and caps the size; `bytes` is the size seen before truncation.
+ * Redacts every credential form and caps the size; `bytes` is the size seen before truncation:
+ * the stdout line the stdio reader already counted, else (a remote vendor) the result measured.
  * One pass over each text: one combined matcher redacts it (no copy when it holds no secret), and
  * sizes and lines are counted with indexOf; nothing serialises the whole result to measure it.
  */
 export function cleanResult(result: CallToolResult, redactor: Redactor, limits: ResultLimits): CleanResult {
+  const frame = frameOf(result);
   // A result cut from an oversized frame is always truncated, reporting the size the vendor sent.
-  const framed = frameTruncatedBytes(result);
-  const redacted = redactToolResult(result, redactor, { cutEnds: framed !== undefined });
-  const bytes = framed ?? jsonBytes(redacted);
+  const framed = frame?.truncated === true;
+  const redacted = redactToolResult(result, redactor, { cutEnds: framed });
   const texts = redacted.content.filter((c) => c.type === "text").map((c) => (c as { text: string }).text);
-  const overBytes =
-    framed !== undefined ||
-    bytes > limits.maxBytes ||
-    texts.reduce((n, t) => n + Buffer.byteLength(t), 0) > limits.maxBytes;
+  // A line within the limit holds a result within it, unless redaction changed (grew) the result.
+  const withinByFrame = frame !== undefined && !redacted.altered && frame.bytes <= limits.maxBytes;
+  let measured: number | undefined;
+  const measure = () => {
+    measured ??= jsonBytes(
+      redacted.structuredContent
+        ? { content: redacted.content, structuredContent: redacted.structuredContent }
+        : { content: redacted.content },
+    );
+    return measured;
+  };
+  const overBytes = framed || textsOver(texts, limits.maxBytes) || (!withinByFrame && measure() > limits.maxBytes);
   const overLines = countLines(texts, limits.maxLines + 1) > limits.maxLines;
+  const bytes = frame?.bytes ?? measure();
   if (!overBytes && !overLines) {
     return {
       result: {
@@ -39,6 +54,7 @@ export function cleanResult(result: CallToolResult, redactor: Redactor, limits: 
       },
       truncated: false,
       bytes,
+      asReceived: !redacted.altered,
     };
   }
   const fallback = () => JSON.stringify(redacted.structuredContent ?? redacted.content);
@@ -58,8 +74,19 @@ export function cleanResult(result: CallToolResult, redactor: Redactor, limits: 
     },
     truncated: true,
     bytes,
+    asReceived: false,
     full: () => texts.join("\n") || fallback(),
   };
+}
+
+/** Whether the texts' UTF-8 bytes exceed `maxBytes` (every UTF-16 unit is at least one byte: long ones need no count). */
+function textsOver(texts: readonly string[], maxBytes: number): boolean {
+  let units = 0;
+  for (const t of texts) units += t.length;
+  if (units > maxBytes) return true;
+  let bytes = 0;
+  for (const t of texts) bytes += Buffer.byteLength(t);
+  return bytes > maxBytes;
 }
 
 /** The texts joined by newlines, only as far as a cut to `maxBytes` can reach (every unit is at least one byte). */

@@ -127,9 +127,42 @@ export class Redactor {
     return clean === decoded ? b64 : clean.toString("base64");
   }
 
-  /** Redacts every string (and object key) inside a JSON-like value. */
+  /** Redacts every string (and object key) inside a JSON-like value; always a copy. */
   deep<T>(value: T): T {
     return this.walk(value) as T;
+  }
+
+  /**
+   * Like `deep`, but copy-on-write: `value` itself when nothing in it holds a secret, so a caller
+   * can tell by identity that the value is exactly what it was given (and copies nothing).
+   */
+  kept<T>(value: T): T {
+    return this.keep(value) as T;
+  }
+
+  private keep(v: unknown): unknown {
+    if (typeof v === "string") return this.text(v);
+    if (Array.isArray(v)) {
+      let out: unknown[] | undefined;
+      for (let i = 0; i < v.length; i++) {
+        const x = this.keep(v[i]);
+        if (x !== v[i]) out ??= v.slice(0, i);
+        out?.push(x);
+      }
+      return out ?? v;
+    }
+    if (v && typeof v === "object") {
+      const entries = Object.entries(v);
+      let changed = false;
+      const next = entries.map(([k, x]): [string, unknown] => {
+        const k2 = this.text(k);
+        const x2 = this.keep(x);
+        if (k2 !== k || x2 !== x) changed = true;
+        return [k2, x2];
+      });
+      return changed ? Object.fromEntries(next) : v;
+    }
+    return v;
   }
 
   private walk(v: unknown): unknown {

@@ -1,10 +1,13 @@
 import {
-  type Client,
+  type CallToolResult,
+  Client,
   type ClientOptions,
   ProtocolError,
+  type RequestOptions,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
+  type StandardSchemaV1,
   UnsupportedProtocolVersionError,
 } from "@modelcontextprotocol/client";
 import type { Service } from "../config/registry.js";
@@ -32,6 +35,47 @@ export function negotiationOf(protocol: VendorProtocol): Pick<ClientOptions, "ve
   if (protocol === "auto") return { versionNegotiation: { mode: "auto" } };
   if (protocol === MODERN_REVISION) return { versionNegotiation: { mode: { pin: MODERN_REVISION } } };
   return {};
+}
+
+type Codec = ReturnType<VendorClient["codec"]>;
+
+/**
+ * The SDK client the broker speaks to vendors with. Its `callTool` asks `request()` without a result
+ * schema, so the SDK looks the schema up by validating `undefined` first (a probe that fails, and
+ * builds zod's error messages, on every call) before validating the result. Here a tools/call gets
+ * its result schema up front: the era codec's own validation, one pass, same outcome and errors.
+ */
+export class VendorClient extends Client {
+  private toolResult: { readonly codec: Codec; readonly schema: StandardSchemaV1<unknown, CallToolResult> } | undefined;
+
+  override request(
+    request: { method: string; params?: Record<string, unknown> },
+    schemaOrOptions?: StandardSchemaV1 | RequestOptions,
+    options?: RequestOptions,
+  ): Promise<never> {
+    const call = super.request.bind(this) as (r: unknown, s?: unknown, o?: unknown) => Promise<never>;
+    if (request.method !== "tools/call" || (schemaOrOptions && "~standard" in schemaOrOptions))
+      return call(request, schemaOrOptions, options);
+    return call(request, this.toolResultSchema(), schemaOrOptions);
+  }
+
+  private codec() {
+    return this._wireCodec();
+  }
+
+  /** The negotiated era's tools/call result validation as a Standard Schema; made once per era. */
+  private toolResultSchema(): StandardSchemaV1<unknown, CallToolResult> {
+    const codec = this.codec();
+    if (this.toolResult?.codec !== codec) {
+      const validate = (value: unknown): StandardSchemaV1.Result<CallToolResult> => {
+        const o = codec.validateResult("tools/call", value);
+        if (o.ok) return { value: o.value as CallToolResult };
+        return { issues: [{ message: o.reason === "invalid" ? o.message : "not-in-era: tools/call" }] };
+      };
+      this.toolResult = { codec, schema: { "~standard": { version: 1, vendor: "slaude-connect", validate } } };
+    }
+    return this.toolResult.schema;
+  }
 }
 
 /** One line for people: the revision spoken, how, and the setting that chose it. */

@@ -1,6 +1,5 @@
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/client";
-import { deserializeMessage } from "@modelcontextprotocol/client";
-import { z } from "zod";
+import { JSONRPCMessageSchema, JSONRPCResultResponseSchema } from "@modelcontextprotocol/core";
 
 // Newline-delimited JSON-RPC framing of a vendor's stdout with a per-line cap. A line over the cap
 // is never held: only its first bytes (for an excerpt) and last bytes (where serializers put the
@@ -12,8 +11,23 @@ export type Frame =
   | { readonly kind: "message"; readonly message: JSONRPCMessage }
   | { readonly kind: "oversized"; readonly bytes: number; readonly head: Buffer; readonly tail: Buffer };
 
-/** The `_meta` key of a result the broker synthesised from an oversized frame; vendors cannot set it. */
-export const FRAME_TRUNCATED_META = "io.slaude-connect/frame-truncated";
+/**
+ * The `_meta` key under which the reader leaves a `FrameMark` on every result it read (vendors cannot
+ * set it: a vendor's own value under it is dropped, and JSON cannot make a FrameMark).
+ */
+export const FRAME_META = "io.slaude-connect/frame";
+
+/**
+ * What the reader counted of the line a result came in: its size in bytes, and whether the result
+ * was synthesised from an oversized line. A class instance: the SDK's result schema passes `_meta`
+ * values through by reference, and no vendor (stdio or remote) can send one, so it cannot be forged.
+ */
+export class FrameMark {
+  constructor(
+    readonly bytes: number,
+    readonly truncated: boolean,
+  ) {}
+}
 
 const HEAD_KEEP = 64 * 1024;
 const TAIL_KEEP = 512;
@@ -71,14 +85,42 @@ export class FrameReader {
       return { kind: "oversized", ...over };
     }
     const line = Buffer.concat(this.chunks, this.size).toString("utf8").replace(/\r$/, "");
+    const bytes = this.size;
     this.chunks = [];
     this.size = 0;
-    const message = deserializeMessage(line);
-    // Only the broker marks a result as cut from an oversized frame.
-    const meta = "result" in message ? message.result._meta : undefined;
-    if (meta && FRAME_TRUNCATED_META in meta) delete meta[FRAME_TRUNCATED_META];
+    const message = parseMessage(line);
+    if ("result" in message) markResult(message.result, new FrameMark(bytes, false));
     return { kind: "message", message };
   }
+}
+
+/**
+ * A line as the SDK's `deserializeMessage` reads it (the JSON-RPC message union), but a response
+ * goes straight to the one branch that can accept it: the union would first fail the request and
+ * notification branches (building their issues) on every result. Same messages accepted, same output.
+ */
+function parseMessage(line: string): JSONRPCMessage {
+  const value: unknown = JSON.parse(line);
+  // Every branch is strict: with `result` and neither `method` nor `error`, only the result branch can match.
+  if (isRecord(value) && "result" in value && !("method" in value) && !("error" in value))
+    return JSONRPCResultResponseSchema.parse(value) as JSONRPCMessage;
+  return JSONRPCMessageSchema.parse(value) as JSONRPCMessage;
+}
+
+/**
+ * Leaves `mark` in a result's `_meta` (replacing anything a vendor put under FRAME_META), so hygiene
+ * takes the size the vendor sent instead of serialising the result again. A result that is not an
+ * object, or whose `_meta` is not one, is left as it came: the client's schema refuses it.
+ */
+function markResult(result: unknown, mark: FrameMark): void {
+  if (!isRecord(result)) return;
+  const meta = result._meta;
+  if (meta === undefined) result._meta = { [FRAME_META]: mark };
+  else if (isRecord(meta)) meta[FRAME_META] = mark;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 /** A copy of the first `n` bytes of `parts` (a copy, so the big chunks they came from can be freed). */
@@ -128,17 +170,21 @@ export function oversizedResponse(frame: Extract<Frame, { kind: "oversized" }>):
   const excerpt = at ? partialJsonString(head.slice(at.index + at[0].length)) : "";
   const result: CallToolResult = {
     content: [{ type: "text", text: excerpt }],
-    _meta: { [FRAME_TRUNCATED_META]: { bytes: frame.bytes } },
+    _meta: { [FRAME_META]: new FrameMark(frame.bytes, true) },
   };
   return { jsonrpc: "2.0", id, result };
 }
 
-const frameMark = z.object({ bytes: z.number().int().nonnegative() }).strict();
+/** The reader's mark on a result it read; undefined for one it did not (a remote vendor's, a test's). */
+export function frameOf(result: CallToolResult): FrameMark | undefined {
+  const mark = result._meta?.[FRAME_META];
+  return mark instanceof FrameMark ? mark : undefined;
+}
 
 /** The original size of a result the broker cut from an oversized frame, if this is one. */
 export function frameTruncatedBytes(result: CallToolResult): number | undefined {
-  const p = frameMark.safeParse(result._meta?.[FRAME_TRUNCATED_META]);
-  return p.success ? p.data.bytes : undefined;
+  const mark = frameOf(result);
+  return mark?.truncated ? mark.bytes : undefined;
 }
 
 const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", b: "\b", f: "\f", '"': '"', "\\": "\\", "/": "/" };

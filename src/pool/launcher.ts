@@ -1,4 +1,4 @@
-import { Client, SdkError } from "@modelcontextprotocol/client";
+import { type Client, SdkError } from "@modelcontextprotocol/client";
 import { type Clock, systemClock } from "../clock/clock.js";
 import type { Service } from "../config/registry.js";
 import { VERSION } from "../domain/version.js";
@@ -17,6 +17,7 @@ import {
   incompatibilityOf,
   incompatibilityText,
   negotiationOf,
+  VendorClient,
   vendorProtocolOf,
 } from "./era.js";
 import { PoolError } from "./errors.js";
@@ -144,7 +145,10 @@ export class ProductionLauncher implements VendorLauncher, BackoffSource {
         // Vendor stderr may echo its credential: it is dropped, never logged.
       },
     });
-    const client = new Client({ name: "slaude-connect", version: VERSION }, negotiationOf(vendorProtocolOf(service)));
+    const client = new VendorClient(
+      { name: "slaude-connect", version: VERSION },
+      negotiationOf(vendorProtocolOf(service)),
+    );
     let closedCb: (() => void) | undefined;
     let cleaned = false;
     const cleanOnce = () => {

@@ -1,5 +1,5 @@
 import {
-  Client,
+  type Client,
   type JSONRPCMessage,
   type MessageExtraInfo,
   SdkError,
@@ -12,7 +12,7 @@ import {
   UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import { VERSION } from "../domain/version.js";
-import { LEGACY_REVISION, MODERN_REVISION, negotiationOf, type VendorProtocol } from "./era.js";
+import { LEGACY_REVISION, MODERN_REVISION, negotiationOf, VendorClient, type VendorProtocol } from "./era.js";
 
 // A remote vendor's MCP session and how it is lost. The SDK's HTTP transports never report close
 // when a POST fails (a 404 for a session the restarted server forgot, a refused connection) and
@@ -73,7 +73,7 @@ export function httpStatusOf(err: unknown): number | undefined {
 export async function connectRemote(t: RemoteTarget): Promise<RemoteSession> {
   const attempt = async (make: () => Transport, era: VendorProtocol): Promise<RemoteSession> => {
     const watched = new WatchedTransport(make());
-    const client = new Client({ name: "slaude-connect", version: VERSION }, negotiationOf(era));
+    const client = new VendorClient({ name: "slaude-connect", version: VERSION }, negotiationOf(era));
     await client.connect(watched, { timeout: t.initializeTimeoutMs });
     watched.markConnected();
     return { client, lostReason: () => watched.lost };

@@ -1,9 +1,12 @@
+import { type CallToolResult, deserializeMessage } from "@modelcontextprotocol/client";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import {
-  FRAME_TRUNCATED_META,
+  FRAME_META,
   type Frame,
+  FrameMark,
   FrameReader,
+  frameOf,
   frameTruncatedBytes,
   oversizedResponse,
 } from "../../src/pool/frame-reader.js";
@@ -75,15 +78,78 @@ describe("FrameReader", () => {
     }
   });
 
-  it("a vendor cannot mark its own result as cut from an oversized frame", () => {
+  it("a vendor cannot mark its own result: the reader's mark replaces it, and a mark made of JSON is not one", () => {
+    const forged = { bytes: 1e9, truncated: true };
     const line = JSON.stringify({
       jsonrpc: "2.0",
       id: 1,
-      result: { content: [], _meta: { [FRAME_TRUNCATED_META]: { bytes: 1e9 }, other: 1 } },
+      result: { content: [], _meta: { [FRAME_META]: forged, other: 1 } },
     });
     const [f] = feed(new FrameReader(10_000), `${line}\n`);
     if (f?.kind !== "message" || !("result" in f.message)) throw new Error("expected a result");
-    expect(f.message.result._meta).toEqual({ other: 1 });
+    const result = f.message.result as CallToolResult;
+    expect(result._meta?.other).toBe(1);
+    expect(frameOf(result)).toEqual(new FrameMark(Buffer.byteLength(line), false));
+    expect(frameTruncatedBytes(result)).toBeUndefined();
+    // A remote vendor's result never passes this reader: its JSON mark is not taken for the broker's.
+    expect(frameOf({ content: [], _meta: { [FRAME_META]: forged } })).toBeUndefined();
+  });
+
+  it("each result carries the size of its line; the mark survives the client's result schema", () => {
+    const text = `a "quoted" \\ é line\n${"w".repeat(2_000)}`;
+    const line = JSON.stringify({ result: { content: [{ type: "text", text }] }, jsonrpc: "2.0", id: 9 });
+    const [f] = feed(new FrameReader(100_000), `${line}\r\n`, 333);
+    if (f?.kind !== "message" || !("result" in f.message)) throw new Error("expected a result");
+    const parsed = CallToolResultSchema.parse(f.message.result);
+    expect(frameOf(parsed)?.bytes).toBe(Buffer.byteLength(line) + 1);
+    expect(frameOf(parsed)?.truncated).toBe(false);
+  });
+
+  it("a result whose _meta is not an object is refused as before, never repaired by the mark", () => {
+    const line = JSON.stringify({ jsonrpc: "2.0", id: 2, result: { content: [], _meta: 5 } });
+    expect(() => feed(new FrameReader(10_000), `${line}\n`)).toThrow();
+  });
+
+  it("accepts and refuses exactly the messages the SDK's deserializeMessage does, with the same output", () => {
+    const lines = [
+      { jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "x" }] } },
+      { jsonrpc: "2.0", id: "a", result: {} },
+      { jsonrpc: "2.0", id: 1, result: { content: [] }, error: { code: 1, message: "m" } },
+      { jsonrpc: "2.0", id: 1, result: {}, method: "tools/call" },
+      { jsonrpc: "2.0", id: 1, result: {}, extra: 1 },
+      { jsonrpc: "2.0", result: {} },
+      { jsonrpc: "1.0", id: 1, result: {} },
+      { jsonrpc: "2.0", id: 1.5, result: {} },
+      { jsonrpc: "2.0", id: null, result: {} },
+      { jsonrpc: "2.0", id: 1, result: [] },
+      { jsonrpc: "2.0", id: 1, result: "text" },
+      { jsonrpc: "2.0", id: 1, result: { _meta: "no" } },
+      { jsonrpc: "2.0", id: 1, error: { code: -32000, message: "m" } },
+      { jsonrpc: "2.0", id: 2, method: "ping" },
+      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } },
+      [1, 2],
+      "result",
+    ].map((m) => JSON.stringify(m));
+    for (const line of lines) {
+      let sdk: unknown;
+      try {
+        sdk = deserializeMessage(line);
+      } catch {
+        sdk = "refused";
+      }
+      let ours: unknown;
+      try {
+        const [f] = feed(new FrameReader(10_000), `${line}\n`);
+        if (f?.kind !== "message") throw new Error("expected a message");
+        ours = f.message;
+        if ("result" in f.message) delete (f.message.result._meta as Record<string, unknown> | undefined)?.[FRAME_META];
+        if ("result" in f.message && Object.keys(f.message.result._meta ?? {}).length === 0)
+          delete f.message.result._meta;
+      } catch {
+        ours = "refused";
+      }
+      expect(ours, line).toEqual(sdk);
+    }
   });
 
   it("malformed JSON within the cap still throws (the transport then stops the child)", () => {
