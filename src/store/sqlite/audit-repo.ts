@@ -1,8 +1,8 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
+import { AuditBatch } from "./audit-batch.js";
 import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
-import { AuditBatch } from "./audit-batch.js";
-import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, preparedWriteTx } from "./db.js";
 
 /** Writes audit rows; called inside the transaction of the change they describe. */
 export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
@@ -83,15 +83,17 @@ function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> 
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
-/** SQLite audit repository; appends are group-committed (audit-batch.ts). */
+/**
+ * SQLite audit repository; appends are group-committed (audit-batch.ts), each commit one run of a
+ * transaction function and an INSERT prepared once.
+ */
 export class SqliteAuditRepo implements AuditRepo {
   private readonly batch: AuditBatch;
   constructor(
     private readonly db: Db,
     wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {
-    const write = makeAuditWriter(db);
-    this.batch = new AuditBatch((events) => writeTx(db, () => write(events), wait));
+    this.batch = new AuditBatch(preparedWriteTx(db, makeAuditWriter(db), wait));
   }
   /** Resolves once the rows are committed; appends of one event-loop turn share one transaction. */
   async append(events: readonly AuditEvent[]): Promise<void> {
