@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
+import { AuditBatch } from "../audit-batch.js";
 import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
@@ -60,11 +61,27 @@ function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
-/** PostgreSQL audit repository; the table refuses UPDATE, DELETE and TRUNCATE (migration 0001's triggers). */
+/**
+ * PostgreSQL audit repository; the table refuses UPDATE, DELETE and TRUNCATE (migration 0001's triggers).
+ * Appends are group-committed (audit-batch.ts, serial): each commit is one multi-row INSERT sent on
+ * its own (a single statement commits atomically: one round trip, no BEGIN/COMMIT), one in flight
+ * at a time, the rows appended meanwhile sharing the next.
+ */
 export class PgAuditRepo implements AuditRepo {
-  constructor(private readonly db: PgDb) {}
+  private readonly batch: AuditBatch;
+  constructor(private readonly db: PgDb) {
+    this.batch = new AuditBatch(
+      async (events) => {
+        await writeAudit(db, events);
+        // Committed by itself: counted with the transactions (`slaude_db_transactions_total`).
+        db.counts.transactions++;
+      },
+      { serial: true },
+    );
+  }
+  /** Resolves once the rows are committed (each caller waits for its own). */
   async append(events: readonly AuditEvent[]): Promise<void> {
-    await this.db.tx((q) => writeAudit(q, events));
+    await this.batch.append(events);
   }
   async query(q: AuditQuery): Promise<AuditRecord[]> {
     const { sql, params } = whereOf(q);

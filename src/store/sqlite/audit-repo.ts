@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
-import { AuditBatch } from "./audit-batch.js";
+import { AuditBatch } from "../audit-batch.js";
 import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
 import { type Db, DEFAULT_LOCK_WAIT, type LockWait, preparedWriteTx } from "./db.js";
