@@ -61,6 +61,25 @@ describe("PostgreSQL audit group commit", () => {
     expect(await s.audit.count({ event: "call_started" })).toBe(calls.length);
   });
 
+  it("keeps every value as written: quotes, braces, commas, backslashes, non-ASCII, nulls and large numbers", async () => {
+    const s = await pg.store(await pg.schema());
+    const odd = "a\"b\\c{d},e'f NULL ü 🦀";
+    const full: AuditEvent = {
+      at: 1_800_000_000_123,
+      event: "call",
+      teamId: odd,
+      tool: "",
+      argsHash: "NULL",
+      durationMs: 2 ** 40,
+      resultBytes: 0,
+      errorCode: null,
+      callId: "call_odd",
+    };
+    await Promise.all([s.audit.append([full]), s.audit.append([row("call_plain")])]);
+    const [got] = await s.audit.query({ callId: "call_odd" });
+    expect(got).toMatchObject({ ...full, channelId: null, ownerUserId: null, actor: null });
+  });
+
   it("fails only the append whose row is refused; the others of its INSERT are committed", async () => {
     const s = await pg.store(await pg.schema());
     const broken = { at: 1, event: null } as unknown as AuditEvent;
