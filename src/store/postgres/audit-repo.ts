@@ -1,18 +1,40 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
+import { AuditBatch } from "../audit-batch.js";
 import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
 
-const COLUMNS =
-  "at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id";
-const PER_ROW = 18;
+/** The columns an append fills, with their types, in the order of the values of writeAudit. */
+const COLUMNS: readonly (readonly [string, "bigint" | "text"])[] = [
+  ["at", "bigint"],
+  ["event", "text"],
+  ["team_id", "text"],
+  ["channel_id", "text"],
+  ["thread_ts", "text"],
+  ["caller_user_id", "text"],
+  ["owner_user_id", "text"],
+  ["connection_id", "text"],
+  ["service", "text"],
+  ["tool", "text"],
+  ["args_hash", "text"],
+  ["decision", "text"],
+  ["approver_user_id", "text"],
+  ["duration_ms", "bigint"],
+  ["result_bytes", "bigint"],
+  ["error_code", "text"],
+  ["actor", "text"],
+  ["call_id", "text"],
+];
+// One array per column, so one text whatever the number of rows: prepared once, however rows are batched.
+const INSERT = `INSERT INTO audit (${COLUMNS.map(([c]) => c).join(", ")})
+  SELECT * FROM unnest(${COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(", ")})`;
 
 /** Writes audit rows with `q`: pass the client of the transaction making the change they describe. */
 export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise<void> {
   if (!events.length) return;
-  const values: unknown[] = [];
-  const tuples = events.map((e, i) => {
-    values.push(
+  const columns: unknown[][] = COLUMNS.map(() => new Array(events.length));
+  events.forEach((e, i) => {
+    const row = [
       e.at,
       e.event,
       e.teamId ?? null,
@@ -31,10 +53,10 @@ export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise
       e.errorCode ?? null,
       e.actor ?? null,
       e.callId ?? null,
-    );
-    return `(${Array.from({ length: PER_ROW }, (_, k) => `$${i * PER_ROW + k + 1}`).join(", ")})`;
+    ];
+    for (let k = 0; k < row.length; k++) columns[k]![i] = row[k];
   });
-  await q.query(`INSERT INTO audit (${COLUMNS}) VALUES ${tuples.join(", ")}`, values);
+  await q.query(INSERT, columns);
 }
 
 function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {
@@ -60,11 +82,27 @@ function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
-/** PostgreSQL audit repository; the table refuses UPDATE, DELETE and TRUNCATE (migration 0001's triggers). */
+/**
+ * PostgreSQL audit repository; the table refuses UPDATE, DELETE and TRUNCATE (migration 0001's triggers).
+ * Appends are group-committed (audit-batch.ts, serial): each commit is one INSERT of all its rows sent on
+ * its own (a single statement commits atomically: one round trip, no BEGIN/COMMIT), one in flight
+ * at a time, the rows appended meanwhile sharing the next.
+ */
 export class PgAuditRepo implements AuditRepo {
-  constructor(private readonly db: PgDb) {}
+  private readonly batch: AuditBatch;
+  constructor(private readonly db: PgDb) {
+    this.batch = new AuditBatch(
+      async (events) => {
+        await writeAudit(db, events);
+        // Committed by itself: counted with the transactions (`slaude_db_transactions_total`).
+        db.counts.transactions++;
+      },
+      { serial: true },
+    );
+  }
+  /** Resolves once the rows are committed (each caller waits for its own). */
   async append(events: readonly AuditEvent[]): Promise<void> {
-    await this.db.tx((q) => writeAudit(q, events));
+    await this.batch.append(events);
   }
   async query(q: AuditQuery): Promise<AuditRecord[]> {
     const { sql, params } = whereOf(q);

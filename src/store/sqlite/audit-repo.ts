@@ -1,38 +1,38 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
+import { AuditBatch } from "../audit-batch.js";
 import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
-import { AuditBatch } from "./audit-batch.js";
-import { type Db, DEFAULT_LOCK_WAIT, type LockWait, writeTx } from "./db.js";
+import { type Db, DEFAULT_LOCK_WAIT, type LockWait, preparedWriteTx } from "./db.js";
 
 /** Writes audit rows; called inside the transaction of the change they describe. */
 export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
+  // Positional parameters: no object of 18 named values built and looked up per row.
   const insert =
     db.prepare(`INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id,
     connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id)
-    VALUES (@at, @event, @teamId, @channelId, @threadTs, @callerUserId, @ownerUserId, @connectionId, @service, @tool,
-    @argsHash, @decision, @approverUserId, @durationMs, @resultBytes, @errorCode, @actor, @callId)`);
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   return (events) => {
     for (const e of events) {
-      insert.run({
-        at: e.at,
-        event: e.event,
-        teamId: e.teamId ?? null,
-        channelId: e.channelId ?? null,
-        threadTs: e.threadTs ?? null,
-        callerUserId: e.callerUserId ?? null,
-        ownerUserId: e.ownerUserId ?? null,
-        connectionId: e.connectionId ?? null,
-        service: e.service ?? null,
-        tool: e.tool ?? null,
-        argsHash: e.argsHash ?? null,
-        decision: e.decision ?? null,
-        approverUserId: e.approverUserId ?? null,
-        durationMs: e.durationMs ?? null,
-        resultBytes: e.resultBytes ?? null,
-        errorCode: e.errorCode ?? null,
-        actor: e.actor ?? null,
-        callId: e.callId ?? null,
-      });
+      insert.run(
+        e.at,
+        e.event,
+        e.teamId ?? null,
+        e.channelId ?? null,
+        e.threadTs ?? null,
+        e.callerUserId ?? null,
+        e.ownerUserId ?? null,
+        e.connectionId ?? null,
+        e.service ?? null,
+        e.tool ?? null,
+        e.argsHash ?? null,
+        e.decision ?? null,
+        e.approverUserId ?? null,
+        e.durationMs ?? null,
+        e.resultBytes ?? null,
+        e.errorCode ?? null,
+        e.actor ?? null,
+        e.callId ?? null,
+      );
     }
   };
 }
@@ -83,15 +83,17 @@ function whereOf(q: AuditQuery): { sql: string; params: Record<string, unknown> 
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
-/** SQLite audit repository; appends are group-committed (audit-batch.ts). */
+/**
+ * SQLite audit repository; appends are group-committed (audit-batch.ts), each commit one run of a
+ * transaction function and an INSERT prepared once.
+ */
 export class SqliteAuditRepo implements AuditRepo {
   private readonly batch: AuditBatch;
   constructor(
     private readonly db: Db,
     wait: LockWait = DEFAULT_LOCK_WAIT,
   ) {
-    const write = makeAuditWriter(db);
-    this.batch = new AuditBatch((events) => writeTx(db, () => write(events), wait));
+    this.batch = new AuditBatch(preparedWriteTx(db, makeAuditWriter(db), wait));
   }
   /** Resolves once the rows are committed; appends of one event-loop turn share one transaction. */
   async append(events: readonly AuditEvent[]): Promise<void> {

@@ -109,30 +109,63 @@ function withoutBusyWait<T>(db: Db, fn: () => T): T {
  * event loop stays free), up to `wait.maxWaitMs`; then StoreError `busy`. `fn` runs only once the
  * lock is held, so it never runs twice for one commit. Other failures (disk full) are thrown as they are.
  */
-export async function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_LOCK_WAIT): Promise<T> {
+export function writeTx<T>(db: Db, fn: () => T, wait: LockWait = DEFAULT_LOCK_WAIT): Promise<T> {
   const tx = db.transaction(fn);
+  return immediate(db, () => tx.immediate(), wait);
+}
+
+/**
+ * `writeTx` for a write made again and again (the audit rows of every call): the transaction
+ * function is built once, and each run is one synchronous BEGIN IMMEDIATE … COMMIT; only a held
+ * lock enters the async retry loop, with the same wait and the same errors as `writeTx`.
+ */
+export function preparedWriteTx<A, T>(db: Db, fn: (arg: A) => T, wait: LockWait = DEFAULT_LOCK_WAIT) {
+  const tx = db.transaction(fn);
+  return (arg: A): Promise<T> => immediate(db, () => tx.immediate(arg), wait);
+}
+
+/** One attempt at once; the retry loop only when the lock is held (the warm path never enters it). */
+function immediate<T>(db: Db, attempt: () => T, wait: LockWait): Promise<T> {
   const clock = wait.clock ?? systemClock;
   const started = clock.now();
+  try {
+    const out = attempt();
+    committed(db);
+    return Promise.resolve(out);
+  } catch (err) {
+    // Anything but a held lock (disk full, I/O, a constraint, an error of `fn`) is not waited out.
+    if (!isBusy(err)) return Promise.reject(err);
+    return retryWhileBusy(db, attempt, wait, started, err);
+  }
+}
+
+function committed(db: Db): void {
+  const c = counts.get(db);
+  if (c) c.transactions++;
+}
+
+async function retryWhileBusy<T>(db: Db, attempt: () => T, wait: LockWait, started: number, first: unknown) {
+  const clock = wait.clock ?? systemClock;
   let pause = 2;
-  for (let attempt = 0; ; attempt++) {
+  let err = first;
+  for (;;) {
+    const waited = clock.now() - started;
+    if (waited >= wait.maxWaitMs) {
+      throw new StoreError("busy", `database is locked by another writer (waited ${Math.round(waited)} ms)`, {
+        cause: err,
+      });
+    }
+    // Jittered exponential pause, capped, never past the deadline.
+    await sleep(clock, Math.min(pause * (0.5 + Math.random()), 50, Math.max(1, wait.maxWaitMs - waited)));
+    pause = Math.min(pause * 2, 50);
     try {
       // Retries skip even the short busy wait: with many writers waiting, 5 ms each would add up.
-      const out = attempt === 0 ? tx.immediate() : withoutBusyWait(db, () => tx.immediate());
-      const c = counts.get(db);
-      if (c) c.transactions++;
+      const out = withoutBusyWait(db, attempt);
+      committed(db);
       return out;
-    } catch (err) {
-      // Anything but a held lock (disk full, I/O, a constraint, an error of `fn`) is not waited out.
-      if (!isBusy(err)) throw err;
-      const waited = clock.now() - started;
-      if (waited >= wait.maxWaitMs) {
-        throw new StoreError("busy", `database is locked by another writer (waited ${Math.round(waited)} ms)`, {
-          cause: err,
-        });
-      }
-      // Jittered exponential pause, capped, never past the deadline.
-      await sleep(clock, Math.min(pause * (0.5 + Math.random()), 50, Math.max(1, wait.maxWaitMs - waited)));
-      pause = Math.min(pause * 2, 50);
+    } catch (e) {
+      if (!isBusy(e)) throw e;
+      err = e;
     }
   }
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../../src/audit/event.js";
+import { AUDIT_BATCH_MAX_ROWS } from "../../../src/store/audit-batch.js";
 import { dbCounts } from "../../../src/store/sqlite/db.js";
 import { type Harness, harness, rows, TempDirs } from "../../support/foundation.js";
 
@@ -45,6 +46,15 @@ describe("audit group commit", () => {
         "SELECT call_id FROM audit WHERE call_id LIKE 'call\\_%' ESCAPE '\\' ORDER BY seq",
       ).map((r) => r.call_id),
     ).toEqual(ids);
+  });
+
+  it(`takes at most ${AUDIT_BATCH_MAX_ROWS} rows per transaction; the rest go in the next`, async () => {
+    const h = harness(tmp);
+    const before = txs(h);
+    const ids = Array.from({ length: AUDIT_BATCH_MAX_ROWS + 88 }, (_, i) => `call_m${i}`);
+    await Promise.all(ids.map((id) => h.store.audit.append([row(id)])));
+    expect(txs(h) - before).toBe(2);
+    expect(rows(h.store, "SELECT call_id FROM audit WHERE call_id LIKE 'call_m%'").length).toBe(ids.length);
   });
 
   it("fails only the append whose row is refused; the others of its batch are committed", async () => {
