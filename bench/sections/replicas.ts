@@ -16,7 +16,7 @@ import { resolveKeyRing } from "../../src/vault/key-source.js";
 import { Vault } from "../../src/vault/vault.js";
 import type { FakeSlack } from "../../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../../test/support/postgres.js";
-import { type BrokerProc, benchRegistryDoc, brokerEnv, cliAdd, startBroker } from "../lib/broker-proc.js";
+import { type BrokerProc, benchRegistryDoc, brokerEnv, cliAdd, metricValue, startBroker } from "../lib/broker-proc.js";
 import { freePort } from "../lib/procs.js";
 import { pct, type Spread, spread, timeCalls } from "../lib/stats.js";
 import { brokerCaller } from "./latency.js";
@@ -35,7 +35,13 @@ export interface ReplicaBenchParams {
 
 /** The figures of this section. */
 export interface ReplicaBenchResult {
-  readonly warm: { readonly sqliteP50: Spread; readonly postgresP50: Spread; readonly ratio: Spread };
+  readonly warm: {
+    readonly sqliteP50: Spread;
+    readonly postgresP50: Spread;
+    readonly ratio: Spread;
+    /** What one warm call costs PostgreSQL, from replica 0's /metrics over the timed rounds. */
+    readonly postgresDb: { readonly statementsPerCall: number; readonly transactionsPerCall: number };
+  };
   readonly throughput: {
     readonly one: Spread;
     readonly three: Spread;
@@ -153,6 +159,7 @@ export async function replicaBench(
     await timeCalls(p.call, P.warmup);
     const sq: number[] = [];
     const pq: number[] = [];
+    const db0 = await replicas[0]!.metrics();
     for (let r = 0; r < P.rounds; r++) {
       for (const [call, out] of r % 2 === 0
         ? ([
@@ -165,6 +172,12 @@ export async function replicaBench(
           ] as const))
         out.push(pct(await timeCalls(call, P.n), 50));
     }
+    const db1 = await replicas[0]!.metrics();
+    const perPgCall = (name: string) => (metricValue(db1, name) - metricValue(db0, name)) / (P.rounds * P.n);
+    const postgresDb = {
+      statementsPerCall: perPgCall("slaude_db_statements_total"),
+      transactionsPerCall: perPgCall("slaude_db_transactions_total"),
+    };
     await s.client.close().catch(() => {});
     await sqlite!.stop();
 
@@ -200,7 +213,12 @@ export async function replicaBench(
     // Each replica serves a third of the users' calls in the spread rounds (users are assigned i % 3).
     const share = (k: number) => users.filter((_, i) => i % 3 === k).length / users.length;
     return {
-      warm: { sqliteP50: spread(sq), postgresP50: spread(pq), ratio: spread(pq.map((x, i) => x / sq[i]!)) },
+      warm: {
+        sqliteP50: spread(sq),
+        postgresP50: spread(pq),
+        ratio: spread(pq.map((x, i) => x / sq[i]!)),
+        postgresDb,
+      },
       throughput: {
         one: spread(o.map((x) => x.perSec)),
         three: spread(t.map((x) => x.perSec)),

@@ -4,6 +4,7 @@ import { StoreError } from "../errors.js";
 import { KEY_PARAM, LockKeys } from "./lock-keys.js";
 import { LockSession, type SessionLock } from "./lock-session.js";
 import { mapPgError } from "./pg-common.js";
+import { isStalePlan, PreparedNames } from "./prepared.js";
 
 // The PostgreSQL handle every repository shares: one pool, transactions on one pooled client,
 // advisory locks, and a dedicated (unpooled) connection for LISTEN. Replicas share the database, so
@@ -55,6 +56,8 @@ export class PgDb implements Sql {
   readonly pool: pg.Pool;
   /** Statements sent through `query` and `tx` (BEGIN/COMMIT not included) and transactions committed: /metrics. */
   readonly counts = { statements: 0, transactions: 0 };
+  /** Statement texts sent as named (prepared) statements: parsed and planned once per connection. */
+  readonly prepared = new PreparedNames();
   private gate: Promise<unknown> = Promise.resolve();
   private closed = false;
   /** Lock names to advisory lock keys (lock-keys.ts): every advisory lock of the store goes through them. */
@@ -69,6 +72,9 @@ export class PgDb implements Sql {
     this.pool = new pg.Pool({
       ...this.clientConfig(),
       max: opts.maxConnections ?? 10,
+      // A query is written as soon as it is queued, not after the previous answer: tx() sends BEGIN
+      // with its first statement (one round trip fewer per transaction; the server runs them in order).
+      pipeline: true,
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
@@ -136,9 +142,16 @@ export class PgDb implements Sql {
     await this.usable();
     this.counts.statements++;
     try {
-      return await this.pool.query<R>(text, values as unknown[]);
+      return await this.pool.query<R>(this.prepared.config(text, values));
     } catch (err) {
-      throw mapPgError(err);
+      if (!isStalePlan(err)) throw mapPgError(err);
+      // A newer replica's migration changed a table under a prepared `SELECT *`: send it unnamed from now on.
+      this.prepared.retire(text);
+      try {
+        return await this.pool.query<R>(text, values as unknown[]);
+      } catch (e) {
+        throw mapPgError(e);
+      }
     }
   }
 
@@ -148,14 +161,22 @@ export class PgDb implements Sql {
     const { client, release } = await this.checkout();
     let broken: Error | undefined;
     try {
-      await client.query("BEGIN");
+      // Not awaited: BEGIN goes out with the first statement, which the server runs after it. BEGIN
+      // fails only with its connection (failing the statements behind it too); awaited before COMMIT.
+      const begun = client.query("BEGIN");
+      begun.catch(() => {});
       const counted: Sql = {
         query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => {
           this.counts.statements++;
-          return client.query<R>(text, values as unknown[]);
+          // Inside a transaction a stale plan aborts it: the text is retired, the caller's retry runs it unnamed.
+          return client.query<R>(this.prepared.config(text, values ?? [])).catch((err: unknown) => {
+            if (isStalePlan(err)) this.prepared.retire(text);
+            throw err;
+          });
         },
       };
       const out = await fn(counted);
+      await begun;
       await client.query("COMMIT");
       this.counts.transactions++;
       return out;
