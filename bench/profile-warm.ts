@@ -37,7 +37,9 @@ const ms = performance.now() - t0;
 await me.client.close();
 await broker.stop();
 await fake.close();
-process.stdout.write(`${calls} warm calls (${modernEra ? "2026-07-28" : "2025-11-25"} era), ${(ms / calls).toFixed(3)} ms/call wall\n`);
+process.stdout.write(
+  `${calls} warm calls (${modernEra ? "2026-07-28" : "2025-11-25"} era), ${(ms / calls).toFixed(3)} ms/call wall\n`,
+);
 
 interface Node {
   id: number;
