@@ -7,7 +7,7 @@
 //               connection added through the CLI, the turn posted to /v1/turns) → pool → stdio child
 //   broker, 2026-07-28  the same broker, thread and turn from an SDK v2 client pinned to the stateless era
 // Paths are rotated round by round and every ratio is computed per round, then reported as the
-// median with its min–max. Each target of issue 13 gets a PASS/FAIL line. Absolute numbers are
+// median with its min–max. Each target of issues 13 and 25 gets a PASS/FAIL line. Absolute numbers are
 // noisy on a shared machine; the ratios are what to compare across commits (--json).
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -402,6 +402,9 @@ try {
   say(`warm mcp_call, SQLite vs PostgreSQL (each broker its own process; ${rp.warm.ratio.n} rotated rounds; p50 ms)`);
   say(
     `  SQLite ${showSpread(rp.warm.sqliteP50, "", 3)}   PostgreSQL ${showSpread(rp.warm.postgresP50, "", 3)}   PostgreSQL ÷ SQLite ${showSpread(rp.warm.ratio)}`,
+  );
+  say(
+    `  PostgreSQL statements per warm call ${rp.warm.postgresDb.statementsPerCall.toFixed(2)}, transactions ${rp.warm.postgresDb.transactionsPerCall.toFixed(2)}`,
   );
   targets.push(
     target("warm mcp_call, PostgreSQL ÷ SQLite", rp.warm.ratio.median, "<=", 1.5, showSpread(rp.warm.ratio), "×"),

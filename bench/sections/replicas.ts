@@ -2,7 +2,6 @@
 // own process, rounds rotated, the ratio per round), and throughput of 1 against 3 replicas on one
 // PostgreSQL (a client per replica, directly), with each replica's CPU time per call read from
 // /proc. On 2 cores three replicas add processes, not cores: the figure is reported as measured.
-import { spawnSync } from "node:child_process";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { systemClock } from "../../src/clock/clock.js";
@@ -10,14 +9,13 @@ import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { ConnectionLifecycle } from "../../src/connections/lifecycle.js";
 import { memoryLogger } from "../../src/log/logger.js";
-import { readStat } from "../../src/proc/proc.js";
 import { openPostgresStore } from "../../src/store/postgres/pg-store.js";
 import { resolveKeyRing } from "../../src/vault/key-source.js";
 import { Vault } from "../../src/vault/vault.js";
 import type { FakeSlack } from "../../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../../test/support/postgres.js";
 import { type BrokerProc, benchRegistryDoc, brokerEnv, cliAdd, metricValue, startBroker } from "../lib/broker-proc.js";
-import { freePort } from "../lib/procs.js";
+import { cpuMs, freePort } from "../lib/procs.js";
 import { pct, type Spread, spread, timeCalls } from "../lib/stats.js";
 import { brokerCaller } from "./latency.js";
 
@@ -54,9 +52,6 @@ export interface ReplicaBenchResult {
     readonly errors: number;
   };
 }
-
-const TICK_MS = 1000 / (Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100);
-const cpuMs = (pid: number): number => (readStat(pid)?.cpuTicks ?? Number.NaN) * TICK_MS;
 
 /** Stores a user-scoped echo connection per owner in the PostgreSQL database of `env`, through the library. */
 async function seedPostgres(env: Record<string, string>, team: string, owners: readonly string[]): Promise<void> {
