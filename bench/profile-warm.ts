@@ -1,45 +1,93 @@
 // CPU profile of the broker's warm mcp_call: starts `serve` with --cpu-prof, makes N warm calls
-// from one SDK client, stops the broker gracefully and prints where its CPU went (self time by
-// function and by file). Noise shifts totals, not the split, so this runs on a busy machine too.
-//   npm run bench:profile -- [calls=3000] [outDir] [--modern]   (--modern: a 2026-07-28 client, no session)
+// from one SDK client, stops the broker gracefully and prints where its CPU went (the per-call
+// budget by stage, then self time by file and by function). Noise shifts totals, not the split, so
+// this runs on a busy machine too.
+//   npm run bench:profile -- [calls=3000] [outDir] [--modern | --bare]
+//   --modern: a 2026-07-28 client, no session; --bare: the bench's bare SDK pass-through instead of
+//   the broker, profiled the same way (the floor's budget, stage by stage)
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
-import { cliAdd, launchBroker } from "./lib/broker-proc.js";
+import { cliAdd, ECHO_VENDOR, launchBroker, ROOT } from "./lib/broker-proc.js";
+import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
 import { STAGES, stageBudget } from "./lib/profile-stages.js";
 import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 
 const modernEra = process.argv.includes("--modern");
+const bareProxy = process.argv.includes("--bare");
 const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const calls = Number(positional[0] ?? 3000);
 const profDir = positional[1] ?? mkdtempSync(path.join(os.tmpdir(), "slaude-prof-"));
-const tmp = mkdtempSync(path.join(os.tmpdir(), "slaude-prof-run-"));
-const fake = await startFakeSlack({ admins: [] });
-const team = fake.teamId;
-const alice = { user: "U0ALICE", thread: { teamId: team, channelId: "C0BENCH", threadTs: "1700000000.000001" } };
-fake.setMembers("C0BENCH", [alice.user]);
-const broker = await launchBroker(
-  {
-    dir: path.join(tmp, "broker"),
-    slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: "prof-signing" },
-    nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`],
-  },
-  (env) => cliAdd(env, { team, scope: "user", owner: alice.user, token: "alice-token" }),
-);
-// The 2026-07-28 caller reuses the thread's live turn: report it first (brokerCaller does so itself).
-if (modernEra) await broker.turn(alice.thread, alice.user);
-const me = await (modernEra ? brokerModernCaller : brokerCaller)(broker, alice.thread, alice.user);
-for (let i = 0; i < 200; i++) await me.call();
+const PROFILE = ["--cpu-prof", `--cpu-prof-dir=${profDir}`];
+
+/** The profiled server and one warm call to it. */
+interface Target {
+  readonly what: string;
+  call(): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+async function brokerTarget(): Promise<Target> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "slaude-prof-run-"));
+  const fake = await startFakeSlack({ admins: [] });
+  const team = fake.teamId;
+  const alice = { user: "U0ALICE", thread: { teamId: team, channelId: "C0BENCH", threadTs: "1700000000.000001" } };
+  fake.setMembers("C0BENCH", [alice.user]);
+  const broker = await launchBroker(
+    {
+      dir: path.join(tmp, "broker"),
+      slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: "prof-signing" },
+      nodeArgs: PROFILE,
+    },
+    (env) => cliAdd(env, { team, scope: "user", owner: alice.user, token: "alice-token" }),
+  );
+  // The 2026-07-28 caller reuses the thread's live turn: report it first (brokerCaller does so itself).
+  if (modernEra) await broker.turn(alice.thread, alice.user);
+  const me = await (modernEra ? brokerModernCaller : brokerCaller)(broker, alice.thread, alice.user);
+  return {
+    what: `broker, ${modernEra ? "2026-07-28" : "2025-11-25"} era`,
+    call: me.call,
+    stop: async () => {
+      await me.client.close();
+      await broker.stop();
+      await fake.close();
+    },
+  };
+}
+
+async function bareTarget(): Promise<Target> {
+  const port = await freePort();
+  // The pass-through has no signal handler of its own: exit cleanly on SIGINT so the profile is written.
+  const onInt = 'data:text/javascript,process.on("SIGINT",()=>process.exit(0))';
+  const bare = path.join(ROOT, "bench/servers/bare-proxy.mjs");
+  const proc = startProc(
+    process.execPath,
+    [...PROFILE, "--import", onInt, bare, String(port), ECHO_VENDOR],
+    { PATH: process.env.PATH ?? "" },
+    ROOT,
+  );
+  await waitForHttp(`http://127.0.0.1:${port}/ping`, proc);
+  const client = await httpClient(`http://127.0.0.1:${port}/mcp`);
+  return {
+    what: "bare SDK pass-through",
+    call: () => client.callTool({ name: "echo", arguments: { text: "ping" } }),
+    stop: async () => {
+      await client.close();
+      const exited = new Promise((r) => proc.child.once("exit", r));
+      proc.child.kill("SIGINT");
+      await exited;
+    },
+  };
+}
+
+const target = await (bareProxy ? bareTarget() : brokerTarget());
+for (let i = 0; i < 200; i++) await target.call();
 const t0 = performance.now();
-for (let i = 0; i < calls; i++) await me.call();
+for (let i = 0; i < calls; i++) await target.call();
 const ms = performance.now() - t0;
-await me.client.close();
-await broker.stop();
-await fake.close();
-process.stdout.write(
-  `${calls} warm calls (${modernEra ? "2026-07-28" : "2025-11-25"} era), ${(ms / calls).toFixed(3)} ms/call wall\n`,
-);
+await target.stop();
+process.stdout.write(`${calls} warm calls (${target.what}), ${(ms / calls).toFixed(3)} ms/call wall\n`);
 
 interface Node {
   id: number;
