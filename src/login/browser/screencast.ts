@@ -57,6 +57,12 @@ export class Screencast {
   private popupShown = false;
   /** Whether frames reach the viewer yet (see show()). */
   private live = false;
+  /**
+   * Whether screencast frames may follow: once a captured frame went out (or capturing failed).
+   * Until then a frame drawn before the login page's first paint (still the blank page) could
+   * overtake the capture.
+   */
+  private primed = false;
 
   constructor(
     private readonly ctx: BrowserContext,
@@ -148,7 +154,8 @@ export class Screencast {
     cdp.on("Page.screencastFrame", (f) => {
       // Chromium sends the next frame only after this ack, so ack every one, even those dropped.
       cdp.send("Page.screencastFrameAck", { sessionId: f.sessionId }).catch(() => {});
-      this.emitFrame(cast, Buffer.from(f.data, "base64"), f.metadata.deviceWidth, f.metadata.deviceHeight);
+      if (this.primed)
+        this.emitFrame(cast, Buffer.from(f.data, "base64"), f.metadata.deviceWidth, f.metadata.deviceHeight);
     });
     await cdp.send("Page.startScreencast", {
       format: "jpeg",
@@ -167,8 +174,10 @@ export class Screencast {
     captureFrame(cast.cdp, this.frameMax, JPEG_QUALITY, cast.page.viewportSize()).then(
       (shot) => {
         if (!cast.shown) this.emitFrame(cast, shot.data, shot.pageWidth, shot.pageHeight);
+        this.primed = true;
       },
       (err: unknown) => {
+        this.primed = true;
         if (this.cast === cast && !this.hooks.closing() && !cast.page.isClosed())
           this.hooks.warn("login browser could not capture a frame", { error: errorMessage(err) });
       },
