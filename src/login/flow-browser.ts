@@ -9,6 +9,7 @@ import type { Flow } from "./flow-registry.js";
 import type { LoginBrowser, LoginBrowserFactory } from "./ports.js";
 import type { ClientMessage } from "./protocol.js";
 import type { CaptureStrategy, Viewport } from "./strategies/strategy.js";
+import { traceLogin } from "./trace.js";
 
 /** What starting a flow's browser needs. */
 export interface FlowBrowserDeps {
@@ -55,6 +56,7 @@ export async function startFlowBrowser(
   intercept?: { prefix: string; onHit(url: string): void },
 ): Promise<void> {
   const allowed = f.service.entry.loginDomains.length ? f.service.entry.loginDomains : [new URL(startUrl).host];
+  traceLogin("browser_requested", f.session.id);
   const browser = await d.browsers({
     startUrl,
     allowedHosts: allowed,

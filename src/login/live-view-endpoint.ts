@@ -14,6 +14,7 @@ import { InputQueue } from "./input-queue.js";
 import { LiveViewAssets } from "./live-view-page.js";
 import type { LoginService } from "./login-service.js";
 import { type ClientMessage, clientMessage, type ServerMessage } from "./protocol.js";
+import { traceLogin } from "./trace.js";
 
 const COOKIE = "slaude_login";
 /** Inputs one socket may have waiting; a page sends at most ~25 a second, so only a flood reaches it. */
@@ -110,6 +111,7 @@ export class LiveViewEndpoint {
       }),
     });
     res.end(this.assets.page({ sessionId: result.session.id, serviceName: result.session.service, nonce }));
+    traceLogin("page_served", result.session.id);
   };
 
   /** Answers a page request with a refusal page (its status follows the reason). */
@@ -168,6 +170,7 @@ export class LiveViewEndpoint {
   };
 
   private run(ws: WebSocket, sessionId: string): void {
+    traceLogin("socket_open", sessionId);
     const send = (m: ServerMessage) => {
       if (ws.readyState !== ws.OPEN) return;
       // Drop frames when the viewer cannot keep up; status messages always go through.

@@ -24,6 +24,7 @@ import { DeviceStrategy } from "./strategies/device.js";
 import { OAuthStrategy } from "./strategies/oauth.js";
 import { PasteStrategy } from "./strategies/paste.js";
 import type { CaptureStrategy, FlowControl, Viewport } from "./strategies/strategy.js";
+import { traceLogin } from "./trace.js";
 
 export type { OpenRefusal } from "./links.js";
 // The ports live in ports.ts; re-exported so callers keep importing them from here.
@@ -210,6 +211,7 @@ export class LoginService {
       return;
     }
     f.send = send;
+    traceLogin("flow_bound", f.session.id);
     const strategy = this.strategyOf(f);
     send({
       type: "strategy",

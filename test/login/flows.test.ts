@@ -256,7 +256,7 @@ describe("paste", () => {
 describe("refusals and lifecycle", () => {
   it("a cancelled login stores nothing and leaves no Chromium process", async () => {
     const { page, sessionId } = await openLiveView("cookiesvc");
-    // The first frame (of the blank page) can reach the viewer before the browser's start returns.
+    // The first frame (the login page at its DOMContentLoaded) can come before the browser's start returns.
     await until(() => app.logins.activeBrowsers === 1, 20_000, "the browser started");
     await page.click("#cancel");
     await until(async () => (await app.store.loginSessions.get(sessionId))?.status === "cancelled", 10_000, "cancel");

@@ -2,7 +2,7 @@ import { type Clock, systemClock } from "../../clock/clock.js";
 import type { ServiceRegistry } from "../../config/registry.js";
 import type { Logger } from "../../log/logger.js";
 import type { LoginBrowserFactory } from "../ports.js";
-import { registryLoginHosts } from "./registry-hosts.js";
+import { registryLoginHosts, soleLoginAllowlist } from "./registry-hosts.js";
 import { SpareBrowsers } from "./spare-browsers.js";
 
 /** Where and how the production login browsers run; every value comes from config/, none from the environment. */
@@ -65,6 +65,7 @@ export function chromiumLogins(
           size: s.spareBrowsers,
           chromiumPath: s.chromiumPath,
           resolvableHosts: () => registryLoginHosts(s.registry()),
+          premadeFor: () => soleLoginAllowlist(s.registry()),
           homesDir: s.homesDir,
           searchPath: s.searchPath,
           clock: s.clock ?? systemClock,

@@ -16,11 +16,14 @@ export async function captureFrame(
   cdp: CDPSession,
   max: { width: number; height: number },
   quality: number,
+  viewport?: { width: number; height: number } | null,
 ): Promise<CapturedFrame> {
   const metrics = await cdp.send("Page.getLayoutMetrics");
   const vp = metrics.cssVisualViewport;
-  const width = Math.max(1, Math.round(vp.clientWidth));
-  const height = Math.max(1, Math.round(vp.clientHeight));
+  // The page's emulated viewport when known: the metrics of a page that has only just loaded can
+  // still be off (they were seen at the frame's size), and input is scaled to the viewport.
+  const width = Math.max(1, Math.round(viewport?.width ?? vp.clientWidth));
+  const height = Math.max(1, Math.round(viewport?.height ?? vp.clientHeight));
   // The same fit-inside scaling the screencast applies with maxWidth/maxHeight.
   const scale = Math.min(1, max.width / width, max.height / height);
   const shot = await cdp.send("Page.captureScreenshot", {

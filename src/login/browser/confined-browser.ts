@@ -4,15 +4,19 @@
 // (teardown.ts). This file launches it and wires the parts together.
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { type Clock, systemClock } from "../../clock/clock.js";
-import { type ChromiumProcess, launchChromium } from "./chromium-process.js";
-import { Confinement, chromiumArgs, contextProxy } from "./confinement.js";
+import { traceLogin } from "../trace.js";
+import { launchChromium } from "./chromium-process.js";
+import { Confinement, chromiumArgs, contextOptions } from "./confinement.js";
+import type { DeferredRefill } from "./deferred-refill.js";
 import { ConfinedBrowserError } from "./errors.js";
 import { type BrowserHooks, errorMessage } from "./hooks.js";
 import { HostAllowlist } from "./host-allowlist.js";
 import { InputRelay, type MouseInput } from "./input-relay.js";
+import { usePremade } from "./premade-page.js";
 import { type BrowserPid, browserProcesses } from "./process-tree.js";
 import { Screencast, type ScreencastFrame } from "./screencast.js";
-import type { SpareBrowsers } from "./spare-browsers.js";
+import { checkSize, type Size } from "./sizes.js";
+import type { SpareBrowsers, SpareProcess } from "./spare-browsers.js";
 import { terminate } from "./teardown.js";
 
 export type { MouseInput } from "./input-relay.js";
@@ -64,6 +68,8 @@ export interface BrowserCookie {
 const DEFAULT_VIEWPORT = { width: 1024, height: 768 };
 /** Playwright's own bound on the first navigation. */
 const START_TIMEOUT_MS = 20_000;
+/** The longest the viewer waits after the start page commits for its DOMContentLoaded before frames flow anyway. */
+const SHOW_BOUND_MS = 3_000;
 
 /**
  * A headless Chromium confined to a login's hosts, streamed frame by frame and driven by relayed
@@ -71,6 +77,8 @@ const START_TIMEOUT_MS = 20_000;
  */
 export class ConfinedBrowser {
   private closing: Promise<void> | undefined;
+  /** The replacement spare, started once the person pauses (see deferred-refill.ts). */
+  private refill: DeferredRefill | undefined;
   private lastUrl: string;
   private readonly hooks: BrowserHooks;
   private readonly confinement: Confinement;
@@ -137,7 +145,7 @@ export class ConfinedBrowser {
     const frameMax = checkSize("maxFrameSize", opts.maxFrameSize ?? viewport);
     const clock = opts.clock ?? systemClock;
     // A spare was started before this login was known: only this login's context confines it.
-    const proc: ChromiumProcess =
+    const proc: SpareProcess =
       (await opts.spares?.take(allow)) ??
       (await launchChromium({
         chromiumPath: opts.chromiumPath,
@@ -145,17 +153,21 @@ export class ConfinedBrowser {
         homeParent: opts.homeParent,
         searchPath: opts.searchPath,
       }));
+    traceLogin("spare_taken");
+    const refill = opts.spares?.deferredFill();
     try {
-      return await ConfinedBrowser.open(proc, opts, allow, viewport, frameMax, clock);
-    } finally {
-      // The replacement spare starts once this login's page is on its way, not competing with it for CPU.
-      opts.spares?.fill();
+      const confined = await ConfinedBrowser.open(proc, opts, allow, viewport, frameMax, clock);
+      confined.refill = refill;
+      return confined;
+    } catch (err) {
+      refill?.now();
+      throw err;
     }
   }
 
   /** Confines a fresh context on `proc` and opens the start page; on failure `proc` is killed. */
   private static async open(
-    proc: ChromiumProcess,
+    proc: SpareProcess,
     opts: ConfinedBrowserOptions,
     allow: HostAllowlist,
     viewport: Size,
@@ -166,16 +178,12 @@ export class ConfinedBrowser {
     let ctx: BrowserContext;
     let main: Page;
     try {
-      // A fresh incognito-like context: cookies and cache stay in memory, never on disk.
-      ctx = await browser.newContext({
-        viewport,
-        screen: viewport,
-        deviceScaleFactor: 1,
-        acceptDownloads: false,
-        serviceWorkers: "block",
-        proxy: contextProxy(allow),
-      });
-      main = await ctx.newPage();
+      // A fresh incognito-like context (the spare's pre-made one when it was made for this allowlist).
+      const premade = await usePremade(proc.premade, allow, viewport);
+      ctx = premade?.ctx ?? (await browser.newContext(contextOptions(allow, viewport)));
+      traceLogin("context_created");
+      main = premade?.main ?? (await ctx.newPage());
+      traceLogin("page_created");
     } catch (err) {
       await terminate({ browser, browserPid, homeDir }, clock, () => {});
       throw new ConfinedBrowserError("launch_failed", "Chromium started but opened no page", { cause: err });
@@ -192,38 +200,56 @@ export class ConfinedBrowser {
 
   private async start(): Promise<void> {
     await this.confinement.install(this.ctx, this.main);
+    traceLogin("confined");
+    // The viewer's first frame is the login page at its DOMContentLoaded, never the blank page before it.
+    this.main.once("domcontentloaded", () => {
+      traceLogin("dom_content_loaded");
+      this.screencast.show();
+    });
     this.ctx.on("page", (p) => {
       if (this.closing) return;
       this.confinement.popup(this.ctx, p);
       this.screencast.push(p);
     });
     await this.screencast.start();
+    traceLogin("screencast_started");
     try {
       await this.main.goto(this.opts.startUrl, { waitUntil: "commit", timeout: START_TIMEOUT_MS });
+      traceLogin("navigation_committed");
     } catch (err) {
       // An identity provider that signs the user in at once redirects straight to the intercepted
       // callback; the refused hop fails the navigation, yet the flow has what it came for.
       if (!this.confinement.intercepted) throw err;
+      this.screencast.show();
     }
+    // A page slow to parse is shown as far as it got (Playwright's own timer: the clock option times teardown only).
+    void this.main
+      .waitForEvent("domcontentloaded", { timeout: SHOW_BOUND_MS })
+      .catch(() => {})
+      .then(() => this.screencast.show());
   }
 
   /** Mouse input at (x, y) in frame pixels; down/up move there first. */
   mouse(e: MouseInput): Promise<void> {
+    this.refill?.input();
     return this.relay.mouse(e);
   }
 
   /** Scrolls by (deltaX, deltaY) CSS pixels with the pointer at (x, y) in frame pixels. */
   wheel(e: { x: number; y: number; deltaX: number; deltaY: number }): Promise<void> {
+    this.refill?.input();
     return this.relay.wheel(e);
   }
 
   /** A key press or release; `key` is a KeyboardEvent.key value ("Enter", "Backspace", "a"…). */
   key(e: { type: "down" | "up"; key: string }): Promise<void> {
+    this.refill?.input();
     return this.relay.key(e);
   }
 
   /** Inserts text at the focus, as an IME would (no key events). */
   text(s: string): Promise<void> {
+    this.refill?.input();
     return this.relay.text(s);
   }
 
@@ -260,21 +286,10 @@ export class ConfinedBrowser {
     // Assigned before shutdown starts, so every handler already sees the browser as closing.
     this.closing ??= Promise.resolve().then(() => {
       this.currentUrl();
-      return terminate(
-        { browser: this.browser, browserPid: this.browserPid, homeDir: this.homeDir },
-        this.opts.clock ?? systemClock,
-        this.hooks.warn,
-      );
+      const remains = { browser: this.browser, browserPid: this.browserPid, homeDir: this.homeDir };
+      // The replacement starts once this browser is gone, not competing with its teardown.
+      return terminate(remains, this.opts.clock ?? systemClock, this.hooks.warn).finally(() => this.refill?.now());
     });
     return this.closing;
   }
-}
-
-type Size = { width: number; height: number };
-
-function checkSize(name: string, s: Size): Size {
-  const ok = (n: number) => Number.isInteger(n) && n >= 100 && n <= 4096;
-  if (!ok(s.width) || !ok(s.height))
-    throw new ConfinedBrowserError("invalid_options", `${name} must be whole pixels between 100 and 4096`);
-  return { width: s.width, height: s.height };
 }

@@ -78,6 +78,21 @@ export function contextProxy(allow: HostAllowlist): { server: string; bypass: st
 }
 
 /**
+ * A login's browser context, cold or pre-made on a spare: incognito-like (cookies and cache in
+ * memory only), no downloads, no service workers, and the context proxy of `allow`.
+ */
+export function contextOptions(allow: HostAllowlist, viewport: { width: number; height: number }) {
+  return {
+    viewport,
+    screen: viewport,
+    deviceScaleFactor: 1,
+    acceptDownloads: false,
+    serviceWorkers: "block" as const,
+    proxy: contextProxy(allow),
+  };
+}
+
+/**
  * The environment Chromium gets: nothing of the broker's; HOME and XDG dirs in a directory of its
  * own; `searchPath` is the PATH config/ allows children (the browser never reads the broker's env).
  */
@@ -119,15 +134,19 @@ export class Confinement {
 
   /** Confines `ctx` before its first navigation; `main` is its first page. */
   async install(ctx: BrowserContext, main: Page): Promise<void> {
-    await ctx.route("**/*", (route) => this.onRoute(route));
     // Redirect hops bypass the route; the network stack refuses them, and here they are reported:
     // from each page's own CDP session (see redirect-hops.ts), and from Playwright's event for
     // the hops of a popup's first requests, made before its session is attached.
     ctx.on("request", (req) => {
       if (req.redirectedFrom()) this.hops.hop(req.url());
     });
-    await watchRedirectHops(ctx, main, this.hops);
-    await ctx.addInitScript(PAGE_GUARD_SCRIPT);
+    // Independent of one another, so set up at once; all of them are in place before this resolves
+    // (the caller navigates only then).
+    await Promise.all([
+      ctx.route("**/*", (route) => this.onRoute(route)),
+      watchRedirectHops(ctx, main, this.hops),
+      ctx.addInitScript(PAGE_GUARD_SCRIPT),
+    ]);
     ctx.on("dialog", (d) => {
       // Nobody sees a dialog in a screencast: confirm and leave so the flow goes on, but answer no prompt.
       (d.type() === "prompt" ? d.dismiss() : d.accept()).catch(() => {});

@@ -20,3 +20,20 @@ export function registryLoginHosts(registry: ServiceRegistry): Set<string> {
   }
   return hosts;
 }
+
+/**
+ * The allowed host patterns of the one browser login `registry` can start, when there is exactly
+ * one such list (the same list a flow would use: loginDomains, else the start or authorize URL's
+ * host); undefined when there are none or several. A spare pre-makes its page for it.
+ */
+export function soleLoginAllowlist(registry: ServiceRegistry): readonly string[] | undefined {
+  const lists = new Map<string, readonly string[]>();
+  for (const service of registry.list()) {
+    const { loginDomains, capture } = service.entry;
+    if (capture.strategy === "device") continue;
+    const url = capture.strategy === "oauth" ? capture.authorizationUrl : capture.startUrl;
+    const patterns = loginDomains.length ? loginDomains : url ? [new URL(url).host] : [];
+    if (patterns.length) lists.set(JSON.stringify(patterns), patterns);
+  }
+  return lists.size === 1 ? [...lists.values()][0] : undefined;
+}

@@ -1,7 +1,9 @@
 // The screencast of the confined browser: the page on screen is the top of a stack (the main page,
 // then window.open popups over it), streamed as JPEG frames on its own CDP session. A popup opening
-// or closing switches the stream; switches run one at a time, in order.
+// or closing switches the stream; switches run one at a time, in order. Nothing reaches the viewer
+// before the login page itself is up (show()): the blank page a navigation starts from is never sent.
 import type { BrowserContext, CDPSession, Page } from "playwright-core";
+import { traceLogin } from "../trace.js";
 import { captureFrame } from "./capture-frame.js";
 import { type BrowserHooks, errorMessage } from "./hooks.js";
 import { jpegSize } from "./jpeg-size.js";
@@ -53,6 +55,14 @@ export class Screencast {
   private frame: FrameGeometry | undefined;
   private switching: Promise<void> = Promise.resolve();
   private popupShown = false;
+  /** Whether frames reach the viewer yet (see show()). */
+  private live = false;
+  /**
+   * Whether screencast frames may follow: once a captured frame went out (or capturing failed).
+   * Until then a frame drawn before the login page's first paint (still the blank page) could
+   * overtake the capture.
+   */
+  private primed = false;
 
   constructor(
     private readonly ctx: BrowserContext,
@@ -74,8 +84,20 @@ export class Screencast {
     return this.cast?.page ?? this.pages.at(-1);
   }
 
+  /**
+   * The login page is up (its DOMContentLoaded, or a bound): frames flow from now on, the first
+   * one an explicit capture of the page on screen, so the viewer's first frame is never blank.
+   */
+  show(): void {
+    if (this.live || this.hooks.closing()) return;
+    this.live = true;
+    const cast = this.cast;
+    if (cast) this.capture(cast);
+  }
+
   /** A popup opened: it goes on top of the stack and on screen. */
   push(page: Page): void {
+    this.live = true;
     this.track(page);
     this.setPopupShown(this.pages.length > 1);
     this.schedule();
@@ -132,7 +154,8 @@ export class Screencast {
     cdp.on("Page.screencastFrame", (f) => {
       // Chromium sends the next frame only after this ack, so ack every one, even those dropped.
       cdp.send("Page.screencastFrameAck", { sessionId: f.sessionId }).catch(() => {});
-      this.emitFrame(cast, Buffer.from(f.data, "base64"), f.metadata.deviceWidth, f.metadata.deviceHeight);
+      if (this.primed)
+        this.emitFrame(cast, Buffer.from(f.data, "base64"), f.metadata.deviceWidth, f.metadata.deviceHeight);
     });
     await cdp.send("Page.startScreencast", {
       format: "jpeg",
@@ -142,13 +165,20 @@ export class Screencast {
       everyNthFrame: 1,
     });
     // An idle page may draw nothing for a new screencast: make sure the viewer gets a current
-    // frame of the page now on screen. Not awaited, so a slow capture never holds up a switch.
-    captureFrame(cdp, this.frameMax, JPEG_QUALITY).then(
+    // frame of the page now on screen (once frames flow at all, see show()).
+    if (this.live) this.capture(cast);
+  }
+
+  /** Sends one captured frame of `cast` unless a screencast frame got there first; never awaited by a switch. */
+  private capture(cast: Cast): void {
+    captureFrame(cast.cdp, this.frameMax, JPEG_QUALITY, cast.page.viewportSize()).then(
       (shot) => {
         if (!cast.shown) this.emitFrame(cast, shot.data, shot.pageWidth, shot.pageHeight);
+        this.primed = true;
       },
       (err: unknown) => {
-        if (this.cast === cast && !this.hooks.closing() && !top.isClosed())
+        this.primed = true;
+        if (this.cast === cast && !this.hooks.closing() && !cast.page.isClosed())
           this.hooks.warn("login browser could not capture a frame", { error: errorMessage(err) });
       },
     );
@@ -156,7 +186,7 @@ export class Screencast {
 
   /** Sends a frame of `cast` to the viewer, if that cast is still the one on screen. */
   private emitFrame(cast: Cast, data: Buffer, pageWidth: number | undefined, pageHeight: number | undefined): void {
-    if (this.cast !== cast || this.hooks.closing()) return;
+    if (this.cast !== cast || this.hooks.closing() || !this.live) return;
     const size = jpegSize(data);
     if (!size) {
       this.hooks.warn("login browser dropped an unreadable frame");
@@ -165,9 +195,12 @@ export class Screencast {
     const geometry: FrameGeometry = {
       width: size.width,
       height: size.height,
-      pageWidth: pageWidth ?? size.width,
-      pageHeight: pageHeight ?? size.height,
+      // The page's emulated viewport, which input is scaled to, when known: a frame's own
+      // metadata was seen giving the frame's size instead for a page that had only just loaded.
+      pageWidth: cast.page.viewportSize()?.width ?? pageWidth ?? size.width,
+      pageHeight: cast.page.viewportSize()?.height ?? pageHeight ?? size.height,
     };
+    if (!this.frame) traceLogin("first_frame_sent");
     this.frame = geometry;
     cast.shown = true;
     const popup = cast.page !== this.main;

@@ -1,14 +1,19 @@
 // Spare login browsers: Chromium started ahead of time, so a login skips the launch (about half a
-// second, more under load). A spare is a bare process: no browser context, no page, nothing a
-// login could leave behind. It is handed to exactly one login, which confines its own fresh
-// context before any page loads and kills the whole process when it ends. The replacement is
-// started (fill) once that login's page is loading, so two Chromium starts never compete for the
-// CPU at the moment a user waits. Nothing is ever given back: a used browser is never reused.
+// second, more under load). A spare holds nothing a login could leave behind: a bare process, or
+// one with a fresh context and blank page pre-made for the login it expects (premade-page.ts).
+// It is handed to exactly one login, which confines its context before any page loads and kills
+// the whole process when it ends. The replacement is started (fill) once the person pauses, or
+// the login ends (deferred-refill.ts), so a Chromium start never competes for the CPU while a
+// user waits for a frame; a login that comes first starts it at once. Nothing is ever given
+// back: a used browser is never reused.
 import type { Clock } from "../../clock/clock.js";
+import { traceLogin } from "../trace.js";
 import type { ChromiumProcess } from "./chromium-process.js";
 import { spareChromiumArgs } from "./confinement.js";
+import { DeferredRefill } from "./deferred-refill.js";
 import { errorMessage } from "./hooks.js";
 import type { HostAllowlist } from "./host-allowlist.js";
+import { type PremadePage, premakePage } from "./premade-page.js";
 import { stopChromium } from "./teardown.js";
 
 /** Most spares kept at once, whatever config asks: each holds a whole Chromium (~100+ MB). */
@@ -24,6 +29,12 @@ export interface SpareSettings {
    * can start), read when each spare starts: a login whose hosts are not all among them gets a cold browser.
    */
   readonly resolvableHosts: () => Iterable<string>;
+  /**
+   * The allowed host patterns of the login a spare will most likely serve, read when each spare
+   * starts: the spare pre-makes its context and page for them (premade-page.ts). Unset or
+   * undefined: a bare spare, whose login makes its own.
+   */
+  readonly premadeFor?: () => readonly string[] | undefined;
   /** A BrowserHomes directory, so the start-up sweep finds spares a killed broker left behind. */
   readonly homesDir?: string | undefined;
   readonly searchPath?: string | undefined;
@@ -31,10 +42,15 @@ export interface SpareSettings {
   readonly log: { warn(msg: string, f?: Record<string, unknown>): void };
 }
 
+/** A started spare: its Chromium, and the page it pre-made, if any. */
+export interface SpareProcess extends ChromiumProcess {
+  readonly premade?: PremadePage;
+}
+
 /** One spare, started or starting; `resolvable` is fixed on its command line. */
 interface Spare {
   readonly resolvable: ReadonlySet<string>;
-  readonly ready: Promise<ChromiumProcess | undefined>;
+  readonly ready: Promise<SpareProcess | undefined>;
 }
 
 /** A small pool of pre-started Chromium processes, each handed out once. */
@@ -58,18 +74,28 @@ export class SpareBrowsers {
       const resolvable = new Set(this.s.resolvableHosts());
       // No login the registry can start is known ahead (none lists its hosts): a spare would fit none.
       if (resolvable.size === 0) return;
+      traceLogin("refill_started");
       this.spares.push(this.startOne(resolvable));
     }
   }
 
+  /** A refill that waits for the person of the login that just took a spare (see deferred-refill.ts), on the pool's clock. */
+  deferredFill(): DeferredRefill {
+    return new DeferredRefill(() => this.fill(), this.s.clock);
+  }
+
   /**
    * Hands the oldest spare whose resolvable hosts cover `allow` to the caller, who owns it from
-   * now on and calls fill() once its page is loading; undefined when none fits or the one taken failed to start.
+   * now on and calls fill() later (see deferred-refill.ts); when none is held because such a fill
+   * is still pending, it starts one now and waits for it. Undefined when none fits or the one taken failed to start.
    */
-  async take(allow: HostAllowlist): Promise<ChromiumProcess | undefined> {
+  async take(allow: HostAllowlist): Promise<SpareProcess | undefined> {
     if (this.closed) return undefined;
     const needed = allow.resolvableHosts();
-    const i = this.spares.findIndex((sp) => needed.every((h) => sp.resolvable.has(h)));
+    const fits = (sp: Spare) => needed.every((h) => sp.resolvable.has(h));
+    // A login before the last one's deferred refill: start that spare now and wait for it here.
+    if (!this.spares.some(fits)) this.fill();
+    const i = this.spares.findIndex(fits);
     if (i < 0) return undefined;
     const [spare] = this.spares.splice(i, 1);
     const p = await spare?.ready;
@@ -111,12 +137,24 @@ export class SpareBrowsers {
         }),
       )
       .then(
-        (p) => p,
+        (p) => this.premake(p),
         (err: unknown) => {
           this.s.log.warn("spare login browser did not start", { error: errorMessage(err) });
           return undefined;
         },
       );
     return { resolvable, ready };
+  }
+
+  /** `p` with a page pre-made for premadeFor's login; a bare `p` when there is none or it fails. */
+  private async premake(p: ChromiumProcess): Promise<SpareProcess> {
+    const patterns = this.s.premadeFor?.();
+    if (!patterns?.length) return p;
+    try {
+      return { ...p, premade: await premakePage(p.browser, patterns) };
+    } catch (err) {
+      this.s.log.warn("spare login browser could not pre-make its page", { error: errorMessage(err) });
+      return p;
+    }
   }
 }

@@ -264,6 +264,9 @@ describe.each(["cold", "spare"] as const)("ConfinedBrowser (%s browser)", (mode)
       size: 1,
       chromiumPath: CHROMIUM,
       resolvableHosts: () => ["idp.localhost"],
+      // Each spare pre-makes its context and page for the suite's usual allowlist (premade-page.ts):
+      // the suite runs on pre-made pages, and a test with another allowlist on a fresh context.
+      premadeFor: () => [`idp.localhost:${idp.port}`],
       homesDir: spareHomes,
       clock: systemClock,
       log: { warn: () => {} },
