@@ -6,6 +6,7 @@
 //   broker      SDK client → HTTP → `slaude-connect serve` (compiled, Slack for membership, a
 //               connection added through the CLI, the turn posted to /v1/turns) → pool → stdio child
 //   broker, 2026-07-28  the same broker, thread and turn from an SDK v2 client pinned to the stateless era
+// and, apart, the login live view (real Chromium on both sides, bench/sections/login.ts).
 // Paths are rotated round by round and every ratio is computed per round, then reported as the
 // median with its min–max. Each target of issues 13 and 25 gets a PASS/FAIL line. Absolute numbers are
 // noisy on a shared machine; the ratios are what to compare across commits (--json).
@@ -21,6 +22,7 @@ import { approvalRoundTrip } from "./sections/approval.js";
 import { cold } from "./sections/cold.js";
 import { hygiene } from "./sections/hygiene.js";
 import { bare, brokerCaller, brokerModernCaller, direct, latency, mcpProxy } from "./sections/latency.js";
+import { measureLogin } from "./sections/login.js";
 import { overload } from "./sections/overload.js";
 import { replicaBench } from "./sections/replicas.js";
 import { scale } from "./sections/scale.js";
@@ -428,6 +430,40 @@ try {
   say();
   say(`result hygiene of a ${(hy.bytes / 1e6).toFixed(0)} MB result (ms): ${showSpread(hy.ms, "", 2)}`);
   targets.push(target("hygiene of a 5 MB result", hy.ms.median, "<=", 5, `${hy.ms.median.toFixed(2)} ms`, " ms"));
+
+  progress("login live view (real Chromium on both sides)");
+  const lg = await measureLogin({ runs: quick ? 3 : 8, modes: ["warm", "cold"] });
+  figures.login = lg;
+  say();
+  say(`login live view, ${lg.runs} logins per mode, spare browser on (ms from the link's goto; p50)`);
+  for (const [mode, limit] of [
+    ["warm", 450],
+    ["cold", 800],
+  ] as const) {
+    const x = lg.modes[mode];
+    if (!x) continue;
+    const split = Object.entries(x.split)
+      .sort((a, b) => (a[1] ?? 0) - (b[1] ?? 0))
+      .map(([k, v]) => `${k} ${v?.toFixed(0)}`)
+      .join(", ");
+    say(
+      `  ${mode} viewer page: first frame drawn ${x.firstFrame.p50.toFixed(0)} (${x.firstFrame.min.toFixed(0)}–${x.firstFrame.max.toFixed(0)}), blank first frames ${x.blankFirstFrames}/${x.firstFrame.n}`,
+    );
+    say(`    split: ${split}`);
+    say(
+      `    input → changed frame ${x.inputIdle.p50.toFixed(0)} idle (n=${x.inputIdle.n}), ${x.inputRefilling.p50.toFixed(0)} while the spare refills (n=${x.inputRefilling.n})`,
+    );
+    const f = `${x.firstFrame.p50.toFixed(0)} ms`;
+    targets.push(target(`login first frame p50, ${mode} viewer page`, x.firstFrame.p50, "<=", limit, f, " ms"));
+    targets.push(
+      target(`login blank first frames, ${mode} viewer page`, x.blankFirstFrames, "<=", 0, `${x.blankFirstFrames}`),
+    );
+    // The worse of the two: the target holds whether or not the spare is refilling.
+    const worst = Math.max(x.inputIdle.p50, Number.isNaN(x.inputRefilling.p50) ? 0 : x.inputRefilling.p50);
+    targets.push(
+      target(`login input → frame p50, refill or not, ${mode}`, worst, "<=", 60, `${worst.toFixed(0)} ms`, " ms"),
+    );
+  }
 
   say();
   say("targets (issues 13 and 25)");
