@@ -94,3 +94,28 @@ describe("Redactor: encoded forms at any byte offset", () => {
     expect(new Redactor(["abcd"]).text("plain words stay: YWJj and abc")).toBe("plain words stay: YWJj and abc");
   });
 });
+
+describe("Redactor: the leak check finds every form the replacement removes", () => {
+  it("every variant, alone or inside other text, is found by leaks() and removed by text(); clean text is left as is", () => {
+    const secret = "tok_0123456789abcdefABCDEF";
+    const r = new Redactor([secret, "hunter22"], [`Bearer ${secret}`], ["alice@example.com"]);
+    const forms = [
+      secret,
+      encodeURIComponent(`alice@example.com:${secret}`),
+      Buffer.from(`Bearer ${secret}`).toString("base64"),
+      Buffer.from(`x${secret}`).toString("base64url"),
+      Buffer.from("hunter22").toString("hex").toUpperCase(),
+      JSON.stringify(`alice@example.com:hunter22`).slice(1, -1),
+    ];
+    for (const f of forms) {
+      const text = `before ${f} after`;
+      expect(r.leaks(text)).toBe(true);
+      const clean = r.text(text);
+      expect(clean).toContain(REDACTED);
+      expect(r.leaks(clean)).toBe(false);
+    }
+    const plain = "nothing secret here\n".repeat(50);
+    expect(r.leaks(plain)).toBe(false);
+    expect(r.text(plain)).toBe(plain);
+  });
+});
