@@ -1,6 +1,6 @@
-// The audit rows both store adapters read back: a row as a record, the columns `callSamples`
+// The audit rows both store adapters write and read back: the columns and values of an append, a row as a record, the columns `callSamples`
 // reads as a sample, and the bound of one `callSamples` read.
-import type { AuditRecord, CallSample } from "../audit/event.js";
+import type { AuditEvent, AuditRecord, CallSample } from "../audit/event.js";
 
 export interface AuditRow {
   seq: number;
@@ -69,4 +69,50 @@ export const MAX_CALL_SAMPLES = 100_000;
 /** A `callSamples` limit as a whole number in 1..MAX_CALL_SAMPLES. */
 export function sampleLimit(limit: number): number {
   return Math.max(1, Math.min(Math.floor(limit) || 1, MAX_CALL_SAMPLES));
+}
+
+/** The audit columns an append fills, with their PostgreSQL types, in the order of auditValues. */
+export const AUDIT_COLUMNS: readonly (readonly [string, "bigint" | "text"])[] = [
+  ["at", "bigint"],
+  ["event", "text"],
+  ["team_id", "text"],
+  ["channel_id", "text"],
+  ["thread_ts", "text"],
+  ["caller_user_id", "text"],
+  ["owner_user_id", "text"],
+  ["connection_id", "text"],
+  ["service", "text"],
+  ["tool", "text"],
+  ["args_hash", "text"],
+  ["decision", "text"],
+  ["approver_user_id", "text"],
+  ["duration_ms", "bigint"],
+  ["result_bytes", "bigint"],
+  ["error_code", "text"],
+  ["actor", "text"],
+  ["call_id", "text"],
+];
+
+/** One event's values in AUDIT_COLUMNS order (absent fields as null): what both databases insert. */
+export function auditValues(e: AuditEvent): unknown[] {
+  return [
+    e.at,
+    e.event,
+    e.teamId ?? null,
+    e.channelId ?? null,
+    e.threadTs ?? null,
+    e.callerUserId ?? null,
+    e.ownerUserId ?? null,
+    e.connectionId ?? null,
+    e.service ?? null,
+    e.tool ?? null,
+    e.argsHash ?? null,
+    e.decision ?? null,
+    e.approverUserId ?? null,
+    e.durationMs ?? null,
+    e.resultBytes ?? null,
+    e.errorCode ?? null,
+    e.actor ?? null,
+    e.callId ?? null,
+  ];
 }

@@ -1,59 +1,27 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
 import { AuditBatch } from "../audit-batch.js";
-import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
+import {
+  AUDIT_COLUMNS,
+  type AuditRow,
+  auditValues,
+  type CallSampleRow,
+  sampleLimit,
+  toCallSample,
+  toRecord,
+} from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
 
-/** The columns an append fills, with their types, in the order of the values of writeAudit. */
-const COLUMNS: readonly (readonly [string, "bigint" | "text"])[] = [
-  ["at", "bigint"],
-  ["event", "text"],
-  ["team_id", "text"],
-  ["channel_id", "text"],
-  ["thread_ts", "text"],
-  ["caller_user_id", "text"],
-  ["owner_user_id", "text"],
-  ["connection_id", "text"],
-  ["service", "text"],
-  ["tool", "text"],
-  ["args_hash", "text"],
-  ["decision", "text"],
-  ["approver_user_id", "text"],
-  ["duration_ms", "bigint"],
-  ["result_bytes", "bigint"],
-  ["error_code", "text"],
-  ["actor", "text"],
-  ["call_id", "text"],
-];
 // One array per column, so one text whatever the number of rows: prepared once, however rows are batched.
-const INSERT = `INSERT INTO audit (${COLUMNS.map(([c]) => c).join(", ")})
-  SELECT * FROM unnest(${COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(", ")})`;
+const INSERT = `INSERT INTO audit (${AUDIT_COLUMNS.map(([c]) => c).join(", ")})
+  SELECT * FROM unnest(${AUDIT_COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(", ")})`;
 
 /** Writes audit rows with `q`: pass the client of the transaction making the change they describe. */
 export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise<void> {
   if (!events.length) return;
-  const columns: unknown[][] = COLUMNS.map(() => new Array(events.length));
+  const columns: unknown[][] = AUDIT_COLUMNS.map(() => new Array(events.length));
   events.forEach((e, i) => {
-    const row = [
-      e.at,
-      e.event,
-      e.teamId ?? null,
-      e.channelId ?? null,
-      e.threadTs ?? null,
-      e.callerUserId ?? null,
-      e.ownerUserId ?? null,
-      e.connectionId ?? null,
-      e.service ?? null,
-      e.tool ?? null,
-      e.argsHash ?? null,
-      e.decision ?? null,
-      e.approverUserId ?? null,
-      e.durationMs ?? null,
-      e.resultBytes ?? null,
-      e.errorCode ?? null,
-      e.actor ?? null,
-      e.callId ?? null,
-    ];
+    const row = auditValues(e);
     for (let k = 0; k < row.length; k++) columns[k]![i] = row[k];
   });
   await q.query(INSERT, columns);

@@ -1,39 +1,25 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../../audit/event.js";
 import { AuditBatch } from "../audit-batch.js";
-import { type AuditRow, type CallSampleRow, sampleLimit, toCallSample, toRecord } from "../audit-rows.js";
+import {
+  AUDIT_COLUMNS,
+  type AuditRow,
+  auditValues,
+  type CallSampleRow,
+  sampleLimit,
+  toCallSample,
+  toRecord,
+} from "../audit-rows.js";
 import type { AuditRepo } from "../store.js";
 import { type Db, DEFAULT_LOCK_WAIT, type LockWait, preparedWriteTx } from "./db.js";
 
 /** Writes audit rows; called inside the transaction of the change they describe. */
 export function makeAuditWriter(db: Db): (events: readonly AuditEvent[]) => void {
   // Positional parameters: no object of 18 named values built and looked up per row.
-  const insert =
-    db.prepare(`INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id,
-    connection_id, service, tool, args_hash, decision, approver_user_id, duration_ms, result_bytes, error_code, actor, call_id)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insert = db.prepare(
+    `INSERT INTO audit (${AUDIT_COLUMNS.map(([c]) => c).join(", ")}) VALUES (${AUDIT_COLUMNS.map(() => "?").join(", ")})`,
+  );
   return (events) => {
-    for (const e of events) {
-      insert.run(
-        e.at,
-        e.event,
-        e.teamId ?? null,
-        e.channelId ?? null,
-        e.threadTs ?? null,
-        e.callerUserId ?? null,
-        e.ownerUserId ?? null,
-        e.connectionId ?? null,
-        e.service ?? null,
-        e.tool ?? null,
-        e.argsHash ?? null,
-        e.decision ?? null,
-        e.approverUserId ?? null,
-        e.durationMs ?? null,
-        e.resultBytes ?? null,
-        e.errorCode ?? null,
-        e.actor ?? null,
-        e.callId ?? null,
-      );
-    }
+    for (const e of events) insert.run(...auditValues(e));
   };
 }
 
