@@ -1,5 +1,5 @@
-// The audit rows both store adapters write and read back: the columns and values of an append, a row as a record, the columns `callSamples`
-// reads as a sample, and the bound of one `callSamples` read.
+// The audit rows both store adapters write and read back: the columns and values of an append,
+// a row as a record, the columns `callSamples` reads as a sample, and the bound of one such read.
 import type { AuditEvent, AuditRecord, CallSample } from "../audit/event.js";
 
 export interface AuditRow {
