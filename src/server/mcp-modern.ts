@@ -1,5 +1,12 @@
 import type http from "node:http";
-import { classifyInboundRequest, createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server";
+import {
+  classifyInboundRequest,
+  createMcpHandler,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  type McpHttpHandler,
+  PROTOCOL_VERSION_META_KEY,
+} from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
 import type { Logger } from "../log/logger.js";
 import type { HostCaller } from "./host-teams.js";
@@ -23,18 +30,56 @@ function header(req: http.IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v.join(", ") : v;
 }
 
+/** A 2025-era revision as the MCP-Protocol-Version header spells it, with nothing around it. */
+const LEGACY_REVISION = /^\d{4}-\d{2}-\d{2}$/;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
 /**
- * Whether a parsed POST body (or a body-less GET/DELETE) belongs to the 2025 era, as the SDK routes
- * it: the SDK's own classifier (the one behind isLegacyRequest and createMcpHandler), fed the node
- * request's headers directly instead of a web Request built for it (a third of this check's cost).
+ * Whether a body is, without running a schema, an envelope-less single message that names no modern revision: not
+ * a batch, no `result` or `error` key (the SDK's strict response schemas require one), params (if any) an object
+ * whose `_meta` (if any) is an object without the protocol-version claim, and no MCP-Protocol-Version header or a
+ * bare 2025-era one. For such a body the SDK's classifier answers "legacy" exactly when it is a JSON-RPC request or
+ * notification; anything else takes the classifier's full path.
+ */
+export function plainLegacyShape(
+  body: unknown,
+  protocolVersionHeader: string | undefined,
+): body is Record<string, unknown> {
+  if (!isObject(body) || "result" in body || "error" in body) return false;
+  if (protocolVersionHeader !== undefined) {
+    const modern = protocolVersionHeader >= MODERN_REVISIONS[0];
+    if (!LEGACY_REVISION.test(protocolVersionHeader) || modern) return false;
+  }
+  const params = body.params;
+  if (params === undefined) return true;
+  if (!isObject(params)) return false;
+  const meta = params._meta;
+  if (meta === undefined) return true;
+  return isObject(meta) && !(PROTOCOL_VERSION_META_KEY in meta);
+}
+
+/**
+ * Whether a parsed POST body (or a body-less GET/DELETE) belongs to the 2025 era, as the SDK routes it: the SDK's
+ * own classifier (the one behind isLegacyRequest and createMcpHandler), fed the node request's headers directly
+ * instead of a web Request built for it. The common 2025 request (see `plainLegacyShape`) skips the classifier's
+ * response schemas, which fail on every request and build zod's error messages to do so (about 0.1 ms per call):
+ * it takes one request-schema check instead, with the same answer (test/server/era-routing.test.ts compares both).
  */
 export function isLegacyMessage(req: http.IncomingMessage, body: unknown): boolean {
   if (req.method !== "POST" || body === undefined) return true;
-  const [protocolVersionHeader, mcpMethodHeader, mcpNameHeader] = [
-    header(req, "mcp-protocol-version"),
-    header(req, "mcp-method"),
-    header(req, "mcp-name"),
-  ];
+  const protocolVersionHeader = header(req, "mcp-protocol-version");
+  if (plainLegacyShape(body, protocolVersionHeader)) return isJSONRPCRequest(body) || isJSONRPCNotification(body);
+  return classifiedLegacy(req, body, protocolVersionHeader);
+}
+
+/** The SDK classifier's verdict on a POST body: "legacy" or not (modern, or a rejection the modern leg answers). */
+export function classifiedLegacy(
+  req: http.IncomingMessage,
+  body: unknown,
+  protocolVersionHeader = header(req, "mcp-protocol-version"),
+): boolean {
+  const [mcpMethodHeader, mcpNameHeader] = [header(req, "mcp-method"), header(req, "mcp-name")];
   const routed = classifyInboundRequest({
     httpMethod: "POST",
     ...(protocolVersionHeader !== undefined && { protocolVersionHeader }),
