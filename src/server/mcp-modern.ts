@@ -59,17 +59,34 @@ export function plainLegacyShape(
   return isObject(meta) && !(PROTOCOL_VERSION_META_KEY in meta);
 }
 
+const REQUEST_KEYS = new Set(["jsonrpc", "id", "method", "params"]);
+
+/**
+ * Whether a body surely passes the SDK's strict JSON-RPC request schema, read without zod (whose parse of a request
+ * costs about 0.06 ms): only the request's four keys, `jsonrpc` "2.0", a string or safe-integer `id`, a string
+ * `method`, and params (if any) an object without `_meta` (loose there). False means "ask the schema", not "invalid".
+ */
+function plainRequest(body: Record<string, unknown>): boolean {
+  for (const key in body) if (!REQUEST_KEYS.has(key) || !Object.hasOwn(body, key)) return false;
+  const { jsonrpc, id, method, params } = body;
+  if (jsonrpc !== "2.0" || typeof method !== "string") return false;
+  if (typeof id !== "string" && !Number.isSafeInteger(id)) return false;
+  return params === undefined || (isObject(params) && !("_meta" in params));
+}
+
 /**
  * Whether a parsed POST body (or a body-less GET/DELETE) belongs to the 2025 era, as the SDK routes it: the SDK's
  * own classifier (the one behind isLegacyRequest and createMcpHandler), fed the node request's headers directly
  * instead of a web Request built for it. The common 2025 request (see `plainLegacyShape`) skips the classifier's
  * response schemas, which fail on every request and build zod's error messages to do so (about 0.1 ms per call):
- * it takes one request-schema check instead, with the same answer (test/server/era-routing.test.ts compares both).
+ * it takes a plain key check (or, failing that, the request and notification schemas) instead, with the same answer (test/server/era-routing.test.ts compares both).
  */
 export function isLegacyMessage(req: http.IncomingMessage, body: unknown): boolean {
   if (req.method !== "POST" || body === undefined) return true;
   const protocolVersionHeader = header(req, "mcp-protocol-version");
-  if (plainLegacyShape(body, protocolVersionHeader)) return isJSONRPCRequest(body) || isJSONRPCNotification(body);
+  if (plainLegacyShape(body, protocolVersionHeader)) {
+    return plainRequest(body) || isJSONRPCRequest(body) || isJSONRPCNotification(body);
+  }
   return classifiedLegacy(req, body, protocolVersionHeader);
 }
 
