@@ -4,17 +4,27 @@ import type http from "node:http";
 // that transport ourselves (not the node wrapper, which hides it) so a session can also be fed an
 // internal request: the replayed initialize that rebuilds a session opened on another replica.
 
+const ORIGIN = "http://slaude-connect.invalid";
+
+/** `path` (a request line's target) as an origin-form path and query: never another host. */
+function originForm(path: string): string {
+  if (path.startsWith("/") && !path.startsWith("//")) return path;
+  const u = new URL(path, ORIGIN);
+  return `${u.pathname}${u.search}`;
+}
+
 /**
  * A web Request with the method, path and headers of `req`; no body (the endpoint has parsed it
  * already). `signal`, when given, is the request's: the SDK ends the exchange when it aborts.
  */
 export function toWebRequest(req: http.IncomingMessage, signal?: AbortSignal): Request {
+  // From the raw name/value list, not `headersDistinct` (an object of arrays built on first read): half the cost.
   const headers = new Headers();
-  for (const [name, values] of Object.entries(req.headersDistinct)) {
-    for (const v of values ?? []) headers.append(name, v);
-  }
-  // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard).
-  return new Request(new URL(req.url ?? "/mcp", "http://slaude-connect.invalid"), {
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard). An
+  // origin-form path is appended to it as it is (no URL parse of our own); any other form gives its path only.
+  return new Request(`${ORIGIN}${originForm(req.url ?? "/mcp")}`, {
     method: req.method ?? "GET",
     headers,
     ...(signal ? { signal } : {}),
