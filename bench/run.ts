@@ -17,7 +17,7 @@ import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { type BrokerProc, cliAdd, launchBroker, metricValue, others, seed } from "./lib/broker-proc.js";
 import { rssMb } from "./lib/procs.js";
-import { ms, showSpread, showTarget, type TargetResult, target, timeCalls } from "./lib/stats.js";
+import { ms, ratioTarget, showSpread, showTarget, type TargetResult, target, timeCalls } from "./lib/stats.js";
 import { approvalRoundTrip } from "./sections/approval.js";
 import { cold } from "./sections/cold.js";
 import { hygiene } from "./sections/hygiene.js";
@@ -197,36 +197,9 @@ try {
   say(`  server CPU per call, broker ÷ bare ${showSpread(lat.ratios.brokerCpuOverBare)}`);
   say(`  server CPU per call, broker 2026-07-28 ÷ bare ${showSpread(lat.ratios.modernCpuOverBare)} (reported)`);
   say(`  broker, 2026-07-28 ÷ 2025-11-25 ${showSpread(lat.ratios.modernOverBroker)} (same broker and turn; reported)`);
-  targets.push(
-    target(
-      "warm mcp_call p50 ÷ bare pass-through",
-      lat.ratios.brokerOverBare.median,
-      "<=",
-      1.1,
-      showSpread(lat.ratios.brokerOverBare),
-      "×",
-    ),
-  );
-  targets.push(
-    target(
-      "server CPU per warm call ÷ bare pass-through",
-      lat.ratios.brokerCpuOverBare.median,
-      "<=",
-      1.3,
-      showSpread(lat.ratios.brokerCpuOverBare),
-      "×",
-    ),
-  );
-  targets.push(
-    target(
-      "warm mcp_call p50 ÷ mcp-proxy",
-      lat.ratios.brokerOverMcpProxy.median,
-      "<=",
-      0.7,
-      showSpread(lat.ratios.brokerOverMcpProxy),
-      "×",
-    ),
-  );
+  targets.push(ratioTarget("warm mcp_call p50 ÷ bare pass-through", lat.ratios.brokerOverBare, "<=", 1.1));
+  targets.push(ratioTarget("server CPU per warm call ÷ bare pass-through", lat.ratios.brokerCpuOverBare, "<=", 1.3));
+  targets.push(ratioTarget("warm mcp_call p50 ÷ mcp-proxy", lat.ratios.brokerOverMcpProxy, "<=", 0.7));
 
   // What one warm call costs the store: statements and write transactions, read from /metrics.
   const dbBefore = await b.metrics();
@@ -266,7 +239,7 @@ try {
     statementsPerCall: tpPerCall("slaude_db_statements_total"),
     transactionsPerCall: tpPerCall("slaude_db_transactions_total"),
   };
-  targets.push(target("throughput ÷ bare pass-through", tp.ratio.median, ">=", 0.9, showSpread(tp.ratio), "×"));
+  targets.push(ratioTarget("throughput ÷ bare pass-through", tp.ratio, ">=", 0.9));
 
   // Top up to the memory figure's call count, then the listing.
   for (; brokerCalls < P.calls; brokerCalls++) await me.call();
@@ -350,26 +323,8 @@ try {
     `  borrowed (grant)  ${ms(sc.p50.small.borrowed)} ${ms(sc.p50.large.borrowed)}   ratio ${showSpread(sc.borrowedRatio)}`,
   );
   say(`  connections_list  ${ms(sc.p50.small.list)} ${ms(sc.p50.large.list)}`);
-  targets.push(
-    target(
-      `shared call at ${sc.large} ÷ at ${sc.small} connections`,
-      sc.sharedRatio.median,
-      "<=",
-      1.2,
-      showSpread(sc.sharedRatio),
-      "×",
-    ),
-  );
-  targets.push(
-    target(
-      `borrowed call at ${sc.large} ÷ at ${sc.small} connections`,
-      sc.borrowedRatio.median,
-      "<=",
-      1.2,
-      showSpread(sc.borrowedRatio),
-      "×",
-    ),
-  );
+  targets.push(ratioTarget(`shared call at ${sc.large} ÷ at ${sc.small} connections`, sc.sharedRatio, "<=", 1.2));
+  targets.push(ratioTarget(`borrowed call at ${sc.large} ÷ at ${sc.small} connections`, sc.borrowedRatio, "<=", 1.2));
   targets.push(
     target(
       `connections_list p50 at ${sc.large} connections`,
@@ -408,9 +363,7 @@ try {
   say(
     `  PostgreSQL statements per warm call ${rp.warm.postgresDb.statementsPerCall.toFixed(2)}, transactions ${rp.warm.postgresDb.transactionsPerCall.toFixed(2)}`,
   );
-  targets.push(
-    target("warm mcp_call, PostgreSQL ÷ SQLite", rp.warm.ratio.median, "<=", 1.5, showSpread(rp.warm.ratio), "×"),
-  );
+  targets.push(ratioTarget("warm mcp_call, PostgreSQL ÷ SQLite", rp.warm.ratio, "<=", 1.5));
   const rt = rp.throughput;
   say(
     `throughput on PostgreSQL, 1 vs 3 replicas (a client per replica, directly; ${rt.ratio.n} alternating rounds; errors ${rt.errors})`,

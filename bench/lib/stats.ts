@@ -44,6 +44,11 @@ export function target(
   return { name, figure, limit: `${op} ${limit}${unit}`, pass };
 }
 
+/** A target on a ratio's per-round median, shown with its spread. */
+export function ratioTarget(name: string, s: Spread, op: "<=" | ">=", limit: number): TargetResult {
+  return target(name, s.median, op, limit, showSpread(s), "×");
+}
+
 export function showTarget(t: TargetResult): string {
   return `${t.pass ? "PASS" : "FAIL"}  ${t.name.padEnd(52)} ${t.figure}   target ${t.limit}`;
 }
