@@ -177,14 +177,12 @@ export class ConfinedBrowser {
     const { browser, browserPid, homeDir } = proc;
     let ctx: BrowserContext;
     let main: Page;
-    let resize: Promise<void> | undefined;
     try {
       // A fresh incognito-like context (the spare's pre-made one when it was made for this allowlist).
       const premade = await usePremade(proc.premade, allow, viewport);
       ctx = premade?.ctx ?? (await browser.newContext(contextOptions(allow, viewport)));
       traceLogin("context_created");
       main = premade?.main ?? (await ctx.newPage());
-      resize = premade?.resize;
       traceLogin("page_created");
     } catch (err) {
       await terminate({ browser, browserPid, homeDir }, clock, () => {});
@@ -192,7 +190,7 @@ export class ConfinedBrowser {
     }
     const confined = new ConfinedBrowser(browser, ctx, main, opts, allow, homeDir, browserPid, frameMax);
     try {
-      await confined.start(resize);
+      await confined.start();
     } catch (err) {
       await confined.close();
       throw new ConfinedBrowserError("start_failed", "the login page did not open", { cause: err });
@@ -200,15 +198,9 @@ export class ConfinedBrowser {
     return confined;
   }
 
-  private async start(resize?: Promise<void>): Promise<void> {
-    // The confinement, the viewport and the screencast are independent of one another: set up at
-    // once, all in place before the page navigates (so the screencast's own first frame, of the
-    // blank page, is asked for before the navigation starts, and nothing loads unconfined).
-    await Promise.all([
-      this.confinement.install(this.ctx, this.main).then(() => traceLogin("confined")),
-      resize,
-      this.screencast.start().then(() => traceLogin("screencast_started")),
-    ]);
+  private async start(): Promise<void> {
+    await this.confinement.install(this.ctx, this.main);
+    traceLogin("confined");
     // The viewer's first frame is the login page at its DOMContentLoaded, never the blank page before it.
     this.main.once("domcontentloaded", () => {
       traceLogin("dom_content_loaded");
@@ -219,6 +211,8 @@ export class ConfinedBrowser {
       this.confinement.popup(this.ctx, p);
       this.screencast.push(p);
     });
+    await this.screencast.start();
+    traceLogin("screencast_started");
     try {
       await this.main.goto(this.opts.startUrl, { waitUntil: "commit", timeout: START_TIMEOUT_MS });
       traceLogin("navigation_committed");

@@ -33,21 +33,20 @@ export async function premakePage(browser: Browser, patterns: readonly string[])
 }
 
 /**
- * The pre-made page for a login confined to `allow`; undefined (and the pre-made context closed)
- * when it was made for another allowlist or has gone away. A login asking another viewport gets
- * `resize`, the page being set to it: the caller awaits it (alongside the confinement) before the
- * page navigates.
+ * The pre-made page for a login confined to `allow`, sized to `viewport`; undefined (and the
+ * pre-made context closed) when it was made for another allowlist or has gone away.
  */
 export async function usePremade(
   p: PremadePage | undefined,
   allow: HostAllowlist,
   viewport: { width: number; height: number },
-): Promise<{ ctx: BrowserContext; main: Page; resize?: Promise<void> } | undefined> {
+): Promise<{ ctx: BrowserContext; main: Page } | undefined> {
   if (!p) return undefined;
   if (p.proxyBypass !== contextProxy(allow).bypass || p.main.isClosed() || p.main.url() !== "about:blank") {
     await p.ctx.close().catch(() => {});
     return undefined;
   }
-  if (viewport.width === PREMADE_VIEWPORT.width && viewport.height === PREMADE_VIEWPORT.height) return p;
-  return { ctx: p.ctx, main: p.main, resize: p.main.setViewportSize(viewport) };
+  if (viewport.width !== PREMADE_VIEWPORT.width || viewport.height !== PREMADE_VIEWPORT.height)
+    await p.main.setViewportSize(viewport);
+  return p;
 }
