@@ -157,19 +157,22 @@ export class LiveViewEndpoint {
       const sameHost =
         origin !== undefined && host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
       if (!origin || !(allowed.has(origin) || sameHost)) return reject(socket, 403);
-      const sid = new URL(req.url ?? "/", "http://x").searchParams.get("s");
+      const query = new URL(req.url ?? "/", "http://x").searchParams;
+      const sid = query.get("s");
       const cookie = readViewerCookie(req);
       if (!sid || !cookie || cookie.sessionId !== sid) return reject(socket, 401);
       const session = await this.logins.viewerMatches(sid, cookie.secret);
       if (!session) return reject(socket, 401);
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.run(ws, session.id));
+      const viewport = viewportOf(query);
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.run(ws, session.id, viewport));
     })().catch((err: unknown) => {
       this.log.warn("live-view upgrade failed", { error: errorMessage(err) });
       reject(socket, 500);
     });
   };
 
-  private run(ws: WebSocket, sessionId: string): void {
+  /** Runs one viewer socket; one whose URL gave its viewport is attached at once (else on its first message). */
+  private run(ws: WebSocket, sessionId: string, viewport?: { width: number; height: number }): void {
     traceLogin("socket_open", sessionId);
     const send = (m: ServerMessage) => {
       if (ws.readyState !== ws.OPEN) return;
@@ -205,6 +208,13 @@ export class LiveViewEndpoint {
       warn("live-view input failed"),
     );
     let attached = false;
+    const attach = (size: { width: number; height: number }) => {
+      attached = true;
+      this.logins.attach(viewer, send, size).catch(warn("live-view attach failed"));
+    };
+    // The page names its viewport in the socket's URL, so its browser starts without waiting for
+    // the round trip of a first message.
+    if (viewport) attach(viewport);
     let alive = true;
     const heartbeat = this.clock.setInterval(
       () => {
@@ -227,10 +237,9 @@ export class LiveViewEndpoint {
       const m = clientMessage.safeParse(doc);
       if (!m.success) return;
       if (!attached) {
-        attached = true;
-        const viewport =
-          m.data.type === "viewport" ? { width: m.data.width, height: m.data.height } : { width: 1024, height: 768 };
-        this.logins.attach(viewer, send, viewport).catch(warn("live-view attach failed"));
+        attach(
+          m.data.type === "viewport" ? { width: m.data.width, height: m.data.height } : { width: 1024, height: 768 },
+        );
         if (m.data.type === "viewport") return;
       }
       // Cancel jumps the queue: stopping must not wait behind a burst of input.
@@ -254,6 +263,15 @@ export class LiveViewEndpoint {
     for (const c of this.wss.clients) c.terminate();
     this.wss.close();
   }
+}
+
+/** The viewport a socket's URL names (`w`, `h`), validated as a viewport message is; undefined when absent or invalid. */
+function viewportOf(query: URLSearchParams): { width: number; height: number } | undefined {
+  const w = query.get("w");
+  const h = query.get("h");
+  if (w === null || h === null || !/^\d{1,5}$/.test(w) || !/^\d{1,5}$/.test(h)) return undefined;
+  const m = clientMessage.safeParse({ type: "viewport", width: Number(w), height: Number(h) });
+  return m.success && m.data.type === "viewport" ? { width: m.data.width, height: m.data.height } : undefined;
 }
 
 /** Refuses an upgrade with `status` and closes the socket. */

@@ -12,16 +12,17 @@
     frameH = 0,
     ended = false;
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${proto}//${location.host}/login/ws?s=${encodeURIComponent(sessionId)}`);
+  const width = Math.max(320, Math.min(1280, Math.round(window.innerWidth - 16))),
+    height = Math.max(480, Math.min(900, Math.round(window.innerHeight - 120)));
+  // The viewport rides in the URL, so the login browser starts as the socket opens; the message
+  // after it is for a broker that reads only messages.
+  const ws = new WebSocket(
+    `${proto}//${location.host}/login/ws?s=${encodeURIComponent(sessionId)}&w=${width}&h=${height}`,
+  );
   const send = (m) => {
     if (ws.readyState === 1) ws.send(JSON.stringify(m));
   };
-  ws.onopen = () =>
-    send({
-      type: "viewport",
-      width: Math.max(320, Math.min(1280, Math.round(window.innerWidth - 16))),
-      height: Math.max(480, Math.min(900, Math.round(window.innerHeight - 120))),
-    });
+  ws.onopen = () => send({ type: "viewport", width, height });
   ws.onclose = () => {
     if (!ended) setStatus("failed", "Connection to slaude-connect lost. Reload to reconnect.");
   };
