@@ -1,5 +1,8 @@
+import { getEventListeners } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { connectRemote, type RemoteSession } from "../../src/pool/remote.js";
+import { connectRemote, perRequestSignal, type RemoteSession } from "../../src/pool/remote.js";
 import { type RemoteVendor, startRemoteVendor } from "../fixtures/remote-vendor.js";
 
 // The SDK's Streamable HTTP transport hands one AbortSignal, alive as long as the session, to every
@@ -46,4 +49,32 @@ describe("remote vendor session over many calls", () => {
     expect(warnings).toEqual([]);
     expect(v.calls.length).toBe(1_700);
   }, 120_000);
+
+  it("a request's own signal leaves no listener on the session's, and aborting the session's still ends a response mid-stream", async () => {
+    // A real server on loopback: /done answers at once, /hold starts a body and never ends it.
+    const server = http.createServer((req, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      if (req.url === "/done") res.end("ok");
+      else res.write("partial");
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const session = new AbortController();
+      const f = perRequestSignal(fetch);
+      for (let i = 0; i < 50; i++)
+        expect(await (await f(`${base}/done`, { signal: session.signal })).text()).toBe("ok");
+      expect(getEventListeners(session.signal, "abort")).toHaveLength(0);
+
+      const held = await f(`${base}/hold`, { signal: session.signal });
+      const reader = held.body!.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe("partial");
+      const rest = reader.read();
+      session.abort();
+      await expect(rest).rejects.toThrow();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });
