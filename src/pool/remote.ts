@@ -19,6 +19,10 @@ import { LEGACY_REVISION, MODERN_REVISION, negotiationOf, VendorClient, type Ven
 // keep sending the dead Mcp-Session-Id; the watched transport treats any failure of the transport
 // itself as the end of the session and closes, so the pool drops the client and the next call
 // opens a new session (as the MCP transport spec requires after a 404). Calls are never retried.
+// Both transports hand the session's one AbortSignal to every fetch, and Node's fetch adds an abort
+// listener to it per request that only a garbage collection takes off again (past 1,500 between two
+// major collections Node warns, and each holds its request): every request gets its own signal that
+// follows the session's (perRequestSignal), so the session's signal keeps no listener per call.
 
 /** How to reach one remote vendor. */
 export interface RemoteTarget {
@@ -80,12 +84,19 @@ export async function connectRemote(t: RemoteTarget): Promise<RemoteSession> {
   };
   const headers = { ...t.headers };
   const sse = () =>
-    new SSEClientTransport(t.url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders(headers) } });
+    new SSEClientTransport(t.url, {
+      requestInit: { headers },
+      fetch: perRequestSignal(fetch),
+      eventSourceInit: { fetch: withHeaders(headers) },
+    });
   // HTTP+SSE is the 2024 transport: nothing to probe there (a pin to 2026-07-28 still fails as such).
   const sseEra: VendorProtocol = t.era === MODERN_REVISION ? MODERN_REVISION : LEGACY_REVISION;
   if (t.protocol === "sse") return attempt(sse, sseEra);
   try {
-    return await attempt(() => new StreamableHTTPClientTransport(t.url, { requestInit: { headers } }), t.era ?? "auto");
+    return await attempt(
+      () => new StreamableHTTPClientTransport(t.url, { requestInit: { headers }, fetch: perRequestSignal(fetch) }),
+      t.era ?? "auto",
+    );
   } catch (first) {
     const code = httpStatusOf(first);
     // Only a server that does not speak Streamable HTTP (404/405) gets the SSE fallback.
@@ -180,6 +191,17 @@ class WatchedTransport implements Transport {
 
 function isParseError(e: unknown): boolean {
   return e instanceof SyntaxError || (e instanceof Error && e.name === "ZodError");
+}
+
+/**
+ * A fetch whose request listens to a signal of its own that follows the caller's: AbortSignal.any
+ * links the two without a listener on the caller's signal (Node keeps a weak reference instead), so
+ * a session's long-lived signal does not gather one listener per request; aborting it still aborts
+ * every request in flight, their response streams included.
+ */
+export function perRequestSignal(inner: typeof fetch): typeof fetch {
+  return (input, init) =>
+    init?.signal ? inner(input, { ...init, signal: AbortSignal.any([init.signal]) }) : inner(input, init);
 }
 
 /** A fetch that adds `headers` (the SSE GET stream does not use requestInit). */
