@@ -1,0 +1,135 @@
+// Side by side in one run: the warm mcp_call on a SQLite broker, on a PostgreSQL broker built from
+// another checkout (`--base <dir>`, its dist/ built) and on one built from this checkout, rounds
+// rotated, p50 per round and each PostgreSQL broker's statements and transactions per call (from
+// /metrics). With `--log` the statements one warm call sends on this checkout's broker are printed
+// from the server's statement log. Usage: npm run build && tsx bench/pg-ab.ts --base /tmp/base [--rounds 9 --n 150]
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
+import { startPostgres } from "../test/support/postgres.js";
+import { brokerEnv, cliAdd, metricValue, ROOT } from "./lib/broker-proc.js";
+import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
+import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string): string => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : dflt;
+};
+const base = opt("base", "");
+const rounds = Number(opt("rounds", "9"));
+const n = Number(opt("n", "150"));
+const showLog = args.includes("--log");
+
+const fake = await startFakeSlack({ admins: [] });
+const team = fake.teamId;
+const channel = "C0PGAB";
+const user = "U0PGAB";
+const thread = { teamId: team, channelId: channel, threadTs: "1700000200.000001" };
+fake.setMembers(channel, [user]);
+const slack = { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: randomBytes(16).toString("hex") };
+const tmp = path.join(os.tmpdir(), `slaude-pg-ab-${process.pid}`);
+const pg = await startPostgres();
+
+interface Broker {
+  readonly label: string;
+  readonly env: Record<string, string>;
+  stop(): Promise<void>;
+  metrics(): Promise<string>;
+  call(): Promise<unknown>;
+  client: Client;
+}
+
+async function broker(label: string, root: string, extra: Record<string, string>): Promise<Broker> {
+  const env = brokerEnv({ dir: path.join(tmp, label), slack, env: extra }, await freePort());
+  await cliAdd(env, { team, scope: "user", owner: user, token: `tok-${label}` });
+  const proc = startProc(process.execPath, [path.join(root, "bin/slaude-connect.js"), "serve"], {
+    ...env,
+    NODE_ENV: "development",
+  });
+  const url = `http://127.0.0.1:${env.PORT}`;
+  await waitForHttp(`${url}/healthz`, proc);
+  const auth = { Authorization: `Bearer ${env.SLAUDE_HOST_TOKENS}` };
+  const r = await fetch(`${url}/v1/turns`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ team_id: team, channel_id: channel, thread_ts: thread.threadTs, user_id: user }),
+  });
+  if (r.status !== 204) throw new Error(`/v1/turns answered ${r.status}`);
+  const client = await httpClient(`${url}/mcp`, {
+    ...auth,
+    "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
+  });
+  const call = async () => {
+    const res = await client.callTool({
+      name: "mcp_call",
+      arguments: { service: "echo", tool: "echo", args: { text: "hello" }, on_behalf_of: user },
+    });
+    if (res.isError) throw new Error(`${label}: ${JSON.stringify(res.content)}`);
+    return res;
+  };
+  const metrics = async () =>
+    (await fetch(`${url}/metrics`, { headers: { Authorization: `Bearer ${env.SLAUDE_METRICS_TOKEN}` } })).text();
+  return { label, env, client, call, metrics, stop: () => proc.stop() };
+}
+
+const brokers: Broker[] = [];
+try {
+  const urlA = await pg.createDatabase();
+  const urlB = await pg.createDatabase();
+  brokers.push(await broker("sqlite", ROOT, {}));
+  if (base) brokers.push(await broker("pg-base", base, { SLAUDE_DATABASE_URL: urlA }));
+  brokers.push(await broker("pg-this", ROOT, { SLAUDE_DATABASE_URL: urlB }));
+  for (const b of brokers) await timeCalls(b.call, 50);
+  const p50: number[][] = brokers.map(() => []);
+  const m0 = await Promise.all(brokers.map((b) => b.metrics()));
+  for (let r = 0; r < rounds; r++)
+    for (let k = 0; k < brokers.length; k++) {
+      const i = (k + r) % brokers.length;
+      p50[i]!.push(pct(await timeCalls(brokers[i]!.call, n), 50));
+    }
+  const m1 = await Promise.all(brokers.map((b) => b.metrics()));
+  console.log(
+    `load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}; ${rounds} rounds of ${n} calls`,
+  );
+  brokers.forEach((b, i) => {
+    const per = (name: string) => (metricValue(m1[i]!, name) - metricValue(m0[i]!, name)) / (rounds * n);
+    const ratio = spread(p50[i]!.map((x, r) => x / p50[0]![r]!));
+    console.log(
+      `${b.label.padEnd(8)} p50 ${showSpread(spread(p50[i]!), " ms", 2)}  ÷ SQLite ${showSpread(ratio)}  statements/call ${per("slaude_db_statements_total").toFixed(2)}  transactions/call ${per("slaude_db_transactions_total").toFixed(2)}`,
+    );
+  });
+  if (showLog) {
+    const db = new URL(urlB).pathname.slice(1);
+    await pg.superQuery(`ALTER DATABASE "${db}" SET log_statement = 'all'`);
+    await pg.superQuery("ALTER SYSTEM SET log_min_duration_statement = -1");
+    await pg.superQuery("SELECT pg_reload_conf()");
+    const dataDir = (await pg.superQuery("SHOW data_directory")).rows[0].data_directory as string;
+    const log = path.join(path.dirname(dataDir), "server.log");
+    // New sessions pick up the database setting: the pool's clients are replaced as they idle out,
+    // so force fresh ones by terminating the broker's backends.
+    await pg.superQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}'`);
+    const thisOne = brokers[brokers.length - 1]!;
+    await timeCalls(thisOne.call, 5).catch(() => {});
+    await timeCalls(thisOne.call, 5);
+    const before = existsSync(log) ? readFileSync(log, "utf8").length : 0;
+    await thisOne.call();
+    await new Promise((r) => setTimeout(r, 300));
+    const lines = readFileSync(log, "utf8").slice(before).split("\n");
+    console.log("statement log of one warm call (pg-this):");
+    for (const l of lines) if (/statement:|execute/.test(l)) console.log(`  ${l.slice(0, 220)}`);
+  }
+} finally {
+  for (const b of brokers) {
+    await b.client.close().catch(() => {});
+    await b.stop();
+  }
+  await pg.stop();
+  await fake.close();
+}
