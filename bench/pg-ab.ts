@@ -10,9 +10,10 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../test/support/postgres.js";
-import { brokerEnv, cliAdd, metricValue, ROOT } from "./lib/broker-proc.js";
-import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
+import { type BrokerProc, brokerEnv, cliAdd, metricValue, ROOT, startBroker } from "./lib/broker-proc.js";
+import { freePort } from "./lib/procs.js";
 import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
+import { brokerCaller } from "./sections/latency.js";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -34,46 +35,17 @@ const slack = { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: ran
 const tmp = path.join(os.tmpdir(), `slaude-pg-ab-${process.pid}`);
 const pg = await startPostgres();
 
-interface Broker {
+interface Broker extends BrokerProc {
   readonly label: string;
-  readonly env: Record<string, string>;
-  stop(): Promise<void>;
-  metrics(): Promise<string>;
+  readonly client: Client;
   call(): Promise<unknown>;
-  client: Client;
 }
 
 async function broker(label: string, root: string, extra: Record<string, string>): Promise<Broker> {
   const env = brokerEnv({ dir: path.join(tmp, label), slack, env: extra }, await freePort());
   await cliAdd(env, { team, scope: "user", owner: user, token: `tok-${label}` });
-  const proc = startProc(process.execPath, [path.join(root, "bin/slaude-connect.js"), "serve"], {
-    ...env,
-    NODE_ENV: "development",
-  });
-  const url = `http://127.0.0.1:${env.PORT}`;
-  await waitForHttp(`${url}/healthz`, proc);
-  const auth = { Authorization: `Bearer ${env.SLAUDE_HOST_TOKENS}` };
-  const r = await fetch(`${url}/v1/turns`, {
-    method: "POST",
-    headers: { ...auth, "content-type": "application/json" },
-    body: JSON.stringify({ team_id: team, channel_id: channel, thread_ts: thread.threadTs, user_id: user }),
-  });
-  if (r.status !== 204) throw new Error(`/v1/turns answered ${r.status}`);
-  const client = await httpClient(`${url}/mcp`, {
-    ...auth,
-    "X-Slaude-Thread": `${thread.teamId}/${thread.channelId}/${thread.threadTs}`,
-  });
-  const call = async () => {
-    const res = await client.callTool({
-      name: "mcp_call",
-      arguments: { service: "echo", tool: "echo", args: { text: "hello" }, on_behalf_of: user },
-    });
-    if (res.isError) throw new Error(`${label}: ${JSON.stringify(res.content)}`);
-    return res;
-  };
-  const metrics = async () =>
-    (await fetch(`${url}/metrics`, { headers: { Authorization: `Bearer ${env.SLAUDE_METRICS_TOKEN}` } })).text();
-  return { label, env, client, call, metrics, stop: () => proc.stop() };
+  const b = await startBroker(env, [], path.join(root, "bin/slaude-connect.js"));
+  return { ...b, label, ...(await brokerCaller(b, thread, user)) };
 }
 
 const brokers: Broker[] = [];

@@ -153,9 +153,14 @@ export async function seed(env: Record<string, string>, team: string, rows: read
 }
 
 /** Starts `node bin/slaude-connect.js serve` on a free port and waits for /readyz. */
-export async function startBroker(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<BrokerProc> {
+export async function startBroker(
+  env: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+  /** The broker's entry point: this checkout's, or another built checkout's to compare against. */
+  bin = BIN,
+): Promise<BrokerProc> {
   const port = Number(env.PORT);
-  const proc = startProc(process.execPath, [...nodeArgs, BIN, "serve"], {
+  const proc = startProc(process.execPath, [...nodeArgs, bin, "serve"], {
     ...env,
     NODE_ENV: env.NODE_ENV ?? "development",
   });

@@ -47,10 +47,8 @@ export function plainLegacyShape(
   protocolVersionHeader: string | undefined,
 ): body is Record<string, unknown> {
   if (!isObject(body) || "result" in body || "error" in body) return false;
-  if (protocolVersionHeader !== undefined) {
-    const modern = protocolVersionHeader >= MODERN_REVISIONS[0];
-    if (!LEGACY_REVISION.test(protocolVersionHeader) || modern) return false;
-  }
+  const h = protocolVersionHeader;
+  if (h !== undefined && (!LEGACY_REVISION.test(h) || h >= MODERN_REVISIONS[0])) return false;
   const params = body.params;
   if (params === undefined) return true;
   if (!isObject(params)) return false;
@@ -79,7 +77,8 @@ function plainRequest(body: Record<string, unknown>): boolean {
  * own classifier (the one behind isLegacyRequest and createMcpHandler), fed the node request's headers directly
  * instead of a web Request built for it. The common 2025 request (see `plainLegacyShape`) skips the classifier's
  * response schemas, which fail on every request and build zod's error messages to do so (about 0.1 ms per call):
- * it takes a plain key check (or, failing that, the request and notification schemas) instead, with the same answer (test/server/era-routing.test.ts compares both).
+ * it takes a plain key check (or, failing that, the request and notification schemas) instead, with the same
+ * answer (test/server/era-routing.test.ts compares both).
  */
 export function isLegacyMessage(req: http.IncomingMessage, body: unknown): boolean {
   if (req.method !== "POST" || body === undefined) return true;

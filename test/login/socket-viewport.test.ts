@@ -2,17 +2,16 @@
 // is asked for as the socket opens, without the round trip of a first message; a viewport the
 // URL gives wrong (out of bounds, not a number) is ignored and the first message decides, as
 // before. Real app, real HTTP page and WebSocket; the browser factory records what it is asked.
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type RunningApp, startApp } from "../../src/app/app.js";
-import { loadConfig } from "../../src/config/env.js";
 import { parseRegistry } from "../../src/config/registry.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import type { LoginBrowserRequest } from "../../src/login/login-service.js";
+import { testAppConfig } from "../support/app-config.js";
 import { until } from "../support/until.js";
 
 const THREAD = { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" };
@@ -25,13 +24,7 @@ beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "slaude-socket-viewport-"));
   asked = [];
   app = await startApp({
-    config: loadConfig({
-      NODE_ENV: "test",
-      SLAUDE_DATA_DIR: dir,
-      PORT: "0",
-      SLAUDE_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-      PATH: process.env.PATH ?? "",
-    }),
+    config: testAppConfig(dir, ""),
     registry: parseRegistry(
       {
         services: {
