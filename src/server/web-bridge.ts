@@ -14,21 +14,141 @@ function originForm(path: string): string {
 }
 
 /**
+ * The read side of web `Headers` over a request's raw name/value list: what the SDK's transport
+ * and our tool handlers read (`get`, `has`, iteration). Names compare case-insensitively and
+ * repeated headers join with ", ", as in `Headers`; nothing is copied or validated again (Node's
+ * parser already refused malformed names and values). It cannot be changed: nobody downstream
+ * writes a request's headers, and a write here would be a bug to see at once.
+ */
+class RawHeaderList {
+  constructor(private readonly raw: readonly string[]) {}
+
+  get(name: string): string | null {
+    const want = name.toLowerCase();
+    let found: string | null = null;
+    for (let i = 0; i + 1 < this.raw.length; i += 2) {
+      if (this.raw[i]!.toLowerCase() !== want) continue;
+      found = found === null ? this.raw[i + 1]! : `${found}, ${this.raw[i + 1]!}`;
+    }
+    return found;
+  }
+  has(name: string): boolean {
+    return this.get(name) !== null;
+  }
+  getSetCookie(): string[] {
+    const out: string[] = [];
+    for (let i = 0; i + 1 < this.raw.length; i += 2) {
+      if (this.raw[i]!.toLowerCase() === "set-cookie") out.push(this.raw[i + 1]!);
+    }
+    return out;
+  }
+  /** Names lowercased and sorted, repeated ones joined but each set-cookie apart: as `Headers` iterates. */
+  *entries(): IterableIterator<[string, string]> {
+    const names = new Set<string>();
+    for (let i = 0; i + 1 < this.raw.length; i += 2) names.add(this.raw[i]!.toLowerCase());
+    for (const n of [...names].sort()) {
+      if (n === "set-cookie") for (const c of this.getSetCookie()) yield [n, c];
+      else yield [n, this.get(n)!];
+    }
+  }
+  *keys(): IterableIterator<string> {
+    for (const [k] of this.entries()) yield k;
+  }
+  *values(): IterableIterator<string> {
+    for (const [, v] of this.entries()) yield v;
+  }
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
+  forEach(fn: (value: string, key: string, parent: RawHeaderList) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+  append(): never {
+    throw new TypeError("a forwarded request's headers are read-only");
+  }
+  set(): never {
+    throw new TypeError("a forwarded request's headers are read-only");
+  }
+  delete(): never {
+    throw new TypeError("a forwarded request's headers are read-only");
+  }
+}
+
+/**
+ * A web Request answered from the node request it stands for. The SDK's transports read only its
+ * method, headers, URL and (2026-07-28 era) signal; building a real undici `Request` for that cost
+ * more than the rest of the bridge (its own AbortController, a validated `Headers` copy, a URL
+ * parse: about 0.1 ms of a warm call). Any other member (body, clone, cache, …) is answered by a
+ * real body-less Request built on first use, so the object behaves as one; the same approach as
+ * @hono/node-server's request. It is an instance of `Request` for the code that checks.
+ */
+class ForwardedRequest {
+  #real: Request | undefined;
+  #headers: RawHeaderList | undefined;
+  #signal: AbortSignal | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    private readonly raw: readonly string[],
+    signal: AbortSignal | undefined,
+  ) {
+    this.#signal = signal;
+  }
+
+  get headers(): RawHeaderList {
+    this.#headers ??= new RawHeaderList(this.raw);
+    return this.#headers;
+  }
+
+  /** The given signal itself (a real Request would follow it with one of its own); else one that never aborts. */
+  get signal(): AbortSignal {
+    this.#signal ??= new AbortController().signal;
+    return this.#signal;
+  }
+
+  /** The real Request, for members nobody on the warm path reads. */
+  real(): Request {
+    if (!this.#real) {
+      const headers = new Headers();
+      for (let i = 0; i + 1 < this.raw.length; i += 2) headers.append(this.raw[i]!, this.raw[i + 1]!);
+      this.#real = new Request(this.url, { method: this.method, headers, signal: this.signal });
+    }
+    return this.#real;
+  }
+}
+
+const OWN = new Set<PropertyKey>(["constructor", "method", "url", "headers", "signal"]);
+for (const key of Reflect.ownKeys(Request.prototype)) {
+  const d = Object.getOwnPropertyDescriptor(Request.prototype, key);
+  if (OWN.has(key) || !d) continue;
+  if (d.get) {
+    Object.defineProperty(ForwardedRequest.prototype, key, {
+      get(this: ForwardedRequest) {
+        return Reflect.get(this.real(), key);
+      },
+    });
+  } else if (typeof d.value === "function" && key !== Symbol.for("nodejs.util.inspect.custom")) {
+    const method = d.value as (...args: unknown[]) => unknown;
+    Object.defineProperty(ForwardedRequest.prototype, key, {
+      value(this: ForwardedRequest, ...args: unknown[]) {
+        return method.apply(this.real(), args);
+      },
+    });
+  }
+}
+Object.setPrototypeOf(ForwardedRequest.prototype, Request.prototype);
+
+/**
  * A web Request with the method, path and headers of `req`; no body (the endpoint has parsed it
  * already). `signal`, when given, is the request's: the SDK ends the exchange when it aborts.
  */
 export function toWebRequest(req: http.IncomingMessage, signal?: AbortSignal): Request {
-  // From the raw name/value list, not `headersDistinct` (an object of arrays built on first read): half the cost.
-  const headers = new Headers();
-  const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
   // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard). An
   // origin-form path is appended to it as it is (no URL parse of our own); any other form gives its path only.
-  return new Request(`${ORIGIN}${originForm(req.url ?? "/mcp")}`, {
-    method: req.method ?? "GET",
-    headers,
-    ...(signal ? { signal } : {}),
-  });
+  const url = `${ORIGIN}${originForm(req.url ?? "/mcp")}`;
+  // A Request in all but construction (see ForwardedRequest): its prototype chain is Request's.
+  return new ForwardedRequest(req.method ?? "GET", url, req.rawHeaders, signal) as unknown as Request;
 }
 
 /**
