@@ -19,6 +19,10 @@ const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => (args.includes(name) ? args[args.indexOf(name) + 1]! : dflt);
 const calls = Number(opt("--calls", "10000"));
 const stored = Number(opt("--stored", "10000"));
+// --snapshots DIR: a heap snapshot at each probe, written to DIR (for a retainers comparison).
+const snapshotDir = args.includes("--snapshots") ? path.resolve(opt("--snapshots", ".")) : undefined;
+// --heap-prof DIR: V8's sampling heap profile of promoted-then-dead and live objects, one per probe, to DIR.
+const heapProfDir = args.includes("--heap-prof") ? path.resolve(opt("--heap-prof", ".")) : undefined;
 const nodeArgs = args.flatMap((a, i) => (args[i - 1] === "--node-arg" ? [a] : []));
 process.removeAllListeners("warning");
 let abortWarnings = 0;
@@ -37,7 +41,7 @@ const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
 async function probe(pid: number) {
   rmSync(probeFile, { force: true });
   process.kill(pid, "SIGUSR2");
-  for (let i = 0; i < 100 && !existsSync(probeFile); i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 3000 && !existsSync(probeFile); i++) await new Promise((r) => setTimeout(r, 20));
   return JSON.parse(readFileSync(probeFile, "utf8")) as {
     mem: NodeJS.MemoryUsage;
     heap: Record<string, number>;
@@ -60,7 +64,11 @@ const b = await launchBroker(
   {
     dir: path.join(tmp, "broker"),
     slack: { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: `s-${randomBytes(8).toString("hex")}` },
-    env: { BENCH_MEM_PROBE_FILE: probeFile },
+    env: {
+      BENCH_MEM_PROBE_FILE: probeFile,
+      ...(snapshotDir ? { BENCH_MEM_SNAPSHOT_DIR: snapshotDir } : {}),
+      ...(heapProfDir ? { BENCH_MEM_HEAP_PROF_DIR: heapProfDir } : {}),
+    },
     nodeArgs: [...nodeArgs, "--import", PROBE],
   },
   async (env) => {
@@ -108,6 +116,7 @@ try {
     }),
   );
   n += 8 * perWorker;
+  await show(`after the 8 workers' ${8 * perWorker} calls`);
   for (; n < calls; n++) await me.call();
   const cpuPerCall = (cpuMs(b.proc.pid) - cpu0) / (n - n0);
   await show(`after ${n} calls`);

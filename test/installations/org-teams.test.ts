@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
-import { Installations } from "../../src/installations/installations.js";
+import { Installations, MAX_ORG_TEAMS } from "../../src/installations/installations.js";
 import { createLogger } from "../../src/log/logger.js";
 import { processRefreshLock } from "../../src/login/oauth/refresh-lock.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
@@ -18,7 +18,9 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function orgDeployment(): Promise<{ installations: Installations; lists: string[]; clock: ManualClock }> {
+async function orgDeployment(
+  teams: readonly string[] = ["T0GRID001", "T0GRID002"],
+): Promise<{ installations: Installations; lists: string[]; clock: ManualClock }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-org-"));
   dirs.push(dir);
   const { store } = openSqliteStore(path.join(dir, "slaude.db"));
@@ -35,7 +37,7 @@ async function orgDeployment(): Promise<{ installations: Installations; lists: s
     orgTeams: {
       teamsOf: async (token) => {
         lists.push(token);
-        return ["T0GRID001", "T0GRID002"];
+        return [...teams];
       },
     },
   });
@@ -87,5 +89,17 @@ describe("org-wide installations", () => {
     );
     expect((await installations.forTeam("T0GRID009")).enterpriseId).toBe("E0ORG0001");
     expect(lists).toEqual([]);
+  });
+
+  it("remember at most MAX_ORG_TEAMS workspaces, forgetting the least recently used", async () => {
+    const teams = Array.from({ length: MAX_ORG_TEAMS + 1 }, (_, i) => `T0G${String(i).padStart(7, "0")}`);
+    const { installations, lists } = await orgDeployment(teams);
+    const org = await installations.forTeam(teams.at(-1)!);
+    expect(org.enterpriseId).toBe("E0ORG0001");
+    const held = installations.teamsServedBy(org.id);
+    expect(held).toHaveLength(MAX_ORG_TEAMS);
+    expect(held).not.toContain(teams[0]);
+    expect(held).toContain(teams[1]);
+    expect(lists).toHaveLength(1);
   });
 });
