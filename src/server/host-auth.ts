@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, hash, timingSafeEqual } from "node:crypto";
 import type http from "node:http";
 
 /** Checks `Authorization: Bearer <token>` against the configured host tokens in constant time. */
@@ -16,7 +16,7 @@ export class HostTokenAuth {
   verify(req: http.IncomingMessage): boolean {
     const header = req.headers.authorization;
     if (!header?.startsWith("Bearer ")) return false;
-    const presented = createHash("sha256").update(header.slice(7).trim()).digest();
+    const presented = hash("sha256", header.slice(7).trim(), "buffer");
     let ok = false;
     for (const d of this.digests) ok = timingSafeEqual(d, presented) || ok;
     return ok;
