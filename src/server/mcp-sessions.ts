@@ -46,20 +46,23 @@ export interface McpSession {
   closed: boolean;
 }
 
-/** A session held in the table and when it was last used (on the injected clock). */
+/** A session held in the table, when it was last used (on the injected clock) and the rank of that use. */
 interface Held {
   readonly s: McpSession;
   usedAt: number;
+  /** Increases with every use of any session: the recency order, exact even within one millisecond. */
+  seq: number;
 }
 
 /**
  * The open sessions, bounded twice: at most `maxSessions` (a new one evicts the least recently used
  * idle session, or is refused when every session is busy) and closed after `idleMs` without a request.
- * A Map in recency order (least recently used first: a use moves its session to the end) with each
- * session's last use: a lookup reads the clock once, a use is a delete and a set.
+ * A Map by id with each session's last use and its rank: a lookup reads the clock once, a use writes
+ * two fields (nothing is moved); the least recently used is found by rank when room is needed.
  */
 export class SessionTable {
   private readonly held = new Map<string, Held>();
+  private seq = 0;
   /** Initializes in flight: they count against the cap before their session id exists. */
   private opening = 0;
   /** The same, per team: concurrent initializes of one team cannot all pass its cap. */
@@ -87,13 +90,13 @@ export class SessionTable {
       this.opening++;
       return true;
     }
-    for (const [id, h] of this.held) {
-      if (h.s.busy === 0) {
-        this.drop(id, h.s);
-        this.log.info("mcp session evicted: the session cap is reached", { maxSessions: this.limits.maxSessions });
-        this.opening++;
-        return true;
-      }
+    let idle: Held | undefined;
+    for (const h of this.held.values()) if (h.s.busy === 0 && (idle === undefined || h.seq < idle.seq)) idle = h;
+    if (idle !== undefined) {
+      this.drop(idle.s.id, idle.s);
+      this.log.info("mcp session evicted: the session cap is reached", { maxSessions: this.limits.maxSessions });
+      this.opening++;
+      return true;
     }
     if (teamId !== undefined) this.releaseTeam(teamId);
     return false;
@@ -118,7 +121,7 @@ export class SessionTable {
     for (const h of this.held.values()) {
       if (h.s.thread.teamId !== teamId) continue;
       held++;
-      if (h.s.busy === 0) idle ??= h;
+      if (h.s.busy === 0 && (idle === undefined || h.seq < idle.seq)) idle = h;
     }
     if (held < cap) return true;
     if (idle === undefined) return false;
@@ -150,10 +153,9 @@ export class SessionTable {
    */
   add(id: string, s: McpSession): void {
     // Replacing the entry of an id with another session forgets the old one without closing it.
-    this.held.delete(id);
-    this.held.set(id, { s, usedAt: this.clock.now() });
+    this.held.set(id, { s, usedAt: this.clock.now(), seq: ++this.seq });
     if (this.held.size > this.limits.maxSessions) {
-      const [oldId, oldest] = this.held.entries().next().value as [string, Held];
+      const [oldId, oldest] = this.byRecency()[this.held.size - 1]!;
       this.drop(oldId, oldest.s);
     }
   }
@@ -192,14 +194,19 @@ export class SessionTable {
 
   /** Ids of every session held here, the most recently used first. */
   ids(): string[] {
-    return [...this.held.keys()].reverse();
+    return this.byRecency().map(([id]) => id);
   }
 
   /** Ids of the sessions with a request being answered (their shared records are kept fresh by the sweep). */
   busyIds(): string[] {
-    const ids: string[] = [];
-    for (const [id, { s }] of this.held) if (s.busy > 0) ids.push(id);
-    return ids.reverse();
+    return this.byRecency()
+      .filter(([, h]) => h.s.busy > 0)
+      .map(([id]) => id);
+  }
+
+  /** Every entry, the most recently used first. */
+  private byRecency(): [string, Held][] {
+    return [...this.held].sort((a, b) => b[1].seq - a[1].seq);
   }
 
   /** Forgets `s` (its transport closed on its own, e.g. a client DELETE). */
@@ -212,10 +219,10 @@ export class SessionTable {
   sweepIdle(): number {
     // A busy session is in use however long its request (or SSE stream) has been open: marked used
     // most recently used first, so the busy ones keep their order among themselves (reversed, as before).
-    for (const [id, { s }] of [...this.held].reverse()) if (s.busy > 0) this.touch(id, s);
+    for (const [id, { s }] of this.byRecency()) if (s.busy > 0) this.touch(id, s);
     const now = this.clock.now();
     let expired = 0;
-    for (const [id, h] of [...this.held]) {
+    for (const [id, h] of this.byRecency().reverse()) {
       if (h.s.busy === 0 && now - h.usedAt >= this.limits.idleMs) {
         this.drop(id, h.s);
         expired++;
@@ -237,9 +244,8 @@ export class SessionTable {
     if (s.closed) return;
     const h = this.held.get(id);
     if (h?.s !== s) return;
-    this.held.delete(id);
     h.usedAt = this.clock.now();
-    this.held.set(id, h);
+    h.seq = ++this.seq;
   }
 
   /** Removes `id` and then closes its session (closing re-enters `remove`, which finds the entry gone). */
