@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, hash, timingSafeEqual } from "node:crypto";
 import type http from "node:http";
 
 /** Checks `Authorization: Bearer <token>` against the configured host tokens in constant time. */
@@ -16,7 +16,7 @@ export class HostTokenAuth {
   verify(req: http.IncomingMessage): boolean {
     const header = req.headers.authorization;
     if (!header?.startsWith("Bearer ")) return false;
-    const presented = createHash("sha256").update(header.slice(7).trim()).digest();
+    const presented = hash("sha256", header.slice(7).trim(), "buffer");
     let ok = false;
     for (const d of this.digests) ok = timingSafeEqual(d, presented) || ok;
     return ok;
@@ -75,7 +75,9 @@ export class BodyTooLargeError extends Error {
  */
 export function readBody(req: http.IncomingMessage, max = 1 << 20): Promise<string> {
   return new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    // The common body is one chunk: kept apart, no array and no concatenation for it.
+    let first: Buffer | undefined;
+    let more: Buffer[] | undefined;
     let size = 0;
     const stop = (): void => {
       req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
@@ -88,11 +90,13 @@ export function readBody(req: http.IncomingMessage, max = 1 << 20): Promise<stri
         reject(new BodyTooLargeError(max));
         return;
       }
-      chunks.push(c);
+      if (first === undefined) first = c;
+      else if (more === undefined) more = [first, c];
+      else more.push(c);
     };
     const onEnd = (): void => {
       stop();
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+      resolve(more ? Buffer.concat(more, size).toString("utf8") : first ? first.toString("utf8") : "");
     };
     const onError = (err: Error): void => {
       stop();

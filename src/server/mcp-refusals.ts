@@ -12,32 +12,42 @@ const MAX_MCP_BODY = 4 << 20;
 
 /**
  * The JSON of a POST to /mcp; a body too large (413, the connection then closed) or not JSON (400)
- * is answered here, and undefined returned.
+ * is answered here, and undefined returned. One promise over the read (no async wrapper around it).
  */
-export async function readMcpBody(
+export function readMcpBody(
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<{ readonly body: unknown } | undefined> {
-  try {
-    return { body: JSON.parse(await readBody(req, MAX_MCP_BODY)) };
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) {
-      // The rest of the body is not read: close the connection once the answer is out.
-      sendJson(
-        res,
-        413,
-        {
-          jsonrpc: "2.0",
-          error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` },
-          id: null,
-        },
-        { connection: "close" },
-      );
-      return undefined;
-    }
-    sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
+  return readBody(req, MAX_MCP_BODY).then(
+    (text) => {
+      try {
+        return { body: JSON.parse(text) as unknown };
+      } catch {
+        return refuseBody(res, undefined);
+      }
+    },
+    (err: unknown) => refuseBody(res, err),
+  );
+}
+
+/** Answers a body that could not be read (too large: 413) or parsed (anything else: 400). */
+function refuseBody(res: http.ServerResponse, err: unknown): undefined {
+  if (err instanceof BodyTooLargeError) {
+    // The rest of the body is not read: close the connection once the answer is out.
+    sendJson(
+      res,
+      413,
+      {
+        jsonrpc: "2.0",
+        error: { code: -32600, message: `Request body too large (the limit is ${MAX_MCP_BODY / (1 << 20)} MiB)` },
+        id: null,
+      },
+      { connection: "close" },
+    );
     return undefined;
   }
+  sendJson(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
+  return undefined;
 }
 
 /**

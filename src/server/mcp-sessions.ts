@@ -1,6 +1,5 @@
 import type http from "node:http";
 import type { McpServer, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
-import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock/clock.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
@@ -47,13 +46,23 @@ export interface McpSession {
   closed: boolean;
 }
 
+/** A session held in the table, when it was last used (on the injected clock) and the rank of that use. */
+interface Held {
+  readonly s: McpSession;
+  usedAt: number;
+  /** Increases with every use of any session: the recency order, exact even within one millisecond. */
+  seq: number;
+}
+
 /**
  * The open sessions, bounded twice: at most `maxSessions` (a new one evicts the least recently used
  * idle session, or is refused when every session is busy) and closed after `idleMs` without a request.
- * Recency and expiry come from lru-cache, on the injected clock.
+ * A Map by id with each session's last use and its rank: a lookup reads the clock once, a use writes
+ * two fields (nothing is moved); the least recently used is found by rank when room is needed.
  */
 export class SessionTable {
-  private readonly cache: LRUCache<string, McpSession>;
+  private readonly held = new Map<string, Held>();
+  private seq = 0;
   /** Initializes in flight: they count against the cap before their session id exists. */
   private opening = 0;
   /** The same, per team: concurrent initializes of one team cannot all pass its cap. */
@@ -61,26 +70,13 @@ export class SessionTable {
 
   constructor(
     readonly limits: SessionLimits,
-    clock: Clock,
+    private readonly clock: Clock,
     private readonly log: Logger,
-  ) {
-    this.cache = new LRUCache<string, McpSession>({
-      max: limits.maxSessions,
-      ttl: limits.idleMs,
-      ttlResolution: 0,
-      // Stale entries stay visible to iteration: expiry is decided here (busy sessions never expire), not on read.
-      allowStale: true,
-      perf: { now: () => clock.now() },
-      // After the removal completes, so closing (which re-enters remove) sees the entry gone.
-      disposeAfter: (s, _id, reason) => {
-        if (reason !== "set") this.close(s);
-      },
-    });
-  }
+  ) {}
 
   /** Open sessions (stale ones not yet swept included). */
   get size(): number {
-    return this.cache.size;
+    return this.held.size;
   }
 
   /**
@@ -90,18 +86,17 @@ export class SessionTable {
   reserve(teamId?: string): boolean {
     if (teamId !== undefined) this.openingByTeam.set(teamId, (this.openingByTeam.get(teamId) ?? 0) + 1);
     this.sweepIdle();
-    if (this.cache.size + this.opening < this.limits.maxSessions) {
+    if (this.held.size + this.opening < this.limits.maxSessions) {
       this.opening++;
       return true;
     }
-    for (const id of [...this.cache.rkeys()]) {
-      const s = this.cache.peek(id, { allowStale: true });
-      if (s && s.busy === 0) {
-        this.cache.delete(id);
-        this.log.info("mcp session evicted: the session cap is reached", { maxSessions: this.limits.maxSessions });
-        this.opening++;
-        return true;
-      }
+    let idle: Held | undefined;
+    for (const h of this.held.values()) if (h.s.busy === 0 && (idle === undefined || h.seq < idle.seq)) idle = h;
+    if (idle !== undefined) {
+      this.drop(idle.s.id, idle.s);
+      this.log.info("mcp session evicted: the session cap is reached", { maxSessions: this.limits.maxSessions });
+      this.opening++;
+      return true;
     }
     if (teamId !== undefined) this.releaseTeam(teamId);
     return false;
@@ -122,16 +117,15 @@ export class SessionTable {
     const cap = this.limits.maxSessionsPerTeam;
     if (cap === undefined) return true;
     let held = this.openingByTeam.get(teamId) ?? 0;
-    let idle: string | undefined;
-    for (const id of this.cache.rkeys()) {
-      const s = this.cache.peek(id, { allowStale: true });
-      if (!s || s.thread.teamId !== teamId) continue;
+    let idle: Held | undefined;
+    for (const h of this.held.values()) {
+      if (h.s.thread.teamId !== teamId) continue;
       held++;
-      if (s.busy === 0) idle ??= id;
+      if (h.s.busy === 0 && (idle === undefined || h.seq < idle.seq)) idle = h;
     }
     if (held < cap) return true;
     if (idle === undefined) return false;
-    this.cache.delete(idle);
+    this.drop(idle.s.id, idle.s);
     this.log.info("mcp session evicted: the team's session cap is reached", { teamId, maxSessionsPerTeam: cap });
     return true;
   }
@@ -141,7 +135,7 @@ export class SessionTable {
     const cap = this.limits.maxSessionsPerTeam;
     if (cap === undefined) return 0;
     const held = new Map<string, number>();
-    for (const s of this.cache.values()) held.set(s.thread.teamId, (held.get(s.thread.teamId) ?? 0) + 1);
+    for (const { s } of this.held.values()) held.set(s.thread.teamId, (held.get(s.thread.teamId) ?? 0) + 1);
     let n = 0;
     for (const c of held.values()) if (c >= cap) n++;
     return n;
@@ -153,20 +147,28 @@ export class SessionTable {
     else this.openingByTeam.delete(teamId);
   }
 
-  /** Records an initialized session as the most recently used. */
+  /**
+   * Records an initialized session as the most recently used. Never more than `maxSessions`: past
+   * the cap the least recently used session is closed (reserve has made room, so this is a backstop).
+   */
   add(id: string, s: McpSession): void {
-    this.cache.set(id, s);
+    // Replacing the entry of an id with another session forgets the old one without closing it.
+    this.held.set(id, { s, usedAt: this.clock.now(), seq: ++this.seq });
+    if (this.held.size > this.limits.maxSessions) {
+      const [oldId, oldest] = this.byRecency()[this.held.size - 1]!;
+      this.drop(oldId, oldest.s);
+    }
   }
 
   /** The live session `id`, or undefined when unknown or expired (an expired idle one is closed now). */
   get(id: string): McpSession | undefined {
-    const s = this.cache.peek(id, { allowStale: true });
-    if (!s) return undefined;
-    if (s.busy === 0 && this.cache.getRemainingTTL(id) <= 0) {
-      this.cache.delete(id);
+    const h = this.held.get(id);
+    if (!h) return undefined;
+    if (h.s.busy === 0 && this.clock.now() - h.usedAt >= this.limits.idleMs) {
+      this.drop(id, h.s);
       return undefined;
     }
-    return s;
+    return h.s;
   }
 
   /**
@@ -186,37 +188,43 @@ export class SessionTable {
   /** Sessions with a request being answered (a POST still open). */
   get busyCount(): number {
     let n = 0;
-    for (const s of this.cache.values()) if (s.busy > 0) n++;
+    for (const { s } of this.held.values()) if (s.busy > 0) n++;
     return n;
   }
 
-  /** Ids of every session held here. */
+  /** Ids of every session held here, the most recently used first. */
   ids(): string[] {
-    return [...this.cache.keys()];
+    return this.byRecency().map(([id]) => id);
   }
 
   /** Ids of the sessions with a request being answered (their shared records are kept fresh by the sweep). */
   busyIds(): string[] {
-    const ids: string[] = [];
-    for (const [id, s] of this.cache.entries()) if (s.busy > 0) ids.push(id);
-    return ids;
+    return this.byRecency()
+      .filter(([, h]) => h.s.busy > 0)
+      .map(([id]) => id);
+  }
+
+  /** Every entry, the most recently used first. */
+  private byRecency(): [string, Held][] {
+    return [...this.held].sort((a, b) => b[1].seq - a[1].seq);
   }
 
   /** Forgets `s` (its transport closed on its own, e.g. a client DELETE). */
   remove(id: string, s: McpSession): void {
     s.closed = true;
-    if (this.cache.peek(id, { allowStale: true }) === s) this.cache.delete(id);
+    if (this.held.get(id)?.s === s) this.held.delete(id);
   }
 
   /** Closes every session idle for `idleMs` or more; returns how many were closed. */
   sweepIdle(): number {
-    // A busy session is in use however long its request (or SSE stream) has been open.
-    for (const [id, s] of [...this.cache.entries()]) if (s.busy > 0) this.touch(id, s);
+    // A busy session is in use however long its request (or SSE stream) has been open: marked used
+    // most recently used first, so the busy ones keep their order among themselves (reversed, as before).
+    for (const [id, { s }] of this.byRecency()) if (s.busy > 0) this.touch(id, s);
+    const now = this.clock.now();
     let expired = 0;
-    for (const id of [...this.cache.rkeys()]) {
-      const s = this.cache.peek(id, { allowStale: true });
-      if (s && s.busy === 0 && this.cache.getRemainingTTL(id) <= 0) {
-        this.cache.delete(id);
+    for (const [id, h] of this.byRecency().reverse()) {
+      if (h.s.busy === 0 && now - h.usedAt >= this.limits.idleMs) {
+        this.drop(id, h.s);
         expired++;
       }
     }
@@ -226,17 +234,23 @@ export class SessionTable {
 
   /** Closes every session (shutdown). */
   async closeAll(): Promise<void> {
-    const all = [...this.cache.values()];
+    const all = [...this.held.values()].map((h) => h.s);
     for (const s of all) s.closed = true;
-    this.cache.clear();
+    this.held.clear();
     await Promise.all(all.map((s) => s.server.close().catch(() => {})));
   }
 
   private touch(id: string, s: McpSession): void {
-    if (!s.closed && this.cache.peek(id, { allowStale: true }) === s) this.cache.set(id, s);
+    if (s.closed) return;
+    const h = this.held.get(id);
+    if (h?.s !== s) return;
+    h.usedAt = this.clock.now();
+    h.seq = ++this.seq;
   }
 
-  private close(s: McpSession): void {
+  /** Removes `id` and then closes its session (closing re-enters `remove`, which finds the entry gone). */
+  private drop(id: string, s: McpSession): void {
+    this.held.delete(id);
     if (s.closed) return;
     s.closed = true;
     void s.server.close().catch(() => {});

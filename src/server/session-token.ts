@@ -8,6 +8,14 @@ import type { KeyRing } from "../vault/keyring.js";
 
 /** Most token MACs kept (host tokens × configured keys is far below it). */
 export const MAX_CACHED_MACS = 256;
+/** Most stored digests kept parsed (one per host token and key: far below it). */
+export const MAX_PARSED_DIGESTS = 256;
+
+/** A stored digest split into its key id and MAC bytes (undefined MAC: not 32 bytes of hex). */
+interface ParsedDigest {
+  readonly keyId: string;
+  readonly mac: Buffer | undefined;
+}
 
 /** Computes and checks the token digests stored with MCP sessions. */
 export class SessionTokenDigests {
@@ -16,6 +24,11 @@ export class SessionTokenDigests {
    * tokens are the configured host tokens (a handful), so each is derived once per key. Bounded all the same.
    */
   private readonly macs = new Map<string, Buffer>();
+  /**
+   * Stored digests already split and decoded: a stored digest depends only on the host token and
+   * the key, so a session's every request brings the same string. Bounded all the same.
+   */
+  private readonly parsed = new Map<string, ParsedDigest>();
 
   constructor(private readonly ring: KeyRing) {}
 
@@ -29,17 +42,33 @@ export class SessionTokenDigests {
     return `${this.ring.primaryId}:${this.mac(token, this.ring.primaryId)}`;
   }
 
+  /** How many stored digests are kept parsed now (at most MAX_PARSED_DIGESTS). */
+  get parsedDigests(): number {
+    return this.parsed.size;
+  }
+
   /**
    * Whether `token` is the one that opened the session recorded with `stored`: "match", "mismatch",
    * or "unverifiable" (no digest recorded, malformed, or a key no longer configured: fail closed).
    */
   check(stored: string | undefined, token: string): "match" | "mismatch" | "unverifiable" {
     if (stored === undefined) return "unverifiable";
-    const at = stored.indexOf(":");
-    const keyId = at > 0 ? stored.slice(0, at) : "";
-    const mac = Buffer.from(stored.slice(at + 1), "hex");
-    if (!this.ring.has(keyId) || mac.length !== 32) return "unverifiable";
+    const { keyId, mac } = this.parse(stored);
+    // The key ring is asked every time: only the decoding of the stored string is remembered.
+    if (mac === undefined || !this.ring.has(keyId)) return "unverifiable";
     return timingSafeEqual(mac, this.macOf(token, keyId)) ? "match" : "mismatch";
+  }
+
+  private parse(stored: string): ParsedDigest {
+    let p = this.parsed.get(stored);
+    if (!p) {
+      const at = stored.indexOf(":");
+      const mac = Buffer.from(stored.slice(at + 1), "hex");
+      p = { keyId: at > 0 ? stored.slice(0, at) : "", mac: mac.length === 32 ? mac : undefined };
+      if (this.parsed.size >= MAX_PARSED_DIGESTS) this.parsed.clear();
+      this.parsed.set(stored, p);
+    }
+    return p;
   }
 
   private macOf(token: string, keyId: string): Buffer {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { MAX_CACHED_MACS, SessionTokenDigests } from "../../src/server/session-token.js";
+import { MAX_CACHED_MACS, MAX_PARSED_DIGESTS, SessionTokenDigests } from "../../src/server/session-token.js";
 import { KeyRing } from "../../src/vault/keyring.js";
 
 // The digest an MCP session keeps of the host token that opened it: keyed (no key, no check), never
@@ -55,5 +55,23 @@ describe("SessionTokenDigests", () => {
     }
     expect(s.check(d, TOKEN)).toBe("match");
     expect(s.check(d, TOKEN)).toBe("match");
+  });
+
+  it("keeps at most MAX_PARSED_DIGESTS stored digests decoded and answers the same past the bound", () => {
+    const ring = new KeyRing(randomBytes(32));
+    const s = new SessionTokenDigests(ring);
+    const d = s.digest(TOKEN);
+    const keyId = d.slice(0, d.indexOf(":"));
+    for (let i = 0; i < MAX_PARSED_DIGESTS * 2 + 3; i++) {
+      const other = `${keyId}:${randomBytes(32).toString("hex")}`;
+      expect(s.check(other, TOKEN)).toBe("mismatch");
+      expect(s.check(`${other}0${i}`, TOKEN)).toBe("unverifiable");
+      expect(s.parsedDigests).toBeLessThanOrEqual(MAX_PARSED_DIGESTS);
+    }
+    // A decoded digest is still checked against its key and the presented token every time.
+    expect(s.check(d, TOKEN)).toBe("match");
+    expect(s.check(d, TOKEN)).toBe("match");
+    expect(s.check(d, `${TOKEN}x`)).toBe("mismatch");
+    expect(new SessionTokenDigests(new KeyRing(randomBytes(32))).check(d, TOKEN)).toBe("unverifiable");
   });
 });
