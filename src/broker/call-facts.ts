@@ -49,10 +49,14 @@ export type ConnectionFacts = Pick<CallFacts, "callerIsMember" | "own" | "others
 
 const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [], shared: undefined };
 
-/** Gathers the policy's input for `plan`: its identity facts, its connection facts, then its pin. */
-export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<CallFacts> {
+/**
+ * Gathers the policy's input for `plan`: its identity facts, its connection facts, then its pin.
+ * With `admitted` (the rate verdict still on its way), the pin and own-row reads start at once and
+ * membership, the candidates and the decision wait for it: a refused call asks nothing more.
+ */
+export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan, admitted?: Promise<boolean>): Promise<CallFacts> {
   // Independent reads, asked together: on PostgreSQL the pin's round trip overlaps the connection's.
-  const [connections, pin] = await Promise.all([gatherConnectionFacts(d, plan), pinFacts(d, plan)]);
+  const [connections, pin] = await Promise.all([gatherConnectionFacts(d, plan, admitted), pinFacts(d, plan)]);
   return {
     caller: plan.caller,
     onBehalfOf: plan.onBehalfOf,
@@ -63,16 +67,26 @@ export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan): Promise<Ca
   };
 }
 
-/** Membership first (a non-member learns nothing), then the own row, else one candidates query. */
+/**
+ * Membership first (a non-member learns nothing), then the own row, else one candidates query.
+ * With `admitted`, the own row is read while the rate verdict is awaited (and used only once it
+ * and membership say yes); membership itself is asked only of an admitted call.
+ */
 export async function gatherConnectionFacts(
   d: BrokerDeps,
   plan: Pick<CallPlan, "caller" | "service" | "thread">,
+  admitted?: Promise<boolean>,
 ): Promise<ConnectionFacts> {
   const { caller, service, thread } = plan;
   if (!caller || !service) return NONE;
-  if (!(await isMember(d, thread, caller))) return NONE;
   // The caller's own row, by the store's own-row order (and remembered by it until a connection row changes).
-  const mine = await d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() });
+  const ownRow = () => d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() });
+  const early = admitted ? ownRow() : undefined;
+  // Read ahead but not needed (refused, or not a member): its failure is not this call's.
+  early?.catch(() => {});
+  if (admitted && !(await admitted)) return NONE;
+  if (!(await isMember(d, thread, caller))) return NONE;
+  const mine = await (early ?? ownRow());
   if (mine) return { callerIsMember: true, own: candidate(mine), others: [], shared: undefined };
   const q = await candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
   const rows = await d.store.connections.candidates(q);

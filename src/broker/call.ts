@@ -5,7 +5,7 @@ import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
 import { withLogContext } from "../log/context.js";
 import type { PlannedPin } from "../pinning/policy.js";
-import { type CallDecision, resolveCall } from "../policy/resolve.js";
+import { type CallDecision, type CallFacts, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
@@ -82,9 +82,8 @@ export class CallService {
 
   /** Facts → policy → (approval) → run: this method only gathers facts and acts on the decision. */
   private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
-    const limited = await this.rateStage(plan);
-    if (limited) return limited;
-    const facts = await gatherCallFacts(this.d, plan);
+    const facts = await this.admittedFacts(plan);
+    if ("limited" in facts) return facts.limited;
     const decision = resolveCall(facts);
     // Which class rule the pin facts applied: the run stage checks it again on the leased vendor.
     const planned: PlannedPin = facts.pin.kind === "run" ? facts.pin.planned : "pinned";
@@ -98,6 +97,32 @@ export class CallService {
       case "ask_owner":
         return this.viaOwner(plan as Runnable, decision, planned, extra);
     }
+  }
+
+  /**
+   * The rate stage, then the facts. With shared (PostgreSQL) buckets the facts' database reads (the
+   * pin gate, the caller's own row) are sent while the bucket statement runs, so their round trips
+   * overlap; everything else of the facts (membership, candidates) waits for the rate verdict. A
+   * refused call discards what was read (a failed read included) and writes nothing more than before.
+   */
+  private async admittedFacts(plan: CallPlan): Promise<CallFacts | { limited: CallOutcome }> {
+    if (!this.d.callRate || this.d.callRate.local) {
+      const limited = await this.rateStage(plan);
+      return limited ? { limited } : gatherCallFacts(this.d, plan);
+    }
+    const rate = this.rateStage(plan);
+    const facts = gatherCallFacts(
+      this.d,
+      plan,
+      rate.then(
+        (limited) => limited === undefined,
+        () => false,
+      ),
+    );
+    // A refused (or failed) rate check answers alone: the facts' own failure is then not the call's.
+    facts.catch(() => {});
+    const limited = await rate;
+    return limited ? { limited } : facts;
   }
 
   /** A refusal of the policy, with the facts its message names and its audit row. */

@@ -111,6 +111,11 @@ export class CallRateGate {
     },
   ) {}
 
+  /** True when the buckets live in this process (no round trip): the check costs nothing to wait for. */
+  get local(): boolean {
+    return this.d.buckets instanceof MemoryRateBuckets;
+  }
+
   /** Takes a token for `userId` in `teamId` and one for the team. */
   async check(teamId: string, userId: string): Promise<CallRateVerdict> {
     const now = this.d.clock.now();

@@ -34,4 +34,24 @@ describe("call rate across replicas on PostgreSQL", () => {
     expect((await echo(onA)).structured.status).toBe("ok");
     expect((await echo(onB)).structured.code).toBe("rate_limited");
   });
+
+  it("a refused call on PostgreSQL, whose own-row and pin reads overlap the bucket statement, writes no row and starts nothing", async () => {
+    const url = await pgCluster().createDatabase();
+    const clock = new ManualClock(Date.now());
+    const a = await replica(url, { SLAUDE_CALL_RATE_PER_USER: "1/min", SLAUDE_CALL_RATE_PER_TEAM: "100/min" }, clock);
+    await aliceThreadConnection(a.lifecycle);
+    await reportTurn(a);
+    const client = (await openOn(a)).client;
+    const echo = () => mcpCall(client, { tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE });
+    expect((await echo()).structured.status).toBe("ok");
+    const rows = await a.store.audit.count();
+    const started = await a.store.audit.count({ event: "call_started" });
+    for (let i = 0; i < 3; i++) expect((await echo()).structured.code).toBe("rate_limited");
+    // The same rows as a refusal wrote before the reads were overlapped: none at all.
+    expect(await a.store.audit.count()).toBe(rows);
+    expect(await a.store.audit.count({ event: "call_started" })).toBe(started);
+    clock.advance(60_000);
+    expect((await echo()).structured.status).toBe("ok");
+    expect(await a.store.audit.count({ event: "call_started" })).toBe(started + 1);
+  });
 });
