@@ -103,10 +103,12 @@ export class CallService {
    * The rate stage, then the facts. With shared (PostgreSQL) buckets the facts' database reads (the
    * pin gate, the caller's own row) are sent while the bucket statement runs, so their round trips
    * overlap; everything else of the facts (membership, candidates) waits for the rate verdict. A
-   * refused call discards what was read (a failed read included) and writes nothing more than before.
+   * refused call discards what was read (a failed read included) and writes nothing more than before;
+   * a caller this replica has just refused is checked alone first, so a flood reads nothing ahead.
    */
   private async admittedFacts(plan: CallPlan): Promise<CallFacts | { limited: CallOutcome }> {
-    if (!this.d.callRate || this.d.callRate.local) {
+    const gate = this.d.callRate;
+    if (!gate || gate.local || !plan.caller || gate.refusedRecently(plan.thread.teamId, plan.caller)) {
       const limited = await this.rateStage(plan);
       return limited ? { limited } : gatherCallFacts(this.d, plan);
     }

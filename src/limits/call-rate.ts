@@ -131,6 +131,17 @@ export class CallRateGate {
     return { ok: false, limit, retryAt: r.retryAt };
   }
 
+  /**
+   * True while `userId` or `teamId` is over its rate as far as this replica has seen (a refusal whose
+   * retry time is still ahead). The call path then waits for the verdict before reading anything
+   * else: a caller hammering past their limit costs the database one statement per call, not three.
+   */
+  refusedRecently(teamId: string, userId: string): boolean {
+    const now = this.d.clock.now();
+    const ahead = (key: string): boolean => (this.recent.get(key) ?? 0) > now;
+    return ahead(userKey(teamId, userId)) || ahead(teamKey(teamId));
+  }
+
   /** Users and teams over their call rate right now, as far as this replica has seen (the gauge). */
   atLimit(): { readonly users: number; readonly teams: number } {
     const now = this.d.clock.now();

@@ -31,6 +31,24 @@ describe("call rate per user and per team", () => {
     expect(g.atLimit()).toEqual({ users: 0, teams: 0 });
   });
 
+  it("remembers who it refused until their retry time: the user, or the whole team when the team is over", async () => {
+    const { gate: g, clock } = gate({ perUser: perMin(1), perTeam: perMin(3) });
+    expect(g.refusedRecently("TA", "U1")).toBe(false);
+    await g.check("TA", "U1");
+    expect(g.refusedRecently("TA", "U1")).toBe(false);
+    expect((await g.check("TA", "U1")).ok).toBe(false);
+    expect(g.refusedRecently("TA", "U1")).toBe(true);
+    expect(g.refusedRecently("TA", "U2")).toBe(false);
+    await g.check("TA", "U2");
+    await g.check("TA", "U3");
+    expect((await g.check("TA", "U4")).ok).toBe(false);
+    expect(g.refusedRecently("TA", "U9")).toBe(true);
+    expect(g.refusedRecently("TB", "U1")).toBe(false);
+    clock.advance(60_000);
+    expect(g.refusedRecently("TA", "U1")).toBe(false);
+    expect(g.refusedRecently("TA", "U9")).toBe(false);
+  });
+
   it("a team over its rate refuses all its users; a user refused by their own rate does not drain the team's bucket", async () => {
     const { gate: g } = gate({ perUser: perMin(2), perTeam: perMin(3) });
     // U1 spends 2 of the team's 3, then hammers: refused by the user bucket, the team's last token stays.
