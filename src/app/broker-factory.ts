@@ -4,7 +4,7 @@ import { type ApprovalChannel, noApprovalChannel } from "../approvals/channel.js
 import { Broker } from "../broker/broker.js";
 import type { BrokerDeps } from "../broker/deps.js";
 import type { ClusterSignals } from "../cluster/signals.js";
-import { logFromEvents, metricsFromEvents } from "../events/call-consumers.js";
+import { metricsFromEvents } from "../events/call-consumers.js";
 import { CallEventBus, type CallEventSink } from "../events/event-bus.js";
 import type { ResultLimits } from "../hygiene/truncate.js";
 import { CallRateGate, type CallRateLimits, MemoryRateBuckets, type RateBuckets } from "../limits/call-rate.js";
@@ -107,7 +107,6 @@ export function buildBroker(o: BrokerOptions): Broker {
     events,
   );
   metricsFromEvents(events, metrics);
-  logFromEvents(events, o.log);
   const approvals = new ApprovalService({
     store: o.store,
     channel: approvalChannel ?? noApprovalChannel,

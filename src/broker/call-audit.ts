@@ -83,6 +83,6 @@ export class CallAudit {
 
   /** Writes the completion (`call`) row through the backlog (see CompletionWrite); never throws: the outcome already happened. */
   completed(e: Partial<AuditEvent>, signal?: AbortSignal): Promise<CompletionWrite> {
-    return this.completions.write({ ...this.row(e), event: "call", callId: this.callId }, signal);
+    return this.completions.write({ ...this.row(e), event: "call", callId: this.callId }, signal, this.log);
   }
 }

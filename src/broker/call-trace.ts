@@ -1,6 +1,7 @@
 import type { Clock } from "../clock/clock.js";
 import { newId } from "../domain/ids.js";
 import type { CallEventSink } from "../events/event-bus.js";
+import type { Logger } from "../log/logger.js";
 import type { CallOutcome } from "./answer.js";
 import { type CallPlan, eventBase } from "./call-plan.js";
 
@@ -11,12 +12,18 @@ import { type CallPlan, eventBase } from "./call-plan.js";
 export class CallTrace {
   readonly callId = newId("call");
   readonly startedAt = performance.now();
+  /** The call's logger: `log` (the request's) with `callId` bound. Every line of the call goes through it. */
+  readonly log: Logger;
   /** The vendor's tools/call round trip, once the call reached a vendor. */
   vendorMs: number | undefined;
   /** How the call was decided to run (own, grant, shared, approval_…), once it was. */
   via: string | undefined;
   /** Time spent waiting for an owner's approval (neither broker nor vendor time). */
   approvalMs = 0;
+
+  constructor(log: Logger) {
+    this.log = log.with({ callId: this.callId });
+  }
 
   /** Milliseconds since the call started. */
   elapsedMs(): number {
@@ -29,7 +36,10 @@ export class CallTrace {
   }
 }
 
-/** Emits the call's `call.ended` event (the metrics and the log line consume it): ids, codes and timings only. */
+/**
+ * Emits the call's `call.ended` event (the metrics consume it) and writes its one `mcp_call done`
+ * line through the call's logger (so it carries `requestId` and `callId`): ids, codes and timings only.
+ */
 export function reportCall(
   d: { events: CallEventSink; clock: Clock },
   plan: CallPlan,
@@ -38,15 +48,27 @@ export function reportCall(
 ): void {
   const result = outcome.kind === "ok" ? (outcome.result.isError ? "vendor_tool_error" : "ok") : outcome.code;
   const via = outcome.kind === "ok" ? outcome.via : (trace.via ?? "none");
+  const durationMs = ms(trace.elapsedMs());
+  const brokerMs = ms(trace.brokerMs());
+  const vendorMs = trace.vendorMs === undefined ? null : ms(trace.vendorMs);
   d.events.emit({
     type: "call.ended",
     ...eventBase(plan, d.clock.now()),
     outcome: result,
     via,
-    durationMs: ms(trace.elapsedMs()),
-    brokerMs: ms(trace.brokerMs()),
-    vendorMs: trace.vendorMs === undefined ? null : ms(trace.vendorMs),
+    durationMs,
+    brokerMs,
+    vendorMs,
     truncated: outcome.kind === "ok" ? outcome.truncated : null,
+  });
+  trace.log.info("mcp_call done", {
+    service: plan.serviceName.slice(0, 100),
+    tool: plan.tool.slice(0, 100),
+    outcome: result,
+    via,
+    ms: Math.round(durationMs),
+    brokerMs: Math.round(brokerMs),
+    vendorMs: vendorMs === null ? null : Math.round(vendorMs),
   });
 }
 

@@ -3,7 +3,6 @@ import { CallToolResultSchema } from "@modelcontextprotocol/core";
 import type { AuditEvent } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
-import { withLogContext } from "../log/context.js";
 import type { PlannedPin } from "../pinning/policy.js";
 import { type CallDecision, type CallFacts, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
@@ -59,30 +58,28 @@ export class CallService {
 
   /** Runs one call under its call id: its audit rows and every log line it writes carry that id. */
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
-    const trace = extra.trace ?? new CallTrace();
-    return withLogContext({ callId: trace.callId }, async () => {
-      const plan = planCall(this.d.registry, ctx, input, trace.callId);
-      this.d.events.emit({ type: "call.started", ...eventBase(plan, this.d.clock.now()) });
-      let outcome: CallOutcome | undefined;
-      try {
-        outcome = await this.decide(plan, { ...extra, trace });
-        return outcome;
-      } catch (err) {
-        // The database went away before the vendor ran (every stage after it names its own outcome).
-        if (!isStoreUnavailable(err)) throw err;
-        this.d.log.warn("call refused: the database is unavailable", { error: err.message });
-        outcome = failed("store_unavailable");
-        return outcome;
-      } finally {
-        // A stage that threw is answered internal_error by the MCP server: its call ends so too.
-        reportCall(this.d, plan, outcome ?? failed("internal_error"), trace);
-      }
-    });
+    const trace = extra.trace ?? new CallTrace(extra.log ?? this.d.log);
+    const plan = planCall(this.d.registry, ctx, input, trace.callId);
+    this.d.events.emit({ type: "call.started", ...eventBase(plan, this.d.clock.now()) });
+    let outcome: CallOutcome | undefined;
+    try {
+      outcome = await this.decide(plan, { ...extra, trace });
+      return outcome;
+    } catch (err) {
+      // The database went away before the vendor ran (every stage after it names its own outcome).
+      if (!isStoreUnavailable(err)) throw err;
+      trace.log.warn("call refused: the database is unavailable", { error: err.message });
+      outcome = failed("store_unavailable");
+      return outcome;
+    } finally {
+      // A stage that threw is answered internal_error by the MCP server: its call ends so too.
+      reportCall(this.d, plan, outcome ?? failed("internal_error"), trace);
+    }
   }
 
   /** Facts → policy → (approval) → run: this method only gathers facts and acts on the decision. */
   private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
-    const facts = await this.admittedFacts(plan);
+    const facts = await this.admittedFacts(plan, { ...this.d, log: extra.trace.log });
     if ("limited" in facts) return facts.limited;
     const decision = resolveCall(facts);
     // Which class rule the pin facts applied: the run stage checks it again on the leased vendor.
@@ -105,16 +102,17 @@ export class CallService {
    * overlap; everything else of the facts (membership, candidates) waits for the rate verdict. A
    * refused call discards what was read (a failed read included) and writes nothing more than before;
    * a caller this replica has just refused is checked alone first, so a flood reads nothing ahead.
+   * `d` is the call's view of the deps (its logger carries the call's ids).
    */
-  private async admittedFacts(plan: CallPlan): Promise<CallFacts | { limited: CallOutcome }> {
+  private async admittedFacts(plan: CallPlan, d: BrokerDeps): Promise<CallFacts | { limited: CallOutcome }> {
     const gate = this.d.callRate;
     if (!gate || gate.local || !plan.caller || gate.refusedRecently(plan.thread.teamId, plan.caller)) {
       const limited = await this.rateStage(plan);
-      return limited ? { limited } : gatherCallFacts(this.d, plan);
+      return limited ? { limited } : gatherCallFacts(d, plan);
     }
     const rate = this.rateStage(plan);
     const facts = gatherCallFacts(
-      this.d,
+      d,
       plan,
       rate.then(
         (limited) => limited === undefined,
@@ -171,7 +169,7 @@ export class CallService {
       durationMs: Math.round(trace.elapsedMs()),
       ...audit,
     };
-    await appendOrLog(this.d.store.audit, this.d.log, [row], this.d.metrics);
+    await appendOrLog(this.d.store.audit, trace.log, [row], this.d.metrics);
     return failed(code, facts);
   }
 
@@ -230,9 +228,11 @@ export class CallService {
   /** Credential session → write-ahead audit → pool lease → result hygiene → completion audit. */
   private async run(plan: Runnable, order: RunOrder, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
     extra.trace.via = order.via;
+    // The stages below log through the call's logger: their lines carry its callId and requestId.
+    const d: BrokerDeps = { ...this.d, log: extra.trace.log };
     // Fail closed: with the backlog full, the completion of this call could not be kept.
     if (this.completions.full) {
-      this.d.log.error("call refused: the completion backlog is full (the database has been unavailable)", {
+      d.log.error("call refused: the completion backlog is full (the database has been unavailable)", {
         backlog: this.completions.size,
       });
       return failed("store_unavailable");
@@ -241,7 +241,7 @@ export class CallService {
     const conn = await this.d.store.connections.get(order.connectionId);
     const audit = new CallAudit(
       this.d.store.audit,
-      this.d.log,
+      d.log,
       (e) => ({
         at: this.d.clock.now(),
         event: "call",
@@ -261,7 +261,7 @@ export class CallService {
       return failed(f.code, f.facts);
     };
     if (conn?.status !== "active" || conn.expiresAt <= this.d.clock.now()) return fail({ code: "connection_unusable" });
-    const session = await credentialStage(this.d, this.sessions, conn, plan.service);
+    const session = await credentialStage(d, this.sessions, conn, plan.service);
     if ("code" in session) return fail(session);
     // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
     const started = await audit.started();
@@ -297,7 +297,7 @@ export class CallService {
       const kept: Awaited<ReturnType<typeof keepFullResult>> = await keepFullResult(this.d.results, plan, clean).catch(
         (err: unknown) => {
           if (!isStoreUnavailable(err)) throw err;
-          this.d.log.warn("full result not kept: the database is unavailable", { error: err.message });
+          d.log.warn("full result not kept: the database is unavailable", { error: err.message });
           return { result: clean.result };
         },
       );
@@ -311,7 +311,7 @@ export class CallService {
         ...(kept.link ? { fullResult: kept.link } : {}),
       };
     } catch (err) {
-      return fail(await vendorFailure(this.d, vendorRun, err));
+      return fail(await vendorFailure(d, vendorRun, err));
     }
   }
 

@@ -47,6 +47,8 @@ export const DEFAULT_COMPLETION_BACKLOG: CompletionBacklogLimits = {
 interface Entry {
   readonly row: AuditEvent;
   readonly settle: (written: boolean) => void;
+  /** The logger of the call that queued the row: its later lines carry that call's ids. */
+  readonly log: Logger;
 }
 
 /** Where one process's unwritten completion rows wait for the database; see the header. */
@@ -79,19 +81,23 @@ export class CompletionBacklog {
     return this.queue.length >= this.limits.maxRows;
   }
 
-  /** Writes `row`; when the database is away, queues it and waits (up to `waitMs`, or until `signal`) for a retry to write it. */
-  async write(row: AuditEvent, signal?: AbortSignal): Promise<CompletionWrite> {
+  /**
+   * Writes `row`; when the database is away, queues it and waits (up to `waitMs`, or until `signal`)
+   * for a retry to write it. Its lines (queued, dropped, written later, not written) go to `log`,
+   * the calling call's logger (its requestId and callId), the backlog's own otherwise.
+   */
+  async write(row: AuditEvent, signal?: AbortSignal, log: Logger = this.d.log): Promise<CompletionWrite> {
     try {
       await this.d.repo.append([row]);
       return "written";
     } catch (err) {
       if (!isStoreUnavailable(err) || this.closed) {
-        this.failed(row, err);
+        this.failed(row, err, log);
         return "failed";
       }
       if (this.full) {
         this.d.metrics?.auditWriteFailed(row.event);
-        this.d.log.error("audit row dropped: the database is unavailable and the completion backlog is full", {
+        log.error("audit row dropped: the database is unavailable and the completion backlog is full", {
           ...ids(row),
           backlog: this.queue.length,
           maxRows: this.limits.maxRows,
@@ -100,8 +106,8 @@ export class CompletionBacklog {
       }
       let settle!: (written: boolean) => void;
       const done = new Promise<boolean>((resolve) => (settle = resolve));
-      this.queue.push({ row, settle });
-      this.d.log.warn("audit row queued: the database is unavailable", { ...ids(row), backlog: this.queue.length });
+      this.queue.push({ row, settle, log });
+      log.warn("audit row queued: the database is unavailable", { ...ids(row), backlog: this.queue.length });
       this.schedule();
       return this.waitFor(done, signal);
     }
@@ -169,13 +175,13 @@ export class CompletionBacklog {
             return;
           }
           this.queue.shift();
-          this.failed(head.row, err);
+          this.failed(head.row, err, head.log);
           head.settle(false);
           continue;
         }
         this.queue.shift();
         this.delay = this.limits.retryMs;
-        this.d.log.info("audit row written after the database came back", {
+        head.log.info("audit row written after the database came back", {
           ...ids(head.row),
           backlog: this.queue.length,
         });
@@ -187,9 +193,9 @@ export class CompletionBacklog {
     }
   }
 
-  private failed(row: AuditEvent, err: unknown): void {
+  private failed(row: AuditEvent, err: unknown, log: Logger): void {
     this.d.metrics?.auditWriteFailed(row.event);
-    this.d.log.error("audit row not written", {
+    log.error("audit row not written", {
       ...ids(row),
       outcome: row.errorCode ?? "ok",
       code: (err as { code?: string }).code ?? "error",

@@ -75,4 +75,6 @@ export interface CallExtra {
   readonly progress?: (p: { progress: number; total?: number; message?: string }) => Promise<void>;
   /** The call's id and timings; set by the call service for the stages of one call. */
   readonly trace?: CallTrace;
+  /** The request's logger (its `requestId` bound); the call binds its `callId` on top. */
+  readonly log?: Logger;
 }

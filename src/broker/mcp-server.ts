@@ -2,6 +2,7 @@ import { type CallToolResult, McpServer, type ServerContext } from "@modelcontex
 import type { ServiceRegistry } from "../config/registry.js";
 import { errorMessage } from "../domain/errors.js";
 import { VERSION } from "../domain/version.js";
+import type { Logger } from "../log/logger.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import { answer, callAnswer, refusal } from "./answer.js";
 import { serviceUnavailable, unavailableLine, unavailableText } from "./availability-view.js";
@@ -32,6 +33,15 @@ export function callerRequest(ctx: Pick<ServerContext, "http">): CallerRequest {
   // A repeated header arrives joined ("a, b"): not a turn id, so it is refused as unknown, never guessed between.
   const v = ctx.http?.req?.headers.get("x-slaude-turn");
   return v === null || v === undefined ? {} : { turnId: v };
+}
+
+/**
+ * `log` with the request's id bound: the `X-Request-Id` the MCP endpoint set on the web request it
+ * handed the transport (the HTTP server's id for this request); `log` itself when there is none.
+ */
+export function requestLog(log: Logger, ctx: Pick<ServerContext, "http">): Logger {
+  const requestId = ctx.http?.req?.headers.get("x-request-id");
+  return requestId ? log.with({ requestId }) : log;
 }
 
 /** How the `connect` tool answers when a consent channel exists. */
@@ -65,21 +75,22 @@ export function createBrokerServer(
   // lets the policy refuse a missing turn, so that refusal is audited like every other).
   const withCaller = async (
     extra: Parameters<typeof callerRequest>[0],
-    fn: (ctx: CallerContext, caller: string) => Promise<CallToolResult>,
+    fn: (ctx: CallerContext, caller: string, log: Logger) => Promise<CallToolResult>,
     needsCaller = true,
   ): Promise<CallToolResult> => {
+    const log = requestLog(deps.log, extra);
     try {
       const ctx = await resolveCaller(callerRequest(extra));
       if (typeof ctx === "string") return refusal(ctx);
       if (needsCaller && !ctx.userId) return refusal("no_turn");
-      return await fn(ctx, ctx.userId ?? "");
+      return await fn(ctx, ctx.userId ?? "", log);
     } catch (err) {
       // The database away (restarting) is a refusal with a retry hint, not a bug.
       if (isStoreUnavailable(err)) {
-        deps.log.warn("broker tool refused: the database is unavailable", { error: err.message });
+        log.warn("broker tool refused: the database is unavailable", { error: err.message });
         return refusal("store_unavailable");
       }
-      deps.log.error("broker tool failed", { error: errorMessage(err) });
+      log.error("broker tool failed", { error: errorMessage(err) });
       return refusal("internal_error");
     }
   };
@@ -97,10 +108,11 @@ export function createBrokerServer(
     async (input, extra) =>
       withCaller(
         extra,
-        async (ctx) => {
+        async (ctx, _caller, log) => {
           const progressToken = extra.mcpReq._meta?.progressToken;
           const callExtra: CallExtra = {
             signal: extra.mcpReq.signal,
+            log,
             ...(progressToken !== undefined
               ? {
                   progress: (p) =>

@@ -1,10 +1,10 @@
-import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { CallEventBus, Subscription } from "./event-bus.js";
 
-// The internal consumers of the call event stream: the metrics and the one log line per call learn
-// of a finished call from its `call.ended` event, not from a hook of their own in the call path;
-// a call relayed from another replica is that replica's to count and log.
+// The internal consumer of the call event stream: the metrics learn of a finished call from its
+// `call.ended` event, not from a hook of their own in the call path; a call relayed from another
+// replica is that replica's to count. (The one `mcp_call done` log line is written by the call
+// itself, through its logger, so it carries the call's requestId and callId: call-trace.ts.)
 // (The audit's rows are not a consumer: the `call_started` row must be committed before the vendor
 // runs and the completion row before the result is returned, which a fire-and-forget stream cannot
 // promise; docs/host-integration.md says so.)
@@ -20,23 +20,6 @@ export function metricsFromEvents(bus: CallEventBus, metrics: Pick<Metrics, "cal
       via: e.via,
       brokerSeconds: e.brokerMs / 1000,
       vendorSeconds: e.vendorMs === null ? undefined : e.vendorMs / 1000,
-    });
-  });
-}
-
-/** Writes the one `mcp_call done` log line per `call.ended`: ids, codes and timings only. */
-export function logFromEvents(bus: CallEventBus, log: Logger): Subscription | undefined {
-  return bus.subscribe((e) => {
-    if (e.type !== "call.ended" || bus.isRemote(e)) return;
-    // Emitted inside the call's log context, so the line carries its call id.
-    log.info("mcp_call done", {
-      service: e.service.slice(0, 100),
-      tool: e.tool.slice(0, 100),
-      outcome: e.outcome,
-      via: e.via,
-      ms: Math.round(e.durationMs),
-      brokerMs: Math.round(e.brokerMs),
-      vendorMs: e.vendorMs === null ? null : Math.round(e.vendorMs),
     });
   });
 }

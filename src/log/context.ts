@@ -1,26 +1,6 @@
-import { AsyncLocalStorage } from "node:async_hooks";
-
-/** Correlation ids every log line written while serving one request (or one tool call) carries. */
-export interface LogContext {
-  /** The HTTP request's id (echoed in its `X-Request-Id` response header). */
-  readonly requestId?: string;
-  /** The mcp_call's id: the same `call_id` its audit rows carry. */
-  readonly callId?: string;
-}
-
-// One storage key for the process: it holds no state of its own, only the context of the
-// asynchronous flow that is running, so several apps in one process never see each other's ids.
-const storage = new AsyncLocalStorage<LogContext>();
-
-/** Runs `fn` with `fields` added to the current log context (inner ids win). */
-export function withLogContext<T>(fields: LogContext, fn: () => T): T {
-  return storage.run({ ...storage.getStore(), ...fields }, fn);
-}
-
-/** The log context of the running flow (empty outside a request or call). */
-export function currentLogContext(): LogContext {
-  return storage.getStore() ?? {};
-}
+// Correlation ids are not kept in an ambient context: the HTTP server binds `requestId` to a child
+// logger per request (`log.with`), the call service binds `callId`, and each passes its logger down
+// (docs/operations.md#logs). Nothing in src imports node:async_hooks (test/log/no-async-context.test.ts).
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 

@@ -3,9 +3,17 @@ import type { AddressInfo } from "node:net";
 import { STORE_RETRY_SECONDS } from "../broker/outcome.js";
 import { errorMessage } from "../domain/errors.js";
 import { randomId } from "../domain/ids.js";
-import { safeRequestId, withLogContext } from "../log/context.js";
+import { safeRequestId } from "../log/context.js";
 import type { Logger } from "../log/logger.js";
 import { isStoreUnavailable } from "../store/errors.js";
+
+/** What the server knows of the request it hands a route: its id and a logger whose lines carry it. */
+export interface RequestScope {
+  /** The request's id (the incoming `X-Request-Id` when safe, else generated), echoed in the response. */
+  readonly requestId: string;
+  /** The server's logger with `requestId` bound: every line written while serving the request goes through it. */
+  readonly log: Logger;
+}
 
 /** A route handler; returns false to fall through to the next route. */
 // biome-ignore-start lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
@@ -13,6 +21,7 @@ export type RouteHandler = (
   req: http.IncomingMessage,
   res: http.ServerResponse,
   url: URL,
+  scope: RequestScope,
 ) => Promise<boolean | void> | boolean | void;
 // biome-ignore-end lint/suspicious/noConfusingVoidType: handlers that return nothing are typed void, which undefined would refuse
 
@@ -112,10 +121,10 @@ export class HttpServer {
     // Every log line written while serving this request carries its id; the client sees it too.
     const requestId = safeRequestId(req.headers["x-request-id"]) ?? randomId();
     res.setHeader("x-request-id", requestId);
-    return withLogContext({ requestId }, () => this.serve(req, res));
+    return this.serve(req, res, { requestId, log: this.log.with({ requestId }) });
   }
 
-  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse, scope: RequestScope): Promise<void> {
     let url: URL;
     try {
       url = new URL(req.url ?? "/", "http://localhost");
@@ -130,7 +139,7 @@ export class HttpServer {
           : url.pathname === r.path;
         if (!pathMatch || (r.method !== "*" && r.method !== req.method)) continue;
         route = r;
-        const handled = await r.handler(req, res, url);
+        const handled = await r.handler(req, res, url, scope);
         if (handled !== false) return;
       }
       sendJson(res, 404, { error: "not_found" });
@@ -138,8 +147,8 @@ export class HttpServer {
       // Login link paths are bearer secrets: never logged.
       const path = url.pathname.startsWith("/login/l/") ? "/login/l/[link]" : url.pathname;
       if (isStoreUnavailable(err))
-        this.log.warn("request refused: the database is unavailable", { path, error: err.message });
-      else this.log.error("http handler failed", { path, error: errorMessage(err) });
+        scope.log.warn("request refused: the database is unavailable", { path, error: err.message });
+      else scope.log.error("http handler failed", { path, error: errorMessage(err) });
       const answer = failureAnswer(err, route?.jsonRpc === true);
       if (!res.headersSent) sendJson(res, answer.status, answer.body, answer.headers);
       else res.end();

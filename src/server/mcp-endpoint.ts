@@ -167,7 +167,7 @@ export class McpEndpoint {
     return this.host.sweepRecords();
   }
 
-  readonly handler: RouteHandler = async (req, res) => {
+  readonly handler: RouteHandler = async (req, res, _url, scope) => {
     const caller = guardHostRequest(req, res, this.auth, this.origin);
     if (!caller || !turnHeaderWellFormed(req, res)) return;
     const sessionId = req.headers["mcp-session-id"];
@@ -179,14 +179,14 @@ export class McpEndpoint {
       body = read.body;
     }
     // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
-    if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body);
+    if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body, scope);
     if (typeof sessionId === "string") {
       const found = await this.host.lookup(sessionId, headerThread, caller);
       switch (found.kind) {
         case "not_found":
           return sendJson(res, 404, notFound);
         case "token_mismatch":
-          this.log.warn("mcp request refused: the session was opened with another host token");
+          scope.log.warn("mcp request refused: the session was opened with another host token");
           return sendMcpRefusal(res, 403, "session_token_mismatch", TOKEN_MISMATCH);
         case "thread_mismatch":
           return sendJson(res, 403, {
@@ -195,7 +195,7 @@ export class McpEndpoint {
             id: null,
           });
         case "full":
-          this.log.warn("mcp session not rebuilt: the session cap is reached and every session is busy", {
+          scope.log.warn("mcp session not rebuilt: the session cap is reached and every session is busy", {
             maxSessions: this.limits.maxSessions,
           });
           return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
@@ -213,7 +213,10 @@ export class McpEndpoint {
       if (this.sharedRecords && this.onCancelled)
         for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
-      await sendWebResponse(res, await s.transport.handleRequest(toWebRequest(req), { parsedBody: body }));
+      await sendWebResponse(
+        res,
+        await s.transport.handleRequest(toWebRequest(req, { requestId: scope.requestId }), { parsedBody: body }),
+      );
       return;
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
@@ -253,7 +256,7 @@ export class McpEndpoint {
     if (!this.host.table.roomForTeam(thread.teamId)) return this.teamFull(res);
     if (!this.host.table.reserve(thread.teamId)) {
       // Every open session is in use: refuse clearly rather than close one mid-request.
-      this.log.warn("mcp session refused: the session cap is reached and every session is busy", {
+      scope.log.warn("mcp session refused: the session cap is reached and every session is busy", {
         maxSessions: this.limits.maxSessions,
       });
       return sendJson(res, 503, tooMany(this.limits.maxSessions), { "retry-after": "5" });
@@ -265,7 +268,9 @@ export class McpEndpoint {
           "retry-after": "5",
         });
       if (s === "team_full") return this.teamFull(res);
-      const answer = await s.transport.handleRequest(toWebRequest(req), { parsedBody: body });
+      const answer = await s.transport.handleRequest(toWebRequest(req, { requestId: scope.requestId }), {
+        parsedBody: body,
+      });
       // Refused before it initialized (e.g. a wrong Accept): no client has the id; its record ends now.
       if (s.transport.sessionId === undefined) await this.host.abandon(s);
       await sendWebResponse(res, answer);

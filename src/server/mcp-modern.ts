@@ -10,7 +10,7 @@ import {
 import type { Broker } from "../broker/broker.js";
 import type { Logger } from "../log/logger.js";
 import type { HostCaller } from "./host-teams.js";
-import { sendJson } from "./http-server.js";
+import { type RequestScope, sendJson } from "./http-server.js";
 import { refusalOf, sendMcpRefusal, type TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { sendWebResponse, toWebRequest } from "./web-bridge.js";
@@ -137,7 +137,13 @@ export class ModernLeg {
   }
 
   /** Answers one modern request of `caller` whose body was read (and size-checked) by the endpoint. */
-  async serve(req: http.IncomingMessage, res: http.ServerResponse, caller: HostCaller, body: unknown): Promise<void> {
+  async serve(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    caller: HostCaller,
+    body: unknown,
+    scope: RequestScope,
+  ): Promise<void> {
     const header = req.headers["x-slaude-thread"];
     const thread = parseThreadHeader(header);
     if (!thread)
@@ -149,7 +155,7 @@ export class ModernLeg {
       return sendMcpRefusal(res, r.status, r.code, r.message);
     }
     if (this.inFlight >= this.maxInFlight) {
-      this.log.warn("mcp 2026-07-28 request refused: too many in progress", { maxInFlight: this.maxInFlight });
+      scope.log.warn("mcp 2026-07-28 request refused: too many in progress", { maxInFlight: this.maxInFlight });
       return sendJson(
         res,
         503,
@@ -165,7 +171,12 @@ export class ModernLeg {
     };
     res.once("close", onClose);
     try {
-      await sendWebResponse(res, await this.handler.fetch(toWebRequest(req, gone.signal), { parsedBody: body }));
+      await sendWebResponse(
+        res,
+        await this.handler.fetch(toWebRequest(req, { signal: gone.signal, requestId: scope.requestId }), {
+          parsedBody: body,
+        }),
+      );
     } finally {
       res.off("close", onClose);
       this.inFlight--;

@@ -139,16 +139,38 @@ for (const key of Reflect.ownKeys(Request.prototype)) {
 }
 Object.setPrototypeOf(ForwardedRequest.prototype, Request.prototype);
 
+/** What a forwarded request carries besides the node request's own method, path and headers. */
+export interface ForwardedExtras {
+  /** The request's abort signal: the SDK ends the exchange when it aborts. */
+  readonly signal?: AbortSignal;
+  /**
+   * The request's id, as `X-Request-Id` in place of whatever the client sent (the generated id
+   * when the client's was absent or unsafe): the broker's tool handlers log under it.
+   */
+  readonly requestId?: string;
+}
+
+/** The raw header list with `X-Request-Id` set to `id` (a client's own dropped). */
+function withRequestId(raw: readonly string[], id: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() !== "x-request-id") out.push(raw[i]!, raw[i + 1]!);
+  }
+  out.push("x-request-id", id);
+  return out;
+}
+
 /**
- * A web Request with the method, path and headers of `req`; no body (the endpoint has parsed it
- * already). `signal`, when given, is the request's: the SDK ends the exchange when it aborts.
+ * A web Request with the method, path and headers of `req` (and `extras`); no body (the endpoint
+ * has parsed it already).
  */
-export function toWebRequest(req: http.IncomingMessage, signal?: AbortSignal): Request {
+export function toWebRequest(req: http.IncomingMessage, extras: ForwardedExtras = {}): Request {
   // The path is all the transport reads of the URL; the origin is fixed (Host was checked by OriginGuard). An
   // origin-form path is appended to it as it is (no URL parse of our own); any other form gives its path only.
   const url = `${ORIGIN}${originForm(req.url ?? "/mcp")}`;
   // A Request in all but construction (see ForwardedRequest): its prototype chain is Request's.
-  return new ForwardedRequest(req.method ?? "GET", url, req.rawHeaders, signal) as unknown as Request;
+  const raw = extras.requestId === undefined ? req.rawHeaders : withRequestId(req.rawHeaders, extras.requestId);
+  return new ForwardedRequest(req.method ?? "GET", url, raw, extras.signal) as unknown as Request;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { executionAsyncId } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -320,5 +321,64 @@ describe("request ids and call ids", () => {
     expect(okRows.map((r) => r.event)).toEqual(["call_started", "call"]);
     const deniedRows = await app.store.audit.query({ callId: String(deniedLine!.callId) });
     expect(deniedRows.map((r) => r.event)).toEqual(["call_denied"]);
+  });
+
+  it("two concurrent calls from two requests never get each other's ids, and no line of a call lacks its ids", async () => {
+    const { app, log } = await boot();
+    await connect(app, ALICE, `canary-${randomBytes(8).toString("hex")}`);
+    const a = await client(app, { "X-Request-Id": "req-concurrent-a" });
+    const b = await client(app, { "X-Request-Id": "req-concurrent-b" });
+    await turn(app, ALICE);
+    // Warm the vendor first, so both calls below overlap on the same running child.
+    expect((await mcpCall(a, { tool: "read_item", args: { id: "1" }, on_behalf_of: ALICE })).structured.status).toBe(
+      "ok",
+    );
+    const from = log.lines.length;
+    const [ra, rb] = await Promise.all([
+      mcpCall(a, { tool: "read_item", args: { id: "2" }, on_behalf_of: ALICE }),
+      mcpCall(b, { tool: "fail_with_token", args: {}, on_behalf_of: ALICE }),
+    ]);
+    expect(ra.structured.status).toBe("ok");
+    expect(rb.structured.status).toBe("ok");
+    const lines = log.lines.slice(from).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const done = lines.filter((l) => l.msg === "mcp_call done");
+    expect(done).toHaveLength(2);
+    const idOf = new Map(done.map((d) => [d.requestId, d.callId]));
+    expect([...idOf.keys()].sort()).toEqual(["req-concurrent-a", "req-concurrent-b"]);
+    expect(idOf.get("req-concurrent-a")).not.toBe(idOf.get("req-concurrent-b"));
+    // Every line naming one of the calls names its request, and the other way round.
+    for (const l of lines.filter((x) => x.callId !== undefined || x.requestId !== undefined))
+      expect(idOf.get(l.requestId)).toBe(l.callId);
+    expect(done.find((d) => d.requestId === "req-concurrent-b")!.outcome).toBe("vendor_tool_error");
+    // After warm calls through the real server, no promise hook is on: a promise reaction runs with
+    // no async id (with an AsyncLocalStorage in use, as before, it has one).
+    const reactionId = await new Promise<number>((resolve) =>
+      setImmediate(() => void Promise.resolve().then(() => resolve(executionAsyncId()))),
+    );
+    expect(reactionId).toBe(0);
+  });
+
+  it("a refusal deep in the call (the call_started row not written) logs with the request id and the call id", async () => {
+    const { app, log } = await boot();
+    await connect(app, ALICE, `canary-${randomBytes(8).toString("hex")}`);
+    const c = await client(app, { "X-Request-Id": "req-deep-1" });
+    await turn(app, ALICE);
+    // The audit table goes read-only under the call: its write-ahead row fails, the call is refused.
+    const audit = app.store.audit;
+    const append = audit.append.bind(audit);
+    audit.append = async () => {
+      throw Object.assign(new Error("disk full"), { code: "SQLITE_FULL" });
+    };
+    try {
+      const r = await mcpCall(c, { tool: "read_item", args: { id: "3" }, on_behalf_of: ALICE });
+      expect(r.structured.code).toBe("audit_unavailable");
+    } finally {
+      audit.append = append;
+    }
+    const lines = log.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const refused = lines.find((l) => l.msg === "call refused: its call_started audit row could not be written");
+    const done = lines.find((l) => l.msg === "mcp_call done");
+    expect(refused).toMatchObject({ requestId: "req-deep-1", code: "SQLITE_FULL" });
+    expect(done).toMatchObject({ requestId: "req-deep-1", outcome: "audit_unavailable", callId: refused!.callId });
   });
 });

@@ -124,12 +124,21 @@ describe("toWebRequest answers as a real Request would", () => {
 
   it("hands on the given signal: aborting it aborts the request's, and the real members follow it too", () => {
     const gone = new AbortController();
-    const mine = toWebRequest(incoming("/mcp", raw), gone.signal);
+    const mine = toWebRequest(incoming("/mcp", raw), { signal: gone.signal });
     const copy = mine.clone();
     expect(mine.signal.aborted).toBe(false);
     gone.abort();
     expect(mine.signal.aborted).toBe(true);
     expect(copy.signal.aborted).toBe(true);
+  });
+
+  it("carries the request's own id as X-Request-Id in place of the client's", () => {
+    const theirs = ["X-Request-Id", "client id", "x-request-id", "again", "Accept", "a/b"];
+    const mine = toWebRequest(incoming("/mcp", theirs), { requestId: "req_1" });
+    expect(mine.headers.get("x-request-id")).toBe("req_1");
+    expect(mine.headers.get("accept")).toBe("a/b");
+    expect([...mine.headers.keys()]).toEqual(["accept", "x-request-id"]);
+    expect(toWebRequest(incoming("/mcp", theirs)).headers.get("x-request-id")).toBe("client id, again");
   });
 
   it("has a signal that never aborts when none is given", () => {
