@@ -1,5 +1,4 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { ApprovalService } from "../approvals/approval-service.js";
 import { errorMessage } from "../domain/errors.js";
@@ -184,6 +183,11 @@ export class Broker {
   async connectEmbedded(
     getCaller: () => EmbeddedCaller | undefined,
   ): Promise<{ client: Client; close(): Promise<void> }> {
+    // The SDK's 2025 client bundle is loaded here only: embedding is library use, and `serve` never needs it.
+    const [{ Client }, { InMemoryTransport }] = await Promise.all([
+      import("@modelcontextprotocol/sdk/client/index.js"),
+      import("@modelcontextprotocol/sdk/inMemory.js"),
+    ]);
     const server = this.serverForHost(getCaller);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);

@@ -1,6 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import { clusterSignalsFor } from "../app/cluster.js";
-import { connectDeployment, type Deployment } from "../app/store-factory.js";
+import type { DeploymentConnector } from "../app/store-connect.js";
+import type { Deployment } from "../app/store-factory.js";
 import { type Clock, systemClock } from "../clock/clock.js";
 import type { ClusterSignals } from "../cluster/signals.js";
 import { type Config, loadConfig } from "../config/env.js";
@@ -21,6 +22,11 @@ export interface CliIo {
   readonly clock?: Clock;
 }
 
+/** The connector of a context that was given none: a command that takes no store. */
+const noStore: DeploymentConnector = () => {
+  throw new Error("this command opens no store through the CLI context");
+};
+
 /** Lazily built dependencies of a CLI command; each is created on first use and closed at the end. */
 export class CliContext {
   private cfg: Config | undefined;
@@ -32,7 +38,14 @@ export class CliContext {
   readonly log: Logger;
   readonly clock: Clock;
 
-  constructor(readonly io: CliIo) {
+  /**
+   * `connect` opens the store on first use (app/store-connect.ts); runCli loads it only for commands
+   * that may take a store, so `serve`, which opens its own, never loads PostgreSQL's client.
+   */
+  constructor(
+    readonly io: CliIo,
+    private readonly connect: DeploymentConnector = noStore,
+  ) {
     this.clock = io.clock ?? systemClock;
     this.log = createLogger("warn", (l) => io.stderr.write(l));
   }
@@ -49,7 +62,7 @@ export class CliContext {
 
   /** The store and its topology, opened once on first use. */
   private get deployment(): Deployment {
-    this.deploymentInst ??= connectDeployment(
+    this.deploymentInst ??= this.connect(
       this.config,
       () => this.clock.now(),
       () => this.keys.ring,

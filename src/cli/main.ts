@@ -5,20 +5,36 @@ import { ConnectionError } from "../connections/errors.js";
 import { VERSION } from "../domain/version.js";
 import { StoreError } from "../store/errors.js";
 import { VaultError } from "../vault/errors.js";
-import { APPROVALS_HELP, approvalsCommand } from "./commands/approvals.js";
-import { AUDIT_HELP, auditCommand } from "./commands/audit.js";
-import { CONNECTIONS_HELP, connectionsCommand } from "./commands/connections.js";
-import { doctorCommand } from "./commands/doctor.js";
-import { GRANTS_HELP, grantsCommand } from "./commands/grants.js";
-import { INSTALLATIONS_HELP, installationsCommand } from "./commands/installations.js";
-import { KEYS_HELP, keysCommand } from "./commands/keys.js";
-import { migrateCommand } from "./commands/migrate.js";
-import { MIGRATE_STORE_HELP, migrateStoreCommand } from "./commands/migrate-store.js";
-import { REGISTRY_HELP, registryCommand } from "./commands/registry.js";
-import { STATS_HELP, statsCommand } from "./commands/stats.js";
 import { CliContext, type CliIo, UsageError } from "./context.js";
 
-export const HELP = `slaude-connect: connection broker MCP server for Slack
+/**
+ * The full usage text. Each command's own help lives in its module, so this loads them all; only
+ * `--help` and a usage error need it, and every other invocation loads just its own command (`serve`
+ * then never loads PostgreSQL's or Slack's client through the commands that use them).
+ */
+export async function helpText(): Promise<string> {
+  const [
+    { APPROVALS_HELP },
+    { AUDIT_HELP },
+    { CONNECTIONS_HELP },
+    { GRANTS_HELP },
+    { INSTALLATIONS_HELP },
+    { KEYS_HELP },
+    { MIGRATE_STORE_HELP },
+    { REGISTRY_HELP },
+    { STATS_HELP },
+  ] = await Promise.all([
+    import("./commands/approvals.js"),
+    import("./commands/audit.js"),
+    import("./commands/connections.js"),
+    import("./commands/grants.js"),
+    import("./commands/installations.js"),
+    import("./commands/keys.js"),
+    import("./commands/migrate-store.js"),
+    import("./commands/registry.js"),
+    import("./commands/stats.js"),
+  ]);
+  return `slaude-connect: connection broker MCP server for Slack
 
 usage: slaude-connect <command> [options]
        slaude-connect --version | --help
@@ -55,6 +71,7 @@ ${KEYS_HELP}
 ${REGISTRY_HELP}
 
 ${MIGRATE_STORE_HELP}`;
+}
 
 /** Refuses options and arguments for a command that takes none, rather than ignoring them. */
 function noArguments(command: string, argv: readonly string[]): void {
@@ -67,36 +84,39 @@ function noArguments(command: string, argv: readonly string[]): void {
 /** Runs one CLI invocation and returns its exit code (0 ok, 1 failed, 2 usage or configuration). */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
-  const ctx = new CliContext(io);
+  // Every command but serve may open the store through the context; serve opens its own (app/store-factory).
+  const connect = command === "serve" ? undefined : (await import("../app/store-connect.js")).connectDeployment;
+  const ctx = new CliContext(io, connect);
   try {
     switch (command) {
       case "serve":
-        // Loaded on demand: the server pulls in Bolt, the MCP SDK and playwright, which no other command needs.
+        // Each command is loaded on demand: the server pulls in the MCP SDK and the HTTP stack, which no
+        // other command needs, and it need not load what other commands use (pg, @slack/web-api).
         return await (await import("./commands/serve.js")).serveCommand(ctx, rest);
       case "migrate":
         noArguments("migrate", rest);
-        return await migrateCommand(ctx);
+        return await (await import("./commands/migrate.js")).migrateCommand(ctx);
       case "migrate-store":
-        return await migrateStoreCommand(ctx, rest);
+        return await (await import("./commands/migrate-store.js")).migrateStoreCommand(ctx, rest);
       case "connections":
-        return await connectionsCommand(ctx, rest);
+        return await (await import("./commands/connections.js")).connectionsCommand(ctx, rest);
       case "grants":
-        return await grantsCommand(ctx, rest);
+        return await (await import("./commands/grants.js")).grantsCommand(ctx, rest);
       case "installations":
-        return await installationsCommand(ctx, rest);
+        return await (await import("./commands/installations.js")).installationsCommand(ctx, rest);
       case "approvals":
-        return await approvalsCommand(ctx, rest);
+        return await (await import("./commands/approvals.js")).approvalsCommand(ctx, rest);
       case "audit":
-        return await auditCommand(ctx, rest);
+        return await (await import("./commands/audit.js")).auditCommand(ctx, rest);
       case "stats":
-        return await statsCommand(ctx, rest);
+        return await (await import("./commands/stats.js")).statsCommand(ctx, rest);
       case "keys":
-        return await keysCommand(ctx, rest);
+        return await (await import("./commands/keys.js")).keysCommand(ctx, rest);
       case "registry":
-        return await registryCommand(ctx, rest);
+        return await (await import("./commands/registry.js")).registryCommand(ctx, rest);
       case "doctor":
         noArguments("doctor", rest);
-        return await doctorCommand(ctx);
+        return await (await import("./commands/doctor.js")).doctorCommand(ctx);
       case "--version":
       case "-v":
       case "version":
@@ -106,10 +126,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "help":
       case "--help":
       case "-h":
-        ctx.out(HELP);
+        ctx.out(await helpText());
         return command === undefined ? 2 : 0;
       default:
-        throw new UsageError(`unknown command "${command}"\n\n${HELP}`);
+        throw new UsageError(`unknown command "${command}"\n\n${await helpText()}`);
     }
   } catch (err) {
     if (err instanceof UsageError) {

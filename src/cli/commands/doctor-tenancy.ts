@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { connectStore } from "../../app/store-factory.js";
+import { connectStore } from "../../app/store-connect.js";
 import type { Config } from "../../config/env.js";
 import { bareAdminFinding } from "../../installations/admin-entries.js";
 import { openDatabase } from "../../store/sqlite/db.js";
