@@ -10,6 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, launchBroker, others, seed } from "./lib/broker-proc.js";
+import { countClientAbortWarnings } from "./lib/client-warnings.js";
 import { cpuMs, rssMb } from "./lib/procs.js";
 import { brokerCaller } from "./sections/latency.js";
 import { brokerCallers } from "./sections/throughput.js";
@@ -24,9 +25,7 @@ const snapshotDir = args.includes("--snapshots") ? path.resolve(opt("--snapshots
 // --heap-prof DIR: V8's sampling heap profile of promoted-then-dead and live objects, one per probe, to DIR.
 const heapProfDir = args.includes("--heap-prof") ? path.resolve(opt("--heap-prof", ".")) : undefined;
 const nodeArgs = args.flatMap((a, i) => (args[i - 1] === "--node-arg" ? [a] : []));
-process.removeAllListeners("warning");
-let abortWarnings = 0;
-process.on("warning", (w) => (w.name === "MaxListenersExceededWarning" ? abortWarnings++ : console.error(w)));
+const abortWarnings = countClientAbortWarnings();
 
 const PROBE = fileURLToPath(new URL("./lib/mem-probe.mjs", import.meta.url));
 const tmp = mkdtempSync(path.join(os.tmpdir(), "slaude-mem-"));
@@ -126,7 +125,7 @@ try {
   console.log(
     `broker CPU ${cpuPerCall.toFixed(3)} ms per call over the ${n - n0} calls; load ${os.loadavg()[0]!.toFixed(1)}`,
   );
-  console.log(`bench client MaxListenersExceededWarning: ${abortWarnings}`);
+  console.log(`bench client MaxListenersExceededWarning: ${abortWarnings()}`);
   await Promise.all([me.client, ...t.clients].map((c) => c.close().catch(() => {})));
 } finally {
   await b.stop();

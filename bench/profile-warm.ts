@@ -10,10 +10,13 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, ECHO_VENDOR, launchBroker, ROOT } from "./lib/broker-proc.js";
+import { countClientAbortWarnings } from "./lib/client-warnings.js";
 import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
 import { STAGES, stageBudget } from "./lib/profile-stages.js";
 import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 
+// The bench client's own abort-listener warnings (bench/lib/client-warnings.ts): counted, not printed.
+const clientWarnings = countClientAbortWarnings();
 const modernEra = process.argv.includes("--modern");
 const bareProxy = process.argv.includes("--bare");
 const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
@@ -88,6 +91,10 @@ for (let i = 0; i < calls; i++) await target.call();
 const ms = performance.now() - t0;
 await target.stop();
 process.stdout.write(`${calls} warm calls (${target.what}), ${(ms / calls).toFixed(3)} ms/call wall\n`);
+if (clientWarnings() > 0)
+  process.stdout.write(
+    `  (${clientWarnings()} MaxListenersExceededWarning from the bench client's shared AbortSignal, not printed)\n`,
+  );
 
 interface Node {
   id: number;

@@ -16,6 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { type BrokerProc, cliAdd, launchBroker, metricValue, others, seed } from "./lib/broker-proc.js";
+import { countClientAbortWarnings } from "./lib/client-warnings.js";
 import { rssMb } from "./lib/procs.js";
 import { ms, ratioTarget, showSpread, showTarget, type TargetResult, target, timeCalls } from "./lib/stats.js";
 import { approvalRoundTrip } from "./sections/approval.js";
@@ -66,13 +67,8 @@ const P = quick
       calls: 10_000,
     };
 
-// The SDK's HTTP client hands one long-lived AbortSignal to every fetch; past 1,500 calls Node warns
-// once per call. That is the bench's clients, not a server under test: count, don't print.
-let abortWarnings = 0;
-process.removeAllListeners("warning");
-process.on("warning", (w) =>
-  w.name === "MaxListenersExceededWarning" ? abortWarnings++ : process.stderr.write(`${w.name}: ${w.message}\n`),
-);
+// The bench's own SDK clients warn once per call past 1,500 (bench/lib/client-warnings.ts): count, don't print.
+const abortWarnings = countClientAbortWarnings();
 
 const out: string[] = [];
 const say = (line = "") => {
@@ -421,8 +417,10 @@ try {
   say();
   say("targets (issues 13 and 25)");
   for (const t of targets) say(`  ${showTarget(t)}`);
-  if (abortWarnings)
-    say(`  (${abortWarnings} MaxListenersExceededWarning from the SDK HTTP client's shared AbortSignal, not printed)`);
+  if (abortWarnings() > 0)
+    say(
+      `  (${abortWarnings()} MaxListenersExceededWarning from the SDK HTTP client's shared AbortSignal, not printed)`,
+    );
   figures.targets = targets;
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify(figures, null, 2));
 } finally {

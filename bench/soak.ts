@@ -26,6 +26,7 @@ import type { ThreadRef } from "../src/domain/thread.js";
 import { memoryLogger } from "../src/log/logger.js";
 import { StaticMembership } from "../src/membership/membership.js";
 import { fixtureRegistryDoc } from "../test/integration/broker-harness.js";
+import { countClientAbortWarnings } from "./lib/client-warnings.js";
 
 /** The shape of one load run. */
 export interface LoadOptions {
@@ -337,16 +338,8 @@ export function formatLoadReport(o: LoadOptions, r: LoadReport): string {
 }
 
 async function main(): Promise<void> {
-  // The SDK's HTTP client shares one AbortSignal across a session's requests and undici releases its
-  // per-request listener only on GC, so a long session trips Node's MaxListenersExceededWarning on
-  // every call: count those (they are the load generator's, not the broker's) and print the rest.
-  let clientAbortListenerWarnings = 0;
-  process.removeAllListeners("warning");
-  process.on("warning", (w) => {
-    if (w.name === "MaxListenersExceededWarning" && w.message.includes("abort listeners added to [AbortSignal]"))
-      clientAbortListenerWarnings++;
-    else process.stderr.write(`${w.name}: ${w.message}\n`);
-  });
+  // The load generator's SDK clients warn once per call on a long session: count those, print the rest.
+  const clientAbortListenerWarnings = countClientAbortWarnings();
   const num = (name: string, dflt: number) => {
     const v = Number(process.env[name] ?? dflt);
     if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
@@ -366,8 +359,8 @@ async function main(): Promise<void> {
   process.stdout.write(`soak: ${o.calls} calls max, ${o.maxMs / 1000} s max\n`);
   const r = await runLoad(o);
   process.stdout.write(`${formatLoadReport(o, r)}\n`);
-  if (clientAbortListenerWarnings)
-    process.stdout.write(`  (${clientAbortListenerWarnings} client-side MaxListenersExceededWarning, not printed)\n`);
+  if (clientAbortListenerWarnings() > 0)
+    process.stdout.write(`  (${clientAbortListenerWarnings()} client-side MaxListenersExceededWarning, not printed)\n`);
   const problems = [
     ...r.errors.slice(0, 10),
     ...(r.auditCalls !== r.calls ? [`audit rows ${r.auditCalls} != calls ${r.calls}`] : []),
