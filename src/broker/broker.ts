@@ -12,7 +12,8 @@ import { answer, refusal } from "./answer.js";
 import { CallService } from "./call.js";
 import type { BrokerDeps, CallerContext } from "./deps.js";
 import { refreshMetadata } from "./describe.js";
-import { type BrokerServerOptions, type CallerResolver, createBrokerServer } from "./mcp-server.js";
+import { type BrokerServerOptions, createBrokerServer } from "./mcp-server.js";
+import type { CallerResolver } from "./tool-request.js";
 
 /** How often every live vendor's tool list is read again when it never says it changed (60 s). */
 export const TOOL_RELIST_INTERVAL_MS = 60_000;

@@ -4,12 +4,12 @@ import type { AuditEvent } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
 import type { PlannedPin } from "../pinning/policy.js";
-import { type CallDecision, type CallFacts, resolveCall } from "../policy/resolve.js";
+import { type CallDecision, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { CallOutcome, RanVia } from "./answer.js";
 import { askOwner } from "./approval-step.js";
+import { admittedFacts } from "./call-admission.js";
 import { appendOrLog, CallAudit } from "./call-audit.js";
-import { gatherCallFacts } from "./call-facts.js";
 import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CompletionBacklog } from "./completion-backlog.js";
@@ -79,7 +79,7 @@ export class CallService {
 
   /** Facts → policy → (approval) → run: this method only gathers facts and acts on the decision. */
   private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
-    const facts = await this.admittedFacts(plan, { ...this.d, log: extra.trace.log });
+    const facts = await admittedFacts({ ...this.d, log: extra.trace.log }, plan);
     if ("limited" in facts) return facts.limited;
     const decision = resolveCall(facts);
     // Which class rule the pin facts applied: the run stage checks it again on the leased vendor.
@@ -96,35 +96,6 @@ export class CallService {
     }
   }
 
-  /**
-   * The rate stage, then the facts. With shared (PostgreSQL) buckets the facts' database reads (the
-   * pin gate, the caller's own row) are sent while the bucket statement runs, so their round trips
-   * overlap; everything else of the facts (membership, candidates) waits for the rate verdict. A
-   * refused call discards what was read (a failed read included) and writes nothing more than before;
-   * a caller this replica has just refused is checked alone first, so a flood reads nothing ahead.
-   * `d` is the call's view of the deps (its logger carries the call's ids).
-   */
-  private async admittedFacts(plan: CallPlan, d: BrokerDeps): Promise<CallFacts | { limited: CallOutcome }> {
-    const gate = this.d.callRate;
-    if (!gate || gate.local || !plan.caller || gate.refusedRecently(plan.thread.teamId, plan.caller)) {
-      const limited = await this.rateStage(plan);
-      return limited ? { limited } : gatherCallFacts(d, plan);
-    }
-    const rate = this.rateStage(plan);
-    const facts = gatherCallFacts(
-      d,
-      plan,
-      rate.then(
-        (limited) => limited === undefined,
-        () => false,
-      ),
-    );
-    // A refused (or failed) rate check answers alone: the facts' own failure is then not the call's.
-    facts.catch(() => {});
-    const limited = await rate;
-    return limited ? { limited } : facts;
-  }
-
   /** A refusal of the policy, with the facts its message names and its audit row. */
   private refuse(plan: CallPlan, trace: CallTrace, r: Extract<CallDecision, { kind: "refuse" }>): Promise<CallOutcome> {
     if ("pin" in r) return this.deny(plan, trace, r.code, {}, { decision: `pin_${r.pin}` });
@@ -133,23 +104,6 @@ export class CallService {
     const owner = r.ownerUserId ? { ownerUserId: r.ownerUserId } : {};
     const turn = r.turnUser ? { turnUser: r.turnUser } : {};
     return this.deny(plan, trace, r.code, { ...turn, ...owner, ...known }, owner);
-  }
-
-  /**
-   * The call rate of the caller and their team, before any lookup: over it, the call is refused
-   * with the time a retry can succeed. No audit row: a flood's refusals must cost no database write
-   * (the metric and the call.ended log line record them).
-   */
-  private async rateStage(plan: CallPlan): Promise<CallOutcome | undefined> {
-    if (!this.d.callRate || !plan.caller) return undefined;
-    const v = await this.d.callRate.check(plan.thread.teamId, plan.caller);
-    if (v.ok) return undefined;
-    const retryAfterSeconds = Math.max(1, Math.ceil((v.retryAt - this.d.clock.now()) / 1000));
-    return failed("rate_limited", {
-      retryAt: v.retryAt,
-      retryAfterSeconds,
-      rateScope: v.limit === "call_rate_team" ? "team" : "user",
-    });
   }
 
   /** A call that did not run: its `call_denied` row, then the refusal (which stands even if the row cannot be written). */

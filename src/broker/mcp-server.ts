@@ -1,4 +1,4 @@
-import { type CallToolResult, McpServer, type ServerContext } from "@modelcontextprotocol/server";
+import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import type { ServiceRegistry } from "../config/registry.js";
 import { errorMessage } from "../domain/errors.js";
 import { VERSION } from "../domain/version.js";
@@ -11,38 +11,13 @@ import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
 import { describeService } from "./describe.js";
 import { serveStoredResults } from "./result-resources.js";
+import { type CallerResolver, callerRequest, requestLog } from "./tool-request.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 
 /** The fixed tool list: it never changes during a session. */
 export const BROKER_TOOLS = ["mcp_call", "mcp_describe", "connect", "connections_list", "connections_revoke"] as const;
 
 export { toolInputs, toolOutputs } from "./tool-schemas.js";
-
-/** Per-request facts the caller is resolved from: the turn the host named (`X-Slaude-Turn`), if any. */
-export interface CallerRequest {
-  readonly turnId?: string;
-}
-
-/** Resolves the caller of one tool call, live; a string is a refusal code. */
-export type CallerResolver = (
-  req: CallerRequest,
-) => Promise<CallerContext | "thread_mismatch" | "turn_ambiguous" | "turn_unknown">;
-
-/** The turn a request names: the `X-Slaude-Turn` header of the HTTP request the transport hands over. */
-export function callerRequest(ctx: Pick<ServerContext, "http">): CallerRequest {
-  // A repeated header arrives joined ("a, b"): not a turn id, so it is refused as unknown, never guessed between.
-  const v = ctx.http?.req?.headers.get("x-slaude-turn");
-  return v === null || v === undefined ? {} : { turnId: v };
-}
-
-/**
- * `log` with the request's id bound: the `X-Request-Id` the MCP endpoint set on the web request it
- * handed the transport (the HTTP server's id for this request); `log` itself when there is none.
- */
-export function requestLog(log: Logger, ctx: Pick<ServerContext, "http">): Logger {
-  const requestId = ctx.http?.req?.headers.get("x-request-id");
-  return requestId ? log.with({ requestId }) : log;
-}
 
 /** How the `connect` tool answers when a consent channel exists. */
 export type ConnectHandler = (ctx: CallerContext, caller: string, service: string) => Promise<CallToolResult>;
