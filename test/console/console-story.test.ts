@@ -65,6 +65,8 @@ async function useTool(query: string, tool: string): Promise<void> {
 describe("the console, as a new user meets it", () => {
   it("plays the whole story: connect, borrow with Allow for thread and Just once, a refused click, an admin revoke, the audit tail", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // Clicks, fills and waits without their own timeout get the same load margin (playwright's is 30 s).
+    context.setDefaultTimeout(WAIT);
     page = await context.newPage();
     await page.goto(server.consoleUrl);
     // The token is exchanged for a cookie and dropped from the address bar.

@@ -14,6 +14,7 @@ import {
   logOf,
   OTHER_THREAD_HEADER,
   openOn,
+  openRaw,
   openStream,
   pgCluster,
   raw,
@@ -185,8 +186,9 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
   it("a transport evicted at the local cap is rebuilt from its live record on the same replica", async () => {
     const url = await pgCluster().createDatabase();
     const a = await replica(url, { SLAUDE_MCP_MAX_SESSIONS: "1" });
-    const { id: first } = await openOn(a);
-    const { id: second } = await openOn(a);
+    // Raw opens: an SDK client's background GET stream could land after the second open and rebuild the first.
+    const first = await openRaw(a);
+    const second = await openRaw(a);
     expect(a.mcp.sessionCount).toBe(1);
     expect((await raw(a, first, { body: LIST })).status).toBe(200);
     expect(rebuilds(a)).toBe(1);

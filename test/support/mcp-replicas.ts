@@ -116,6 +116,31 @@ export async function openOn(app: RunningApp): Promise<{ client: Client; id: str
   return { client, id: transport.sessionId! };
 }
 
+/**
+ * A session opened on `app` by raw requests (initialize, then the initialized notification) and
+ * nothing else: unlike an SDK client, no standalone GET stream follows in the background, so a test
+ * that counts rebuilds at a session cap sees only its own requests.
+ */
+export async function openRaw(app: RunningApp): Promise<string> {
+  const init = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "replica-host", version: "1" } },
+  };
+  const opened = await raw(app, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: init });
+  expect(opened.status).toBe(200);
+  const id = opened.headers["mcp-session-id"];
+  expect(typeof id).toBe("string");
+  const headers = { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" };
+  const initialized = await raw(app, id as string, {
+    headers,
+    body: { jsonrpc: "2.0", method: "notifications/initialized" },
+  });
+  expect(initialized.status).toBe(202);
+  return id as string;
+}
+
 /** A client that continues session `id` on `app` (no initialize: the SDK resumes a known session id). */
 export async function continueOn(
   app: RunningApp,
