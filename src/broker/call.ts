@@ -217,21 +217,28 @@ export class CallService {
     if (conn?.status !== "active" || conn.expiresAt <= this.d.clock.now()) return fail({ code: "connection_unusable" });
     const session = await credentialStage(d, this.sessions, conn, plan.service);
     if ("code" in session) return fail(session);
+    const pinScope = { teamId: conn.teamId, service: plan.service.name };
+    // The pin is read while the write-ahead row commits: a read, and the vendor waits for both.
+    const pinRead = this.d.pins.read(pinScope, plan.tool);
     // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
     const started = await audit.started();
     if (started !== "ok") return failed(started);
-    const pinScope = { teamId: conn.teamId, service: plan.service.name };
     const vendorRun = {
       plan,
       lease: this.sessions.lease(session, plan.service),
       extra,
       verify: (client: Client) =>
-        this.d.pins.verify(client, pinScope, {
-          tool: plan.tool,
-          planned: order.planned,
-          ownConnection: order.via === "own",
-          trustNewTools: plan.service.entry.trustNewTools,
-        }),
+        this.d.pins.verify(
+          client,
+          pinScope,
+          {
+            tool: plan.tool,
+            planned: order.planned,
+            ownConnection: order.via === "own",
+            trustNewTools: plan.service.entry.trustNewTools,
+          },
+          pinRead,
+        ),
     };
     try {
       const raw = await runOnVendor(this.d, vendorRun);

@@ -40,8 +40,17 @@ export interface PinServiceOptions {
   readonly minRelistGapMs?: number;
 }
 
+/** A pin read ahead of the run-stage check (`PinService.read`). */
+export interface PinRead {
+  readonly pin: Promise<ToolPin | undefined>;
+  /** How many pin writes this service had started when it was read. */
+  readonly after: number;
+}
+
 /** Pins tool definitions and checks calls against them. */
 export class PinService {
+  /** This service's pin writes: started in all, and still running. */
+  private readonly writes = { started: 0, running: 0 };
   /** Each live vendor's latest reading of its tool list, and the re-reads that keep it current. */
   private readonly readings: VendorReadings;
 
@@ -83,8 +92,10 @@ export class PinService {
         hash: definitionHash(def),
         definition: definitionText(def),
       }));
-      const changes = await this.d.store.toolPins.update(scope.teamId, scope.service, (current) =>
-        observe(current, observed, { ...scope, at: this.d.clock.now() }),
+      const changes = await this.writing(() =>
+        this.d.store.toolPins.update(scope.teamId, scope.service, (current) =>
+          observe(current, observed, { ...scope, at: this.d.clock.now() }),
+        ),
       );
       for (const c of changes) {
         if (c.change === "quarantined")
@@ -108,19 +119,47 @@ export class PinService {
   }
 
   /**
+   * The pin of `tool` as it stands now, read ahead for `verify` (the call path sends it while its
+   * write-ahead row commits, so the two round trips overlap). `verify` uses it only if this service
+   * wrote no pin since (a vendor started for the call records its tools before it runs one), and
+   * throws a failed read; one nobody awaits (the call ended first) is dropped. Undefined while a
+   * pin write is under way.
+   */
+  read(scope: PinScope, tool: string): PinRead | undefined {
+    if (this.writes.running > 0) return undefined;
+    const pin = this.d.store.toolPins.get(scope.teamId, scope.service, tool);
+    pin.catch(() => {});
+    return { pin, after: this.writes.started };
+  }
+
+  /** Counts this service's pin writes, so a pin read ahead of one is not used after it. */
+  private async writing<T>(write: () => Promise<T>): Promise<T> {
+    this.writes.started++;
+    this.writes.running++;
+    try {
+      return await write();
+    } finally {
+      this.writes.running--;
+    }
+  }
+
+  /**
    * The run-stage check on the leased vendor, just before its tool runs, against the pin as it
    * stands now and the vendor's latest reading: one still being re-read (a `list_changed`) is
-   * waited for, and one out of date with the pin is read again once before deciding. Throws
-   * PinRefusedError to refuse.
+   * waited for, and one out of date with the pin is read again once before deciding (the pin too,
+   * even when `pinRead` read it ahead). Throws PinRefusedError to refuse.
    */
   async verify(
     client: Client,
     scope: PinScope,
     call: { tool: string; planned: PlannedPin; ownConnection: boolean; trustNewTools: boolean },
+    pinRead?: PinRead,
   ): Promise<void> {
     await this.readings.current(client);
+    let ahead = pinRead?.after === this.writes.started ? pinRead.pin : undefined;
     const verdict = async () => {
-      const pin = await this.d.store.toolPins.get(scope.teamId, scope.service, call.tool);
+      const pin = await (ahead ?? this.d.store.toolPins.get(scope.teamId, scope.service, call.tool));
+      ahead = undefined;
       const observation = this.readings.observation(client);
       return { pin, observation, v: runVerdict({ ...call, observation, pin }) };
     };
@@ -150,8 +189,10 @@ export class PinService {
 
   /** Applies an admin's accept or reject (audited, also when refused). Admin rights are the caller's check. */
   async decide(scope: PinScope, d: Omit<PinDecision, "at">): Promise<DecisionResult> {
-    return this.d.store.toolPins.update(scope.teamId, scope.service, (current) =>
-      decide(current, { ...d, at: this.d.clock.now() }, scope.teamId, scope.service),
+    return this.writing(() =>
+      this.d.store.toolPins.update(scope.teamId, scope.service, (current) =>
+        decide(current, { ...d, at: this.d.clock.now() }, scope.teamId, scope.service),
+      ),
     );
   }
 }
