@@ -134,8 +134,13 @@ export class Broker {
     this.turns
       .markServed(thread, this.deps.clock.now())
       .catch((err: Error) => this.deps.log.warn("could not mark a thread served", { error: err.message }));
+    const key = threadKey(thread);
     const resolve: CallerResolver = async (req) => {
-      const r = await this.turns.resolve(thread, req.turnId, this.deps.clock.now());
+      // The endpoint's read, when it read this thread's turns for this very turn id.
+      const { ahead } = req;
+      const r = await (ahead && ahead.threadKey === key && ahead.turnId === req.turnId
+        ? ahead.resolution
+        : this.turns.resolve(thread, req.turnId, this.deps.clock.now()));
       if (r.kind === "caller") return { thread, userId: r.userId };
       return r.kind === "no_turn" ? { thread, userId: undefined } : r.kind;
     };

@@ -1,13 +1,38 @@
 import type { ServerContext } from "@modelcontextprotocol/server";
 import type { Logger } from "../log/logger.js";
+import type { TurnResolution } from "../turns/turn-rules.js";
 import type { CallerContext } from "./deps.js";
 
 // What a broker tool handler reads of the HTTP request the SDK's transport hands over: the turn
-// the host named and the request's id, both from the web request's headers.
+// the host named and the request's id, both from the web request's headers, and the turn read the
+// MCP endpoint may have started for it.
+
+/**
+ * A turn read started by the MCP endpoint while it looked the request's session up (shared
+ * records), so the two round trips overlap. The resolver uses it only for the very thread and
+ * turn id it would read itself.
+ */
+export interface TurnAhead {
+  /** threadKey() of the thread the request's X-Slaude-Thread names. */
+  readonly threadKey: string;
+  readonly turnId: string | undefined;
+  readonly resolution: Promise<TurnResolution>;
+}
 
 /** Per-request facts the caller is resolved from: the turn the host named (`X-Slaude-Turn`), if any. */
 export interface CallerRequest {
   readonly turnId?: string;
+  /** The endpoint's read of the turn, when it started one for this request. */
+  readonly ahead?: TurnAhead;
+}
+
+/** Turn reads started for web requests handed to the transport (dropped with the request). */
+const turnsAhead = new WeakMap<Request, TurnAhead>();
+
+/** Attaches the endpoint's turn read to the web request the transport is given. */
+export function attachTurnAhead(req: Request, ahead: TurnAhead): Request {
+  turnsAhead.set(req, ahead);
+  return req;
 }
 
 /** Resolves the caller of one tool call, live; a string is a refusal code. */
@@ -18,8 +43,11 @@ export type CallerResolver = (
 /** The turn a request names: the `X-Slaude-Turn` header of the HTTP request the transport hands over. */
 export function callerRequest(ctx: Pick<ServerContext, "http">): CallerRequest {
   // A repeated header arrives joined ("a, b"): not a turn id, so it is refused as unknown, never guessed between.
-  const v = ctx.http?.req?.headers.get("x-slaude-turn");
-  return v === null || v === undefined ? {} : { turnId: v };
+  const req = ctx.http?.req;
+  const v = req?.headers.get("x-slaude-turn");
+  const ahead = req ? turnsAhead.get(req) : undefined;
+  const turn = v === null || v === undefined ? {} : { turnId: v };
+  return ahead ? { ...turn, ahead } : turn;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type http from "node:http";
 import { isInitializeRequest } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
+import { attachTurnAhead } from "../broker/tool-request.js";
 import { type Clock, systemClock } from "../clock/clock.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { LimitRefusals } from "../limits/limit-kind.js";
@@ -21,6 +22,7 @@ import {
 } from "./session-records.js";
 import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
+import { turnAhead } from "./turn-ahead.js";
 import { sendWebResponse, toWebRequest } from "./web-bridge.js";
 
 // Re-exported where the host endpoints have always imported them from.
@@ -70,6 +72,7 @@ export interface McpEndpointDeps {
  */
 export class McpEndpoint {
   private readonly host: McpSessionHost;
+  private readonly broker: Broker;
   private readonly sweeper: PeriodicJob;
   private readonly auth: HostTeamAuth;
   private readonly origin: OriginGuard;
@@ -92,6 +95,7 @@ export class McpEndpoint {
     this.limits = limits;
     this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
+    this.broker = broker;
     // A modern request in progress holds what a busy session holds: at most as many as sessions.
     this.modern = new ModernLeg(broker, this.tenants, log, limits.maxSessions);
     this.refused = (l) => broker.deps.metrics.limitRefused(l);
@@ -181,6 +185,7 @@ export class McpEndpoint {
     // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
     if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body, scope);
     if (typeof sessionId === "string") {
+      const ahead = this.sharedRecords ? turnAhead(this.broker, req, body, caller) : undefined;
       const found = await this.host.lookup(sessionId, headerThread, caller);
       switch (found.kind) {
         case "not_found":
@@ -213,9 +218,10 @@ export class McpEndpoint {
       if (this.sharedRecords && this.onCancelled)
         for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
+      const web = toWebRequest(req, { requestId: scope.requestId });
       await sendWebResponse(
         res,
-        await s.transport.handleRequest(toWebRequest(req, { requestId: scope.requestId }), { parsedBody: body }),
+        await s.transport.handleRequest(ahead ? attachTurnAhead(web, ahead) : web, { parsedBody: body }),
       );
       return;
     }
