@@ -6,11 +6,12 @@ import { Redactor } from "../hygiene/redact.js";
 import type { PlannedPin } from "../pinning/policy.js";
 import { type CallDecision, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
-import type { CallOutcome, RanVia } from "./answer.js";
+import type { CallOutcome } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { admittedFacts } from "./call-admission.js";
-import { appendOrLog, CallAudit } from "./call-audit.js";
+import { appendOrLog } from "./call-audit.js";
 import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
+import { ownerInFacts, type Runnable, type RunOrder, startRun } from "./call-start.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CompletionBacklog } from "./completion-backlog.js";
 import { CredentialSessions } from "./credential-session.js";
@@ -28,18 +29,6 @@ import { warmMetadata } from "./warm-metadata.js";
 
 export type { CallOutcome, RanVia } from "./answer.js";
 export type { McpCallInput } from "./call-plan.js";
-
-/** A plan whose service is known and whose caller is set: what the run and approval stages need. */
-type Runnable = CallPlan & { readonly service: Service; readonly caller: string };
-
-/** How a decided call runs: on which connection, how it was allowed, and by whom. */
-interface RunOrder {
-  readonly connectionId: string;
-  readonly via: RanVia;
-  readonly approver?: string;
-  /** Which class rule the pin stage applied: checked again on the leased vendor. */
-  readonly planned: PlannedPin;
-}
 
 const failed = (code: FailureCode, facts: MessageFacts = {}): CallOutcome => ({ kind: "failed", code, facts });
 
@@ -90,7 +79,16 @@ export class CallService {
       case "needs_connect":
         return this.deny(plan, extra.trace, "needs_connect");
       case "run":
-        return this.run(plan as Runnable, { connectionId: decision.connectionId, via: decision.via, planned }, extra);
+        return this.run(
+          plan as Runnable,
+          {
+            connectionId: decision.connectionId,
+            ownerUserId: ownerInFacts(facts, decision.connectionId),
+            via: decision.via,
+            planned,
+          },
+          extra,
+        );
       case "ask_owner":
         return this.viaOwner(plan as Runnable, decision, planned, extra);
     }
@@ -170,6 +168,7 @@ export class CallService {
           plan,
           {
             connectionId: decision.connectionId,
+            ownerUserId: owner,
             via: outcome.kind === "allowed_once" ? "approval_once" : "approval_thread",
             approver: owner,
             planned,
@@ -191,25 +190,10 @@ export class CallService {
       });
       return failed("store_unavailable");
     }
-    // The chosen row, with its sealed secret: read now, so a revoke since the decision wins.
-    const conn = await this.d.store.connections.get(order.connectionId);
-    const audit = new CallAudit(
-      this.d.store.audit,
-      d.log,
-      (e) => ({
-        at: this.d.clock.now(),
-        event: "call",
-        ...auditBase(plan),
-        ownerUserId: conn?.ownerUserId ?? null,
-        connectionId: order.connectionId,
-        decision: order.via,
-        approverUserId: order.approver ?? null,
-        durationMs: Math.round(extra.trace.elapsedMs()),
-        ...e,
-      }),
-      this.completions,
-      { callId: plan.callId, metrics: this.d.metrics },
-    );
+    // The chosen row (with its sealed secret) read again, so a revoke since the decision wins, while
+    // the write-ahead row commits and the pin is read: nothing reaches the vendor before all three are in.
+    const { conn, audit, started, pinRead } = await startRun(d, this.completions, plan, order, extra.trace);
+    if (started !== "ok") return failed(started);
     const fail = async (f: NamedFailure): Promise<CallOutcome> => {
       await audit.completed({ errorCode: f.code });
       return failed(f.code, f.facts);
@@ -218,11 +202,6 @@ export class CallService {
     const session = await credentialStage(d, this.sessions, conn, plan.service);
     if ("code" in session) return fail(session);
     const pinScope = { teamId: conn.teamId, service: plan.service.name };
-    // The pin is read while the write-ahead row commits: a read, and the vendor waits for both.
-    const pinRead = this.d.pins.read(pinScope, plan.tool);
-    // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
-    const started = await audit.started();
-    if (started !== "ok") return failed(started);
     const vendorRun = {
       plan,
       lease: this.sessions.lease(session, plan.service),
