@@ -2,7 +2,9 @@
 // another checkout (`--base <dir>`, its dist/ built) and on one built from this checkout, rounds
 // rotated, p50 per round and each PostgreSQL broker's statements and transactions per call (from
 // /metrics). With `--log` the statements one warm call sends on this checkout's broker are printed
-// from the server's statement log. Usage: npm run build && tsx bench/pg-ab.ts --base /tmp/base [--rounds 9 --n 150]
+// from the server's statement log; with `--cpu-prof DIR` this checkout's PostgreSQL broker writes a
+// CPU profile there (read it with bench/lib/profile-stages.ts, as bench:profile does).
+// Usage: npm run build && tsx bench/pg-ab.ts --base /tmp/base [--rounds 9 --n 150] [--log] [--cpu-prof DIR]
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
@@ -24,6 +26,7 @@ const base = opt("base", "");
 const rounds = Number(opt("rounds", "9"));
 const n = Number(opt("n", "150"));
 const showLog = args.includes("--log");
+const profDir = opt("cpu-prof", "");
 
 const fake = await startFakeSlack({ admins: [] });
 const team = fake.teamId;
@@ -41,10 +44,15 @@ interface Broker extends BrokerProc {
   call(): Promise<unknown>;
 }
 
-async function broker(label: string, root: string, extra: Record<string, string>): Promise<Broker> {
+async function broker(
+  label: string,
+  root: string,
+  extra: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+): Promise<Broker> {
   const env = brokerEnv({ dir: path.join(tmp, label), slack, env: extra }, await freePort());
   await cliAdd(env, { team, scope: "user", owner: user, token: `tok-${label}` });
-  const b = await startBroker(env, [], path.join(root, "bin/slaude-connect.js"));
+  const b = await startBroker(env, nodeArgs, path.join(root, "bin/slaude-connect.js"));
   return { ...b, label, ...(await brokerCaller(b, thread, user)) };
 }
 
@@ -54,7 +62,8 @@ try {
   const urlB = await pg.createDatabase();
   brokers.push(await broker("sqlite", ROOT, {}));
   if (base) brokers.push(await broker("pg-base", base, { SLAUDE_DATABASE_URL: urlA }));
-  brokers.push(await broker("pg-this", ROOT, { SLAUDE_DATABASE_URL: urlB }));
+  const profile = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+  brokers.push(await broker("pg-this", ROOT, { SLAUDE_DATABASE_URL: urlB }, profile));
   for (const b of brokers) await timeCalls(b.call, 50);
   const p50: number[][] = brokers.map(() => []);
   const m0 = await Promise.all(brokers.map((b) => b.metrics()));
@@ -104,4 +113,5 @@ try {
   }
   await pg.stop();
   await fake.close();
+  if (profDir) console.log(`CPU profile of pg-this (its whole run) in ${profDir}`);
 }
