@@ -3,10 +3,10 @@
 // rotated, p50 per round and each PostgreSQL broker's statements and transactions per call (from
 // /metrics). With `--log` the statements one warm call sends on this checkout's broker are printed
 // from the server's statement log; with `--cpu-prof DIR` this checkout's PostgreSQL broker writes a
-// CPU profile there (read it with bench/lib/profile-stages.ts, as bench:profile does).
+// CPU profile there, and its per-call budget by stage is printed (as bench:profile prints its own).
 // Usage: npm run build && tsx bench/pg-ab.ts --base /tmp/base [--rounds 9 --n 150] [--log] [--cpu-prof DIR]
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,6 +14,7 @@ import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../test/support/postgres.js";
 import { type BrokerProc, brokerEnv, cliAdd, metricValue, ROOT, startBroker } from "./lib/broker-proc.js";
 import { freePort } from "./lib/procs.js";
+import { STAGES, stageBudget } from "./lib/profile-stages.js";
 import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
 import { brokerCaller } from "./sections/latency.js";
 
@@ -113,5 +114,18 @@ try {
   }
   await pg.stop();
   await fake.close();
-  if (profDir) console.log(`CPU profile of pg-this (its whole run) in ${profDir}`);
+  if (profDir) printBudget(profDir, rounds * n + 50);
+}
+
+/** The busy CPU of pg-this's profile in `dir` by stage, per call (start-up and warm-up calls included). */
+function printBudget(dir: string, calls: number): void {
+  const file = readdirSync(dir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .sort()
+    .at(-1);
+  if (!file) return void console.log(`no CPU profile was written in ${dir}`);
+  const stages = stageBudget(JSON.parse(readFileSync(path.join(dir, file), "utf8")));
+  const total = STAGES.reduce((sum, st) => sum + stages.get(st)!, 0);
+  console.log(`pg-this busy CPU ${(total / 1000 / calls).toFixed(3)} ms/call (${path.join(dir, file)}), by stage:`);
+  for (const st of STAGES) console.log(`  ${(stages.get(st)! / 1000 / calls).toFixed(3)} ms/call  ${st}`);
 }
