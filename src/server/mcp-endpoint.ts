@@ -185,7 +185,9 @@ export class McpEndpoint {
     // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
     if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body, scope);
     if (typeof sessionId === "string") {
-      const ahead = this.sharedRecords ? turnAhead(this.broker, req, body, caller) : undefined;
+      const ahead = this.sharedRecords
+        ? turnAhead(this.broker, req, body, caller, this.host.table.get(sessionId))
+        : undefined;
       const found = await this.host.lookup(sessionId, headerThread, caller);
       switch (found.kind) {
         case "not_found":

@@ -10,6 +10,7 @@ import {
   replica,
   reportTurn,
   THREAD_HEADER,
+  TOKEN,
   useMcpReplicas,
 } from "../support/mcp-replicas.js";
 
@@ -17,7 +18,8 @@ import {
 // starts a tool call's turn read while it looks the session up, and the tool handler uses it only
 // for the thread the session is bound to. Real replicas on a real PostgreSQL, a real SDK client and
 // raw requests; each turn read is recorded with how many sessions were busy when it was sent (the
-// endpoint marks the request's session busy only after the lookup).
+// endpoint marks the request's session busy only after the lookup). A read ahead is made only for a
+// session this replica holds, opened by the same host token, named with its own thread.
 
 useMcpReplicas();
 
@@ -51,7 +53,7 @@ describe("the turn read ahead of the session lookup", () => {
     expect(reads).toHaveLength(1);
   });
 
-  it("a request naming another thread than its session's is refused, and the turn read for it is never used", async () => {
+  it("a request naming another thread than its session's is refused, and nothing is read ahead for it", async () => {
     const url = await pgCluster().createDatabase();
     const a = await replica(url);
     await aliceThreadConnection(a.lifecycle);
@@ -65,28 +67,56 @@ describe("the turn read ahead of the session lookup", () => {
     });
     expect(refused.status).toBe(403);
     expect(refused.body).toContain("another thread");
-    // Read ahead for the thread the request named; the session is bound to another, so nothing else ran.
-    expect(reads.map((r) => r.thread)).toEqual([OTHER_THREAD_HEADER]);
+    expect(reads).toEqual([]);
     const ok = await raw(a, id, {
       headers: { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" },
       body: call,
     });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatch(/"connections":\[\{/);
-    expect(reads.map((r) => r.thread)).toEqual([OTHER_THREAD_HEADER, THREAD_HEADER]);
+    expect(reads).toEqual([{ thread: threadKey(THREAD), busy: 0 }]);
   });
 
-  it("a token bound to another team reads nothing ahead", async () => {
+  it("a session this replica does not hold reads nothing ahead: its turn is read once the session is looked up", async () => {
     const url = await pgCluster().createDatabase();
-    const token = "host-bound-elsewhere";
-    const a = await replica(url, { SLAUDE_HOST_TOKENS: `T_ELSEWHERE:${token}` });
+    const a = await replica(url);
+    const b = await replica(url);
+    await aliceThreadConnection(a.lifecycle);
+    await reportTurn(b);
+    const { id } = await openOn(a);
+    const reads = recordTurnReads(b);
+    const call = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "connections_list", arguments: {} } };
+    const headers = { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" };
+    const first = await raw(b, id, { headers, body: call });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatch(/"connections":\[\{/);
+    expect(reads).toEqual([{ thread: threadKey(THREAD), busy: 1 }]);
+    // B holds it now (rebuilt from its record): the next call's turn is read ahead.
+    expect((await raw(b, id, { headers, body: { ...call, id: 10 } })).status).toBe(200);
+    expect(reads).toEqual([
+      { thread: threadKey(THREAD), busy: 1 },
+      { thread: threadKey(THREAD), busy: 0 },
+    ]);
+  });
+
+  it("another host token's request for a session held here reads nothing ahead, and is refused", async () => {
+    const url = await pgCluster().createDatabase();
+    const other = "host-other-token";
+    const a = await replica(url, { SLAUDE_HOST_TOKENS: `${TOKEN},${other}` });
+    await reportTurn(a);
+    const { id } = await openOn(a);
     const reads = recordTurnReads(a);
     const call = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "connections_list", arguments: {} } };
-    const r = await raw(a, "9d5b9a4e-0000-4000-8000-000000000000", {
-      headers: { authorization: `Bearer ${token}`, "x-slaude-thread": THREAD_HEADER },
+    const r = await raw(a, id, {
+      headers: {
+        authorization: `Bearer ${other}`,
+        "x-slaude-thread": THREAD_HEADER,
+        "mcp-protocol-version": "2025-06-18",
+      },
       body: call,
     });
-    expect(r.status).toBe(404);
+    expect(r.status).toBe(403);
+    expect(r.body).toContain("session_token_mismatch");
     expect(reads).toEqual([]);
   });
 });
