@@ -29,9 +29,9 @@ export interface CallerRequest {
 /** Turn reads started for web requests handed to the transport (dropped with the request). */
 const turnsAhead = new WeakMap<Request, TurnAhead>();
 
-/** Attaches the endpoint's turn read to the web request the transport is given. */
-export function attachTurnAhead(req: Request, ahead: TurnAhead): Request {
-  turnsAhead.set(req, ahead);
+/** Attaches the endpoint's turn read (if it started one) to the web request the transport is given. */
+export function attachTurnAhead(req: Request, ahead: TurnAhead | undefined): Request {
+  if (ahead) turnsAhead.set(req, ahead);
   return req;
 }
 

@@ -220,11 +220,8 @@ export class McpEndpoint {
       if (this.sharedRecords && this.onCancelled)
         for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
       this.host.table.track(sessionId, s, res, req.method !== "GET");
-      const web = toWebRequest(req, { requestId: scope.requestId });
-      await sendWebResponse(
-        res,
-        await s.transport.handleRequest(ahead ? attachTurnAhead(web, ahead) : web, { parsedBody: body }),
-      );
+      const web = attachTurnAhead(toWebRequest(req, { requestId: scope.requestId }), ahead);
+      await sendWebResponse(res, await s.transport.handleRequest(web, { parsedBody: body }));
       return;
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {

@@ -27,8 +27,8 @@ afterEach(async () => {
 function service(hold?: Promise<void>) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-pin-ahead-"));
   const { store } = openSqliteStore(path.join(dir, "s.db"));
-  closers.push(() => {
-    store.close();
+  closers.push(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
   const real = store.toolPins;
