@@ -45,7 +45,16 @@ export interface PinRead {
   readonly pin: Promise<ToolPin | undefined>;
   /** How many pin writes this service had started when it was read. */
   readonly after: number;
+  /** When it was read (performance.now()). */
+  readonly at: number;
 }
+
+/**
+ * How old a pin read ahead may be when the run-stage check uses it. A warm call checks within a
+ * millisecond or two; a call that waited since (for a pool slot, a credential refresh) reads the pin
+ * again, so an admin's decision on another replica meanwhile is seen as before.
+ */
+export const PIN_READ_AHEAD_MAX_MS = 50;
 
 /** Pins tool definitions and checks calls against them. */
 export class PinService {
@@ -121,15 +130,20 @@ export class PinService {
   /**
    * The pin of `tool` as it stands now, read ahead for `verify` (the call path sends it while its
    * write-ahead row commits, so the two round trips overlap). `verify` uses it only if this service
-   * wrote no pin since (a vendor started for the call records its tools before it runs one), and
-   * throws a failed read; one nobody awaits (the call ended first) is dropped. Undefined while a
-   * pin write is under way.
+   * wrote no pin since (a vendor started for the call records its tools before it runs one) and it
+   * is at most PIN_READ_AHEAD_MAX_MS old, and throws a failed read; one nobody awaits (the call ended
+   * first) is dropped. Undefined while a pin write is under way.
    */
   read(scope: PinScope, tool: string): PinRead | undefined {
     if (this.writes.running > 0) return undefined;
     const pin = this.d.store.toolPins.get(scope.teamId, scope.service, tool);
     pin.catch(() => {});
-    return { pin, after: this.writes.started };
+    return { pin, after: this.writes.started, at: performance.now() };
+  }
+
+  /** Whether a pin read ahead may still be used: no pin written here since, and read just now. */
+  private fresh(r: PinRead): boolean {
+    return r.after === this.writes.started && performance.now() - r.at <= PIN_READ_AHEAD_MAX_MS;
   }
 
   /** Counts this service's pin writes, so a pin read ahead of one is not used after it. */
@@ -156,7 +170,7 @@ export class PinService {
     pinRead?: PinRead,
   ): Promise<void> {
     await this.readings.current(client);
-    let ahead = pinRead?.after === this.writes.started ? pinRead.pin : undefined;
+    let ahead = pinRead && this.fresh(pinRead) ? pinRead.pin : undefined;
     const verdict = async () => {
       const pin = await (ahead ?? this.d.store.toolPins.get(scope.teamId, scope.service, call.tool));
       ahead = undefined;

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import type { ToolDefinition } from "../../src/pinning/definition.js";
-import { PinService } from "../../src/pinning/service.js";
+import { PIN_READ_AHEAD_MAX_MS, PinService } from "../../src/pinning/service.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { ToolPinRepo } from "../../src/store/store.js";
 
@@ -42,7 +42,9 @@ function service(hold?: Promise<void>) {
     },
   };
   const pins = new PinService({ store: { toolPins }, clock: new ManualClock(), log: memoryLogger("debug") });
-  return { pins, gets: toolPins.get as ReturnType<typeof vi.fn> };
+  // Another replica's pin service on the same store: its writes are not this one's.
+  const elsewhere = new PinService({ store: { toolPins }, clock: new ManualClock(), log: memoryLogger("debug") });
+  return { pins, elsewhere, gets: toolPins.get as ReturnType<typeof vi.fn> };
 }
 
 /** A vendor serving tool `t` with the description `definition.text` (changeable, then announced). */
@@ -92,6 +94,22 @@ describe("the pin read ahead of the run-stage check", () => {
     expect((await ahead?.pin)?.status).toBe("quarantined");
     const decided = await pins.decide(scope, { kind: "accept", tool: "t", by: "U_ADMIN" });
     expect(decided).toMatchObject({ pin: { status: "pinned" } });
+    await expect(pins.verify(v.client, scope, call, ahead)).resolves.toBeUndefined();
+  });
+
+  it("is not used once older than its bound: an accept on another replica while the call waited is seen", async () => {
+    const { pins, elsewhere } = service();
+    const v = await vendor(pins);
+    await v.watch();
+    v.definition.text = "v2";
+    await pins.relistAll([v.client]);
+    const ahead = pins.read(scope, "t");
+    expect((await ahead?.pin)?.status).toBe("quarantined");
+    expect(await elsewhere.decide(scope, { kind: "accept", tool: "t", by: "U_ADMIN" })).toMatchObject({
+      pin: { status: "pinned" },
+    });
+    // The call waited (a pool slot, say) past the bound: the pin is read again, and the accept holds.
+    await new Promise((r) => setTimeout(r, PIN_READ_AHEAD_MAX_MS + 20));
     await expect(pins.verify(v.client, scope, call, ahead)).resolves.toBeUndefined();
   });
 
