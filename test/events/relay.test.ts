@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import type { BrokerEvent } from "../../src/events/broker-event.js";
 import { CallEventBus } from "../../src/events/event-bus.js";
-import { EventRelay, type RelayTransport } from "../../src/events/relay.js";
+import { EventRelay, RELAY_BATCH_WINDOW_MS, type RelayTransport } from "../../src/events/relay.js";
 import { memoryLogger } from "../../src/log/logger.js";
 
 // The relay's own bounds, over an in-memory transport (one channel, every listener hears every
@@ -76,6 +76,31 @@ describe("EventRelay", () => {
     expect(got.length).toBeLessThanOrEqual(101 + 10);
     // B relays nothing back: what it received is remote on its bus.
     expect(got.every((e) => busB.isRemote(e))).toBe(true);
+    await a.close();
+    await b.close();
+  });
+
+  it("sends events emitted within the batch window in one NOTIFY: a warm call's started and ended events travel together", async () => {
+    const log = memoryLogger("debug");
+    const channel = new MemoryChannel();
+    const key = randomBytes(32);
+    const [busA, busB] = [new CallEventBus({ log }), new CallEventBus({ log })];
+    const a = new EventRelay(busA, channel, key, { log, clock: new ManualClock(Date.now()) });
+    const b = new EventRelay(busB, channel, key, { log, clock: new ManualClock(Date.now()) });
+    await a.start();
+    await b.start();
+    const got: BrokerEvent[] = [];
+    busB.subscribe((e) => void got.push(e));
+    busA.emit(progress(1));
+    await new Promise((r) => setTimeout(r, 1)); // the call runs: well within the window
+    busA.emit(progress(2));
+    await vi.waitFor(() => expect(got).toHaveLength(2));
+    expect(channel.sent).toHaveLength(1);
+    // Past the window, the next event goes in a NOTIFY of its own.
+    await new Promise((r) => setTimeout(r, RELAY_BATCH_WINDOW_MS + 5));
+    busA.emit(progress(3));
+    await vi.waitFor(() => expect(got).toHaveLength(3));
+    expect(channel.sent).toHaveLength(2);
     await a.close();
     await b.close();
   });
