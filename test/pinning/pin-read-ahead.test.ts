@@ -1,8 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Client, InMemoryTransport } from "@modelcontextprotocol/client";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
@@ -10,6 +8,7 @@ import type { ToolDefinition } from "../../src/pinning/definition.js";
 import { PIN_READ_AHEAD_MAX_MS, PinService } from "../../src/pinning/service.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { ToolPinRepo } from "../../src/store/store.js";
+import { linkedVendor } from "../support/linked-vendor.js";
 
 // The pin the call path reads ahead, while its write-ahead row commits (PinService.read): the
 // run-stage check uses it only when this service wrote no pin since, so a vendor started for the
@@ -50,15 +49,8 @@ function service(hold?: Promise<void>) {
 /** A vendor serving tool `t` with the description `definition.text` (changeable, then announced). */
 async function vendor(pins: PinService) {
   const definition = { text: "v1" };
-  const server = new Server({ name: "v", version: "1" }, { capabilities: { tools: { listChanged: true } } });
-  const client = new Client({ name: "broker", version: "1" });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect(a);
-  closers.push(async () => {
-    await client.close();
-    await server.close();
-  });
+  const { client, close } = await linkedVendor();
+  closers.push(close);
   const read = async (): Promise<ToolDefinition[]> => [{ name: "t", description: definition.text }];
   const watch = () => pins.watchVendor(client, { scope, read, stop: async () => {} });
   return { client, definition, watch };

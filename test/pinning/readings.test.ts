@@ -1,11 +1,11 @@
-import { Client, InMemoryTransport } from "@modelcontextprotocol/client";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/clock/clock.js";
 import { memoryLogger } from "../../src/log/logger.js";
 import type { ToolDefinition } from "../../src/pinning/definition.js";
 import { VendorReadings, type VendorWatch } from "../../src/pinning/readings.js";
 import { PoolError } from "../../src/pool/errors.js";
+import { linkedVendor } from "../support/linked-vendor.js";
 
 // The bounds on re-reading a live vendor's tool list (issue 21 finding 4): a vendor that floods
 // notifications/tools/list_changed gets one read per gap on the injected clock, one read of a
@@ -19,15 +19,8 @@ afterEach(async () => {
 
 /** A real client/server pair; the server side sends list_changed on demand. */
 async function vendor(): Promise<{ client: Client; notify: (n: number) => Promise<void> }> {
-  const server = new Server({ name: "notifier", version: "1" }, { capabilities: { tools: { listChanged: true } } });
-  const client = new Client({ name: "broker", version: "1" });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect(a);
-  closers.push(async () => {
-    await client.close();
-    await server.close();
-  });
+  const { client, server, close } = await linkedVendor();
+  closers.push(close);
   return {
     client,
     notify: async (n) => void (await Promise.all(Array.from({ length: n }, () => server.sendToolListChanged()))),

@@ -8,6 +8,7 @@ import { ManualClock } from "../../src/clock/clock.js";
 import { ALICE, aliceThreadConnection } from "../integration/broker-harness.js";
 import {
   continueOn,
+  INITIALIZE,
   keepClient,
   keepDir,
   LIST,
@@ -144,13 +145,7 @@ describe("MCP sessions across replicas on one PostgreSQL", () => {
     const b = await replica(url, env, clock);
     const { id: oldest } = await openOn(a);
     const { id: newer } = await openOn(b);
-    const init = {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "third", version: "1" } },
-    };
-    const refused = await raw(a, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: init });
+    const refused = await raw(a, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: INITIALIZE });
     expect(refused.status).toBe(503);
     expect(refused.headers["retry-after"]).toBe("5");
     expect(

@@ -25,6 +25,13 @@ const KEY = randomBytes(32).toString("base64");
 export const THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/${THREAD.threadTs}`;
 export const OTHER_THREAD_HEADER = `${THREAD.teamId}/${THREAD.channelId}/1700000000.000999`;
 export const LIST = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+/** A raw 2025-06-18 initialize request. */
+export const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "replica-host", version: "1" } },
+};
 
 let cluster: PgCluster;
 const dirs: string[] = [];
@@ -122,13 +129,7 @@ export async function openOn(app: RunningApp): Promise<{ client: Client; id: str
  * that counts rebuilds at a session cap sees only its own requests.
  */
 export async function openRaw(app: RunningApp): Promise<string> {
-  const init = {
-    jsonrpc: "2.0",
-    id: 1,
-    method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "replica-host", version: "1" } },
-  };
-  const opened = await raw(app, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: init });
+  const opened = await raw(app, "", { headers: { "x-slaude-thread": THREAD_HEADER }, body: INITIALIZE });
   expect(opened.status).toBe(200);
   const id = opened.headers["mcp-session-id"];
   expect(typeof id).toBe("string");
