@@ -88,3 +88,11 @@ export function stageBudget(prof: {
   }
   return out;
 }
+
+/** The budget's lines: each stage's share of `busyUs` (µs) and its ms per call over `calls`. */
+export function budgetLines(stages: ReadonlyMap<Stage, number>, busyUs: number, calls: number): string {
+  return STAGES.map(
+    (st) =>
+      `  ${((stages.get(st)! / busyUs) * 100).toFixed(1).padStart(5)}%  ${(stages.get(st)! / 1000 / calls).toFixed(3)} ms/call  ${st}`,
+  ).join("\n");
+}

@@ -26,7 +26,9 @@ export function turnAhead(
 ): TurnAhead | undefined {
   if (Array.isArray(body) || (body as { method?: unknown } | null)?.method !== "tools/call") return undefined;
   if (!local || local.closed || req.headers["x-slaude-thread"] !== local.threadHeader) return undefined;
-  if (caller.owns(local.tokenDigest) !== "match") return undefined;
+  // The digest this token records under the current key: a string compare, not a second MAC check
+  // (the lookup makes that one). A session opened under an older key just reads nothing ahead.
+  if (local.tokenDigest !== caller.sessionDigest()) return undefined;
   // A repeated header arrives joined ("a, b"), as the tool handler reads it: refused there as unknown.
   const header = req.headers["x-slaude-turn"];
   const turnId = typeof header === "string" ? header : undefined;

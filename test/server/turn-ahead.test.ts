@@ -23,6 +23,16 @@ import {
 
 useMcpReplicas();
 
+/** A raw tools/call of connections_list. */
+const LIST_CONNECTIONS = {
+  jsonrpc: "2.0",
+  id: 9,
+  method: "tools/call",
+  params: { name: "connections_list", arguments: {} },
+};
+/** The headers of a raw request of a session in `thread` (its X-Slaude-Thread value). */
+const inThread = (thread: string) => ({ "x-slaude-thread": thread, "mcp-protocol-version": "2025-06-18" });
+
 /** Records each turn read of `app`: its thread and the busy-session count when it was sent. */
 function recordTurnReads(app: RunningApp): { thread: string; busy: number }[] {
   const reads: { thread: string; busy: number }[] = [];
@@ -60,17 +70,16 @@ describe("the turn read ahead of the session lookup", () => {
     await reportTurn(a);
     const { id } = await openOn(a);
     const reads = recordTurnReads(a);
-    const call = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "connections_list", arguments: {} } };
     const refused = await raw(a, id, {
-      headers: { "x-slaude-thread": OTHER_THREAD_HEADER, "mcp-protocol-version": "2025-06-18" },
-      body: call,
+      headers: inThread(OTHER_THREAD_HEADER),
+      body: LIST_CONNECTIONS,
     });
     expect(refused.status).toBe(403);
     expect(refused.body).toContain("another thread");
     expect(reads).toEqual([]);
     const ok = await raw(a, id, {
-      headers: { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" },
-      body: call,
+      headers: inThread(THREAD_HEADER),
+      body: LIST_CONNECTIONS,
     });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatch(/"connections":\[\{/);
@@ -85,14 +94,13 @@ describe("the turn read ahead of the session lookup", () => {
     await reportTurn(b);
     const { id } = await openOn(a);
     const reads = recordTurnReads(b);
-    const call = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "connections_list", arguments: {} } };
-    const headers = { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" };
-    const first = await raw(b, id, { headers, body: call });
+    const headers = inThread(THREAD_HEADER);
+    const first = await raw(b, id, { headers, body: LIST_CONNECTIONS });
     expect(first.status).toBe(200);
     expect(first.body).toMatch(/"connections":\[\{/);
     expect(reads).toEqual([{ thread: threadKey(THREAD), busy: 1 }]);
     // B holds it now (rebuilt from its record): the next call's turn is read ahead.
-    expect((await raw(b, id, { headers, body: { ...call, id: 10 } })).status).toBe(200);
+    expect((await raw(b, id, { headers, body: { ...LIST_CONNECTIONS, id: 10 } })).status).toBe(200);
     expect(reads).toEqual([
       { thread: threadKey(THREAD), busy: 1 },
       { thread: threadKey(THREAD), busy: 0 },
@@ -106,14 +114,9 @@ describe("the turn read ahead of the session lookup", () => {
     await reportTurn(a);
     const { id } = await openOn(a);
     const reads = recordTurnReads(a);
-    const call = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "connections_list", arguments: {} } };
     const r = await raw(a, id, {
-      headers: {
-        authorization: `Bearer ${other}`,
-        "x-slaude-thread": THREAD_HEADER,
-        "mcp-protocol-version": "2025-06-18",
-      },
-      body: call,
+      headers: { authorization: `Bearer ${other}`, ...inThread(THREAD_HEADER) },
+      body: LIST_CONNECTIONS,
     });
     expect(r.status).toBe(403);
     expect(r.body).toContain("session_token_mismatch");
