@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, type ServeProcess, startServe } from "./serve.js";
 
 // Three people at three open pages of one console (a server started as `npm start` starts it),
@@ -24,13 +24,21 @@ let browser: Browser;
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   mkdirSync(IMAGES, { recursive: true });
-  dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-live-"));
-  server = await startServe(dir);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
+});
+
+// Each viewport plays the story on its own server: a story that stops half way (Alice's thread
+// connection still live) cannot leave a second connection in the next one's lists.
+beforeEach(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "slaude-console-live-"));
+  server = await startServe(dir);
+}, 120_000);
+
+afterEach(async () => {
   await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
