@@ -12,7 +12,7 @@ import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, ECHO_VENDOR, launchBroker, ROOT } from "./lib/broker-proc.js";
 import { countClientAbortWarnings } from "./lib/client-warnings.js";
 import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
-import { budgetLines, stageBudget } from "./lib/profile-stages.js";
+import { budgetLines, stageBudget, validationByCaller } from "./lib/profile-stages.js";
 import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 
 // The bench client's own abort-listener warnings (bench/lib/client-warnings.ts): counted, not printed.
@@ -136,6 +136,7 @@ const show = (m: Map<string, number>, n: number) =>
     .join("\n");
 const stages = stageBudget(prof);
 const budget = budgetLines(stages, busy, calls);
+const validation = validationByCaller(prof);
 process.stdout.write(
-  `busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby stage (the per-call budget):\n${budget}\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`,
+  `busy CPU of the whole run (start-up and 200 warm-up calls included) ÷ ${calls} calls: ${(busy / 1000 / calls).toFixed(3)} ms/call (profile ${file})\n\nby stage (the per-call budget):\n${budget}\n\nvalidation (zod) by the function that asked:\n${show(validation, 12)}\n\nby file:\n${show(files, 30)}\n\nby function:\n${show(fns, 40)}\n`,
 );

@@ -96,3 +96,37 @@ export function budgetLines(stages: ReadonlyMap<Stage, number>, busyUs: number, 
       `  ${((stages.get(st)! / busyUs) * 100).toFixed(1).padStart(5)}%  ${(stages.get(st)! / 1000 / calls).toFixed(3)} ms/call  ${st}`,
   ).join("\n");
 }
+
+/**
+ * Self time (µs) of zod (and the parsers it compiles) by the function that asked it to validate:
+ * the first frame above zod with a URL, as `name file:line`. Says which validation costs what.
+ */
+export function validationByCaller(prof: {
+  readonly nodes: readonly (ProfileNode & { readonly callFrame: { readonly lineNumber?: number } })[];
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}): Map<string, number> {
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const out = new Map<string, number>();
+  for (const [i, id] of prof.samples.entries()) {
+    let inZod = false;
+    for (let p: number | undefined = id; p !== undefined; p = parent.get(p)) {
+      const f = byId.get(p)!.callFrame;
+      if (f.url.includes("/zod/")) inZod = true;
+      else if (f.url) {
+        if (inZod) {
+          // A package's file keeps its package name (which SDK bundle asked); ours is shown from dist/.
+          const file = f.url.includes("node_modules/")
+            ? f.url.replace(/.*node_modules\//, "nm/")
+            : f.url.replace(/^file:\/\//, "").replace(/.*\/dist\//, "dist/");
+          const key = `${f.functionName || "(anon)"} ${file}:${(f.lineNumber ?? 0) + 1}`;
+          out.set(key, (out.get(key) ?? 0) + (prof.timeDeltas[i] ?? 0));
+        }
+        break;
+      }
+    }
+  }
+  return out;
+}
