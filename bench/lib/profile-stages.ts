@@ -4,8 +4,23 @@
 
 interface ProfileNode {
   readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string };
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber?: number };
   readonly children?: readonly number[];
+}
+
+/** A `.cpuprofile`'s samples and the call tree they point into. */
+interface Profile {
+  readonly nodes: readonly ProfileNode[];
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}
+
+/** The profile's nodes by id, and each node's parent. */
+function callTree(prof: Profile): { byId: Map<number, ProfileNode>; parent: Map<number, number> } {
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  return { byId, parent };
 }
 
 /** The stages, in the order the budget prints them. */
@@ -56,14 +71,8 @@ function stageOfUrl(url: string, fn: string, zodCaller: string | undefined): Sta
 }
 
 /** Self time (µs) per stage, idle excluded. */
-export function stageBudget(prof: {
-  readonly nodes: readonly ProfileNode[];
-  readonly samples: readonly number[];
-  readonly timeDeltas: readonly number[];
-}): Map<Stage, number> {
-  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+export function stageBudget(prof: Profile): Map<Stage, number> {
+  const { byId, parent } = callTree(prof);
   const self = new Map<number, number>();
   for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
   const out = new Map<Stage, number>(STAGES.map((s) => [s, 0]));
@@ -101,14 +110,8 @@ export function budgetLines(stages: ReadonlyMap<Stage, number>, busyUs: number, 
  * Self time (µs) of zod (and the parsers it compiles) by the function that asked it to validate:
  * the first frame above zod with a URL, as `name file:line`. Says which validation costs what.
  */
-export function validationByCaller(prof: {
-  readonly nodes: readonly (ProfileNode & { readonly callFrame: { readonly lineNumber?: number } })[];
-  readonly samples: readonly number[];
-  readonly timeDeltas: readonly number[];
-}): Map<string, number> {
-  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+export function validationByCaller(prof: Profile): Map<string, number> {
+  const { byId, parent } = callTree(prof);
   const out = new Map<string, number>();
   for (const [i, id] of prof.samples.entries()) {
     let inZod = false;
