@@ -4,7 +4,7 @@
 // through the library before the process starts.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -152,7 +152,16 @@ export async function seed(env: Record<string, string>, team: string, rows: read
   }
 }
 
-/** Starts `node bin/slaude-connect.js serve` on a free port and waits for /readyz. */
+/** The node flags `npm start` of the checkout holding `bin` starts the broker with (none if it sets none). */
+export function startFlags(bin: string): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(path.dirname(bin), "../package.json"), "utf8")) as {
+    scripts?: { start?: string };
+  };
+  const flags = pkg.scripts?.start?.match(/^node ((?:--\S+ )*)bin\/slaude-connect\.js serve$/)?.[1];
+  return flags ? flags.trim().split(" ") : [];
+}
+
+/** Starts the broker as `npm start` does (its node flags, then `nodeArgs`) on a free port and waits for /readyz. */
 export async function startBroker(
   env: Record<string, string>,
   nodeArgs: readonly string[] = [],
@@ -160,7 +169,7 @@ export async function startBroker(
   bin = BIN,
 ): Promise<BrokerProc> {
   const port = Number(env.PORT);
-  const proc = startProc(process.execPath, [...nodeArgs, bin, "serve"], {
+  const proc = startProc(process.execPath, [...startFlags(bin), ...nodeArgs, bin, "serve"], {
     ...env,
     NODE_ENV: env.NODE_ENV ?? "development",
   });
