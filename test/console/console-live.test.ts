@@ -2,8 +2,21 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
+import { type Browser, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  badge,
+  demoStanding,
+  finishedRun,
+  inViewport,
+  noSidewaysScroll,
+  noSlackMarkup,
+  open,
+  tab,
+  useTool,
+  visible,
+  WAIT,
+} from "./live-page.js";
 import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, type ServeProcess, startServe } from "./serve.js";
 
 // Three people at three open pages of one console (a server started as `npm start` starts it),
@@ -13,9 +26,7 @@ import { ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, type ServeProcess, startServe } fr
 // connect and the call answers needs_connect), the JSON arguments replace the form, every action
 // answers within the viewport, no Slack markup is ever visible and nothing scrolls sideways.
 
-const WAIT = 45_000;
 const IMAGES = fileURLToPath(new URL("../../docs/images/", import.meta.url));
-const SLACK_MARKUP = /<[@#!][A-Za-z0-9^|._-]*>/;
 
 let dir: string;
 let server: ServeProcess;
@@ -43,89 +54,11 @@ afterEach(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const visible = (l: Locator) => l.waitFor({ state: "visible", timeout: WAIT });
-
-interface Person {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  readonly errors: string[];
-}
-
-async function open(name: string, viewport: { width: number; height: number }): Promise<Person> {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(server.consoleUrl);
-  await visible(page.getByRole("status").filter({ hasText: /^Live$/ }));
-  await page.getByLabel("Acting as").selectOption({ label: name });
-  await page
-    .getByText(new RegExp(`calls run as ${name.replace(/ \(admin\)$/, "")}\\.`))
-    .waitFor({ state: "attached", timeout: WAIT });
-  return { page, context, errors };
-}
-
-const tab = (p: Page, name: RegExp) => p.getByRole("tab", { name }).click();
-
-/** The Services panel's row of the demo service once it says `standing`. */
-async function demoStanding(p: Page, standing: string): Promise<Locator> {
-  const row = p.locator('#services li[data-service="demo"]');
-  await expect.poll(() => row.getAttribute("data-standing"), { timeout: WAIT }).toBe(standing);
-  return row;
-}
-
-/** The Inbox badge of the person acting ("" when nothing waits for them). */
-const badge = (p: Page) => p.locator("#inbox-count").textContent();
-
-/** Asserts `l` is (at least partly) inside the page's viewport: feedback the person sees where they act. */
-async function inViewport(p: Page, l: Locator): Promise<void> {
-  await visible(l);
-  const box = await l.boundingBox();
-  const v = p.viewportSize()!;
-  expect(box, "feedback has a box").not.toBeNull();
-  expect(
-    box!.y < v.height && box!.y + box!.height > 0 && box!.x < v.width && box!.x + box!.width > 0,
-    `in the ${v.width}×${v.height} viewport`,
-  ).toBe(true);
-}
-
-async function noSlackMarkup(p: Page): Promise<void> {
-  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the text a person sees; textContent would include hidden text
-  expect(await p.locator("body").innerText()).not.toMatch(SLACK_MARKUP);
-}
-
-async function noSidewaysScroll(p: Page): Promise<void> {
-  expect(
-    await p.evaluate(() => {
-      const root = (
-        globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
-      ).document.documentElement;
-      return root.scrollWidth - root.clientWidth;
-    }),
-  ).toBeLessThanOrEqual(0);
-}
-
-async function useTool(p: Page, query: string, tool: string): Promise<void> {
-  await tab(p, /^Play a thread/);
-  await p.getByRole("searchbox", { name: "Search" }).fill(query);
-  await p.getByRole("button", { name: "Search tools" }).click();
-  await p.getByRole("button", { name: `Use ${tool}` }).click();
-  await visible(p.getByRole("button", { name: `Run ${tool}` }));
-}
-
-/** The newest run of `who` calling `label`, once it answered. */
-async function finishedRun(p: Page, who: string, label: string): Promise<Locator> {
-  const run = p.getByRole("article", { name: new RegExp(`^Run \\d+: ${who} · ${label}$`) }).first();
-  await visible(run);
-  await expect.poll(() => run.getAttribute("data-state"), { timeout: WAIT }).not.toBe("running");
-  return run;
-}
-
 async function story(viewport: { width: number; height: number }): Promise<void> {
   const size = `${viewport.width}x${viewport.height}`;
-  const alice = await open("Alice", viewport);
-  const bob = await open("Bob", viewport);
-  const carol = await open("Carol (admin)", viewport);
+  const alice = await open(browser, server.consoleUrl, "Alice", viewport);
+  const bob = await open(browser, server.consoleUrl, "Bob", viewport);
+  const carol = await open(browser, server.consoleUrl, "Carol (admin)", viewport);
   const everyone = [alice, bob, carol];
 
   // --- Alice starts a thread; Bob follows it. Nothing is connected there: both panels say so.
