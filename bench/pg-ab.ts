@@ -14,7 +14,7 @@ import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../test/support/postgres.js";
 import { type BrokerProc, brokerEnv, cliAdd, metricValue, ROOT, startBroker } from "./lib/broker-proc.js";
 import { freePort } from "./lib/procs.js";
-import { budgetLines, STAGES, stageBudget } from "./lib/profile-stages.js";
+import { budgetLines, indexProfile, STAGES, stageBudget } from "./lib/profile-stages.js";
 import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
 import { brokerCaller } from "./sections/latency.js";
 
@@ -124,7 +124,7 @@ function printBudget(dir: string, calls: number): void {
     .sort()
     .at(-1);
   if (!file) return void console.log(`no CPU profile was written in ${dir}`);
-  const stages = stageBudget(JSON.parse(readFileSync(path.join(dir, file), "utf8")));
+  const stages = stageBudget(indexProfile(JSON.parse(readFileSync(path.join(dir, file), "utf8"))));
   const total = STAGES.reduce((sum, st) => sum + stages.get(st)!, 0);
   console.log(`pg-this busy CPU ${(total / 1000 / calls).toFixed(3)} ms/call (${path.join(dir, file)}), by stage:`);
   console.log(budgetLines(stages, total, calls));

@@ -12,7 +12,15 @@ import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, ECHO_VENDOR, launchBroker, ROOT } from "./lib/broker-proc.js";
 import { countClientAbortWarnings } from "./lib/client-warnings.js";
 import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
-import { budgetLines, stageBudget, validationByCaller } from "./lib/profile-stages.js";
+import {
+  budgetLines,
+  frameName,
+  indexProfile,
+  type Profile,
+  shortUrl,
+  stageBudget,
+  validationByCaller,
+} from "./lib/profile-stages.js";
 import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 
 // The bench client's own abort-listener warnings (bench/lib/client-warnings.ts): counted, not printed.
@@ -96,37 +104,22 @@ if (clientWarnings() > 0)
     `  (${clientWarnings()} MaxListenersExceededWarning from the bench client's shared AbortSignal, not printed)\n`,
   );
 
-interface Node {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
 const file = readdirSync(profDir)
   .filter((f) => f.endsWith(".cpuprofile"))
   .map((f) => path.join(profDir, f))
   .sort()
   .at(-1)!;
-const prof = JSON.parse(readFileSync(file, "utf8")) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
-const byId = new Map(prof.nodes.map((n) => [n.id, n]));
-const self = new Map<number, number>();
-for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
-const total = [...self.values()].reduce((a, b) => a + b, 0);
-const idle = [...self.entries()]
-  .filter(([id]) => byId.get(id)!.callFrame.functionName === "(idle)")
-  .reduce((a, [, v]) => a + v, 0);
-const busy = total - idle;
+const prof = indexProfile(JSON.parse(readFileSync(file, "utf8")) as Profile);
+let busy = 0;
 const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
 const fns = new Map<string, number>();
 const files = new Map<string, number>();
-for (const [id, us] of self) {
-  const f = byId.get(id)!.callFrame;
+for (const [id, us] of prof.self) {
+  const f = prof.byId.get(id)!.callFrame;
   if (f.functionName === "(idle)") continue;
-  const short = f.url
-    .replace(/^file:\/\//, "")
-    .replace(/.*node_modules\//, "nm/")
-    .replace(/.*\/dist\//, "dist/");
-  add(fns, `${f.functionName || "(anon)"} ${short}:${f.lineNumber + 1}`, us);
-  add(files, short || f.functionName, us);
+  busy += us;
+  add(fns, frameName(f), us);
+  add(files, shortUrl(f.url) || f.functionName, us);
 }
 const show = (m: Map<string, number>, n: number) =>
   [...m.entries()]

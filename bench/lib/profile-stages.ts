@@ -9,18 +9,53 @@ interface ProfileNode {
 }
 
 /** A `.cpuprofile`'s samples and the call tree they point into. */
-interface Profile {
+export interface Profile {
   readonly nodes: readonly ProfileNode[];
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
 }
 
-/** The profile's nodes by id, and each node's parent. */
-function callTree(prof: Profile): { byId: Map<number, ProfileNode>; parent: Map<number, number> } {
+type CallFrame = ProfileNode["callFrame"];
+
+/** A profile indexed: nodes by id, each node's parent, and each node's self time (µs). */
+export interface ProfileIndex {
+  readonly byId: ReadonlyMap<number, ProfileNode>;
+  readonly parent: ReadonlyMap<number, number>;
+  readonly self: ReadonlyMap<number, number>;
+}
+
+export function indexProfile(prof: Profile): ProfileIndex {
   const byId = new Map(prof.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  return { byId, parent };
+  const self = new Map<number, number>();
+  for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  return { byId, parent, self };
+}
+
+/** A frame's URL, short: a package's file as `nm/<package>/…`, ours from `dist/`. */
+export function shortUrl(url: string): string {
+  return url.includes("node_modules/")
+    ? url.replace(/.*node_modules\//, "nm/")
+    : url.replace(/^file:\/\//, "").replace(/.*\/dist\//, "dist/");
+}
+
+/** A frame as `name file:line`. */
+export const frameName = (f: CallFrame): string =>
+  `${f.functionName || "(anon)"} ${shortUrl(f.url)}:${(f.lineNumber ?? 0) + 1}`;
+
+/**
+ * The first frame at or above node `id` with a URL, zod's own frames passed over; `viaZod` when
+ * zod was on the way (the frame is then the code that asked zod to validate).
+ */
+function codeFrame(t: ProfileIndex, id: number): { frame: CallFrame; viaZod: boolean } | undefined {
+  let viaZod = false;
+  for (let p: number | undefined = id; p !== undefined; p = t.parent.get(p)) {
+    const frame = t.byId.get(p)!.callFrame;
+    if (frame.url.includes("/zod/")) viaZod = true;
+    else if (frame.url) return { frame, viaZod };
+  }
+  return undefined;
 }
 
 /** The stages, in the order the budget prints them. */
@@ -43,17 +78,16 @@ export type Stage = (typeof STAGES)[number];
 
 const SDK_CLIENT = /@modelcontextprotocol\/client|@modelcontextprotocol\/sdk\/dist\/esm\/client/;
 
-function stageOfUrl(url: string, fn: string, zodCaller: string | undefined): Stage | undefined {
-  if (fn === "(garbage collector)") return "garbage collection";
-  if (!url) return undefined;
-  if (url.includes("/zod/")) {
-    if (zodCaller === undefined) return undefined;
-    return zodCaller.includes("@modelcontextprotocol")
-      ? SDK_CLIENT.test(zodCaller)
-        ? "MCP SDK, client side (vendor call, result validation)"
-        : "MCP SDK, server side (2025 transport, tool dispatch)"
-      : "zod called by our code";
-  }
+/** The stage of zod's time, by the code that asked it to validate (at `askerUrl`). */
+function validationStage(askerUrl: string): Stage {
+  if (!askerUrl.includes("@modelcontextprotocol")) return "zod called by our code";
+  return SDK_CLIENT.test(askerUrl)
+    ? "MCP SDK, client side (vendor call, result validation)"
+    : "MCP SDK, server side (2025 transport, tool dispatch)";
+}
+
+/** The stage of code at `url` (not zod's: see validationStage). */
+function stageOfUrl(url: string): Stage {
   if (SDK_CLIENT.test(url)) return "MCP SDK, client side (vendor call, result validation)";
   if (url.includes("@modelcontextprotocol")) return "MCP SDK, server side (2025 transport, tool dispatch)";
   if (url.includes("better-sqlite3") || url.includes("/dist/store/")) return "SQLite (statements, commits)";
@@ -71,28 +105,18 @@ function stageOfUrl(url: string, fn: string, zodCaller: string | undefined): Sta
 }
 
 /** Self time (µs) per stage, idle excluded. */
-export function stageBudget(prof: Profile): Map<Stage, number> {
-  const { byId, parent } = callTree(prof);
-  const self = new Map<number, number>();
-  for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
+export function stageBudget(t: ProfileIndex): Map<Stage, number> {
   const out = new Map<Stage, number>(STAGES.map((s) => [s, 0]));
-  for (const [id, us] of self) {
-    const fn = byId.get(id)!.callFrame.functionName;
+  for (const [id, us] of t.self) {
+    const fn = t.byId.get(id)!.callFrame.functionName;
     if (fn === "(idle)") continue;
-    if (fn === "(program)") {
-      out.set("other runtime", out.get("other runtime")! + us);
-      continue;
-    }
     // The first frame with a URL decides; for zod, the first non-zod frame above it says who asked.
-    let stage: Stage | undefined;
-    let inZod = false;
-    for (let p: number | undefined = id; p !== undefined && !stage; p = parent.get(p)) {
-      const f = byId.get(p)!.callFrame;
-      if (f.url.includes("/zod/")) inZod = true;
-      else if (inZod && f.url) stage = stageOfUrl("/zod/", f.functionName, f.url);
-      else if (!inZod) stage = stageOfUrl(f.url, f.functionName, undefined);
+    let s: Stage = "other runtime";
+    if (fn === "(garbage collector)") s = "garbage collection";
+    else if (fn !== "(program)") {
+      const at = codeFrame(t, id);
+      if (at) s = at.viaZod ? validationStage(at.frame.url) : stageOfUrl(at.frame.url);
     }
-    const s = stage ?? "other runtime";
     out.set(s, out.get(s)! + us);
   }
   return out;
@@ -110,26 +134,13 @@ export function budgetLines(stages: ReadonlyMap<Stage, number>, busyUs: number, 
  * Self time (µs) of zod (and the parsers it compiles) by the function that asked it to validate:
  * the first frame above zod with a URL, as `name file:line`. Says which validation costs what.
  */
-export function validationByCaller(prof: Profile): Map<string, number> {
-  const { byId, parent } = callTree(prof);
+export function validationByCaller(t: ProfileIndex): Map<string, number> {
   const out = new Map<string, number>();
-  for (const [i, id] of prof.samples.entries()) {
-    let inZod = false;
-    for (let p: number | undefined = id; p !== undefined; p = parent.get(p)) {
-      const f = byId.get(p)!.callFrame;
-      if (f.url.includes("/zod/")) inZod = true;
-      else if (f.url) {
-        if (inZod) {
-          // A package's file keeps its package name (which SDK bundle asked); ours is shown from dist/.
-          const file = f.url.includes("node_modules/")
-            ? f.url.replace(/.*node_modules\//, "nm/")
-            : f.url.replace(/^file:\/\//, "").replace(/.*\/dist\//, "dist/");
-          const key = `${f.functionName || "(anon)"} ${file}:${(f.lineNumber ?? 0) + 1}`;
-          out.set(key, (out.get(key) ?? 0) + (prof.timeDeltas[i] ?? 0));
-        }
-        break;
-      }
-    }
+  for (const [id, us] of t.self) {
+    const at = codeFrame(t, id);
+    if (!at?.viaZod) continue;
+    const key = frameName(at.frame);
+    out.set(key, (out.get(key) ?? 0) + us);
   }
   return out;
 }
