@@ -1,4 +1,4 @@
-// npm run bench:memory [-- --calls N] [--stored N] [--node-arg FLAG ...]: the bench's memory figure alone
+// npm run bench:memory [-- --calls N] [--stored N] [--modern] [--node-arg FLAG ...]: the bench's memory figure alone
 // (bench/run.ts, "broker RSS, 10,000 connections, 50 children"): 10,000 stored connections, 51 live
 // children, throughput over the 50 then one client up to N calls, 20 connections_list; then the broker's
 // memory breakdown: process.memoryUsage() and V8 heap spaces from inside (bench/lib/mem-probe.mjs),
@@ -12,7 +12,7 @@ import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, launchBroker, others, seed } from "./lib/broker-proc.js";
 import { countClientAbortWarnings } from "./lib/client-warnings.js";
 import { cpuMs, rssMb } from "./lib/procs.js";
-import { brokerCaller } from "./sections/latency.js";
+import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 import { brokerCallers } from "./sections/throughput.js";
 import { usersWithThreads } from "./sections/users.js";
 
@@ -24,6 +24,8 @@ const stored = Number(opt("--stored", "10000"));
 const snapshotDir = args.includes("--snapshots") ? path.resolve(opt("--snapshots", ".")) : undefined;
 // --heap-prof DIR: V8's sampling heap profile of promoted-then-dead and live objects, one per probe, to DIR.
 const heapProfDir = args.includes("--heap-prof") ? path.resolve(opt("--heap-prof", ".")) : undefined;
+// --modern: the single client's calls alternate with a 2026-07-28 client's (the full bench's latency section does).
+const modernShare = args.includes("--modern");
 const nodeArgs = args.flatMap((a, i) => (args[i - 1] === "--node-arg" ? [a] : []));
 const abortWarnings = countClientAbortWarnings();
 
@@ -100,6 +102,7 @@ try {
   };
   await show("started");
   const me = await brokerCaller(b, alice.thread, alice.user);
+  const modern = modernShare ? await brokerModernCaller(b, alice.thread, alice.user) : undefined;
   const t = await brokerCallers(b, tp);
   for (const c of t.callers) await c();
   await me.call();
@@ -116,7 +119,7 @@ try {
   );
   n += 8 * perWorker;
   await show(`after the 8 workers' ${8 * perWorker} calls`);
-  for (; n < calls; n++) await me.call();
+  for (; n < calls; n++) await (modern && n % 2 ? modern.call() : me.call());
   const cpuPerCall = (cpuMs(b.proc.pid) - cpu0) / (n - n0);
   await show(`after ${n} calls`);
   for (let i = 0; i < 20; i++) await me.client.callTool({ name: "connections_list", arguments: {} });
@@ -126,7 +129,9 @@ try {
     `broker CPU ${cpuPerCall.toFixed(3)} ms per call over the ${n - n0} calls; load ${os.loadavg()[0]!.toFixed(1)}`,
   );
   console.log(`bench client MaxListenersExceededWarning: ${abortWarnings()}`);
-  await Promise.all([me.client, ...t.clients].map((c) => c.close().catch(() => {})));
+  await Promise.all(
+    [me.client, ...(modern ? [modern.client] : []), ...t.clients].map((c) => c.close().catch(() => {})),
+  );
 } finally {
   await b.stop();
   await fake.close?.();

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { startApp } from "../../app/app.js";
+import { tuneHeapForServing } from "../../app/heap.js";
 import { loadConfig } from "../../config/env.js";
 import { createLogger } from "../../log/logger.js";
 import { type CliContext, UsageError } from "../context.js";
@@ -47,6 +48,7 @@ export async function serveCommand(ctx: CliContext, argv: string[]): Promise<num
     );
     return 1;
   }
+  tuneHeapForServing();
   const log = createLogger(config.logLevel, (l) => ctx.io.stderr.write(l));
   const unguard = logUnhandledRejections(log);
   let app: Awaited<ReturnType<typeof startApp>>;
