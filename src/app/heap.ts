@@ -2,9 +2,9 @@ import v8 from "node:v8";
 
 // How far the broker's old generation may grow past what is live before V8 collects it. V8 picks
 // the multiple itself, from how fast it collects against how fast the program allocates, up to 4×
-// on a large machine; a warm call's short-lived objects (requests, their SDK parses, audit rows
-// waiting for their commit) reach the old generation when calls overlap, so under load the broker's
-// old generation sat at 2–3× its 35–45 MB live size (docs/operations.md#memory). A fixed 30% keeps
+// on a large machine; about 20 KB of a warm call's short-lived objects (most of it the SDK's parse of
+// the inbound request) reach the old generation and die there, so under load the broker's old
+// generation sat at 2–3× its 35–45 MB live size (docs/operations.md#memory). A fixed 30% keeps
 // it near the live size, for a full collection every few thousand calls. It is a V8 flag that is
 // read at each collection, so it is set at run time here, whatever started the process (V8 refuses
 // it in NODE_OPTIONS); one given on the command line is left alone.
