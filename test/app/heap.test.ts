@@ -18,7 +18,7 @@ describe("the serving heap setting", () => {
   it("keeps the old generation near its live size while garbage churns through it", async () => {
     const [plain, serving] = await Promise.all([churn([], "plain"), churn([], "serving")]);
     expect(serving.set).toBe(true);
-    // About 55 MB live: V8's own choice let the old space grow to about 245 MB here, the setting to about 95.
+    // About 55 MB live: V8's own choice let the old space grow to about 245 MB here, the setting (20%) to about 80.
     // (Relative, not absolute: under load a concurrent marking can finish a little past the limit.)
     expect(serving.peakOldMb).toBeLessThan(plain.peakOldMb * 0.6);
   }, 120_000);
