@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
-import { type BrokerProc, brokerEnv, cliAdd, ROOT, seed, startBroker, startFlags } from "./lib/broker-proc.js";
+import { type BrokerProc, brokerEnv, ROOT, seed, startBroker, startFlags } from "./lib/broker-proc.js";
 import { cpuMs, freePort, rssMb } from "./lib/procs.js";
 import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
 import { brokerCaller } from "./sections/latency.js";
@@ -24,8 +24,8 @@ const opt = (name: string, dflt: string): string => {
 const rounds = Number(opt("rounds", "8"));
 const n = Number(opt("n", "300"));
 const given = args.flatMap((a, i) => (args[i - 1] === "--node-arg" ? [a] : []));
-// V8's defaults, stated so they win over npm start's flags (a later flag overrides an earlier one).
-const defaults = ["--max-semi-space-size=0", "--heap-growing-percent=0", "--allocation-site-pretenuring"];
+// V8's defaults for what npm start and serve set, stated so they win (a later flag overrides an earlier one).
+const defaults = ["--max-semi-space-size=0", "--heap-growing-percent=0"];
 const flags = given.length ? given : startFlags(path.join(ROOT, "bin/slaude-connect.js"));
 
 const fake = await startFakeSlack({ admins: [] });
@@ -47,11 +47,10 @@ interface Side {
 
 async function side(label: string, nodeArgs: readonly string[]): Promise<Side> {
   const env = brokerEnv({ dir: path.join(tmp, label), slack }, await freePort());
-  await cliAdd(env, { team, scope: "user", owner: me.user, token: `tok-${label}` });
   await seed(
     env,
     team,
-    workers.map((w) => ({ owner: w.user })),
+    [me, ...workers].map((w) => ({ owner: w.user })),
   );
   const b = await startBroker(env, nodeArgs);
   const one = await brokerCaller(b, me.thread, me.user);
