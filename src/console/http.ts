@@ -30,15 +30,16 @@ export async function jsonBody<T>(
 
 /** Parses the query string with `schema` (each parameter once). */
 export function query<T>(res: http.ServerResponse, url: URL, schema: z.ZodType<T>): T | undefined {
-  const doc: Record<string, string> = {};
+  // A Map, not an object's keys: "toString" or "__proto__" is a parameter like any other.
+  const doc = new Map<string, string>();
   for (const [k, v] of url.searchParams) {
-    if (k in doc) {
+    if (doc.has(k)) {
       refuse(res, 400, "invalid_request", `Query parameter ${k} is repeated.`);
       return undefined;
     }
-    doc[k] = v;
+    doc.set(k, v);
   }
-  return parsed(res, schema, doc);
+  return parsed(res, schema, Object.fromEntries(doc));
 }
 
 function parsed<T>(res: http.ServerResponse, schema: z.ZodType<T>, doc: unknown): T | undefined {

@@ -177,9 +177,9 @@ export class Redactor {
     if (typeof v === "string") return this.text(v);
     if (Array.isArray(v)) return v.map((x) => this.walk(x));
     if (v && typeof v === "object") {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[this.text(k)] = this.walk(x);
-      return out;
+      // fromEntries defines each key as its own property: a vendor's "__proto__" key stays a key
+      // (an assignment would set the copy's prototype instead, and the key would be gone).
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [this.text(k), this.walk(x)]));
     }
     return v;
   }

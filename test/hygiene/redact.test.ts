@@ -119,3 +119,19 @@ describe("Redactor: the leak check finds every form the replacement removes", ()
     expect(r.text(plain)).toBe(plain);
   });
 });
+
+describe("Redactor: a key named __proto__ is a key", () => {
+  it("deep() and kept() keep it as an own key and never set the copy's prototype from it", () => {
+    const r = new Redactor(["tok_0123456789abcdef"]);
+    for (const text of ['{"__proto__":""}', '{"__proto__":{"polluted":"tok_0123456789abcdef"},"a":1}']) {
+      const value = JSON.parse(text) as Record<string, unknown>;
+      for (const out of [r.deep(value), r.kept(value)] as Record<string, unknown>[]) {
+        expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+        expect(Object.keys(out)).toEqual(Object.keys(value));
+        expect("polluted" in out).toBe(false);
+        expect(JSON.stringify(out)).not.toContain("tok_0123456789abcdef");
+      }
+    }
+    expect(JSON.stringify(r.deep(JSON.parse('{"__proto__":""}')))).toBe('{"__proto__":""}');
+  });
+});
