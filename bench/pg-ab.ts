@@ -1,7 +1,7 @@
 // Side by side in one run: the warm mcp_call on a SQLite broker, on a PostgreSQL broker built from
 // another checkout (`--base <dir>`, its dist/ built) and on one built from this checkout, rounds
 // rotated, p50 per round and each PostgreSQL broker's statements and transactions per call (from
-// /metrics). With `--log` the statements one warm call sends on this checkout's broker are printed
+// /metrics), with the CPU each broker and the PostgreSQL server spent per call. With `--log` the statements one warm call sends on this checkout's broker are printed
 // from the server's statement log; with `--cpu-prof DIR` this checkout's PostgreSQL broker writes a
 // CPU profile there, and its per-call budget by stage is printed (as bench:profile prints its own).
 // Usage: npm run build && tsx bench/pg-ab.ts --base /tmp/base [--rounds 9 --n 150] [--log] [--cpu-prof DIR]
@@ -10,10 +10,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { allPids, readStat } from "../src/proc/proc.js";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { startPostgres } from "../test/support/postgres.js";
 import { type BrokerProc, brokerEnv, cliAdd, metricValue, ROOT, startBroker } from "./lib/broker-proc.js";
-import { freePort } from "./lib/procs.js";
+import { cpuMs, freePort } from "./lib/procs.js";
 import { budgetLines, indexProfile, STAGES, stageBudget } from "./lib/profile-stages.js";
 import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
 import { brokerCaller } from "./sections/latency.js";
@@ -66,12 +67,21 @@ try {
   const profile = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
   brokers.push(await broker("pg-this", ROOT, { SLAUDE_DATABASE_URL: urlB }, profile));
   for (const b of brokers) await timeCalls(b.call, 50);
+  // The server's CPU: every child of the postmaster (backends, WAL writer, checkpointer), read
+  // around each broker's round (the rounds run one at a time, so it is that broker's, plus noise).
+  const dataDir = (await pg.superQuery("SHOW data_directory")).rows[0].data_directory as string;
+  const postmaster = Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+  const serverCpu = () => allPids().reduce((sum, p) => sum + (readStat(p)?.ppid === postmaster ? cpuMs(p) || 0 : 0), 0);
   const p50: number[][] = brokers.map(() => []);
+  const cpu = brokers.map(() => ({ broker: 0, server: 0 }));
   const m0 = await Promise.all(brokers.map((b) => b.metrics()));
   for (let r = 0; r < rounds; r++)
     for (let k = 0; k < brokers.length; k++) {
       const i = (k + r) % brokers.length;
+      const [b0, s0] = [cpuMs(brokers[i]!.proc.pid), serverCpu()];
       p50[i]!.push(pct(await timeCalls(brokers[i]!.call, n), 50));
+      cpu[i]!.broker += cpuMs(brokers[i]!.proc.pid) - b0;
+      cpu[i]!.server += serverCpu() - s0;
     }
   const m1 = await Promise.all(brokers.map((b) => b.metrics()));
   console.log(
@@ -84,7 +94,7 @@ try {
     const per = (name: string) => (metricValue(m1[i]!, name) - metricValue(m0[i]!, name)) / (rounds * n);
     const ratio = spread(p50[i]!.map((x, r) => x / p50[0]![r]!));
     console.log(
-      `${b.label.padEnd(8)} p50 ${showSpread(spread(p50[i]!), " ms", 2)}  ÷ SQLite ${showSpread(ratio)}  statements/call ${per("slaude_db_statements_total").toFixed(2)}  transactions/call ${per("slaude_db_transactions_total").toFixed(2)}`,
+      `${b.label.padEnd(8)} p50 ${showSpread(spread(p50[i]!), " ms", 2)}  ÷ SQLite ${showSpread(ratio)}  statements/call ${per("slaude_db_statements_total").toFixed(2)}  transactions/call ${per("slaude_db_transactions_total").toFixed(2)}  CPU/call broker ${(cpu[i]!.broker / (rounds * n)).toFixed(2)} ms, server ${(cpu[i]!.server / (rounds * n)).toFixed(2)} ms`,
     );
   });
   if (showLog) {
@@ -92,7 +102,6 @@ try {
     await pg.superQuery(`ALTER DATABASE "${db}" SET log_statement = 'all'`);
     await pg.superQuery("ALTER SYSTEM SET log_min_duration_statement = -1");
     await pg.superQuery("SELECT pg_reload_conf()");
-    const dataDir = (await pg.superQuery("SHOW data_directory")).rows[0].data_directory as string;
     const log = path.join(path.dirname(dataDir), "server.log");
     // New sessions pick up the database setting: the pool's clients are replaced as they idle out,
     // so force fresh ones by terminating the broker's backends.

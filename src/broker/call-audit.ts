@@ -61,10 +61,16 @@ export class CallAudit {
   /**
    * Commits the `call_started` row; otherwise (logged) the call must not run: `store_unavailable`
    * when the database is away, `audit_unavailable` for any other failure (a held lock, a full disk).
+   * `commit` replaces the repo's append when the row is committed together with a check (the call
+   * rate): false is that check's refusal, with no row written (`refused`, not logged here).
    */
-  async started(): Promise<"ok" | "store_unavailable" | "audit_unavailable"> {
+  async started(
+    commit?: (rows: readonly AuditEvent[]) => Promise<boolean>,
+  ): Promise<"ok" | "refused" | "store_unavailable" | "audit_unavailable"> {
+    const rows = [{ ...this.row({ durationMs: null }), event: "call_started" as const, callId: this.callId }];
     try {
-      await this.repo.append([{ ...this.row({ durationMs: null }), event: "call_started", callId: this.callId }]);
+      if (!commit) await this.repo.append(rows);
+      else if (!(await commit(rows))) return "refused";
       return "ok";
     } catch (err) {
       this.metrics?.auditWriteFailed("call_started");

@@ -1,10 +1,14 @@
 import type { ThreadRef } from "../domain/thread.js";
 import type { PinGate } from "../pinning/policy.js";
+import type { PinRead } from "../pinning/service.js";
 import { borrowable } from "../policy/borrow.js";
 import type { BorrowCandidate, CallFacts, CandidateConnection } from "../policy/resolve.js";
+import type { Connection } from "../store/records.js";
 import type { CandidateQuery, ConnectionMeta } from "../store/store.js";
+import { threadKey } from "../turns/turn-rules.js";
 import type { CallPlan } from "./call-plan.js";
 import type { BrokerDeps } from "./deps.js";
+import type { FactsAhead } from "./tool-request.js";
 
 // The facts stage: everything the policy (src/policy/resolve.ts) needs about the caller's
 // standing, gathered once: membership, the own row, one candidates query, the tool's pin. The
@@ -51,12 +55,17 @@ const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [
 
 /**
  * Gathers the policy's input for `plan`: its identity facts, its connection facts, then its pin.
- * With `admitted` (the rate verdict still on its way), the pin and own-row reads start at once and
- * membership, the candidates and the decision wait for it: a refused call asks nothing more.
+ * `ahead`: the own-row and pin reads the MCP endpoint started for this request, used only if they
+ * were made for this plan's caller, thread, service and tool (see FactsAhead).
  */
-export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan, admitted?: Promise<boolean>): Promise<CallFacts> {
+export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan, ahead?: FactsAhead): Promise<GatheredFacts> {
+  const early = ahead && aheadFits(ahead, plan) ? ahead : undefined;
   // Independent reads, asked together: on PostgreSQL the pin's round trip overlaps the connection's.
-  const [connections, pin] = await Promise.all([gatherConnectionFacts(d, plan, admitted), pinFacts(d, plan)]);
+  const pinRead = early ? early.pin : readPin(d, plan);
+  const [connections, pin] = await Promise.all([
+    gatherConnectionFacts(d, plan, early?.own),
+    pinFacts(d, plan, pinRead),
+  ]);
   return {
     caller: plan.caller,
     onBehalfOf: plan.onBehalfOf,
@@ -64,29 +73,39 @@ export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan, admitted?: 
     toolClass: plan.toolClass,
     pin,
     ...connections,
+    ...(pinRead ? { pinRead } : {}),
   };
+}
+
+/** The policy's facts, with the pin read they were gathered from (for the run-stage check while it is fresh). */
+export type GatheredFacts = CallFacts & { readonly pinRead?: PinRead };
+
+/** Whether the reads ahead were made for exactly this call: its live caller, thread, service and tool. */
+function aheadFits(a: FactsAhead, plan: CallPlan): boolean {
+  return (
+    plan.caller !== undefined &&
+    a.caller === plan.caller &&
+    a.threadKey === threadKey(plan.thread) &&
+    a.service === plan.service?.name &&
+    a.tool === plan.tool
+  );
 }
 
 /**
  * Membership first (a non-member learns nothing), then the own row, else one candidates query.
- * With `admitted`, the own row is read while the rate verdict is awaited (and used only once it
- * and membership say yes); membership itself is asked only of an admitted call.
+ * `ownAhead`: the own row as read ahead for this very caller (used only once membership says yes).
  */
 export async function gatherConnectionFacts(
   d: BrokerDeps,
   plan: Pick<CallPlan, "caller" | "service" | "thread">,
-  admitted?: Promise<boolean>,
+  ownAhead?: Promise<Connection | undefined>,
 ): Promise<ConnectionFacts> {
   const { caller, service, thread } = plan;
   if (!caller || !service) return NONE;
-  // The caller's own row, by the store's own-row order (and remembered by it until a connection row changes).
-  const ownRow = () => d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() });
-  const early = admitted ? ownRow() : undefined;
-  // Read ahead but not needed (refused, or not a member): its failure is not this call's.
-  early?.catch(() => {});
-  if (admitted && !(await admitted)) return NONE;
   if (!(await isMember(d, thread, caller))) return NONE;
-  const mine = await (early ?? ownRow());
+  // The caller's own row, by the store's own-row order (and remembered by it until a connection row changes).
+  const mine = await (ownAhead ??
+    d.store.connections.ownConnection({ thread, caller, service: service.name, now: d.clock.now() }));
   if (mine) return { callerIsMember: true, own: candidate(mine), others: [], shared: undefined };
   const q = await candidateQuery(d, thread, caller, { own: "here", service: service.name, limit: MAX_CALL_CANDIDATES });
   const rows = await d.store.connections.candidates(q);
@@ -104,11 +123,19 @@ export async function gatherConnectionFacts(
   return { callerIsMember: true, own: undefined, others, shared };
 }
 
+/** The read of the tool's pin that the gate and (while fresh) the run-stage check use. */
+function readPin(d: BrokerDeps, plan: CallPlan): PinRead | undefined {
+  if (!plan.service || !plan.caller) return undefined;
+  return d.pins.read({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
+}
+
 /** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */
-async function pinFacts(d: BrokerDeps, plan: CallPlan): Promise<PinGate> {
+async function pinFacts(d: BrokerDeps, plan: CallPlan, read: PinRead | undefined): Promise<PinGate> {
   if (!plan.service || !plan.caller) return { kind: "run", planned: "unseen" };
-  const scope = { teamId: plan.thread.teamId, service: plan.service.name };
-  return d.pins.gate(scope, plan.tool, { trustNewTools: plan.service.entry.trustNewTools });
+  const trust = { trustNewTools: plan.service.entry.trustNewTools };
+  // No read (a pin write was under way): the gate reads the pin itself.
+  if (!read) return d.pins.gate({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool, trust);
+  return d.pins.gateOf(read, trust);
 }
 
 const candidate = (c: ConnectionMeta): CandidateConnection => ({

@@ -1,9 +1,11 @@
 import type { Service } from "../config/registry.js";
+import type { CallRateVerdict } from "../limits/call-rate.js";
 import type { PlannedPin } from "../pinning/policy.js";
 import type { PinRead } from "../pinning/service.js";
 import type { CallFacts } from "../policy/resolve.js";
 import type { Connection } from "../store/records.js";
-import type { RanVia } from "./answer.js";
+import type { CallOutcome, RanVia } from "./answer.js";
+import { limitedOutcome } from "./call-admission.js";
 import { CallAudit } from "./call-audit.js";
 import { auditBase, type CallPlan } from "./call-plan.js";
 import type { CallTrace } from "./call-trace.js";
@@ -12,9 +14,11 @@ import type { BrokerDeps } from "./deps.js";
 
 // The start of a decided call's run: the chosen connection read again (a revoke since the decision
 // wins), the write-ahead `call_started` row committed, and the tool's pin read for the run-stage
-// check, all three at once (on PostgreSQL three round trips in the time of one). Nothing reaches
-// the vendor before all three are in; a row found unusable then ends the call with its completion
-// row, after its started row.
+// check, all three at once (on PostgreSQL three round trips in the time of one). With shared rate
+// buckets, a call whose rate is still to be checked takes its tokens in the very statement that
+// commits its started row: refused, it has no row and answers rate_limited. Nothing reaches the
+// vendor before all three are in; a row found unusable then ends the call with its completion row,
+// after its started row.
 
 /** A plan whose service is known and whose caller is set: what the run and approval stages need. */
 export type Runnable = CallPlan & { readonly service: Service; readonly caller: string };
@@ -28,6 +32,10 @@ export interface RunOrder {
   readonly approver?: string;
   /** Which class rule the pin stage applied: checked again on the leased vendor. */
   readonly planned: PlannedPin;
+  /** The call's rate is still to be checked: its tokens are taken with the started row (see admit). */
+  readonly chargeWithStart?: boolean;
+  /** The pin read the decision's gate was made from: the run-stage check uses it while it is fresh. */
+  readonly pinRead?: PinRead;
 }
 
 /** What the run goes on with: the row as read now, the call's audit, and the started row's fate. */
@@ -37,6 +45,11 @@ export interface RunStart {
   readonly started: "ok" | "store_unavailable" | "audit_unavailable";
   /** The pin read ahead for the run-stage check (undefined when the row is of another team, or none was read). */
   readonly pinRead: PinRead | undefined;
+}
+
+/** The call's rate refused it (with `chargeWithStart`): no row was written, and this is its answer. */
+export interface RateRefused {
+  readonly limited: CallOutcome;
 }
 
 /** The owner of the connection `id` among the facts the decision was made from (null: the shared identity). */
@@ -56,7 +69,7 @@ export async function startRun(
   plan: Runnable,
   order: RunOrder,
   trace: CallTrace,
-): Promise<RunStart> {
+): Promise<RunStart | RateRefused> {
   let conn: Connection | undefined;
   const audit = new CallAudit(
     d.store.audit,
@@ -77,9 +90,25 @@ export async function startRun(
   );
   const reread = d.store.connections.get(order.connectionId);
   reread.catch(() => {});
-  const pinRead = d.pins.read({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
+  // The decision's own read of the pin while it is fresh (no pin written here since, just read), else a new one.
+  const pinRead =
+    order.pinRead && d.pins.fresh(order.pinRead)
+      ? order.pinRead
+      : d.pins.read({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
   // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
-  const started = await audit.started();
+  let verdict: CallRateVerdict | undefined;
+  const gate = order.chargeWithStart ? d.callRate : undefined;
+  const started = await audit.started(
+    gate &&
+      (async (rows) => {
+        verdict = await gate.checkAndAppend(plan.thread.teamId, plan.caller, rows);
+        return verdict.ok;
+      }),
+  );
+  if (started === "refused") {
+    if (!verdict || verdict.ok) throw new Error("a start refused without a refusing rate verdict");
+    return { limited: limitedOutcome(d, verdict) };
+  }
   try {
     conn = await reread;
   } catch (err) {

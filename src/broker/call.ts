@@ -8,7 +8,7 @@ import { type CallDecision, resolveCall } from "../policy/resolve.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import type { CallOutcome } from "./answer.js";
 import { askOwner } from "./approval-step.js";
-import { admittedFacts } from "./call-admission.js";
+import { admit, rateStage } from "./call-admission.js";
 import { appendOrLog } from "./call-audit.js";
 import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
 import { ownerInFacts, type Runnable, type RunOrder, startRun } from "./call-start.js";
@@ -68,9 +68,17 @@ export class CallService {
 
   /** Facts → policy → (approval) → run: this method only gathers facts and acts on the decision. */
   private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
-    const facts = await admittedFacts({ ...this.d, log: extra.trace.log }, plan);
-    if ("limited" in facts) return facts.limited;
+    const d = { ...this.d, log: extra.trace.log };
+    const admission = await admit(d, plan, extra.ahead);
+    if ("limited" in admission) return admission.limited;
+    const { facts } = admission;
     const decision = resolveCall(facts);
+    // A call that runs now takes its rate with its started row; any other outcome checks it first.
+    const chargeWithStart = admission.rate === "pending" && decision.kind === "run";
+    if (admission.rate === "pending" && !chargeWithStart) {
+      const limited = await rateStage(d, plan);
+      if (limited) return limited;
+    }
     // Which class rule the pin facts applied: the run stage checks it again on the leased vendor.
     const planned: PlannedPin = facts.pin.kind === "run" ? facts.pin.planned : "pinned";
     switch (decision.kind) {
@@ -86,6 +94,8 @@ export class CallService {
             ownerUserId: ownerInFacts(facts, decision.connectionId),
             via: decision.via,
             planned,
+            chargeWithStart,
+            ...(facts.pinRead ? { pinRead: facts.pinRead } : {}),
           },
           extra,
         );
@@ -192,7 +202,9 @@ export class CallService {
     }
     // The chosen row (with its sealed secret) read again, so a revoke since the decision wins, while
     // the write-ahead row commits and the pin is read: nothing reaches the vendor before all three are in.
-    const { conn, audit, started, pinRead } = await startRun(d, this.completions, plan, order, extra.trace);
+    const start = await startRun(d, this.completions, plan, order, extra.trace);
+    if ("limited" in start) return start.limited;
+    const { conn, audit, started, pinRead } = start;
     if (started !== "ok") return failed(started);
     const fail = async (f: NamedFailure): Promise<CallOutcome> => {
       await audit.completed({ errorCode: f.code });

@@ -20,6 +20,7 @@ import type { Vault } from "../vault/vault.js";
 import type { CallTrace } from "./call-trace.js";
 import type { CompletionBacklog } from "./completion-backlog.js";
 import type { ConsentNotifier, CredentialRefresher, LeftoverSweeper } from "./ports.js";
+import type { FactsAhead } from "./tool-request.js";
 
 /**
  * Everything the broker and its call path are built from, adapters included: the one settings
@@ -77,4 +78,6 @@ export interface CallExtra {
   readonly trace?: CallTrace;
   /** The request's logger (its `requestId` bound); the call binds its `callId` on top. */
   readonly log?: Logger;
+  /** The facts the MCP endpoint read ahead for this request (see FactsAhead). */
+  readonly ahead?: FactsAhead;
 }

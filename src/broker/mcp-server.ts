@@ -85,9 +85,11 @@ export function createBrokerServer(
         extra,
         async (ctx, _caller, log) => {
           const progressToken = extra.mcpReq._meta?.progressToken;
+          const ahead = callerRequest(extra).ahead?.facts;
           const callExtra: CallExtra = {
             signal: extra.mcpReq.signal,
             log,
+            ...(ahead ? { ahead } : {}),
             ...(progressToken !== undefined
               ? {
                   progress: (p) =>

@@ -1,5 +1,7 @@
 import type { ServerContext } from "@modelcontextprotocol/server";
 import type { Logger } from "../log/logger.js";
+import type { PinRead } from "../pinning/service.js";
+import type { Connection } from "../store/records.js";
 import type { TurnResolution } from "../turns/turn-rules.js";
 import type { CallerContext } from "./deps.js";
 
@@ -17,6 +19,24 @@ export interface TurnAhead {
   readonly threadKey: string;
   readonly turnId: string | undefined;
   readonly resolution: Promise<TurnResolution>;
+  /** For an mcp_call: the facts read ahead with the turn, for the caller the model claims. */
+  readonly facts?: FactsAhead;
+}
+
+/**
+ * The reads of an mcp_call's facts the MCP endpoint started with its turn read: the own row of the
+ * user the request claims to act for (`on_behalf_of`) and the tool's pin. The facts stage uses
+ * them only when the live turn names that very user and the call names that very service and tool
+ * in that thread; otherwise they are dropped unread. Both are reads: nothing is decided or written.
+ */
+export interface FactsAhead {
+  readonly threadKey: string;
+  readonly caller: string;
+  readonly service: string;
+  readonly tool: string;
+  readonly own: Promise<Connection | undefined>;
+  /** The tool's pin, read as PinService.read reads it (undefined: a pin write was under way). */
+  readonly pin: PinRead | undefined;
 }
 
 /** Per-request facts the caller is resolved from: the turn the host named (`X-Slaude-Turn`), if any. */

@@ -35,6 +35,12 @@ const userId = z.string().regex(/^[UW][A-Z0-9]{2,30}$/, "a Slack user id such as
 const serviceName = name.describe('A service name, as listed by mcp_describe with no arguments (e.g. "gitlab")');
 
 /**
+ * What an mcp_call's arguments name, checked as its input schema checks those three (the rest is
+ * neither read nor checked): what the MCP endpoint reads the call's facts ahead for.
+ */
+export const mcpCallTarget = z.object({ service: serviceName, tool: name, on_behalf_of: userId });
+
+/**
  * Strict input schemas of the five tools. Register the objects themselves, never `.shape`: the SDK
  * rebuilds a plain (non-strict) object from a shape, which drops `additionalProperties: false`
  * and silently strips unknown arguments instead of refusing them.

@@ -1,3 +1,4 @@
+import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
 import type { LimitRefusals } from "./limit-kind.js";
 import { type BucketRate, type BucketState, fullAfterMs, refilled, takeToken } from "./token-bucket.js";
@@ -29,6 +30,13 @@ export type TakeResult =
  */
 export interface RateBuckets {
   take(takes: readonly BucketTake[], now: number): Promise<TakeResult>;
+  /**
+   * `take`, and when every take is granted, `rows` appended in the same atomic step: granted means
+   * committed, and a refusal (or a failure) writes no row and spends nothing. Buckets in another
+   * process than the caller (PostgreSQL) offer it, so a call's rate and its write-ahead row cost one
+   * round trip instead of two in a row.
+   */
+  takeAndAppend?(takes: readonly BucketTake[], now: number, rows: readonly AuditEvent[]): Promise<TakeResult>;
 }
 
 /** The default bound on in-memory buckets: one per active user and team. */
@@ -116,14 +124,37 @@ export class CallRateGate {
     return this.d.buckets instanceof MemoryRateBuckets;
   }
 
+  /** True when the buckets can take a call's tokens and commit its write-ahead row in one step (`checkAndAppend`). */
+  get appendsWithTake(): boolean {
+    return this.d.buckets.takeAndAppend !== undefined;
+  }
+
   /** Takes a token for `userId` in `teamId` and one for the team. */
-  async check(teamId: string, userId: string): Promise<CallRateVerdict> {
+  check(teamId: string, userId: string): Promise<CallRateVerdict> {
+    return this.verdict(teamId, userId, (takes, now) => this.d.buckets.take(takes, now));
+  }
+
+  /**
+   * `check`, with `rows` committed exactly when the verdict is ok, in the same step (see
+   * RateBuckets.takeAndAppend; only when `appendsWithTake`). A failure leaves neither done.
+   */
+  checkAndAppend(teamId: string, userId: string, rows: readonly AuditEvent[]): Promise<CallRateVerdict> {
+    const both = this.d.buckets.takeAndAppend;
+    if (!both) throw new Error("these rate buckets do not append rows");
+    return this.verdict(teamId, userId, (takes, now) => both.call(this.d.buckets, takes, now, rows));
+  }
+
+  private async verdict(
+    teamId: string,
+    userId: string,
+    take: (takes: readonly BucketTake[], now: number) => Promise<TakeResult>,
+  ): Promise<CallRateVerdict> {
     const now = this.d.clock.now();
     const takes: BucketTake[] = [
       { key: userKey(teamId, userId), rate: this.d.limits.perUser },
       { key: teamKey(teamId), rate: this.d.limits.perTeam },
     ];
-    const r = await this.d.buckets.take(takes, now);
+    const r = await take(takes, now);
     if (r.granted) return { ok: true };
     const limit = r.refused === 0 ? "call_rate_user" : "call_rate_team";
     this.d.refused?.(limit);

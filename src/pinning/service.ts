@@ -141,8 +141,16 @@ export class PinService {
     return { pin, after: this.writes.started, at: performance.now() };
   }
 
+  /**
+   * The policy-stage gate from a read made by `read`: that one read then serves the run-stage
+   * check too, as long as `fresh` says so when the run starts (a call that waited reads again).
+   */
+  async gateOf(r: PinRead, trust?: NewToolTrust): Promise<PinGate> {
+    return gate(await r.pin, trust);
+  }
+
   /** Whether a pin read ahead may still be used: no pin written here since, and read just now. */
-  private fresh(r: PinRead): boolean {
+  fresh(r: PinRead): boolean {
     return r.after === this.writes.started && performance.now() - r.at <= PIN_READ_AHEAD_MAX_MS;
   }
 

@@ -1,14 +1,19 @@
 import type http from "node:http";
 import type { Broker } from "../broker/broker.js";
-import type { TurnAhead } from "../broker/tool-request.js";
+import type { BrokerDeps } from "../broker/deps.js";
+import type { FactsAhead, TurnAhead } from "../broker/tool-request.js";
+import { mcpCallTarget } from "../broker/tool-schemas.js";
+import type { ThreadRef } from "../domain/thread.js";
 import { threadKey } from "../turns/turn-rules.js";
 import type { HostCaller } from "./host-teams.js";
 import type { McpSession } from "./mcp-sessions.js";
 
 // With shared session records (PostgreSQL) a request's session is one round trip and its caller's
 // turn another: for a tool call, the MCP endpoint starts the turn read while it looks the session
-// up, so the two overlap. Nothing is decided here: the tool handler uses the read only if the
-// session turns out bound to the very thread read, for the very turn id.
+// up, so the two overlap; for an mcp_call it reads the facts the call will need (the claimed
+// caller's own row, the tool's pin gate) at the same time. Nothing is decided here: the tool handler
+// uses the reads only if the session turns out bound to the very thread read, for the very turn id,
+// and the call's facts stage only for the caller that turn names.
 
 /**
  * The turn read for `req`, started now, when it is one `tools/call` of a session this replica holds
@@ -35,5 +40,32 @@ export function turnAhead(
   const resolution = broker.turns.resolve(local.thread, turnId, broker.deps.clock.now());
   // Awaited by the handler; dropped unread when the request is refused first.
   resolution.catch(() => {});
-  return { threadKey: threadKey(local.thread), turnId, resolution };
+  const key = threadKey(local.thread);
+  const facts = factsAhead(broker.deps, key, local.thread, (body as { params?: unknown }).params);
+  return { threadKey: key, turnId, resolution, ...(facts ? { facts } : {}) };
+}
+
+/**
+ * For an mcp_call of a known service: its caller's own row and the tool's pin, read now for
+ * the user its arguments claim (see FactsAhead: used only if the live turn names that user). A call
+ * whose caller this replica has just refused for its rate reads nothing ahead (a flood reads nothing).
+ */
+function factsAhead(
+  d: Pick<BrokerDeps, "registry" | "store" | "pins" | "clock" | "callRate">,
+  key: string,
+  thread: ThreadRef,
+  params: unknown,
+): FactsAhead | undefined {
+  const p = params as { name?: unknown; arguments?: unknown } | null | undefined;
+  if (p?.name !== "mcp_call") return undefined;
+  const target = mcpCallTarget.safeParse(p.arguments);
+  if (!target.success) return undefined;
+  const { service: name, tool, on_behalf_of: caller } = target.data;
+  const service = d.registry.get(name);
+  if (!service || d.callRate?.refusedRecently(thread.teamId, caller)) return undefined;
+  const own = d.store.connections.ownConnection({ thread, caller, service: name, now: d.clock.now() });
+  // Either may be dropped unread: its failure is then not the call's (the pin read handles its own).
+  own.catch(() => {});
+  const pin = d.pins.read({ teamId: thread.teamId, service: name }, tool);
+  return { threadKey: key, caller, service: name, tool, own, pin };
 }

@@ -35,7 +35,7 @@ describe("call rate across replicas on PostgreSQL", () => {
     expect((await echo(onB)).structured.code).toBe("rate_limited");
   });
 
-  it("a refused call on PostgreSQL, whose own-row and pin reads overlap the bucket statement, writes no row and starts nothing", async () => {
+  it("a refused call on PostgreSQL, whose own-row and pin reads go ahead of the bucket statement, writes no row and starts nothing", async () => {
     const url = await pgCluster().createDatabase();
     const clock = new ManualClock(Date.now());
     const a = await replica(url, { SLAUDE_CALL_RATE_PER_USER: "1/min", SLAUDE_CALL_RATE_PER_TEAM: "100/min" }, clock);
@@ -46,8 +46,9 @@ describe("call rate across replicas on PostgreSQL", () => {
     expect((await echo()).structured.status).toBe("ok");
     const rows = await a.store.audit.count();
     const started = await a.store.audit.count({ event: "call_started" });
-    // The first refusal read the caller's own row while the bucket statement ran (and threw it away);
-    // refused again while this replica remembers the refusal, the call reads nothing ahead.
+    // The first refusal read the caller's own row with its turn (the bucket statement, sent with the
+    // started row it would have committed, refused both); refused again while this replica
+    // remembers the refusal, the call reads nothing ahead.
     const ownReads = vi.spyOn(a.store.connections, "ownConnection");
     expect((await echo()).structured.code).toBe("rate_limited");
     expect(ownReads).toHaveBeenCalledTimes(1);

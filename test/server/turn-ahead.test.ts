@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { RunningApp } from "../../src/app/app.js";
 import { threadKey } from "../../src/turns/turn-rules.js";
-import { aliceThreadConnection, THREAD } from "../integration/broker-harness.js";
+import { ALICE, aliceThreadConnection, BOB, mcpCall, THREAD } from "../integration/broker-harness.js";
 import {
   OTHER_THREAD_HEADER,
   openOn,
@@ -121,5 +121,37 @@ describe("the turn read ahead of the session lookup", () => {
     expect(r.status).toBe(403);
     expect(r.body).toContain("session_token_mismatch");
     expect(reads).toEqual([]);
+  });
+
+  it("an mcp_call's own row and pin are read with its turn, once, and used for the caller the turn names", async () => {
+    const url = await pgCluster().createDatabase();
+    const a = await replica(url);
+    await aliceThreadConnection(a.lifecycle);
+    await reportTurn(a);
+    const { client } = await openOn(a);
+    const reads = recordTurnReads(a);
+    const own: { caller: string; busy: number }[] = [];
+    const ownConnection = a.store.connections.ownConnection.bind(a.store.connections);
+    a.store.connections.ownConnection = (q) => {
+      own.push({ caller: q.caller, busy: a.mcp.busySessionCount });
+      return ownConnection(q);
+    };
+    const pinReads = vi.spyOn(a.broker.deps.pins, "read");
+    const ok = await mcpCall(client, { tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE });
+    expect(ok.structured.status).toBe("ok");
+    // Both sent before the session lookup (no session busy yet), and not read a second time: the
+    // one pin read served the policy's gate and the run-stage check.
+    expect(reads).toEqual([{ thread: threadKey(THREAD), busy: 0 }]);
+    expect(own).toEqual([{ caller: ALICE, busy: 0 }]);
+    expect(pinReads).toHaveBeenCalledTimes(1);
+    // A claim the turn does not confirm: what was read for Bob is dropped, the caller's own row is
+    // read for Alice, and the policy refuses the mismatch as before.
+    own.length = 0;
+    pinReads.mockClear();
+    const claimed = await mcpCall(client, { tool: "echo", args: { text: "hi" }, on_behalf_of: BOB });
+    expect(claimed.structured.code).toBe("on_behalf_of_mismatch");
+    expect(own.map((r) => r.caller)).toEqual([BOB, ALICE]);
+    expect(pinReads).toHaveBeenCalledTimes(2);
+    pinReads.mockRestore();
   });
 });

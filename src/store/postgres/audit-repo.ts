@@ -12,19 +12,32 @@ import {
 import type { AuditRepo } from "../store.js";
 import type { PgDb, Sql } from "./pg-db.js";
 
-// One array per column, so one text whatever the number of rows: prepared once, however rows are batched.
-const INSERT = `INSERT INTO audit (${AUDIT_COLUMNS.map(([c]) => c).join(", ")})
-  SELECT * FROM unnest(${AUDIT_COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(", ")})`;
+/**
+ * The INSERT of audit rows as one array per column, its parameters numbered from `$first`: one text
+ * whatever the number of rows (prepared once, however rows are batched), `where` gating it.
+ */
+export function auditInsertSql(first = 1, where = ""): string {
+  const arrays = AUDIT_COLUMNS.map(([, t], i) => `$${first + i}::${t}[]`).join(", ");
+  return `INSERT INTO audit (${AUDIT_COLUMNS.map(([c]) => c).join(", ")})
+  SELECT * FROM unnest(${arrays})${where ? ` WHERE ${where}` : ""}`;
+}
 
-/** Writes audit rows with `q`: pass the client of the transaction making the change they describe. */
-export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise<void> {
-  if (!events.length) return;
+/** The parameters of auditInsertSql for `events`: one array per column. */
+export function auditInsertParams(events: readonly AuditEvent[]): unknown[][] {
   const columns: unknown[][] = AUDIT_COLUMNS.map(() => new Array(events.length));
   events.forEach((e, i) => {
     const row = auditValues(e);
     for (let k = 0; k < row.length; k++) columns[k]![i] = row[k];
   });
-  await q.query(INSERT, columns);
+  return columns;
+}
+
+const INSERT = auditInsertSql();
+
+/** Writes audit rows with `q`: pass the client of the transaction making the change they describe. */
+export async function writeAudit(q: Sql, events: readonly AuditEvent[]): Promise<void> {
+  if (!events.length) return;
+  await q.query(INSERT, auditInsertParams(events));
 }
 
 function whereOf(q: AuditQuery): { sql: string; params: unknown[] } {

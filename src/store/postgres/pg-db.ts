@@ -5,6 +5,7 @@ import { KEY_PARAM, LockKeys } from "./lock-keys.js";
 import { LockSession, type SessionLock } from "./lock-session.js";
 import { mapPgError } from "./pg-common.js";
 import { isStalePlan, PreparedNames } from "./prepared.js";
+import { SharedSend } from "./shared-send.js";
 
 // The PostgreSQL handle every repository shares: one pool, transactions on one pooled client,
 // advisory locks, and a dedicated (unpooled) connection for LISTEN. Replicas share the database, so
@@ -64,6 +65,8 @@ export class PgDb implements Sql {
   readonly lockKeys: LockKeys;
   /** The connection holding this process's long-lived locks (tryHoldLock): closing the store ends it, freeing them. */
   private readonly locks: LockSession;
+  /** Autocommit statements sent together share one client and one write (shared-send.ts). */
+  private readonly shared = new SharedSend(() => this.checkout());
 
   constructor(private readonly opts: PgDbOptions) {
     this.lockKeys = opts.lockKeys ?? LockKeys.unkeyed();
@@ -142,7 +145,7 @@ export class PgDb implements Sql {
     await this.usable();
     this.counts.statements++;
     try {
-      return await this.pool.query<R>(this.prepared.config(text, values));
+      return await this.shared.send<R>(this.prepared.config(text, values));
     } catch (err) {
       if (!isStalePlan(err)) throw mapPgError(err);
       // A newer replica's migration changed a table under a prepared `SELECT *`: send it unnamed from now on.

@@ -1,5 +1,7 @@
+import type { AuditEvent } from "../../audit/event.js";
 import type { BucketTake, RateBuckets, TakeResult } from "../../limits/call-rate.js";
 import { fullAfterMs, retryAtFor } from "../../limits/token-bucket.js";
+import { auditInsertParams, auditInsertSql } from "../../store/postgres/audit-repo.js";
 import type { PgDb } from "../../store/postgres/pg-db.js";
 
 // The call-rate buckets every replica shares (migrations/postgres/0010_tenant_limits.sql). One statement per call:
@@ -13,8 +15,13 @@ const SWEEP_EVERY_MS = 60_000;
 const refill = (now: string, burst: string, perMs: string): string =>
   `LEAST(${burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${perMs}::float8)`;
 
-/** The statement for `n` takes: parameters $1 = now, then key, burst, perMs per take. */
-function takeStatement(n: number): string {
+/**
+ * The statement for `n` takes: parameters $1 = now, then key, burst, perMs per take. With `append`,
+ * audit rows (one array per column, the parameters after the takes') are inserted by the same
+ * statement when the last take was granted (every take before it was, or it would not have run):
+ * one statement commits atomically, so granted and written are one fact.
+ */
+function takeStatement(n: number, append = false): string {
   const ctes: string[] = [];
   for (let i = 0; i < n; i++) {
     const [key, burst, perMs] = [`$${2 + i * 3}`, `$${3 + i * 3}`, `$${4 + i * 3}`];
@@ -33,12 +40,16 @@ function takeStatement(n: number): string {
     { length: n },
     (_, i) => `(SELECT tokens FROM c${i}) AS t${i}, (SELECT granted FROM c${i}) AS g${i}`,
   );
+  if (append) {
+    ctes.push(`ins AS (${auditInsertSql(2 + n * 3, `(SELECT granted FROM c${n - 1})`)} RETURNING 1)`);
+    cols.push("(SELECT count(*) FROM ins)::int AS written");
+  }
   return `WITH ${ctes.join(",\n")}\nSELECT ${cols.join(", ")}`;
 }
 
 /** PostgreSQL rate buckets: shared by every replica of one deployment. */
 export class PgRateBuckets implements RateBuckets {
-  private readonly statements = new Map<number, string>();
+  private readonly statements = new Map<string, string>();
   private lastSweep = 0;
   private longestRefillMs = 0;
 
@@ -47,14 +58,38 @@ export class PgRateBuckets implements RateBuckets {
   /** Takes in order in one statement, each take only if the one before it was granted (see RateBuckets). */
   async take(takes: readonly BucketTake[], now: number): Promise<TakeResult> {
     if (takes.length === 0) return { granted: true };
-    let sql = this.statements.get(takes.length);
+    return this.result(takes, now, await this.send(takes, now));
+  }
+
+  /** The takes and, when all are granted, `rows` in the same statement (see RateBuckets.takeAndAppend). */
+  async takeAndAppend(takes: readonly BucketTake[], now: number, rows: readonly AuditEvent[]): Promise<TakeResult> {
+    if (takes.length === 0) throw new Error("takeAndAppend needs a bucket to take from");
+    const row = await this.send(takes, now, rows);
+    const r = this.result(takes, now, row);
+    // What the statement wrote must be what it granted: anything else is not a verdict to act on.
+    if (Number(row.written) !== (r.granted ? rows.length : 0)) throw new Error("rate take and its rows disagree");
+    if (r.granted) this.db.counts.transactions++;
+    return r;
+  }
+
+  private async send(
+    takes: readonly BucketTake[],
+    now: number,
+    rows?: readonly AuditEvent[],
+  ): Promise<Record<string, number | boolean | null>> {
+    const name = `${takes.length}${rows ? "+rows" : ""}`;
+    let sql = this.statements.get(name);
     if (!sql) {
-      sql = takeStatement(takes.length);
-      this.statements.set(takes.length, sql);
+      sql = takeStatement(takes.length, rows !== undefined);
+      this.statements.set(name, sql);
     }
     const params: unknown[] = [Math.floor(now)];
     for (const t of takes) params.push(t.key, t.rate.burst, t.rate.perMs);
-    const row = (await this.db.query<Record<string, number | boolean | null>>(sql, params)).rows[0] ?? {};
+    if (rows) params.push(...auditInsertParams(rows));
+    return (await this.db.query<Record<string, number | boolean | null>>(sql, params)).rows[0] ?? {};
+  }
+
+  private result(takes: readonly BucketTake[], now: number, row: Record<string, number | boolean | null>): TakeResult {
     for (const t of takes) this.longestRefillMs = Math.max(this.longestRefillMs, fullAfterMs(t.rate));
     this.maybeSweep(now);
     for (const [i, t] of takes.entries()) {

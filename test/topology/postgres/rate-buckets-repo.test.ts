@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { AuditEvent } from "../../../src/audit/event.js";
 import { ManualClock } from "../../../src/clock/clock.js";
 import {
   CallRateGate,
@@ -82,5 +83,43 @@ describe("rate buckets on PostgreSQL (two replicas)", () => {
     expect(await a.rateBuckets.sweep(60_001, 60_000)).toBe(1);
     const left = await a.db.query<{ key: string }>("SELECT key FROM rate_buckets ORDER BY key");
     expect(left.rows.map((r) => r.key)).toEqual(["u:T:new"]);
+  });
+
+  it("a take with rows commits them exactly when granted, in one statement: refused, nothing is written or spent", async () => {
+    const url = await pg.schema();
+    const store = await pg.store(url);
+    const topo = new PostgresTopology(store.db);
+    const clock = new ManualClock(1_700_000_000_000);
+    const gate = new CallRateGate({
+      buckets: topo.rateBuckets,
+      limits: { perUser: perMin(2), perTeam: perMin(100) },
+      clock,
+    });
+    expect(gate.appendsWithTake).toBe(true);
+    const started = (callId: string): AuditEvent => ({ at: clock.now(), event: "call_started", callId, teamId: "TA" });
+    const rowsOf = async (callId: string) => (await store.audit.query({ callId })).map((r) => r.event);
+    expect(await gate.checkAndAppend("TA", "U1", [started("call_a")])).toEqual({ ok: true });
+    expect(await rowsOf("call_a")).toEqual(["call_started"]);
+    // One statement (the first take also swept the table), counted as the commit it is.
+    const before = { ...store.db.counts };
+    expect((await gate.checkAndAppend("TA", "U1", [started("call_b")])).ok).toBe(true);
+    expect(store.db.counts.statements - before.statements).toBe(1);
+    expect(store.db.counts.transactions - before.transactions).toBe(1);
+    expect(await rowsOf("call_b")).toEqual(["call_started"]);
+    const team = async () =>
+      (await store.db.query<{ tokens: number }>("SELECT tokens FROM rate_buckets WHERE key = 't:TA'")).rows[0]?.tokens;
+    const teamTokens = await team();
+    const refused = await gate.checkAndAppend("TA", "U1", [started("call_c")]);
+    expect(refused).toEqual({ ok: false, limit: "call_rate_user", retryAt: clock.now() + 30_000 });
+    expect(await rowsOf("call_c")).toEqual([]);
+    // The user's refusal left the team's bucket as it was.
+    expect(await team()).toBe(teamTokens);
+    // A statement that fails (a row PostgreSQL refuses: text cannot hold a NUL) writes nothing and spends nothing.
+    clock.advance(30_000);
+    const bad: AuditEvent = { ...started("call_d"), tool: "a\u0000b" };
+    await expect(gate.checkAndAppend("TA", "U1", [bad])).rejects.toThrow();
+    expect(await rowsOf("call_d")).toEqual([]);
+    expect(await gate.checkAndAppend("TA", "U1", [started("call_e")])).toEqual({ ok: true });
+    expect(await rowsOf("call_e")).toEqual(["call_started"]);
   });
 });
