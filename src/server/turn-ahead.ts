@@ -11,7 +11,7 @@ import type { McpSession } from "./mcp-sessions.js";
 // With shared session records (PostgreSQL) a request's session is one round trip and its caller's
 // turn another: for a tool call, the MCP endpoint starts the turn read while it looks the session
 // up, so the two overlap; for an mcp_call it reads the facts the call will need (the claimed
-// caller's own row, the tool's pin gate) at the same time. Nothing is decided here: the tool handler
+// caller's own row, the tool's pin) at the same time. Nothing is decided here: the tool handler
 // uses the reads only if the session turns out bound to the very thread read, for the very turn id,
 // and the call's facts stage only for the caller that turn names.
 
