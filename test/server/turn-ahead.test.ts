@@ -45,14 +45,18 @@ function recordTurnReads(app: RunningApp): { thread: string; busy: number }[] {
   return reads;
 }
 
+/** A replica on a fresh database: Alice's thread connection and turn, a session open, its turn reads recorded from now. */
+async function aliceSession() {
+  const a = await replica(await pgCluster().createDatabase());
+  await aliceThreadConnection(a.lifecycle);
+  await reportTurn(a);
+  const { client } = await openOn(a);
+  return { a, client, reads: recordTurnReads(a) };
+}
+
 describe("the turn read ahead of the session lookup", () => {
   it("a tool call reads its turn once, before the session is looked up, and is answered for that turn's user", async () => {
-    const url = await pgCluster().createDatabase();
-    const a = await replica(url);
-    await aliceThreadConnection(a.lifecycle);
-    await reportTurn(a);
-    const { client } = await openOn(a);
-    const reads = recordTurnReads(a);
+    const { client, reads } = await aliceSession();
     const r = await client.callTool({ name: "connections_list", arguments: {} });
     expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
     // Alice's own connection is listed: the call ran as the turn's user.
@@ -124,12 +128,7 @@ describe("the turn read ahead of the session lookup", () => {
   });
 
   it("an mcp_call's own row and pin are read with its turn, once, and used for the caller the turn names", async () => {
-    const url = await pgCluster().createDatabase();
-    const a = await replica(url);
-    await aliceThreadConnection(a.lifecycle);
-    await reportTurn(a);
-    const { client } = await openOn(a);
-    const reads = recordTurnReads(a);
+    const { a, client, reads } = await aliceSession();
     const own: { caller: string; busy: number }[] = [];
     const ownConnection = a.store.connections.ownConnection.bind(a.store.connections);
     a.store.connections.ownConnection = (q) => {
