@@ -164,8 +164,9 @@ export class CallRateGate {
 
   /**
    * True while `userId` or `teamId` is over its rate as far as this replica has seen (a refusal whose
-   * retry time is still ahead). The call path then waits for the verdict before reading anything
-   * else: a caller hammering past their limit costs the database one statement per call, not three.
+   * retry time is still ahead). The call path then reads nothing ahead and waits for the verdict
+   * before reading anything else: a caller hammering past their limit costs the database one
+   * statement per call, not the six a call that runs sends before its vendor.
    */
   refusedRecently(teamId: string, userId: string): boolean {
     const now = this.d.clock.now();

@@ -111,14 +111,6 @@ describe("a PostgreSQL restart under load", () => {
     } = { healthz: [], readyz: [], mcp: [], turns: [] };
     await c.pg.restart(async () => {
       phase = "outage";
-      // The held call's vendor answers now: its completion row cannot be written, so it is queued.
-      writeFileSync(gate, "");
-      const queued = await waitFor(
-        () => c.set.replicas.some((r) => r.log().includes("audit row queued: the database is unavailable")),
-        30_000,
-        20,
-      );
-      expect(queued, "the held call's completion row was queued").toBe(true);
       for (const r of c.set.replicas) {
         during.healthz.push((await fetch(`${r.url}/healthz`)).status);
         during.readyz.push(await probe(r.url, "/readyz"));
@@ -155,6 +147,16 @@ describe("a PostgreSQL restart under load", () => {
         20,
       );
       expect(retrying, "every replica retries its LISTEN connection").toBe(true);
+      // The held call's vendor answers now, last in the outage: its completion row cannot be written,
+      // so it is queued, and the call waits for it (at most the backlog's 20 s) only while the
+      // server starts again, however long the checks above took on a loaded machine.
+      writeFileSync(gate, "");
+      const queued = await waitFor(
+        () => c.set.replicas.some((r) => r.log().includes("audit row queued: the database is unavailable")),
+        30_000,
+        20,
+      );
+      expect(queued, "the held call's completion row was queued").toBe(true);
     });
 
     // Back: every replica reconnects by itself and is ready again; only then are calls counted as "after".
