@@ -61,19 +61,15 @@ const NONE: ConnectionFacts = { callerIsMember: false, own: undefined, others: [
 export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan, ahead?: FactsAhead): Promise<GatheredFacts> {
   const early = ahead && aheadFits(ahead, plan) ? ahead : undefined;
   // Independent reads, asked together: on PostgreSQL the pin's round trip overlaps the connection's.
-  const pinRead = early ? early.pin : readPin(d, plan);
-  const [connections, pin] = await Promise.all([
-    gatherConnectionFacts(d, plan, early?.own),
-    pinFacts(d, plan, pinRead),
-  ]);
+  const [connections, pin] = await Promise.all([gatherConnectionFacts(d, plan, early?.own), pinFacts(d, plan, early)]);
   return {
     caller: plan.caller,
     onBehalfOf: plan.onBehalfOf,
     serviceKnown: plan.service !== undefined,
     toolClass: plan.toolClass,
-    pin,
+    pin: pin.gate,
     ...connections,
-    ...(pinRead ? { pinRead } : {}),
+    ...(pin.read ? { pinRead: pin.read } : {}),
   };
 }
 
@@ -123,19 +119,21 @@ export async function gatherConnectionFacts(
   return { callerIsMember: true, own: undefined, others, shared };
 }
 
-/** The read of the tool's pin that the gate and (while fresh) the run-stage check use. */
-function readPin(d: BrokerDeps, plan: CallPlan): PinRead | undefined {
-  if (!plan.service || !plan.caller) return undefined;
-  return d.pins.read({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
-}
-
-/** The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning). */
-async function pinFacts(d: BrokerDeps, plan: CallPlan, read: PinRead | undefined): Promise<PinGate> {
-  if (!plan.service || !plan.caller) return { kind: "run", planned: "unseen" };
+/**
+ * The pin facts: whether the tool is quarantined, and which class rule applies (src/pinning), from
+ * one read of the pin (the endpoint's, when `early`) that the run-stage check may use too while fresh.
+ */
+async function pinFacts(
+  d: BrokerDeps,
+  plan: CallPlan,
+  early: Pick<FactsAhead, "pin"> | undefined,
+): Promise<{ gate: PinGate; read?: PinRead }> {
+  if (!plan.service || !plan.caller) return { gate: { kind: "run", planned: "unseen" } };
+  const scope = { teamId: plan.thread.teamId, service: plan.service.name };
   const trust = { trustNewTools: plan.service.entry.trustNewTools };
+  const read = early ? early.pin : d.pins.read(scope, plan.tool);
   // No read (a pin write was under way): the gate reads the pin itself.
-  if (!read) return d.pins.gate({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool, trust);
-  return d.pins.gateOf(read, trust);
+  return read ? { gate: await d.pins.gateOf(read, trust), read } : { gate: await d.pins.gate(scope, plan.tool, trust) };
 }
 
 const candidate = (c: ConnectionMeta): CandidateConnection => ({
