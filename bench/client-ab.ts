@@ -1,7 +1,9 @@
 // Where a warm call's wall time goes besides the server's CPU: the bare pass-through and the broker
 // side by side, rounds rotated: each round's p50, the server's CPU per call (from /proc) and this
-// client process's own CPU per call (process.cpuUsage). Usage: npm run build && tsx bench/client-ab.ts [NODE_FLAG ...]
-// (node flags for the broker, after npm start's).
+// client process's own CPU per call (process.cpuUsage), and each path's p50 and CPU ÷ bare per
+// round. With `--base DIR` a broker built from another checkout (its dist/ built) runs beside this
+// one, for an A/B of a change. Usage: npm run build && tsx bench/client-ab.ts [--base DIR]
+// [--rounds 10] [NODE_FLAG ...] (node flags for the brokers, after npm start's).
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
@@ -13,7 +15,13 @@ import { pct, showSpread, spread, timeCalls } from "./lib/stats.js";
 import { bare, brokerCaller } from "./sections/latency.js";
 
 countClientAbortWarnings();
-const rounds = 10;
+const argv = process.argv.slice(2);
+const opt = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv.splice(i, 2)[1] : undefined;
+};
+const base = opt("base");
+const rounds = Number(opt("rounds") ?? 10);
 const n = 300;
 const fake = await startFakeSlack({ admins: [] });
 const team = fake.teamId;
@@ -22,12 +30,17 @@ fake.setMembers("C0CLAB", ["U0CLAB"]);
 const slack = { apiUrl: fake.apiUrl, botToken: fake.botToken, signingSecret: randomBytes(16).toString("hex") };
 const env = brokerEnv({ dir: path.join(os.tmpdir(), `slaude-client-ab-${process.pid}`), slack }, await freePort());
 await cliAdd(env, { team, scope: "user", owner: "U0CLAB", token: "tok" });
-const b = await startBroker(env, process.argv.slice(2));
+const b = await startBroker(env, argv);
 const me = await brokerCaller(b, thread, "U0CLAB");
+const envBase = brokerEnv({ dir: path.join(os.tmpdir(), `slaude-client-ab-base-${process.pid}`), slack }, await freePort());
+if (base) await cliAdd(envBase, { team, scope: "user", owner: "U0CLAB", token: "tok" });
+const bb = base ? await startBroker(envBase, argv, path.join(base, "bin/slaude-connect.js")) : undefined;
+const meBase = bb ? await brokerCaller(bb, thread, "U0CLAB") : undefined;
 const ba = await bare();
 const paths = [
   { label: "bare", pid: ba.proc!.pid, call: () => ba.client.callTool({ name: "echo", arguments: { text: "ping" } }) },
   { label: "broker", pid: b.proc.pid, call: me.call },
+  ...(bb && meBase ? [{ label: "base", pid: bb.proc.pid, call: meBase.call }] : []),
 ];
 for (const p of paths) console.log(p.label, JSON.stringify(await p.call()).length, "bytes of result");
 const r = paths.map(() => ({ p50: [] as number[], server: [] as number[], client: [] as number[] }));
@@ -48,7 +61,14 @@ for (const [i, p] of paths.entries())
   console.log(
     `${p.label.padEnd(7)} p50 ${showSpread(spread(r[i]!.p50), " ms", 3)}  server CPU ${showSpread(spread(r[i]!.server), " ms", 3)}  client CPU ${showSpread(spread(r[i]!.client), " ms", 3)}`,
   );
+for (const [i, p] of paths.entries())
+  if (i > 0)
+    console.log(
+      `${p.label.padEnd(7)} ÷ bare: p50 ${showSpread(spread(r[i]!.p50.map((x, k) => x / r[0]!.p50[k]!)))}  server CPU ${showSpread(spread(r[i]!.server.map((x, k) => x / r[0]!.server[k]!)))}`,
+    );
 await me.client.close();
+await meBase?.client.close();
+await bb?.stop();
 await ba.close();
 await b.stop();
 await fake.close();
