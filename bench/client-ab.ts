@@ -32,7 +32,10 @@ const env = brokerEnv({ dir: path.join(os.tmpdir(), `slaude-client-ab-${process.
 await cliAdd(env, { team, scope: "user", owner: "U0CLAB", token: "tok" });
 const b = await startBroker(env, argv);
 const me = await brokerCaller(b, thread, "U0CLAB");
-const envBase = brokerEnv({ dir: path.join(os.tmpdir(), `slaude-client-ab-base-${process.pid}`), slack }, await freePort());
+const envBase = brokerEnv(
+  { dir: path.join(os.tmpdir(), `slaude-client-ab-base-${process.pid}`), slack },
+  await freePort(),
+);
 if (base) await cliAdd(envBase, { team, scope: "user", owner: "U0CLAB", token: "tok" });
 const bb = base ? await startBroker(envBase, argv, path.join(base, "bin/slaude-connect.js")) : undefined;
 const meBase = bb ? await brokerCaller(bb, thread, "U0CLAB") : undefined;
