@@ -2,15 +2,18 @@
 // from one SDK client, stops the broker gracefully and prints where its CPU went (the per-call
 // budget by stage, then self time by file and by function). Noise shifts totals, not the split, so
 // this runs on a busy machine too.
-//   npm run bench:profile -- [calls=3000] [outDir] [--modern | --bare]
+//   npm run bench:profile -- [calls=3000] [outDir] [--modern | --bare] [--gc]
 //   --modern: a 2026-07-28 client, no session; --bare: the bench's bare SDK pass-through instead of
-//   the broker, profiled the same way (the floor's budget, stage by stage)
+//   the broker, profiled the same way (the floor's budget, stage by stage); --gc: no CPU profile,
+//   V8's collection trace instead (what the calls allocate, how often and how long it collects)
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { startFakeSlack } from "../test/fixtures/slack/fake-slack-api.js";
 import { cliAdd, ECHO_VENDOR, launchBroker, ROOT } from "./lib/broker-proc.js";
 import { countClientAbortWarnings } from "./lib/client-warnings.js";
+import { GcTrace } from "./lib/gc-trace.js";
 import { freePort, httpClient, startProc, waitForHttp } from "./lib/procs.js";
 import {
   budgetLines,
@@ -27,14 +30,17 @@ import { brokerCaller, brokerModernCaller } from "./sections/latency.js";
 const clientWarnings = countClientAbortWarnings();
 const modernEra = process.argv.includes("--modern");
 const bareProxy = process.argv.includes("--bare");
+const gcOnly = process.argv.includes("--gc");
 const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const calls = Number(positional[0] ?? 3000);
 const profDir = positional[1] ?? mkdtempSync(path.join(os.tmpdir(), "slaude-prof-"));
-const PROFILE = ["--cpu-prof", `--cpu-prof-dir=${profDir}`];
+const PROFILE = gcOnly ? ["--trace-gc-nvp"] : ["--cpu-prof", `--cpu-prof-dir=${profDir}`];
 
 /** The profiled server and one warm call to it. */
 interface Target {
   readonly what: string;
+  /** The server's stdout (where `--trace-gc-nvp` prints). */
+  readonly stdout: Readable;
   call(): Promise<unknown>;
   stop(): Promise<void>;
 }
@@ -58,6 +64,7 @@ async function brokerTarget(): Promise<Target> {
   const me = await (modernEra ? brokerModernCaller : brokerCaller)(broker, alice.thread, alice.user);
   return {
     what: `broker, ${modernEra ? "2026-07-28" : "2025-11-25"} era`,
+    stdout: broker.proc.child.stdout!,
     call: me.call,
     stop: async () => {
       await me.client.close();
@@ -82,6 +89,7 @@ async function bareTarget(): Promise<Target> {
   const client = await httpClient(`http://127.0.0.1:${port}/mcp`);
   return {
     what: "bare SDK pass-through",
+    stdout: proc.child.stdout!,
     call: () => client.callTool({ name: "echo", arguments: { text: "ping" } }),
     stop: async () => {
       await client.close();
@@ -93,16 +101,24 @@ async function bareTarget(): Promise<Target> {
 }
 
 const target = await (bareProxy ? bareTarget() : brokerTarget());
+const gc = new GcTrace(target.stdout);
 for (let i = 0; i < 200; i++) await target.call();
+gc.counting = true;
 const t0 = performance.now();
 for (let i = 0; i < calls; i++) await target.call();
 const ms = performance.now() - t0;
+gc.counting = false;
 await target.stop();
 process.stdout.write(`${calls} warm calls (${target.what}), ${(ms / calls).toFixed(3)} ms/call wall\n`);
 if (clientWarnings() > 0)
   process.stdout.write(
     `  (${clientWarnings()} MaxListenersExceededWarning from the bench client's shared AbortSignal, not printed)\n`,
   );
+
+if (gcOnly) {
+  process.stdout.write(`${gc.summary(calls)}\n`);
+  process.exit(0);
+}
 
 const file = readdirSync(profDir)
   .filter((f) => f.endsWith(".cpuprofile"))

@@ -275,7 +275,8 @@ export async function sendWebResponse(res: http.ServerResponse, r: Response): Pr
       next = read();
       clearTimeout(early);
       if (first && !headersSent && answerable) {
-        // The transport ends a request's stream in the same turn as it writes the answer.
+        // The transport ends a request's stream in the same turn as it writes the answer (or when
+        // it closes: a lone notification then reaches the client with no answer either way).
         const message = soleSseMessage(value);
         if (message && (await endsNow(next))) return sendJsonAnswer(res, r.status, headers, message);
       }
