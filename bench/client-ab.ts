@@ -32,12 +32,13 @@ const env = brokerEnv({ dir: path.join(os.tmpdir(), `slaude-client-ab-${process.
 await cliAdd(env, { team, scope: "user", owner: "U0CLAB", token: "tok" });
 const b = await startBroker(env, argv);
 const me = await brokerCaller(b, thread, "U0CLAB");
-const envBase = brokerEnv(
-  { dir: path.join(os.tmpdir(), `slaude-client-ab-base-${process.pid}`), slack },
-  await freePort(),
-);
-if (base) await cliAdd(envBase, { team, scope: "user", owner: "U0CLAB", token: "tok" });
-const bb = base ? await startBroker(envBase, argv, path.join(base, "bin/slaude-connect.js")) : undefined;
+/** The broker built in `root`, with the same connection and thread as this checkout's. */
+async function brokerOf(root: string) {
+  const e = brokerEnv({ dir: path.join(os.tmpdir(), `slaude-client-ab-base-${process.pid}`), slack }, await freePort());
+  await cliAdd(e, { team, scope: "user", owner: "U0CLAB", token: "tok" });
+  return startBroker(e, argv, path.join(root, "bin/slaude-connect.js"));
+}
+const bb = base ? await brokerOf(base) : undefined;
 const meBase = bb ? await brokerCaller(bb, thread, "U0CLAB") : undefined;
 const ba = await bare();
 const paths = [

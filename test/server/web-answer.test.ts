@@ -46,6 +46,23 @@ async function serve(make: () => Response): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
 }
 
+/** A server whose SSE answer sends `before` at once and the answer only when `late()` is called. */
+async function answerLater(before: Uint8Array[]): Promise<{ url: string; late: () => void }> {
+  let late!: () => void;
+  const url = await serve(() => {
+    const s = stream();
+    queueMicrotask(() => {
+      for (const c of before) s.controller.enqueue(c);
+    });
+    late = () => {
+      s.controller.enqueue(event(answer));
+      s.controller.close();
+    };
+    return new Response(s.body, { status: 200, headers: SSE_HEADERS });
+  });
+  return { url, late: () => late() };
+}
+
 describe("sendWebResponse: a request's answer", () => {
   it("is sent as application/json when the stream holds only the answer and ends with it", async () => {
     const url = await serve(() => {
@@ -67,16 +84,7 @@ describe("sendWebResponse: a request's answer", () => {
   });
 
   it("stays a stream when anything comes before the answer (progress), each event as it came", async () => {
-    let late!: () => void;
-    const url = await serve(() => {
-      const s = stream();
-      queueMicrotask(() => s.controller.enqueue(event(progress)));
-      late = () => {
-        s.controller.enqueue(event(answer));
-        s.controller.close();
-      };
-      return new Response(s.body, { status: 200, headers: SSE_HEADERS });
-    });
+    const { url, late } = await answerLater([event(progress)]);
     const r = await fetch(url, { method: "POST", body: "{}" });
     expect(r.headers.get("content-type")).toBe("text/event-stream");
     const reader = r.body!.getReader();
@@ -89,15 +97,7 @@ describe("sendWebResponse: a request's answer", () => {
   });
 
   it("stays a stream when the answer comes after the headers had to go out (an approval's wait)", async () => {
-    let late!: () => void;
-    const url = await serve(() => {
-      const s = stream();
-      late = () => {
-        s.controller.enqueue(event(answer));
-        s.controller.close();
-      };
-      return new Response(s.body, { status: 200, headers: SSE_HEADERS });
-    });
+    const { url, late } = await answerLater([]);
     // fetch resolves on the headers: they go out (after FIRST_CHUNK_WAIT_MS) with no answer yet.
     const r = await fetch(url, { method: "POST", body: "{}" });
     expect(r.headers.get("content-type")).toBe("text/event-stream");
