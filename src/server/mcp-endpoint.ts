@@ -23,7 +23,8 @@ import {
 import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { turnAhead } from "./turn-ahead.js";
-import { sendWebResponse, toWebRequest } from "./web-bridge.js";
+import { sendWebResponse } from "./web-answer.js";
+import { toWebRequest } from "./web-bridge.js";
 
 // Re-exported where the host endpoints have always imported them from.
 export { idPart, parseThreadHeader } from "./thread-header.js";

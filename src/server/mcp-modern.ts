@@ -13,7 +13,8 @@ import type { HostCaller } from "./host-teams.js";
 import { type RequestScope, sendJson } from "./http-server.js";
 import { refusalOf, sendMcpRefusal, type TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
-import { sendWebResponse, toWebRequest } from "./web-bridge.js";
+import { sendWebResponse } from "./web-answer.js";
+import { toWebRequest } from "./web-bridge.js";
 
 // The 2026-07-28 era on /mcp: no initialize and no session. Every request carries its revision,
 // client info and capabilities in `_meta`, and names its thread in X-Slaude-Thread; any replica

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { sendWebResponse, soleSseMessage } from "../../src/server/web-bridge.js";
+import { sendWebResponse, soleSseMessage } from "../../src/server/web-answer.js";
 
 // sendWebResponse over a real node server and a real fetch: which SSE answers leave as one JSON body
 // and which stay a stream.
