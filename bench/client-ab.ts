@@ -3,7 +3,7 @@
 // client process's own CPU per call (process.cpuUsage), and each path's p50 and CPU ÷ bare per
 // round. With `--base DIR` a broker built from another checkout (its dist/ built) runs beside this
 // one, for an A/B of a change. Usage: npm run build && tsx bench/client-ab.ts [--base DIR]
-// [--rounds 10] [NODE_FLAG ...] (node flags for the brokers, after npm start's).
+// [--rounds 10] [--calls 300] [NODE_FLAG ...] (node flags for the brokers, after npm start's).
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
@@ -22,7 +22,8 @@ const opt = (name: string): string | undefined => {
 };
 const base = opt("base");
 const rounds = Number(opt("rounds") ?? 10);
-const n = 300;
+// Calls per path per round: /proc counts CPU in 10 ms ticks, so 300 calls resolve 0.03 ms a call.
+const n = Number(opt("calls") ?? 300);
 const fake = await startFakeSlack({ admins: [] });
 const team = fake.teamId;
 const thread = { teamId: team, channelId: "C0CLAB", threadTs: "1700000400.000001" };
@@ -70,6 +71,10 @@ for (const [i, p] of paths.entries())
     console.log(
       `${p.label.padEnd(7)} ÷ bare: p50 ${showSpread(spread(r[i]!.p50.map((x, k) => x / r[0]!.p50[k]!)))}  server CPU ${showSpread(spread(r[i]!.server.map((x, k) => x / r[0]!.server[k]!)))}`,
     );
+if (bb)
+  console.log(
+    `broker  ÷ base: p50 ${showSpread(spread(r[1]!.p50.map((x, k) => x / r[2]!.p50[k]!)))}  server CPU ${showSpread(spread(r[1]!.server.map((x, k) => x / r[2]!.server[k]!)))}`,
+  );
 await me.client.close();
 await meBase?.client.close();
 await bb?.stop();
