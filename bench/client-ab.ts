@@ -66,15 +66,13 @@ for (const [i, p] of paths.entries())
   console.log(
     `${p.label.padEnd(7)} p50 ${showSpread(spread(r[i]!.p50), " ms", 3)}  server CPU ${showSpread(spread(r[i]!.server), " ms", 3)}  client CPU ${showSpread(spread(r[i]!.client), " ms", 3)}`,
   );
-for (const [i, p] of paths.entries())
-  if (i > 0)
-    console.log(
-      `${p.label.padEnd(7)} ÷ bare: p50 ${showSpread(spread(r[i]!.p50.map((x, k) => x / r[0]!.p50[k]!)))}  server CPU ${showSpread(spread(r[i]!.server.map((x, k) => x / r[0]!.server[k]!)))}`,
-    );
-if (bb)
-  console.log(
-    `broker  ÷ base: p50 ${showSpread(spread(r[1]!.p50.map((x, k) => x / r[2]!.p50[k]!)))}  server CPU ${showSpread(spread(r[1]!.server.map((x, k) => x / r[2]!.server[k]!)))}`,
-  );
+/** Path `i` ÷ path `j`, round by round: p50 and server CPU. */
+const perRound = (i: number, j: number): string => {
+  const ratio = (a: number[], b: number[]) => showSpread(spread(a.map((x, k) => x / b[k]!)));
+  return `p50 ${ratio(r[i]!.p50, r[j]!.p50)}  server CPU ${ratio(r[i]!.server, r[j]!.server)}`;
+};
+for (const [i, p] of paths.entries()) if (i > 0) console.log(`${p.label.padEnd(7)} ÷ bare: ${perRound(i, 0)}`);
+if (bb) console.log(`broker  ÷ base: ${perRound(1, 2)}`);
 await me.client.close();
 await meBase?.client.close();
 await bb?.stop();

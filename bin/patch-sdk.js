@@ -21,4 +21,5 @@ if (!owned) {
 }
 const cli = createRequire(import.meta.url).resolve("patch-package/index.js");
 const r = spawnSync(process.execPath, [cli, "--error-on-fail"], { cwd: root, stdio: "inherit" });
+if (r.error) throw r.error;
 process.exit(r.status ?? 1);
