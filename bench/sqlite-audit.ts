@@ -3,15 +3,21 @@
 // variant, the variants interleaved round by round. Per variant: CPU per call (two sequential
 // appends, the call_started and the call row), WAL frames per commit, and the syscalls are left to
 // strace (`strace -f -c -e trace=pwrite64,fcntl,fdatasync tsx bench/sqlite-audit.ts`).
-//   tsx bench/sqlite-audit.ts [callsPerRound=2000] [rounds=5] [variant,...]
+// `--seed N` fills each file's audit table with N rows first (ids of the variant's kind), so the
+// indexes are as large as a deployment's: random call ids then land on leaves outside SQLite's cache.
+//   tsx bench/sqlite-audit.ts [callsPerRound=2000] [rounds=5] [variant;...] [--seed N]
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { AuditEvent } from "../src/audit/event.js";
+import { newCallId, randomId } from "../src/domain/ids.js";
 import type { Db } from "../src/store/sqlite/db.js";
 import { openSqliteStore, type SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 
-const positional = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const seedAt = argv.indexOf("--seed");
+const seed = seedAt >= 0 ? Number(argv.splice(seedAt, 2)[1]) : 0;
+const positional = argv;
 const calls = Number(positional[0] ?? 2000);
 const rounds = Number(positional[1] ?? 5);
 
@@ -28,7 +34,21 @@ const VARIANTS: Record<string, (store: SqliteStore) => void> = {
   "0009, autocheckpoint off": (store) => store.db.pragma("wal_autocheckpoint = 0"),
   // The checkpoint at the commit that passes 1,000 pages, timed apart: what a call paid for it.
   "0009, checkpoints timed apart": (store) => store.db.pragma("wal_autocheckpoint = 0"),
+  // Call ids as the broker made them: before 4 December at random, since then time first (newCallId).
+  "0009, random call ids": () => {},
+  "0009, time-ordered call ids": () => {},
 };
+
+/** How a variant's call ids are made: in sequence (base 36, the bench's first form), at random, or time first. */
+type IdKind = "sequential" | "random" | "time-ordered";
+const idKind = (variant: string): IdKind =>
+  variant.includes("random call ids") ? "random" : variant.includes("time-ordered") ? "time-ordered" : "sequential";
+const callIdOf = (kind: IdKind, i: number): string =>
+  kind === "random"
+    ? `call_${randomId()}`
+    : kind === "time-ordered"
+      ? newCallId()
+      : `call_${i.toString(36).padStart(16, "0")}`;
 
 /** The audit table as migrations 0001 and 0003 made it, with AUTOINCREMENT. */
 function rebuildWithAutoincrement(db: Db): void {
@@ -49,7 +69,7 @@ function rebuildWithAutoincrement(db: Db): void {
 
 const selected = positional[2] ? positional[2].split(";") : Object.keys(VARIANTS);
 
-function row(i: number, event: "call_started" | "call"): AuditEvent {
+function row(event: "call_started" | "call", callId: string): AuditEvent {
   return {
     at: Date.now(),
     event,
@@ -65,12 +85,13 @@ function row(i: number, event: "call_started" | "call"): AuditEvent {
     decision: "own",
     durationMs: event === "call" ? 3 : null,
     resultBytes: event === "call" ? 42 : null,
-    callId: `call_${i.toString(36).padStart(16, "0")}`,
+    callId,
   };
 }
 
 interface Run {
   readonly name: string;
+  readonly ids: IdKind;
   readonly store: SqliteStore;
   n: number;
   readonly cpu: number[];
@@ -88,7 +109,20 @@ function open(name: string): Run {
   const dir = mkdtempSync(path.join(os.tmpdir(), "slaude-sqlaudit-"));
   const { store } = openSqliteStore(path.join(dir, "broker.db"));
   VARIANTS[name]!(store);
-  return { name, store, n: 0, cpu: [], wall: [], worst: [], frames: 0, apart: name.endsWith("timed apart"), ckpt: [] };
+  const ids = idKind(name);
+  if (seed > 0) seedRows(store.db, ids, seed);
+  return {
+    name,
+    ids,
+    store,
+    n: 0,
+    cpu: [],
+    wall: [],
+    worst: [],
+    frames: 0,
+    apart: name.endsWith("timed apart"),
+    ckpt: [],
+  };
 }
 
 async function pass(r: Run, k: number, wall?: number[]): Promise<number> {
@@ -97,9 +131,10 @@ async function pass(r: Run, k: number, wall?: number[]): Promise<number> {
   let worst = 0;
   for (let i = 0; i < k; i++) {
     const id = r.n++;
+    const callId = callIdOf(r.ids, id);
     const c0 = performance.now();
-    await r.store.audit.append([row(id, "call_started")]);
-    await r.store.audit.append([row(id, "call")]);
+    await r.store.audit.append([row("call_started", callId)]);
+    await r.store.audit.append([row("call", callId)]);
     worst = Math.max(worst, performance.now() - c0);
     if (r.apart && wall && r.n % 100 === 0) {
       const w = performance.now();
@@ -132,6 +167,26 @@ async function framesPerCommit(r: Run): Promise<number> {
   return c!.log / 200;
 }
 
+/** `n` rows (two per call, as calls write them) with call ids of `kind`, in one transaction, checkpointed. */
+function seedRows(db: Db, kind: IdKind, n: number): void {
+  const insert = db.prepare(
+    `INSERT INTO audit (at, event, team_id, channel_id, thread_ts, caller_user_id, owner_user_id, connection_id,
+       service, tool, args_hash, decision, duration_ms, result_bytes, call_id)
+     VALUES (?, ?, 'T0BENCH', 'C0BENCH', '1700000000.000001', 'U0ALICE', 'U0ALICE', ?, 'echo', 'echo', ?, 'own', ?, ?, ?)`,
+  );
+  const at = Date.now() - n;
+  db.transaction(() => {
+    for (let i = 0; i < n; i += 2) {
+      // Time-ordered seeds are made for their own (earlier) times: the table then holds ids older than the measured ones.
+      const callId = kind === "time-ordered" ? newCallId(at + i) : callIdOf(kind, -1 - i);
+      const conn = `conn_${(i % 50).toString().padStart(16, "0")}`;
+      insert.run(at + i, "call_started", conn, "sha256:00", null, null, callId);
+      insert.run(at + i, "call", conn, "sha256:00", 3, 42, callId);
+    }
+  })();
+  db.pragma("wal_checkpoint(TRUNCATE)");
+}
+
 const runs = selected.map(open);
 for (const r of runs) {
   await pass(r, 300); // warm-up
@@ -141,7 +196,7 @@ console.log(
   `load average ${os
     .loadavg()
     .map((x) => x.toFixed(2))
-    .join(" ")}; ${rounds} rounds of ${calls} calls (2 commits each)`,
+    .join(" ")}; ${rounds} rounds of ${calls} calls (2 commits each)${seed ? `; ${seed} rows seeded per file` : ""}`,
 );
 for (let round = 0; round < rounds; round++) {
   // Rotate the order each round so no variant always runs first.

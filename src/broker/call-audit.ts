@@ -1,6 +1,6 @@
 import type { AuditEvent } from "../audit/event.js";
 import { errorMessage } from "../domain/errors.js";
-import { newId } from "../domain/ids.js";
+import { newCallId } from "../domain/ids.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { isStoreUnavailable } from "../store/errors.js";
@@ -52,7 +52,7 @@ export class CallAudit {
     private readonly completions: CompletionBacklog,
     opts: { callId?: string | undefined; metrics?: Pick<Metrics, "auditWriteFailed"> | undefined } = {},
   ) {
-    this.callId = opts.callId ?? newId("call");
+    this.callId = opts.callId ?? newCallId();
     this.metrics = opts.metrics;
   }
 

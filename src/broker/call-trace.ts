@@ -1,5 +1,5 @@
 import type { Clock } from "../clock/clock.js";
-import { newId } from "../domain/ids.js";
+import { newCallId } from "../domain/ids.js";
 import type { CallEventSink } from "../events/event-bus.js";
 import type { Logger } from "../log/logger.js";
 import type { CallOutcome } from "./answer.js";
@@ -10,7 +10,7 @@ import { type CallPlan, eventBase } from "./call-plan.js";
  * written while it runs; the timings split broker overhead from the vendor and the owner's wait.
  */
 export class CallTrace {
-  readonly callId = newId("call");
+  readonly callId = newCallId();
   readonly startedAt = performance.now();
   /** The call's logger: `log` (the request's) with `callId` bound. Every line of the call goes through it. */
   readonly log: Logger;

@@ -20,6 +20,18 @@ export function randomId(): string {
 }
 
 /** A new opaque identifier with a readable prefix, e.g. `conn_3f…`. */
-export function newId(prefix: "conn" | "grant" | "appr" | "login" | "call" | "card" | "res" | "inst"): string {
+export function newId(prefix: "conn" | "grant" | "appr" | "login" | "card" | "res" | "inst"): string {
   return `${prefix}_${randomId()}`;
+}
+
+/**
+ * A call's id: its start time (milliseconds since the epoch, 12 lowercase hex digits) before the 96
+ * random bits, so ids sort by when their calls started. Every call writes two audit rows keyed by
+ * it; an index on ids that arrive in order takes each one at its right edge (a page already in the
+ * cache, one WAL frame), where random ids land on a random leaf of an index that grows with the
+ * table. The random part alone keeps ids unguessable; the time in front says only what the audit
+ * row's `at` says.
+ */
+export function newCallId(now: number = Date.now()): string {
+  return `call_${Math.max(0, Math.floor(now)).toString(16).padStart(12, "0")}${randomId()}`;
 }
