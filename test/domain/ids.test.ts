@@ -23,7 +23,9 @@ describe("call ids", () => {
     expect(Number.parseInt(id.slice(5, 17), 16)).toBe(at);
   });
 
-  it("sort by their calls' start as text (SQLite's and PostgreSQL's byte order), distinct within one millisecond", () => {
+  // The prefix is lowercase hex of one length: byte order (SQLite's BINARY, JavaScript's sort) and a
+  // database collation order it alike.
+  it("sort by their calls' start as text, and are distinct within one millisecond", () => {
     const times = [0, 1, 15, 16, 255, 4096, Date.UTC(2001, 0, 1), Date.UTC(2026, 0, 1), Date.UTC(2099, 0, 1)];
     const ids = times.map((t) => newCallId(t));
     expect([...ids].sort()).toEqual(ids);
