@@ -1,5 +1,6 @@
 import type { AuditEvent } from "../audit/event.js";
 import type { Clock } from "../clock/clock.js";
+import type { RowProof } from "../domain/row-proof.js";
 import type { LimitRefusals } from "./limit-kind.js";
 import { type BucketRate, type BucketState, fullAfterMs, refilled, takeToken } from "./token-bucket.js";
 
@@ -19,10 +20,14 @@ export interface BucketTake {
   readonly rate: BucketRate;
 }
 
-/** The result of taking in order: all granted, or the index of the first refusal and when to retry. */
+/**
+ * The result of taking in order: all granted, or the index of the first refusal and when to retry;
+ * or, for a take made with row proofs (PostgreSQL), `unproved`: a proof failed, nothing was taken.
+ */
 export type TakeResult =
   | { readonly granted: true }
-  | { readonly granted: false; readonly refused: number; readonly retryAt: number };
+  | { readonly granted: false; readonly refused: number; readonly retryAt: number }
+  | { readonly granted: false; readonly unproved: true };
 
 /**
  * Where buckets live. `take` takes one token from each bucket in order and stops at the first
@@ -36,7 +41,12 @@ export interface RateBuckets {
    * process than the caller (PostgreSQL) offer it, so a call's rate and its write-ahead row cost one
    * round trip instead of two in a row.
    */
-  takeAndAppend?(takes: readonly BucketTake[], now: number, rows: readonly AuditEvent[]): Promise<TakeResult>;
+  takeAndAppend?(
+    takes: readonly BucketTake[],
+    now: number,
+    rows: readonly AuditEvent[],
+    proofs?: readonly RowProof[],
+  ): Promise<TakeResult>;
 }
 
 /** The default bound on in-memory buckets: one per active user and team. */
@@ -130,25 +140,38 @@ export class CallRateGate {
   }
 
   /** Takes a token for `userId` in `teamId` and one for the team. */
-  check(teamId: string, userId: string): Promise<CallRateVerdict> {
-    return this.verdict(teamId, userId, (takes, now) => this.d.buckets.take(takes, now));
+  async check(teamId: string, userId: string): Promise<CallRateVerdict> {
+    return proved(await this.verdict(teamId, userId, (takes, now) => this.d.buckets.take(takes, now)));
   }
 
   /**
    * `check`, with `rows` committed exactly when the verdict is ok, in the same step (see
    * RateBuckets.takeAndAppend; only when `appendsWithTake`). A failure leaves neither done.
    */
-  checkAndAppend(teamId: string, userId: string, rows: readonly AuditEvent[]): Promise<CallRateVerdict> {
+  async checkAndAppend(teamId: string, userId: string, rows: readonly AuditEvent[]): Promise<CallRateVerdict> {
+    return proved(await this.checkAndAppendProved(teamId, userId, rows, []));
+  }
+
+  /**
+   * `checkAndAppend`, done only if every proof holds in the same step (row-proof.ts): `unproved`
+   * when one does not, and then nothing was taken or written.
+   */
+  checkAndAppendProved(
+    teamId: string,
+    userId: string,
+    rows: readonly AuditEvent[],
+    proofs: readonly RowProof[],
+  ): Promise<CallRateVerdict | "unproved"> {
     const both = this.d.buckets.takeAndAppend;
     if (!both) throw new Error("these rate buckets do not append rows");
-    return this.verdict(teamId, userId, (takes, now) => both.call(this.d.buckets, takes, now, rows));
+    return this.verdict(teamId, userId, (takes, now) => both.call(this.d.buckets, takes, now, rows, proofs));
   }
 
   private async verdict(
     teamId: string,
     userId: string,
     take: (takes: readonly BucketTake[], now: number) => Promise<TakeResult>,
-  ): Promise<CallRateVerdict> {
+  ): Promise<CallRateVerdict | "unproved"> {
     const now = this.d.clock.now();
     const takes: BucketTake[] = [
       { key: userKey(teamId, userId), rate: this.d.limits.perUser },
@@ -156,6 +179,7 @@ export class CallRateGate {
     ];
     const r = await take(takes, now);
     if (r.granted) return { ok: true };
+    if ("unproved" in r) return "unproved";
     const limit = r.refused === 0 ? "call_rate_user" : "call_rate_team";
     this.d.refused?.(limit);
     this.remember(takes[r.refused]!.key, r.retryAt);
@@ -198,6 +222,12 @@ export class CallRateGate {
     if (this.recent.size >= RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
     this.recent.set(key, retryAt);
   }
+}
+
+/** A verdict of a take made without proofs: never `unproved` (that would be a bug of the buckets). */
+function proved(v: CallRateVerdict | "unproved"): CallRateVerdict {
+  if (v === "unproved") throw new Error("a take without proofs came back unproved");
+  return v;
 }
 
 /** The bucket key of a user in a team (ids are Slack ids: no ':' inside). */

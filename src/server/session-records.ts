@@ -1,5 +1,6 @@
 import { LRUCache } from "lru-cache";
 import { z } from "zod";
+import type { RowProof } from "../domain/row-proof.js";
 
 // What an MCP session IS, apart from the transport object that serves it: the thread it was
 // opened for and the initialize that opened it. With PostgreSQL every replica reads these records,
@@ -75,6 +76,8 @@ export interface SessionRecords {
   ): Promise<{ opened: boolean; ended: number; teamFull?: boolean }>;
   /** The record `id`, ended or not; undefined when unknown (never opened, or purged after it ended). */
   get(id: string): Promise<SessionRecord | undefined>;
+  /** `get`, with the proof of the live record from the same read (shared records: row-proof.ts). */
+  getProved?(id: string): Promise<{ readonly record: SessionRecord | undefined; readonly proof: RowProof }>;
   /** Moves a live session's last use to `now` (callers throttle: see SessionRecords users). */
   touch(id: string, now: number): Promise<void>;
   /** Ends a live session at `now`; ending an ended or unknown one does nothing. */

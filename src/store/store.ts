@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditQuery, AuditRecord, CallSampleQuery, CallSamples } from "../audit/event.js";
+import type { RowProof } from "../domain/row-proof.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { SealedSecret } from "../vault/aead.js";
 import type { SealedRows } from "../vault/rotate.js";
@@ -106,6 +107,13 @@ export interface ConnectionRepo {
    * connection row changes, by this process or any other: a revoke must still win on the next call.
    */
   ownConnection(q: OwnConnectionQuery): Promise<Connection | undefined>;
+  /**
+   * `ownConnection`, with the proof of every row of that owner for that service as they stand in
+   * the same read (PostgreSQL: a later call decided from it proves them unchanged, row-proof.ts).
+   */
+  ownConnectionProved?(
+    q: OwnConnectionQuery,
+  ): Promise<{ readonly conn: Connection | undefined; readonly proof: RowProof }>;
   /** Ends a live connection: status set, ciphertext wiped, its grants revoked, pending approvals expired. Undefined if not live. */
   end(id: string, how: EndConnection): Promise<Connection | undefined>;
   /** Expires every live connection whose expires_at <= now, wiping each; returns those expired. */
@@ -218,6 +226,12 @@ export interface PinWrite<T> {
 /** Tool definition pins per team and service (src/pinning): what a vendor may serve without an admin's say. */
 export interface ToolPinRepo {
   get(teamId: string, service: string, tool: string): Promise<ToolPin | undefined>;
+  /** `get`, with the pin's proof from the same read (PostgreSQL; see ConnectionRepo.ownConnectionProved). */
+  getProved?(
+    teamId: string,
+    service: string,
+    tool: string,
+  ): Promise<{ readonly pin: ToolPin | undefined; readonly proof: RowProof }>;
   /** The service's pins in the team, by tool name (as many as its vendor lists, within the tool-list limits). */
   list(teamId: string, service: string): Promise<ToolPin[]>;
   /** Pins waiting for an admin (quarantined, new) or rejected, most recently changed first, at most `limit`. */

@@ -1,5 +1,6 @@
+import type { RowProof } from "../domain/row-proof.js";
 import type { ThreadRef } from "../domain/thread.js";
-import type { TurnLimits, TurnResolution } from "./turn-rules.js";
+import type { ThreadTurns, TurnLimits, TurnResolution } from "./turn-rules.js";
 import { type Turn, TurnState } from "./turn-state.js";
 
 export type { Turn } from "./turn-state.js";
@@ -21,6 +22,25 @@ export interface TurnStore {
   threadOf(id: string): Promise<ThreadRef | undefined>;
   /** Whose call this is in `thread` at `now` (the named turn, or the one user all live turns agree on). */
   resolve(thread: ThreadRef, turnId: string | undefined, now: number): Promise<TurnResolution>;
+  /**
+   * `resolve`, with the thread's state and seen time as read and their proof (shared turns,
+   * row-proof.ts): enough to resolve a later call in memory and prove the row unchanged at its commit.
+   */
+  resolveProved?(
+    thread: ThreadRef,
+    turnId: string | undefined,
+    now: number,
+  ): Promise<{
+    readonly resolution: TurnResolution;
+    readonly state: ThreadTurns | undefined;
+    readonly seenAt: number | undefined;
+    readonly proof: RowProof;
+    /**
+     * The same state resolved again for a later call (its turn id, its time), while the row as read
+     * still serves it: undefined once its seen time is due to be refreshed (a write), or for no row.
+     */
+    readonly later: (turnId: string | undefined, now: number) => TurnResolution | undefined;
+  }>;
   /** Marks `thread` served (a session is bound to it), so Slack messages there count as turns. */
   markServed(thread: ThreadRef, now: number): Promise<void>;
   /** Whether the agent serves `thread` (a session was bound to it or a turn was reported there). */
@@ -32,6 +52,9 @@ export interface TurnStore {
   /** Forgets threads idle past the turn max age (and beyond the thread cap); returns how many. A periodic job calls it. */
   reap(now: number): Promise<number>;
 }
+
+/** What a proved turn read gives (TurnStore.resolveProved). */
+export type ProvedTurn = Awaited<ReturnType<NonNullable<TurnStore["resolveProved"]>>>;
 
 /**
  * The single-process adapter: today's {@link TurnState} behind the async port. Its LRU bounds it,

@@ -1,4 +1,5 @@
 import type { AuditEvent } from "../../audit/event.js";
+import type { RowProof } from "../../domain/row-proof.js";
 import type { SealedSecret } from "../../vault/aead.js";
 import type { Connection, NewConnection } from "../records.js";
 import { type ConnectionRow, toConnection } from "../rows.js";
@@ -17,6 +18,7 @@ import type {
 import { queryPgCandidates } from "./candidates-query.js";
 import type { PgDb, Sql } from "./pg-db.js";
 import { runPg } from "./pg-program.js";
+import { versionSql } from "./row-proof.js";
 
 // The connections repository on PostgreSQL: the shared statements and writes of src/store/sql/,
 // awaited in one transaction each, safe across replicas (row locks, advisory locks on create).
@@ -49,6 +51,25 @@ export class PgConnectionRepo implements ConnectionRepo {
     const own = ownRowStatement(q, POSTGRES);
     const [r] = (await this.db.query<ConnectionRow>(POSTGRES.placeholders(own.text), own.values)).rows;
     return r ? toConnection(r) : undefined;
+  }
+
+  /**
+   * The own row and, in the same statement's snapshot, the version of every row of that owner for
+   * that service (row-proof.ts): what a later call decided from this read proves unchanged.
+   */
+  async ownConnectionProved(q: OwnConnectionQuery): Promise<{ conn: Connection | undefined; proof: RowProof }> {
+    const key = { kind: "own", teamId: q.thread.teamId, ownerUserId: q.caller, service: q.service } as const;
+    const own = ownRowStatement(q, POSTGRES);
+    const v = versionSql({ ...key, version: null }, own.values.length + 1);
+    // The row (if any) and the set's version in one statement: a LEFT JOIN keeps the version when no row is usable.
+    const sql = `SELECT own.*, proof.v AS proof_version FROM (SELECT ${v.sql} AS v) proof
+      LEFT JOIN LATERAL (${POSTGRES.placeholders(own.text)}) own ON true`;
+    const [r] = (
+      await this.db.query<ConnectionRow & { proof_version: string | null }>(sql, [...own.values, ...v.params])
+    ).rows;
+    if (!r) throw new Error("the own row's proved read returned no row");
+    const { proof_version: version, ...row } = r;
+    return { conn: row.id !== null ? toConnection(row) : undefined, proof: { ...key, version } };
   }
 
   async candidates(q: CandidateQuery): Promise<CandidateRow[]> {

@@ -1,9 +1,11 @@
+import type { RowProof } from "../../domain/row-proof.js";
 import type { ToolPin } from "../records.js";
 import { toPin } from "../sql/pin-rows.js";
 import type { PinWrite, ToolPinRepo } from "../store.js";
 import { writeAudit } from "./audit-repo.js";
 import { xactLock } from "./lock-keys.js";
 import type { PgDb, Sql } from "./pg-db.js";
+import { versionSql } from "./row-proof.js";
 
 /** PostgreSQL tool pins; `update` holds a per-(team, service) advisory lock so replicas' observations never overwrite each other. */
 export class PgToolPinRepo implements ToolPinRepo {
@@ -18,6 +20,27 @@ export class PgToolPinRepo implements ToolPinRepo {
       ])
     ).rows[0];
     return r === undefined ? undefined : toPin(r);
+  }
+
+  /** The pin and its version from the same read (row-proof.ts). */
+  async getProved(
+    teamId: string,
+    service: string,
+    tool: string,
+  ): Promise<{ pin: ToolPin | undefined; proof: RowProof }> {
+    const key = { kind: "pin", teamId, service, tool } as const;
+    const v = versionSql({ ...key, version: null }, 4);
+    const r = (
+      await this.db.query(
+        `SELECT p.*, proof.v AS proof_version FROM (SELECT ${v.sql} AS v) proof
+         LEFT JOIN tool_pins p ON p.team_id = $1 AND p.service = $2 AND p.tool = $3`,
+        [teamId, service, tool, ...v.params],
+      )
+    ).rows[0] as (Record<string, unknown> & { proof_version: string | null }) | undefined;
+    if (!r) throw new Error("the pin's proved read returned no row");
+    // The row is parsed strictly, as `get` parses it: without the column the proof added.
+    const { proof_version: version, ...row } = r;
+    return { pin: row.team_id !== null ? toPin(row) : undefined, proof: { ...key, version } };
   }
 
   async list(teamId: string, service: string): Promise<ToolPin[]> {

@@ -1,3 +1,4 @@
+import type { RowProof } from "../../domain/row-proof.js";
 import {
   InitializeParamsSchema,
   MAX_INITIALIZE_JSON,
@@ -8,6 +9,7 @@ import {
 import { StoreError } from "../../store/errors.js";
 import { xactLock } from "../../store/postgres/lock-keys.js";
 import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
+import { versionSql } from "../../store/postgres/row-proof.js";
 
 // The MCP session records every replica shares (migrations/postgres/0005, and 0009 for the digest of
 // the host token that opened each session). One primary-key read per
@@ -129,6 +131,20 @@ export class PgMcpSessionRepo implements SessionRecords {
   async get(id: string): Promise<SessionRecord | undefined> {
     const row = (await this.db.query("SELECT * FROM mcp_sessions WHERE id = $1", [id])).rows[0];
     return row === undefined ? undefined : toRecord(row);
+  }
+
+  /** `get`, with the live record's version from the same read (row-proof.ts; null when not live). */
+  async getProved(id: string): Promise<{ record: SessionRecord | undefined; proof: RowProof }> {
+    const v = versionSql({ kind: "session", id, version: null }, 2);
+    const row = (
+      await this.db.query(
+        `SELECT s.*, proof.v AS proof_version FROM (SELECT ${v.sql} AS v) proof LEFT JOIN mcp_sessions s ON s.id = $1`,
+        [id, ...v.params],
+      )
+    ).rows[0] as (Record<string, unknown> & { proof_version: string | null }) | undefined;
+    if (!row) throw new Error("the session's proved read returned no row");
+    const { proof_version: version, ...record } = row;
+    return { record: record.id !== null ? toRecord(record) : undefined, proof: { kind: "session", id, version } };
   }
 
   async touch(id: string, now: number): Promise<void> {

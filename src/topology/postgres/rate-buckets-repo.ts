@@ -1,8 +1,10 @@
 import type { AuditEvent } from "../../audit/event.js";
 import type { BucketTake, RateBuckets, TakeResult } from "../../limits/call-rate.js";
 import { fullAfterMs, retryAtFor } from "../../limits/token-bucket.js";
+import { AUDIT_COLUMNS } from "../../store/audit-rows.js";
 import { auditInsertParams, auditInsertSql } from "../../store/postgres/audit-repo.js";
 import type { PgDb } from "../../store/postgres/pg-db.js";
+import { proofShape, provedSql, type RowProof } from "../../store/postgres/row-proof.js";
 
 // The call-rate buckets every replica shares (migrations/postgres/0010_tenant_limits.sql). One statement per call:
 // a chain of upserts, each taking a token by the rule of src/limits/token-bucket.ts under the row's
@@ -19,14 +21,21 @@ const refill = (now: string, burst: string, perMs: string): string =>
  * The statement for `n` takes: parameters $1 = now, then key, burst, perMs per take. With `append`,
  * audit rows (one array per column, the parameters after the takes') are inserted by the same
  * statement when the last take was granted (every take before it was, or it would not have run):
- * one statement commits atomically, so granted and written are one fact.
+ * one statement commits atomically, so granted and written are one fact. With `proofs` (their
+ * parameters after the rows'), the first take runs only if every proof holds (row-proof.ts): an
+ * unproved call takes nothing and writes nothing, and `proved` says so.
  */
-function takeStatement(n: number, append = false): string {
+function takeStatement(n: number, append = false, proofs: readonly RowProof[] = []): string {
   const ctes: string[] = [];
+  if (proofs.length) {
+    const first = 2 + n * 3 + (append ? AUDIT_COLUMNS.length : 0);
+    ctes.push(`proof AS (SELECT ${provedSql(proofs, first).sql} AS ok)`);
+  }
   for (let i = 0; i < n; i++) {
     const [key, burst, perMs] = [`$${2 + i * 3}`, `$${3 + i * 3}`, `$${4 + i * 3}`];
     const r = refill("$1", burst, perMs);
-    const gate = i === 0 ? "" : ` WHERE (SELECT granted FROM c${i - 1})`;
+    const gate =
+      i === 0 ? (proofs.length ? " WHERE (SELECT ok FROM proof)" : "") : ` WHERE (SELECT granted FROM c${i - 1})`;
     ctes.push(`c${i} AS (
       INSERT INTO rate_buckets AS b (key, tokens, updated_at, granted)
       SELECT ${key}::text, ${burst}::float8 - 1, $1::bigint, true${gate}
@@ -44,6 +53,7 @@ function takeStatement(n: number, append = false): string {
     ctes.push(`ins AS (${auditInsertSql(2 + n * 3, `(SELECT granted FROM c${n - 1})`)} RETURNING 1)`);
     cols.push("(SELECT count(*) FROM ins)::int AS written");
   }
+  if (proofs.length) cols.push("(SELECT ok FROM proof) AS proved");
   return `WITH ${ctes.join(",\n")}\nSELECT ${cols.join(", ")}`;
 }
 
@@ -61,10 +71,22 @@ export class PgRateBuckets implements RateBuckets {
     return this.result(takes, now, await this.send(takes, now));
   }
 
-  /** The takes and, when all are granted, `rows` in the same statement (see RateBuckets.takeAndAppend). */
-  async takeAndAppend(takes: readonly BucketTake[], now: number, rows: readonly AuditEvent[]): Promise<TakeResult> {
+  /**
+   * The takes and, when all are granted, `rows` in the same statement (see RateBuckets.takeAndAppend);
+   * with `proofs`, only when every proof holds as well (`unproved` otherwise: nothing taken or written).
+   */
+  async takeAndAppend(
+    takes: readonly BucketTake[],
+    now: number,
+    rows: readonly AuditEvent[],
+    proofs: readonly RowProof[] = [],
+  ): Promise<TakeResult> {
     if (takes.length === 0) throw new Error("takeAndAppend needs a bucket to take from");
-    const row = await this.send(takes, now, rows);
+    const row = await this.send(takes, now, rows, proofs);
+    if (proofs.length && row.proved !== true) {
+      if (Number(row.written) !== 0) throw new Error("an unproved take wrote its rows");
+      return { granted: false, unproved: true };
+    }
     const r = this.result(takes, now, row);
     // What the statement wrote must be what it granted: anything else is not a verdict to act on.
     if (Number(row.written) !== (r.granted ? rows.length : 0)) throw new Error("rate take and its rows disagree");
@@ -76,16 +98,19 @@ export class PgRateBuckets implements RateBuckets {
     takes: readonly BucketTake[],
     now: number,
     rows?: readonly AuditEvent[],
+    proofs: readonly RowProof[] = [],
   ): Promise<Record<string, number | boolean | null>> {
-    const name = `${takes.length}${rows ? "+rows" : ""}`;
+    // One text per shape: the takes, the rows, the kinds of proof in order (a bounded set).
+    const name = `${takes.length}${rows ? "+rows" : ""}${proofs.length ? `+${proofShape(proofs)}` : ""}`;
     let sql = this.statements.get(name);
     if (!sql) {
-      sql = takeStatement(takes.length, rows !== undefined);
+      sql = takeStatement(takes.length, rows !== undefined, proofs);
       this.statements.set(name, sql);
     }
     const params: unknown[] = [Math.floor(now)];
     for (const t of takes) params.push(t.key, t.rate.burst, t.rate.perMs);
     if (rows) params.push(...auditInsertParams(rows));
+    if (proofs.length) params.push(...provedSql(proofs, params.length + 1).params);
     return (await this.db.query<Record<string, number | boolean | null>>(sql, params)).rows[0] ?? {};
   }
 

@@ -1,6 +1,8 @@
+import type { RowProof } from "../../domain/row-proof.js";
 import type { ThreadRef } from "../../domain/thread.js";
 import { StoreError } from "../../store/errors.js";
 import type { PgDb, Sql } from "../../store/postgres/pg-db.js";
+import { versionSql } from "../../store/postgres/row-proof.js";
 import {
   beginTurn,
   DEFAULT_TURN_LIMITS,
@@ -132,6 +134,48 @@ export class PgTurnStore implements TurnStore {
     // so the reaper never forgets a thread a session is still calling in.
     if (!row || now - row.seen_at > Math.floor(this.limits.maxTurnMs / 4)) await this.markServed(thread, now);
     return resolveTurn(row ? parseState(row.state, key) : undefined, turnId, now, this.limits);
+  }
+
+  /**
+   * `resolve`, with what a later call needs to resolve it again from memory: the thread's state as
+   * read, its seen time, and its version from the same read (row-proof.ts; null: no row).
+   */
+  async resolveProved(
+    thread: ThreadRef,
+    turnId: string | undefined,
+    now: number,
+  ): Promise<{
+    resolution: TurnResolution;
+    state: ThreadTurns | undefined;
+    seenAt: number | undefined;
+    proof: RowProof;
+    later: (turnId: string | undefined, now: number) => TurnResolution | undefined;
+  }> {
+    const key = threadKey(thread);
+    const v = versionSql({ kind: "turn", threadKey: key, version: null }, 2);
+    const row = (
+      await this.db.query<{ state: unknown; seen_at: number | null; proof_version: string | null }>(
+        `SELECT t.state, t.seen_at, proof.v AS proof_version FROM (SELECT ${v.sql} AS v) proof
+         LEFT JOIN turn_threads t ON t.thread_key = $1`,
+        [key, ...v.params],
+      )
+    ).rows[0];
+    const there = row !== undefined && row.seen_at !== null;
+    if (!there || now - row.seen_at! > Math.floor(this.limits.maxTurnMs / 4)) await this.markServed(thread, now);
+    const state = there ? parseState(row.state, key) : undefined;
+    const seenAt = there ? row.seen_at! : undefined;
+    const refreshAfter = Math.floor(this.limits.maxTurnMs / 4);
+    return {
+      resolution: resolveTurn(state, turnId, now, this.limits),
+      state,
+      seenAt,
+      later: (id, at) =>
+        state !== undefined && seenAt !== undefined && at - seenAt <= refreshAfter
+          ? resolveTurn(state, id, at, this.limits)
+          : undefined,
+      // Marking it served wrote the row: its version as read is no longer its version (a later proof fails, as it should).
+      proof: { kind: "turn", threadKey: key, version: row?.proof_version ?? null },
+    };
   }
 
   /** Creates the thread's row, or refreshes its seen time when that is over a quarter of the max age old (no new row version otherwise). */
