@@ -77,7 +77,7 @@ export async function gatherCallFacts(d: BrokerDeps, plan: CallPlan, ahead?: Fac
 export type GatheredFacts = CallFacts & { readonly pinRead?: PinRead };
 
 /** Whether the reads ahead were made for exactly this call: its live caller, thread, service and tool. */
-function aheadFits(a: FactsAhead, plan: CallPlan): boolean {
+export function aheadFits(a: FactsAhead, plan: CallPlan): boolean {
   return (
     plan.caller !== undefined &&
     a.caller === plan.caller &&

@@ -1,4 +1,5 @@
 import type { Service } from "../config/registry.js";
+import type { RowProof } from "../domain/row-proof.js";
 import type { CallRateVerdict } from "../limits/call-rate.js";
 import type { PlannedPin } from "../pinning/policy.js";
 import type { PinRead } from "../pinning/service.js";
@@ -11,6 +12,7 @@ import { auditBase, type CallPlan } from "./call-plan.js";
 import type { CallTrace } from "./call-trace.js";
 import type { CompletionBacklog } from "./completion-backlog.js";
 import type { BrokerDeps } from "./deps.js";
+import { UnprovedAttempt } from "./tool-request.js";
 
 // The start of a decided call's run: the chosen connection read again (a revoke since the decision
 // wins), the write-ahead `call_started` row committed, and the tool's pin read for the run-stage
@@ -69,6 +71,7 @@ export async function startRun(
   plan: Runnable,
   order: RunOrder,
   trace: CallTrace,
+  proofs?: readonly RowProof[],
 ): Promise<RunStart | RateRefused> {
   let conn: Connection | undefined;
   const audit = new CallAudit(
@@ -96,17 +99,26 @@ export async function startRun(
       ? order.pinRead
       : d.pins.read({ teamId: plan.thread.teamId, service: plan.service.name }, plan.tool);
   // Write-ahead: nothing reaches the vendor unless its call_started row is committed.
-  let verdict: CallRateVerdict | undefined;
+  let verdict: CallRateVerdict | "unproved" | undefined;
   const gate = order.chargeWithStart ? d.callRate : undefined;
+  // Remembered rows (the warm memo) are proved in the very statement that commits the row.
+  if (proofs && !gate) throw new UnprovedAttempt();
   const started = await audit.started(
     gate &&
       (async (rows) => {
-        verdict = await gate.checkAndAppend(plan.thread.teamId, plan.caller, rows);
-        return verdict.ok;
+        verdict = proofs
+          ? await gate.checkAndAppendProved(plan.thread.teamId, plan.caller, rows, proofs)
+          : await gate.checkAndAppend(plan.thread.teamId, plan.caller, rows);
+        return verdict !== "unproved" && verdict.ok;
       }),
   );
+  if (started === "refused" && verdict === "unproved") {
+    reread.catch(() => {});
+    throw new UnprovedAttempt();
+  }
   if (started === "refused") {
-    if (!verdict || verdict.ok) throw new Error("a start refused without a refusing rate verdict");
+    if (!verdict || verdict === "unproved" || verdict.ok)
+      throw new Error("a start refused without a refusing rate verdict");
     return { limited: limitedOutcome(d, verdict) };
   }
   try {

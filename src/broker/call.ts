@@ -10,6 +10,7 @@ import type { CallOutcome } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { admit, rateStage } from "./call-admission.js";
 import { appendOrLog } from "./call-audit.js";
+import { aheadFits } from "./call-facts.js";
 import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
 import { ownerInFacts, type Runnable, type RunOrder, startRun } from "./call-start.js";
 import { CallTrace, reportCall } from "./call-trace.js";
@@ -20,8 +21,12 @@ import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
 import type { FailureCode, MessageFacts } from "./outcome.js";
 import { cleanResult } from "./result-hygiene.js";
 import { keepFullResult } from "./result-keep.js";
+import { UnprovedAttempt } from "./tool-request.js";
 import { type NamedFailure, runOnVendor, vendorFailure } from "./vendor-run.js";
 import { warmMetadata } from "./warm-metadata.js";
+
+/** The extras of a call's stages: its trace, and (a call made from remembered rows) its deferred call.started. */
+type RunExtra = CallExtra & { readonly trace: CallTrace; readonly announce?: () => void };
 
 // One mcp_call, read top to bottom: plan → facts (pins included) → policy → approval → credential
 // session → pool lease (pin check on the leased vendor) → result hygiene → audit. Each stage runs once and lives in its own module; this file only
@@ -49,12 +54,34 @@ export class CallService {
   async call(ctx: CallerContext, input: McpCallInput, extra: CallExtra = {}): Promise<CallOutcome> {
     const trace = extra.trace ?? new CallTrace(extra.log ?? this.d.log);
     const plan = planCall(this.d.registry, ctx, input, trace.callId);
-    this.d.events.emit({ type: "call.started", ...eventBase(plan, this.d.clock.now()) });
+    const started = { type: "call.started", ...eventBase(plan, this.d.clock.now()) } as const;
+    // A call made from remembered rows is announced only once they are proved (its start committed).
+    const remembered = extra.ahead?.proofs !== undefined;
+    if (!remembered) this.d.events.emit(started);
     let outcome: CallOutcome | undefined;
+    let unproved = false;
     try {
-      outcome = await this.decide(plan, { ...extra, trace });
+      outcome = await this.decide(plan, {
+        ...extra,
+        trace,
+        // Proved: announced, and the endpoint may stream its answer (progress included) from now on.
+        ...(remembered
+          ? {
+              announce: () => {
+                this.d.events.emit(started);
+                extra.ahead?.attempt?.settle?.("answered");
+              },
+            }
+          : {}),
+      });
       return outcome;
     } catch (err) {
+      // Nothing was done: no row, no token, no event; the endpoint handles the request again.
+      if (err instanceof UnprovedAttempt) {
+        unproved = true;
+        if (extra.ahead?.attempt) extra.ahead.attempt.unproved = true;
+        throw err;
+      }
       // The database went away before the vendor ran (every stage after it names its own outcome).
       if (!isStoreUnavailable(err)) throw err;
       trace.log.warn("call refused: the database is unavailable", { error: err.message });
@@ -62,17 +89,27 @@ export class CallService {
       return outcome;
     } finally {
       // A stage that threw is answered internal_error by the MCP server: its call ends so too.
-      reportCall(this.d, plan, outcome ?? failed("internal_error"), trace);
+      if (!unproved) reportCall(this.d, plan, outcome ?? failed("internal_error"), trace);
+      extra.ahead?.attempt?.settle?.(unproved ? "unproved" : "answered");
     }
   }
 
   /** Facts → policy → (approval) → run: this method only gathers facts and acts on the decision. */
-  private async decide(plan: CallPlan, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+  private async decide(plan: CallPlan, extra: RunExtra): Promise<CallOutcome> {
     const d = { ...this.d, log: extra.trace.log };
+    const remembered = extra.ahead?.proofs !== undefined;
+    // Remembered facts serve only the very call they were read for, on its warm path: anything else is read afresh.
+    if (remembered && !(extra.ahead && aheadFits(extra.ahead, plan))) throw new UnprovedAttempt();
+    // Not even a rate check before that path is chosen: the fresh attempt would take its tokens a second time.
+    const gate = d.callRate;
+    if (remembered && (!gate?.appendsWithTake || !plan.caller || gate.refusedRecently(plan.thread.teamId, plan.caller)))
+      throw new UnprovedAttempt();
     const admission = await admit(d, plan, extra.ahead);
+    if (remembered && !("facts" in admission && admission.rate === "pending")) throw new UnprovedAttempt();
     if ("limited" in admission) return admission.limited;
     const { facts } = admission;
     const decision = resolveCall(facts);
+    if (remembered && !(decision.kind === "run" && decision.via === "own")) throw new UnprovedAttempt();
     // A call that runs now takes its rate with its started row; any other outcome checks it first.
     const chargeWithStart = admission.rate === "pending" && decision.kind === "run";
     if (admission.rate === "pending" && !chargeWithStart) {
@@ -189,12 +226,13 @@ export class CallService {
   }
 
   /** Credential session → write-ahead audit → pool lease → result hygiene → completion audit. */
-  private async run(plan: Runnable, order: RunOrder, extra: CallExtra & { trace: CallTrace }): Promise<CallOutcome> {
+  private async run(plan: Runnable, order: RunOrder, extra: RunExtra): Promise<CallOutcome> {
     extra.trace.via = order.via;
     // The stages below log through the call's logger: their lines carry its callId and requestId.
     const d: BrokerDeps = { ...this.d, log: extra.trace.log };
     // Fail closed: with the backlog full, the completion of this call could not be kept.
     if (this.completions.full) {
+      if (extra.ahead?.proofs) throw new UnprovedAttempt();
       d.log.error("call refused: the completion backlog is full (the database has been unavailable)", {
         backlog: this.completions.size,
       });
@@ -202,10 +240,17 @@ export class CallService {
     }
     // The chosen row (with its sealed secret) read again, so a revoke since the decision wins, while
     // the write-ahead row commits and the pin is read: nothing reaches the vendor before all three are in.
-    const start = await startRun(d, this.completions, plan, order, extra.trace);
+    const ahead = extra.ahead && aheadFits(extra.ahead, plan) ? extra.ahead : undefined;
+    const start = await startRun(d, this.completions, plan, order, extra.trace, ahead?.proofs);
     if ("limited" in start) return start.limited;
     const { conn, audit, started, pinRead } = start;
     if (started !== "ok") return failed(started);
+    extra.announce?.();
+    // Started on the own row its facts ahead named: the endpoint may remember them for the next call.
+    if (ahead?.attempt && order.via === "own" && order.connectionId === conn?.id && !ahead.attempt.ran) {
+      ahead.attempt.ran = true;
+      ahead.attempt.onRan?.();
+    }
     const fail = async (f: NamedFailure): Promise<CallOutcome> => {
       await audit.completed({ errorCode: f.code });
       return failed(f.code, f.facts);

@@ -11,7 +11,7 @@ import { listConnections, revokeConnections } from "./connections-tools.js";
 import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
 import { describeService } from "./describe.js";
 import { serveStoredResults } from "./result-resources.js";
-import { type CallerResolver, callerRequest, requestLog } from "./tool-request.js";
+import { type CallerResolver, callerRequest, requestLog, UnprovedAttempt } from "./tool-request.js";
 import { toolInputs, toolOutputs } from "./tool-schemas.js";
 
 /** The fixed tool list: it never changes during a session. */
@@ -60,6 +60,9 @@ export function createBrokerServer(
       if (needsCaller && !ctx.userId) return refusal("no_turn");
       return await fn(ctx, ctx.userId ?? "", log);
     } catch (err) {
+      // Remembered rows that did not hold: the endpoint drops this answer and handles the request again
+      // (should it ever reach a client, it says only that nothing ran).
+      if (err instanceof UnprovedAttempt) return refusal("internal_error");
       // The database away (restarting) is a refusal with a retry hint, not a bug.
       if (isStoreUnavailable(err)) {
         log.warn("broker tool refused: the database is unavailable", { error: err.message });
@@ -67,6 +70,9 @@ export function createBrokerServer(
       }
       log.error("broker tool failed", { error: errorMessage(err) });
       return refusal("internal_error");
+    } finally {
+      // A call made from remembered rows settles its attempt itself; whatever ended before it did, the answer stands.
+      callerRequest(extra).ahead?.facts?.attempt?.settle?.("answered");
     }
   };
 

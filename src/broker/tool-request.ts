@@ -1,8 +1,10 @@
 import type { ServerContext } from "@modelcontextprotocol/server";
+import type { RowProof } from "../domain/row-proof.js";
 import type { Logger } from "../log/logger.js";
 import type { PinRead } from "../pinning/service.js";
 import type { Connection } from "../store/records.js";
 import type { TurnResolution } from "../turns/turn-rules.js";
+import type { ProvedTurn } from "../turns/turn-store.js";
 import type { CallerContext } from "./deps.js";
 
 // What a broker tool handler reads of the HTTP request the SDK's transport hands over: the turn
@@ -19,6 +21,8 @@ export interface TurnAhead {
   readonly threadKey: string;
   readonly turnId: string | undefined;
   readonly resolution: Promise<TurnResolution>;
+  /** The same read with the thread's state and its proof, where the turns give one (what the warm memo keeps). */
+  readonly proved?: Promise<ProvedTurn>;
   /** For an mcp_call: the facts read ahead with the turn, for the caller the model claims. */
   readonly facts?: FactsAhead;
 }
@@ -37,6 +41,50 @@ export interface FactsAhead {
   readonly own: Promise<Connection | undefined>;
   /** The tool's pin, read as PinService.read reads it (undefined: a pin write was under way). */
   readonly pin: PinRead | undefined;
+  /** The own row's proof from the same read, where the store gives one (PostgreSQL: row-proof.ts). */
+  readonly ownProof?: Promise<RowProof>;
+  /**
+   * Set when these facts are not read but remembered (the warm memo): the proofs the call's start
+   * must hold. The call then runs only the warm path (the own row, its rate taken with its started
+   * row) and marks `attempt.unproved` for anything else: the endpoint then handles the request
+   * again from fresh reads, and the attempt leaves no trace (no row, no token, no event).
+   */
+  readonly proofs?: readonly RowProof[];
+  /** What became of the call these facts were read for (written by the call, read by the endpoint). */
+  readonly attempt?: WarmAttempt;
+}
+
+/** What the call made of its facts ahead: whether it ran on the own row they name, or has to be handled again. */
+export interface WarmAttempt {
+  /** The call started on the own row of these facts (its call_started row committed). */
+  ran: boolean;
+  /** Remembered facts that did not hold (a proof failed, or the call left the warm path): nothing was done. */
+  unproved: boolean;
+  /**
+   * With remembered facts: settles once the call knows whether they held: `unproved`, or
+   * `answered` (its start committed, or it ended otherwise: its answer stands). The endpoint holds
+   * the answer until then; the first settle wins.
+   */
+  readonly decided?: Promise<"unproved" | "answered">;
+  readonly settle?: (v: "unproved" | "answered") => void;
+  /** Called once, when the call starts on the own row of these facts (the endpoint remembers them then). */
+  onRan?: () => void;
+}
+
+/** A fresh attempt slot; `remembered`: one whose answer the endpoint waits to see decided. */
+export function warmAttempt(remembered: boolean): WarmAttempt {
+  if (!remembered) return { ran: false, unproved: false };
+  let settle!: (v: "unproved" | "answered") => void;
+  const decided = new Promise<"unproved" | "answered">((r) => (settle = r));
+  return { ran: false, unproved: false, decided, settle };
+}
+
+/** Thrown by a call made from remembered facts that cannot go on (see FactsAhead.proofs): nothing was done. */
+export class UnprovedAttempt extends Error {
+  constructor() {
+    super("a call made from remembered rows did not prove them");
+    this.name = "UnprovedAttempt";
+  }
 }
 
 /** Per-request facts the caller is resolved from: the turn the host named (`X-Slaude-Turn`), if any. */

@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/client";
 import type { Clock } from "../clock/clock.js";
+import type { RowProof } from "../domain/row-proof.js";
 import type { Logger } from "../log/logger.js";
 import type { ToolPin } from "../store/records.js";
 import type { Store } from "../store/store.js";
@@ -43,6 +44,8 @@ export interface PinServiceOptions {
 /** A pin read ahead of the run-stage check (`PinService.read`). */
 export interface PinRead {
   readonly pin: Promise<ToolPin | undefined>;
+  /** The pin's proof from the same read, where the store gives one (PostgreSQL: row-proof.ts). */
+  readonly proof?: Promise<RowProof>;
   /** How many pin writes this service had started when it was read. */
   readonly after: number;
   /** When it was read (performance.now()). */
@@ -136,7 +139,16 @@ export class PinService {
    */
   read(scope: PinScope, tool: string): PinRead | undefined {
     if (this.writes.running > 0) return undefined;
-    const pin = this.d.store.toolPins.get(scope.teamId, scope.service, tool);
+    const pins = this.d.store.toolPins;
+    if (pins.getProved) {
+      const both = pins.getProved(scope.teamId, scope.service, tool);
+      const pin = both.then((b) => b.pin);
+      const proof = both.then((b) => b.proof);
+      pin.catch(() => {});
+      proof.catch(() => {});
+      return { pin, proof, after: this.writes.started, at: performance.now() };
+    }
+    const pin = pins.get(scope.teamId, scope.service, tool);
     pin.catch(() => {});
     return { pin, after: this.writes.started, at: performance.now() };
   }
@@ -147,6 +159,11 @@ export class PinService {
    */
   async gateOf(r: PinRead, trust?: NewToolTrust): Promise<PinGate> {
     return gate(await r.pin, trust);
+  }
+
+  /** How many pin writes this service has started (what a PinRead's `after` is compared with). */
+  get writesStarted(): number {
+    return this.writes.started;
   }
 
   /** Whether a pin read ahead may still be used: no pin written here since, and read just now. */

@@ -1,28 +1,37 @@
 import type http from "node:http";
 import { isInitializeRequest } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
-import { attachTurnAhead } from "../broker/tool-request.js";
+import { attachTurnAhead, type TurnAhead } from "../broker/tool-request.js";
 import { type Clock, systemClock } from "../clock/clock.js";
+import type { RowProof } from "../domain/row-proof.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { LimitRefusals } from "../limits/limit-kind.js";
 import type { Logger } from "../log/logger.js";
 import { singleInstallation } from "../tenancy/tenant-directory.js";
 import type { OriginGuard } from "./host-auth.js";
 import type { HostCaller, HostTeamAuth } from "./host-teams.js";
-import { type RouteHandler, sendJson } from "./http-server.js";
+import { type RequestScope, type RouteHandler, sendJson } from "./http-server.js";
 import { isLegacyMessage, ModernLeg } from "./mcp-modern.js";
 import { cancelledIds, notFound, readMcpBody, TOKEN_MISMATCH, tooMany, turnHeaderWellFormed } from "./mcp-refusals.js";
 import { McpSessionHost } from "./mcp-session-host.js";
-import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_SESSION_LIMITS, type SessionLimits, sweepEveryMs } from "./mcp-sessions.js";
+import {
+  DEFAULT_MAX_LIVE_SESSIONS,
+  DEFAULT_SESSION_LIMITS,
+  type McpSession,
+  type SessionLimits,
+  sweepEveryMs,
+} from "./mcp-sessions.js";
 import {
   InitializeParamsSchema,
   MAX_INITIALIZE_JSON,
   MemorySessionRecords,
+  type SessionRecord,
   type SessionRecords,
 } from "./session-records.js";
 import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { turnAhead } from "./turn-ahead.js";
+import { WarmMemo, warmRequestOf } from "./warm-memo.js";
 import { sendWebResponse } from "./web-answer.js";
 import { toWebRequest } from "./web-bridge.js";
 
@@ -84,6 +93,9 @@ export class McpEndpoint {
   private readonly refused: LimitRefusals;
   /** The stateless 2026-07-28 era: requests that carry their own protocol envelope. */
   private readonly modern: ModernLeg;
+  /** With shared records: the rows each local session's last warm mcp_call was decided from (warm-memo.ts). */
+  private readonly warm: WarmMemo;
+  private readonly clock: Clock;
 
   constructor(d: McpEndpointDeps) {
     const { broker, log } = d;
@@ -97,6 +109,8 @@ export class McpEndpoint {
     this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
     this.broker = broker;
+    this.clock = clock;
+    this.warm = new WarmMemo(limits.maxSessions);
     // A modern request in progress holds what a busy session holds: at most as many as sessions.
     this.modern = new ModernLeg(broker, this.tenants, log, limits.maxSessions);
     this.refused = (l) => broker.deps.metrics.limitRefused(l);
@@ -172,6 +186,110 @@ export class McpEndpoint {
     return this.host.sweepRecords();
   }
 
+  /**
+   * Hands one request of session `s` to its transport once the tenant allows it. With `ahead`
+   * made from remembered rows, an attempt they did not prove is not answered: false, and the
+   * caller handles the request again (`tracked`: this response is already counted busy).
+   */
+  private async serveSession(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    scope: RequestScope,
+    caller: HostCaller,
+    body: unknown,
+    sessionId: string,
+    s: McpSession,
+    record: SessionRecord | undefined,
+    ahead: TurnAhead | undefined,
+    tracked = false,
+  ): Promise<boolean> {
+    // Every request, not only initialize: a binding changed since (a restart) confines the session too.
+    const verdict = await this.tenants.check(caller.binding, s.thread.teamId);
+    if (!verdict.ok) {
+      const r = refusalOf(verdict.reason, s.thread.teamId);
+      sendMcpRefusal(res, r.status, r.code, r.message);
+      return true;
+    }
+    await this.host.noteUse(record);
+    if (this.sharedRecords && this.onCancelled)
+      for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
+    if (!tracked) this.host.table.track(sessionId, s, res, req.method !== "GET");
+    const web = attachTurnAhead(toWebRequest(req, { requestId: scope.requestId }), ahead);
+    const answer = await s.transport.handleRequest(web, { parsedBody: body });
+    // The answer streams out before the call knows whether its remembered rows held: wait for that.
+    // Only a request the transport took (its stream open) runs the handler that settles it; a client
+    // that leaves stops the wait.
+    const attempt = ahead?.facts?.attempt;
+    if (attempt?.decided && answer.status === 200 && answer.body) {
+      const left = new Promise<"left">((resolve) => res.once("close", () => resolve("left")));
+      const v = await Promise.race([attempt.decided, left]);
+      if (v === "unproved" || v === "left") {
+        await answer.body.cancel().catch(() => {});
+        if (v === "unproved") return false;
+        return true;
+      }
+    }
+    await sendWebResponse(res, answer);
+    return true;
+  }
+
+  /** The turn ahead of a warm mcp_call of a local session from its remembered rows, if they serve this request. */
+  private warmAttempt(
+    req: http.IncomingMessage,
+    body: unknown,
+    caller: HostCaller,
+    sessionId: string,
+    headerThread: string | string[] | undefined,
+  ): { session: McpSession; ahead: TurnAhead } | undefined {
+    const header = req.headers["x-slaude-turn"];
+    const r = warmRequestOf(body, typeof header === "string" ? header : undefined);
+    if (!r || (header !== undefined && typeof header !== "string")) return undefined;
+    const now = this.clock.now();
+    const found = this.warm.attempt(sessionId, r, now, this.broker.deps.pins.writesStarted);
+    if (!found) return undefined;
+    const session = this.host.remembered(sessionId, found.entry.record, headerThread, caller);
+    if (!session) {
+      this.warm.drop(sessionId);
+      return undefined;
+    }
+    return { session, ahead: found.ahead };
+  }
+
+  /** Keeps the rows a warm call was decided from (its reads ahead and the session's), once all are in. */
+  private async remember(
+    sessionId: string,
+    record: SessionRecord | undefined,
+    sessionProof: RowProof,
+    ahead: TurnAhead,
+  ): Promise<void> {
+    const f = ahead.facts;
+    if (!record || !f || !ahead.proved || !f.ownProof || !f.pin?.proof) return;
+    try {
+      const [turn, own, ownProof, pin, pinProof] = await Promise.all([
+        ahead.proved,
+        f.own,
+        f.ownProof,
+        f.pin.pin,
+        f.pin.proof,
+      ]);
+      if (!own) return;
+      this.warm.set(sessionId, {
+        record,
+        threadKey: f.threadKey,
+        later: turn.later,
+        caller: f.caller,
+        service: f.service,
+        tool: f.tool,
+        own,
+        pin,
+        proofs: [sessionProof, turn.proof, ownProof, pinProof],
+        at: this.clock.now(),
+      });
+    } catch {
+      // A read that failed leaves nothing to remember: the next call reads afresh.
+    }
+  }
+
   readonly handler: RouteHandler = async (req, res, _url, scope) => {
     const caller = guardHostRequest(req, res, this.auth, this.origin);
     if (!caller || !turnHeaderWellFormed(req, res)) return;
@@ -186,6 +304,13 @@ export class McpEndpoint {
     // A request carrying the 2026-07-28 envelope is answered without a session, whatever else it sends.
     if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body, scope);
     if (typeof sessionId === "string") {
+      // A warm mcp_call from remembered rows first; handled again below if they did not hold.
+      const warm = this.sharedRecords ? this.warmAttempt(req, body, caller, sessionId, headerThread) : undefined;
+      if (warm) {
+        if (await this.serveSession(req, res, scope, caller, body, sessionId, warm.session, undefined, warm.ahead))
+          return;
+        this.warm.drop(sessionId);
+      }
       const ahead = this.sharedRecords
         ? turnAhead(this.broker, req, body, caller, this.host.table.get(sessionId))
         : undefined;
@@ -210,19 +335,13 @@ export class McpEndpoint {
         case "ok":
           break;
       }
-      const s = found.session;
-      // Every request, not only initialize: a binding changed since (a restart) confines the session too.
-      const verdict = await this.tenants.check(caller.binding, s.thread.teamId);
-      if (!verdict.ok) {
-        const r = refusalOf(verdict.reason, s.thread.teamId);
-        return sendMcpRefusal(res, r.status, r.code, r.message);
-      }
-      await this.host.noteUse(found.record);
-      if (this.sharedRecords && this.onCancelled)
-        for (const requestId of cancelledIds(body)) this.onCancelled(sessionId, requestId);
-      this.host.table.track(sessionId, s, res, req.method !== "GET");
-      const web = attachTurnAhead(toWebRequest(req, { requestId: scope.requestId }), ahead);
-      await sendWebResponse(res, await s.transport.handleRequest(web, { parsedBody: body }));
+      // Decided from the proved reads and started on the caller's own row: the next call may start from
+      // them (remembered as it starts, so the next request finds them whenever it comes).
+      const attempt = ahead?.facts?.attempt;
+      const sessionProof = found.proof;
+      if (ahead && attempt && sessionProof)
+        attempt.onRan = () => void this.remember(sessionId, found.record, sessionProof, ahead);
+      await this.serveSession(req, res, scope, caller, body, sessionId, found.session, found.record, ahead, !!warm);
       return;
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {

@@ -6,6 +6,7 @@ import {
 } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
 import type { Clock } from "../clock/clock.js";
+import type { RowProof } from "../domain/row-proof.js";
 import type { ThreadRef } from "../domain/thread.js";
 import type { Logger } from "../log/logger.js";
 import type { HostCaller } from "./host-teams.js";
@@ -26,7 +27,13 @@ import { parseThreadHeader } from "./thread-header.js";
 
 /** What resolving a request's session id came to. */
 export type SessionLookup =
-  | { readonly kind: "ok"; readonly session: McpSession; readonly record: SessionRecord | undefined }
+  | {
+      readonly kind: "ok";
+      readonly session: McpSession;
+      readonly record: SessionRecord | undefined;
+      /** The record's proof from the same read, where the records give one (row-proof.ts). */
+      readonly proof?: RowProof;
+    }
   | { readonly kind: "not_found" }
   /** Another host token than the one that opened the session (even a valid one): refused, the session untouched. */
   | { readonly kind: "token_mismatch" }
@@ -121,7 +128,8 @@ export class McpSessionHost {
         ? { kind: "thread_mismatch" }
         : { kind: "ok", session: s, record: undefined };
     }
-    const record = await this.records.get(id);
+    const proved = this.records.getProved ? await this.records.getProved(id) : undefined;
+    const record = proved ? proved.record : await this.records.get(id);
     const local = this.table.get(id);
     if (!isLive(record)) {
       // Ended on another replica (or purged): this replica's transport goes too.
@@ -134,9 +142,29 @@ export class McpSessionHost {
     if (owner !== "match") return owner === "mismatch" ? { kind: "token_mismatch" } : { kind: "not_found" };
     // Compared with the value the session was opened with, never re-parsed: only the same bytes name the same thread.
     if (headerThread !== undefined && headerThread !== record.threadHeader) return { kind: "thread_mismatch" };
-    if (local && !local.closed) return { kind: "ok", session: local, record };
+    const proof = proved ? { proof: proved.proof } : {};
+    if (local && !local.closed) return { kind: "ok", session: local, record, ...proof };
     const s = await this.rebuildOnce(record);
-    return s === "full" ? { kind: "full" } : { kind: "ok", session: s, record };
+    return s === "full" ? { kind: "full" } : { kind: "ok", session: s, record, ...proof };
+  }
+
+  /**
+   * The checks `lookup` makes of a record, made of one remembered with its proof (the warm memo):
+   * the session held here and open, opened by this very token, for this very thread header, and no
+   * last-use write due (that write would change the row). Undefined: look the record up instead.
+   */
+  remembered(
+    id: string,
+    record: SessionRecord,
+    headerThread: string | string[] | undefined,
+    caller: HostCaller,
+  ): McpSession | undefined {
+    const local = this.table.get(id);
+    if (!local || local.closed || !isLive(record)) return undefined;
+    if (caller.owns(record.tokenDigest) !== "match") return undefined;
+    if (headerThread !== record.threadHeader) return undefined;
+    if (this.clock.now() - record.lastSeenAt >= touchEveryMs(this.limits)) return undefined;
+    return local;
   }
 
   /** Moves the record's last use forward, at most every tenth of the idle time (idle expiry stays within that). */

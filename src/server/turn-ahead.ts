@@ -37,12 +37,16 @@ export function turnAhead(
   // A repeated header arrives joined ("a, b"), as the tool handler reads it: refused there as unknown.
   const header = req.headers["x-slaude-turn"];
   const turnId = typeof header === "string" ? header : undefined;
-  const resolution = broker.turns.resolve(local.thread, turnId, broker.deps.clock.now());
+  const now = broker.deps.clock.now();
+  // With shared turns that prove their reads, the same read also keeps what the warm memo needs.
+  const proved = broker.turns.resolveProved?.(local.thread, turnId, now);
+  const resolution = proved ? proved.then((p) => p.resolution) : broker.turns.resolve(local.thread, turnId, now);
   // Awaited by the handler; dropped unread when the request is refused first.
   resolution.catch(() => {});
+  proved?.catch(() => {});
   const key = threadKey(local.thread);
   const facts = factsAhead(broker.deps, key, local.thread, (body as { params?: unknown }).params);
-  return { threadKey: key, turnId, resolution, ...(facts ? { facts } : {}) };
+  return { threadKey: key, turnId, resolution, ...(proved ? { proved } : {}), ...(facts ? { facts } : {}) };
 }
 
 /**
@@ -63,9 +67,14 @@ function factsAhead(
   const { service: name, tool, on_behalf_of: caller } = target.data;
   const service = d.registry.get(name);
   if (!service || d.callRate?.refusedRecently(thread.teamId, caller)) return undefined;
-  const own = d.store.connections.ownConnection({ thread, caller, service: name, now: d.clock.now() });
+  const q = { thread, caller, service: name, now: d.clock.now() };
+  const both = d.store.connections.ownConnectionProved?.(q);
+  const own = both ? both.then((b) => b.conn) : d.store.connections.ownConnection(q);
+  const ownProof = both?.then((b) => b.proof);
   // Either may be dropped unread: its failure is then not the call's (the pin read handles its own).
   own.catch(() => {});
+  ownProof?.catch(() => {});
   const pin = d.pins.read({ teamId: thread.teamId, service: name }, tool);
-  return { threadKey: key, caller, service: name, tool, own, pin };
+  const attempt = { ran: false, unproved: false };
+  return { threadKey: key, caller, service: name, tool, own, pin, attempt, ...(ownProof ? { ownProof } : {}) };
 }

@@ -42,6 +42,13 @@ function recordTurnReads(app: RunningApp): { thread: string; busy: number }[] {
     reads.push({ thread: threadKey(thread), busy: app.mcp.busySessionCount });
     return resolve(thread, turnId, now);
   };
+  // The read ahead of a session's tool call is the proved one (what the warm memo keeps): the same one read.
+  const proved = turns.resolveProved?.bind(turns);
+  if (proved)
+    turns.resolveProved = (thread, turnId, now) => {
+      reads.push({ thread: threadKey(thread), busy: app.mcp.busySessionCount });
+      return proved(thread, turnId, now);
+    };
   return reads;
 }
 
@@ -135,6 +142,13 @@ describe("the turn read ahead of the session lookup", () => {
       own.push({ caller: q.caller, busy: a.mcp.busySessionCount });
       return ownConnection(q);
     };
+    // The read ahead is the proved one (what the warm memo keeps): the same own row read.
+    const proved = a.store.connections.ownConnectionProved?.bind(a.store.connections);
+    if (proved)
+      a.store.connections.ownConnectionProved = (q) => {
+        own.push({ caller: q.caller, busy: a.mcp.busySessionCount });
+        return proved(q);
+      };
     const pinReads = vi.spyOn(a.broker.deps.pins, "read");
     const ok = await mcpCall(client, { tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE });
     expect(ok.structured.status).toBe("ok");
