@@ -241,6 +241,7 @@ export class McpEndpoint {
     sessionId: string,
     headerThread: string | string[] | undefined,
   ): { session: McpSession; ahead: TurnAhead } | undefined {
+    if (!this.warm.has(sessionId)) return undefined;
     const header = req.headers["x-slaude-turn"];
     const r = warmRequestOf(body, typeof header === "string" ? header : undefined);
     if (!r || (header !== undefined && typeof header !== "string")) return undefined;

@@ -68,6 +68,11 @@ export class WarmMemo {
     return this.entries.size;
   }
 
+  /** Whether session `id` has rows remembered (checked before a request's arguments are parsed for them). */
+  has(id: string): boolean {
+    return this.entries.has(id);
+  }
+
   /**
    * The turn ahead (resolved from memory, with the facts and their proofs) for `r` in session `id`
    * at `now`, when its remembered rows were read for this very caller, service and tool, are young
