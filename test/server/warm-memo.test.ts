@@ -4,16 +4,7 @@ import { type WarmEntry, WarmMemo } from "../../src/server/warm-memo.js";
 import type { PostgresStore } from "../../src/store/postgres/pg-store.js";
 import type { Connection } from "../../src/store/records.js";
 import { ALICE, aliceThreadConnection, BOB, mcpCall, THREAD } from "../integration/broker-harness.js";
-import {
-  openOn,
-  pgCluster,
-  raw,
-  replica,
-  reportTurn,
-  THREAD_HEADER,
-  TOKEN,
-  useMcpReplicas,
-} from "../support/mcp-replicas.js";
+import { openOn, pgCluster, raw, replica, reportTurn, THREAD_HEADER, useMcpReplicas } from "../support/mcp-replicas.js";
 
 // The warm memo (src/server/warm-memo.ts): on PostgreSQL a replica remembers the rows a local
 // session's warm mcp_call was decided from, and the next call sends no read before the statement
@@ -56,6 +47,18 @@ function readsAhead(a: RunningApp): { count: () => number } {
   return { count: () => n };
 }
 
+/** A raw mcp_call of the vendor's echo as Alice in session `id` on `app`, with `args` as given. */
+const rawEcho = (app: RunningApp, id: string, args: unknown) =>
+  raw(app, id, {
+    headers: { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" },
+    body: {
+      jsonrpc: "2.0",
+      id: 41,
+      method: "tools/call",
+      params: { name: "mcp_call", arguments: { service: "vendor", tool: "echo", args, on_behalf_of: ALICE } },
+    },
+  });
+
 const startedRows = (a: RunningApp) => a.store.audit.count({ event: "call_started" });
 
 describe("the warm memo across replicas (PostgreSQL)", () => {
@@ -72,17 +75,7 @@ describe("the warm memo across replicas (PostgreSQL)", () => {
 
   it("the turn passed to Bob on B: A's next call as Alice is refused as without the memo, and wrote no started row", async () => {
     const { a, b, echo } = await warmOnA();
-    const r = await fetch(`${b.url}/v1/turns`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        team_id: THREAD.teamId,
-        channel_id: THREAD.channelId,
-        thread_ts: THREAD.threadTs,
-        user_id: BOB,
-      }),
-    });
-    expect(r.status).toBe(204);
+    await reportTurn(b, BOB);
     const before = await startedRows(a);
     const reads = readsAhead(a);
     const refused = await echo();
@@ -121,18 +114,7 @@ describe("the warm memo across replicas (PostgreSQL)", () => {
     const ended = await raw(b, id, { method: "DELETE", headers: { "x-slaude-thread": THREAD_HEADER } });
     expect(ended.status).toBe(200);
     const before = await startedRows(a);
-    const call = await raw(a, id, {
-      headers: { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" },
-      body: {
-        jsonrpc: "2.0",
-        id: 41,
-        method: "tools/call",
-        params: {
-          name: "mcp_call",
-          arguments: { service: "vendor", tool: "echo", args: { text: "hi" }, on_behalf_of: ALICE },
-        },
-      },
-    });
+    const call = await rawEcho(a, id, { text: "hi" });
     expect(call.status).toBe(404);
     expect(await startedRows(a)).toBe(before);
   });
@@ -141,18 +123,7 @@ describe("the warm memo across replicas (PostgreSQL)", () => {
 describe("requests the memo does not try", () => {
   it("an mcp_call whose arguments the SDK refuses before any handler runs is answered at once, as without the memo", async () => {
     const { a, id, echo } = await warmOnA();
-    const call = await raw(a, id, {
-      headers: { "x-slaude-thread": THREAD_HEADER, "mcp-protocol-version": "2025-06-18" },
-      body: {
-        jsonrpc: "2.0",
-        id: 42,
-        method: "tools/call",
-        params: {
-          name: "mcp_call",
-          arguments: { service: "vendor", tool: "echo", args: "not an object", on_behalf_of: ALICE },
-        },
-      },
-    });
+    const call = await rawEcho(a, id, "not an object");
     expect(call.status).toBe(200);
     expect(call.body).toMatch(/isError|error/);
     // The session still answers, from memory again.

@@ -97,8 +97,8 @@ export async function replica(
   return app;
 }
 
-/** Reports Alice's turn in the thread to `app` (turns are replicated by their own work; here each replica is told). */
-export async function reportTurn(app: RunningApp): Promise<void> {
+/** Reports Alice's (or `userId`'s) turn in the thread to `app` (turns are replicated by their own work; here each replica is told). */
+export async function reportTurn(app: RunningApp, userId: string = ALICE): Promise<void> {
   const r = await fetch(`${app.url}/v1/turns`, {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
@@ -106,7 +106,7 @@ export async function reportTurn(app: RunningApp): Promise<void> {
       team_id: THREAD.teamId,
       channel_id: THREAD.channelId,
       thread_ts: THREAD.threadTs,
-      user_id: ALICE,
+      user_id: userId,
     }),
   });
   expect(r.status).toBe(204);
