@@ -1,6 +1,5 @@
 import type { Client } from "@modelcontextprotocol/client";
 import { CallToolResultSchema } from "@modelcontextprotocol/core";
-import type { AuditEvent } from "../audit/event.js";
 import type { Service } from "../config/registry.js";
 import { Redactor } from "../hygiene/redact.js";
 import type { PlannedPin } from "../pinning/policy.js";
@@ -9,16 +8,15 @@ import { isStoreUnavailable } from "../store/errors.js";
 import type { CallOutcome } from "./answer.js";
 import { askOwner } from "./approval-step.js";
 import { admit, rateStage } from "./call-admission.js";
-import { appendOrLog } from "./call-audit.js";
 import { aheadFits } from "./call-facts.js";
-import { auditBase, type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
+import { type CallPlan, eventBase, type McpCallInput, planCall } from "./call-plan.js";
+import { denyCall, failed, refuseCall } from "./call-refusal.js";
 import { ownerInFacts, type Runnable, type RunOrder, startRun } from "./call-start.js";
 import { CallTrace, reportCall } from "./call-trace.js";
 import { CompletionBacklog } from "./completion-backlog.js";
 import { CredentialSessions } from "./credential-session.js";
 import { credentialStage } from "./credential-stage.js";
 import type { BrokerDeps, CallExtra, CallerContext } from "./deps.js";
-import type { FailureCode, MessageFacts } from "./outcome.js";
 import { cleanResult } from "./result-hygiene.js";
 import { keepFullResult } from "./result-keep.js";
 import { UnprovedAttempt } from "./tool-request.js";
@@ -34,8 +32,6 @@ type RunExtra = CallExtra & { readonly trace: CallTrace; readonly announce?: () 
 
 export type { CallOutcome, RanVia } from "./answer.js";
 export type { McpCallInput } from "./call-plan.js";
-
-const failed = (code: FailureCode, facts: MessageFacts = {}): CallOutcome => ({ kind: "failed", code, facts });
 
 /** Runs mcp_call: identity, membership, policy, approval, the vendor call, hygiene and audit. */
 export class CallService {
@@ -120,9 +116,9 @@ export class CallService {
     const planned: PlannedPin = facts.pin.kind === "run" ? facts.pin.planned : "pinned";
     switch (decision.kind) {
       case "refuse":
-        return this.refuse(plan, extra.trace, decision);
+        return refuseCall(this.d, plan, extra.trace, decision);
       case "needs_connect":
-        return this.deny(plan, extra.trace, "needs_connect");
+        return denyCall(this.d, plan, extra.trace, "needs_connect");
       case "run":
         return this.run(
           plan as Runnable,
@@ -139,37 +135,6 @@ export class CallService {
       case "ask_owner":
         return this.viaOwner(plan as Runnable, decision, planned, extra);
     }
-  }
-
-  /** A refusal of the policy, with the facts its message names and its audit row. */
-  private refuse(plan: CallPlan, trace: CallTrace, r: Extract<CallDecision, { kind: "refuse" }>): Promise<CallOutcome> {
-    if ("pin" in r) return this.deny(plan, trace, r.code, {}, { decision: `pin_${r.pin}` });
-    const names = () => this.d.registry.list().map((s) => s.name);
-    const known = r.code === "unknown_service" ? { detail: names().join(", ") } : {};
-    const owner = r.ownerUserId ? { ownerUserId: r.ownerUserId } : {};
-    const turn = r.turnUser ? { turnUser: r.turnUser } : {};
-    return this.deny(plan, trace, r.code, { ...turn, ...owner, ...known }, owner);
-  }
-
-  /** A call that did not run: its `call_denied` row, then the refusal (which stands even if the row cannot be written). */
-  private async deny(
-    plan: CallPlan,
-    trace: CallTrace,
-    code: FailureCode,
-    facts: MessageFacts = {},
-    audit: Partial<AuditEvent> = {},
-  ): Promise<CallOutcome> {
-    const row: AuditEvent = {
-      at: this.d.clock.now(),
-      event: "call_denied",
-      ...auditBase(plan),
-      decision: code,
-      errorCode: code,
-      durationMs: Math.round(trace.elapsedMs()),
-      ...audit,
-    };
-    await appendOrLog(this.d.store.audit, trace.log, [row], this.d.metrics);
-    return failed(code, facts);
   }
 
   /** The approval stage: ask the owner, then run only the exact call that was approved. */
@@ -195,7 +160,8 @@ export class CallService {
       case "interrupted":
         return failed(`approval_${outcome.kind}`, { ownerUserId: owner });
       case "unavailable":
-        return this.deny(
+        return denyCall(
+          this.d,
           plan,
           extra.trace,
           "approval_unavailable",
@@ -209,7 +175,7 @@ export class CallService {
           outcome.approval.argsHash !== plan.argsHash ||
           !(await this.d.approvals.consume(outcome.approval, plan.argsHash))
         ) {
-          return this.deny(plan, extra.trace, "approval_mismatch", { ownerUserId: owner });
+          return denyCall(this.d, plan, extra.trace, "approval_mismatch", { ownerUserId: owner });
         }
         return this.run(
           plan,

@@ -3,16 +3,27 @@ import { isInitializeRequest } from "@modelcontextprotocol/server";
 import type { Broker } from "../broker/broker.js";
 import { attachTurnAhead, type TurnAhead } from "../broker/tool-request.js";
 import { type Clock, systemClock } from "../clock/clock.js";
-import type { RowProof } from "../domain/row-proof.js";
 import { PeriodicJob } from "../jobs/periodic-job.js";
 import type { LimitRefusals } from "../limits/limit-kind.js";
 import type { Logger } from "../log/logger.js";
 import { singleInstallation } from "../tenancy/tenant-directory.js";
 import type { OriginGuard } from "./host-auth.js";
+import { guardHostRequest } from "./host-guard.js";
 import type { HostCaller, HostTeamAuth } from "./host-teams.js";
 import { type RequestScope, type RouteHandler, sendJson } from "./http-server.js";
 import { isLegacyMessage, ModernLeg } from "./mcp-modern.js";
-import { cancelledIds, notFound, readMcpBody, TOKEN_MISMATCH, tooMany, turnHeaderWellFormed } from "./mcp-refusals.js";
+import {
+  BAD_INITIALIZE,
+  cancelledIds,
+  deliverCancellation,
+  NEEDS_THREAD,
+  notFound,
+  readMcpBody,
+  sendRpcError,
+  TOKEN_MISMATCH,
+  tooMany,
+  turnHeaderWellFormed,
+} from "./mcp-refusals.js";
 import { McpSessionHost } from "./mcp-session-host.js";
 import {
   DEFAULT_MAX_LIVE_SESSIONS,
@@ -31,35 +42,12 @@ import {
 import { refusalOf, sendMcpRefusal, TenantGuard } from "./tenant-guard.js";
 import { parseThreadHeader } from "./thread-header.js";
 import { turnAhead } from "./turn-ahead.js";
-import { WarmMemo, warmRequestOf } from "./warm-memo.js";
+import { heldAnswer, WarmCalls } from "./warm-calls.js";
 import { sendWebResponse } from "./web-answer.js";
 import { toWebRequest } from "./web-bridge.js";
 
 // Re-exported where the host endpoints have always imported them from.
 export { idPart, parseThreadHeader } from "./thread-header.js";
-
-/**
- * Shared guard of every host-facing route: Host/Origin, then the bearer host token. Answers the
- * refusal itself and returns undefined; otherwise the caller, whose tenant each route then checks.
- */
-export function guardHostRequest(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  auth: HostTeamAuth,
-  origin: OriginGuard,
-): HostCaller | undefined {
-  const o = origin.check(req);
-  if (o !== "ok") {
-    sendJson(res, 403, { error: o });
-    return undefined;
-  }
-  const who = auth.verify(req);
-  if (who.kind === "unauthorized") {
-    sendJson(res, 401, { error: "unauthorized" }, { "www-authenticate": 'Bearer realm="slaude-connect"' });
-    return undefined;
-  }
-  return who.caller;
-}
 
 /** What the MCP endpoint is built from; the optional parts default to one process and one installation. */
 export interface McpEndpointDeps {
@@ -93,9 +81,8 @@ export class McpEndpoint {
   private readonly refused: LimitRefusals;
   /** The stateless 2026-07-28 era: requests that carry their own protocol envelope. */
   private readonly modern: ModernLeg;
-  /** With shared records: the rows each local session's last warm mcp_call was decided from (warm-memo.ts). */
-  private readonly warm: WarmMemo;
-  private readonly clock: Clock;
+  /** With shared records: warm mcp_calls from the rows each local session's last one was decided from (warm-calls.ts). */
+  private readonly warm: WarmCalls;
 
   constructor(d: McpEndpointDeps) {
     const { broker, log } = d;
@@ -109,8 +96,7 @@ export class McpEndpoint {
     this.tenants = d.tenants ?? new TenantGuard(singleInstallation(), log);
     this.host = new McpSessionHost(broker, records, limits, clock, log);
     this.broker = broker;
-    this.clock = clock;
-    this.warm = new WarmMemo(limits.maxSessions);
+    this.warm = new WarmCalls(this.host, broker, clock, limits.maxSessions);
     // A modern request in progress holds what a busy session holds: at most as many as sessions.
     this.modern = new ModernLeg(broker, this.tenants, log, limits.maxSessions);
     this.refused = (l) => broker.deps.metrics.limitRefused(l);
@@ -138,27 +124,10 @@ export class McpEndpoint {
 
   /**
    * Delivers a cancellation announced by another replica to the session's transport here, if this
-   * replica holds it: the SDK aborts the request when it runs here and ignores it otherwise.
+   * replica holds it (mcp-refusals.ts).
    */
-  async cancelFromElsewhere(sessionId: string, requestId: string | number): Promise<boolean> {
-    const s = this.host.table.get(sessionId);
-    if (!s || s.closed) return false;
-    const note = {
-      jsonrpc: "2.0",
-      method: "notifications/cancelled",
-      params: { requestId, reason: "cancelled by the client through another replica" },
-    };
-    const req = new Request("http://replica.invalid/mcp", {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-session-id": sessionId,
-      },
-      body: JSON.stringify(note),
-    });
-    const answer = await s.transport.handleRequest(req, { parsedBody: note });
-    return answer.status === 202;
+  cancelFromElsewhere(sessionId: string, requestId: string | number): Promise<boolean> {
+    return deliverCancellation(this.host.table.get(sessionId), sessionId, requestId);
   }
 
   /** Sessions whose transport this process holds. */
@@ -216,79 +185,9 @@ export class McpEndpoint {
     if (!tracked) this.host.table.track(sessionId, s, res, req.method !== "GET");
     const web = attachTurnAhead(toWebRequest(req, { requestId: scope.requestId }), ahead);
     const answer = await s.transport.handleRequest(web, { parsedBody: body });
-    // The answer streams out before the call knows whether its remembered rows held: wait for that.
-    // Only a request the transport took (its stream open) runs the handler that settles it; a client
-    // that leaves stops the wait.
-    const attempt = ahead?.facts?.attempt;
-    if (attempt?.decided && answer.status === 200 && answer.body) {
-      const left = new Promise<"left">((resolve) => res.once("close", () => resolve("left")));
-      const v = await Promise.race([attempt.decided, left]);
-      if (v === "unproved" || v === "left") {
-        await answer.body.cancel().catch(() => {});
-        if (v === "unproved") return false;
-        return true;
-      }
-    }
-    await sendWebResponse(res, answer);
-    return true;
-  }
-
-  /** The turn ahead of a warm mcp_call of a local session from its remembered rows, if they serve this request. */
-  private warmAttempt(
-    req: http.IncomingMessage,
-    body: unknown,
-    caller: HostCaller,
-    sessionId: string,
-    headerThread: string | string[] | undefined,
-  ): { session: McpSession; ahead: TurnAhead } | undefined {
-    if (!this.warm.has(sessionId)) return undefined;
-    const header = req.headers["x-slaude-turn"];
-    const r = warmRequestOf(body, typeof header === "string" ? header : undefined);
-    if (!r || (header !== undefined && typeof header !== "string")) return undefined;
-    const now = this.clock.now();
-    const found = this.warm.attempt(sessionId, r, now, this.broker.deps.pins.writesStarted);
-    if (!found) return undefined;
-    const session = this.host.remembered(sessionId, found.entry.record, headerThread, caller);
-    if (!session) {
-      this.warm.drop(sessionId);
-      return undefined;
-    }
-    return { session, ahead: found.ahead };
-  }
-
-  /** Keeps the rows a warm call was decided from (its reads ahead and the session's), once all are in. */
-  private async remember(
-    sessionId: string,
-    record: SessionRecord | undefined,
-    sessionProof: RowProof,
-    ahead: TurnAhead,
-  ): Promise<void> {
-    const f = ahead.facts;
-    if (!record || !f || !ahead.proved || !f.ownProof || !f.pin?.proof) return;
-    try {
-      const [turn, own, ownProof, pin, pinProof] = await Promise.all([
-        ahead.proved,
-        f.own,
-        f.ownProof,
-        f.pin.pin,
-        f.pin.proof,
-      ]);
-      if (!own) return;
-      this.warm.set(sessionId, {
-        record,
-        threadKey: f.threadKey,
-        later: turn.later,
-        caller: f.caller,
-        service: f.service,
-        tool: f.tool,
-        own,
-        pin,
-        proofs: [sessionProof, turn.proof, ownProof, pinProof],
-        at: this.clock.now(),
-      });
-    } catch {
-      // A read that failed leaves nothing to remember: the next call reads afresh.
-    }
+    const held = await heldAnswer(ahead, answer, res);
+    if (held === "send") await sendWebResponse(res, answer);
+    return held !== "unproved";
   }
 
   readonly handler: RouteHandler = async (req, res, _url, scope) => {
@@ -306,7 +205,7 @@ export class McpEndpoint {
     if (!isLegacyMessage(req, body)) return this.modern.serve(req, res, caller, body, scope);
     if (typeof sessionId === "string") {
       // A warm mcp_call from remembered rows first; handled again below if they did not hold.
-      const warm = this.sharedRecords ? this.warmAttempt(req, body, caller, sessionId, headerThread) : undefined;
+      const warm = this.sharedRecords ? this.warm.attempt(req, body, caller, sessionId, headerThread) : undefined;
       if (warm) {
         if (await this.serveSession(req, res, scope, caller, body, sessionId, warm.session, undefined, warm.ahead))
           return;
@@ -323,11 +222,7 @@ export class McpEndpoint {
           scope.log.warn("mcp request refused: the session was opened with another host token");
           return sendMcpRefusal(res, 403, "session_token_mismatch", TOKEN_MISMATCH);
         case "thread_mismatch":
-          return sendJson(res, 403, {
-            jsonrpc: "2.0",
-            error: { code: -32003, message: "This session is bound to another thread" },
-            id: null,
-          });
+          return sendRpcError(res, 403, -32003, "This session is bound to another thread");
         case "full":
           scope.log.warn("mcp session not rebuilt: the session cap is reached and every session is busy", {
             maxSessions: this.limits.maxSessions,
@@ -341,27 +236,15 @@ export class McpEndpoint {
       const attempt = ahead?.facts?.attempt;
       const sessionProof = found.proof;
       if (ahead && attempt && sessionProof)
-        attempt.onRan = () => void this.remember(sessionId, found.record, sessionProof, ahead);
+        attempt.onRan = () => void this.warm.remember(sessionId, found.record, sessionProof, ahead);
       await this.serveSession(req, res, scope, caller, body, sessionId, found.session, found.record, ahead, !!warm);
       return;
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
-      return sendJson(res, 400, {
-        jsonrpc: "2.0",
-        error: { code: -32000, message: "No session: send initialize first" },
-        id: null,
-      });
+      return sendRpcError(res, 400, -32000, "No session: send initialize first");
     }
     const thread = parseThreadHeader(headerThread);
-    if (!thread || typeof headerThread !== "string")
-      return sendJson(res, 400, {
-        jsonrpc: "2.0",
-        error: {
-          code: -32602,
-          message: "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session",
-        },
-        id: null,
-      });
+    if (!thread || typeof headerThread !== "string") return sendRpcError(res, 400, -32602, NEEDS_THREAD);
     const verdict = await this.tenants.check(caller.binding, thread.teamId);
     if (!verdict.ok) {
       const r = refusalOf(verdict.reason, thread.teamId);
@@ -369,14 +252,7 @@ export class McpEndpoint {
     }
     const init = InitializeParamsSchema.safeParse(body.params);
     if (!init.success || JSON.stringify(init.data).length > MAX_INITIALIZE_JSON) {
-      return sendJson(res, 400, {
-        jsonrpc: "2.0",
-        error: {
-          code: -32602,
-          message: `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB`,
-        },
-        id: null,
-      });
+      return sendRpcError(res, 400, -32602, BAD_INITIALIZE);
     }
     // One team's sessions cannot take every session of the process (or, with shared records, of the deployment).
     if (!this.host.table.roomForTeam(thread.teamId)) return this.teamFull(res);

@@ -6,6 +6,8 @@ import type http from "node:http";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { BodyTooLargeError, readBody } from "./host-auth.js";
 import { sendJson } from "./http-server.js";
+import type { McpSession } from "./mcp-sessions.js";
+import { MAX_INITIALIZE_JSON } from "./session-records.js";
 
 /** The largest JSON-RPC message /mcp accepts. */
 const MAX_MCP_BODY = 4 << 20;
@@ -92,3 +94,42 @@ export function cancelledIds(body: unknown): (string | number)[] {
   }
   return ids;
 }
+
+/**
+ * Delivers a cancellation announced by another replica to session `s`'s transport, when this
+ * replica holds it open: the SDK aborts the request when it runs here and ignores it otherwise.
+ */
+export async function deliverCancellation(
+  s: McpSession | undefined,
+  sessionId: string,
+  requestId: string | number,
+): Promise<boolean> {
+  if (!s || s.closed) return false;
+  const note = {
+    jsonrpc: "2.0",
+    method: "notifications/cancelled",
+    params: { requestId, reason: "cancelled by the client through another replica" },
+  };
+  const req = new Request("http://replica.invalid/mcp", {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": sessionId,
+    },
+    body: JSON.stringify(note),
+  });
+  const answer = await s.transport.handleRequest(req, { parsedBody: note });
+  return answer.status === 202;
+}
+
+/** A JSON-RPC error answer with no request id (the request was refused before any method ran). */
+export function sendRpcError(res: http.ServerResponse, status: number, code: number, message: string): void {
+  sendJson(res, status, { jsonrpc: "2.0", error: { code, message }, id: null });
+}
+
+/** Why an initialize without a usable X-Slaude-Thread is refused. */
+export const NEEDS_THREAD = "X-Slaude-Thread: <team_id>/<channel_id>/<thread_ts> is required to open a session";
+
+/** Why an initialize whose parameters do not parse (or are too large) is refused. */
+export const BAD_INITIALIZE = `initialize params must name protocolVersion, capabilities and clientInfo, in at most ${MAX_INITIALIZE_JSON / 1024} KiB`;

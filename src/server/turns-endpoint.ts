@@ -2,9 +2,10 @@ import { z } from "zod";
 import type { Broker } from "../broker/broker.js";
 import { TURN_ID_PATTERN } from "../turns/turn-state.js";
 import { type OriginGuard, readBody } from "./host-auth.js";
+import { guardHostRequest } from "./host-guard.js";
 import type { HostTeamAuth } from "./host-teams.js";
 import { type RouteHandler, sendJson } from "./http-server.js";
-import { guardHostRequest, idPart } from "./mcp-endpoint.js";
+import { idPart } from "./mcp-endpoint.js";
 import { sendRefusal, type TenantGuard } from "./tenant-guard.js";
 
 // The host's turn reports: POST /v1/turns starts a turn and answers its id in the X-Slaude-Turn
